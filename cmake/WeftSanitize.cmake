@@ -1,0 +1,12 @@
+# WEFT_SANITIZE applies one sanitizer to every target of the build tree.
+if(WEFT_SANITIZE STREQUAL "")
+  return()
+endif()
+if(NOT WEFT_SANITIZE MATCHES "^(thread|address|undefined)$")
+  message(FATAL_ERROR "WEFT_SANITIZE must be thread, address or undefined, not '${WEFT_SANITIZE}'")
+endif()
+add_compile_options(-fsanitize=${WEFT_SANITIZE} -fno-omit-frame-pointer -g)
+add_link_options(-fsanitize=${WEFT_SANITIZE})
+if(WEFT_SANITIZE STREQUAL "undefined")
+  add_compile_options(-fno-sanitize-recover=undefined)
+endif()

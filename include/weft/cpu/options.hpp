@@ -1,0 +1,50 @@
+// weft/cpu/options.hpp - how a CPU executor is configured.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace weft::cpu {
+
+/// When a spawned task is pushed for others to steal (help-first) and when it is run at once by
+/// the spawning thread (work-first). See docs/cpu.md, "Spawning".
+enum class SpawnPolicy : std::uint8_t {
+  /// Seed 003 §4.3: help-first while the spawner's deque holds fewer than
+  /// private_bound + public_bound tasks, work-first above it. The default.
+  bounded_queue,
+  /// Classic cut-off: tasks spawned at depth >= depth_bound run at once.
+  bounded_depth,
+  /// Always help-first (push every task) until the deque is physically full.
+  help_first,
+};
+
+/// What happens to tasks that have not started when the executor shuts down.
+enum class ShutdownMode : std::uint8_t {
+  /// Run every task already submitted, and the tasks they spawn, then stop. The destructor's mode.
+  drain,
+  /// Tasks not yet started are cancelled: their futures fail with weft::ShutDown, their groups
+  /// count them as cancelled. Running tasks finish.
+  cancel_pending,
+};
+
+/// Options of weft::cpu::Executor. Defaults follow seed 003 (6 private + 30 public).
+struct ExecutorOptions {
+  /// Worker threads; 0 means the number of hardware threads.
+  std::size_t workers = 0;
+  SpawnPolicy spawn_policy = SpawnPolicy::bounded_queue;
+  /// Tasks a worker keeps private (unstealable, no synchronisation) before publishing.
+  std::size_t private_bound = 6;
+  /// Tasks beyond the private ones that a deque may hold under bounded_queue.
+  std::size_t public_bound = 30;
+  /// Spawn depth at which bounded_depth runs children at once.
+  std::uint32_t depth_bound = 12;
+  /// Physical capacity of a worker's deque (rounded up to a power of two). When full, spawns run
+  /// at once whatever the policy.
+  std::size_t deque_capacity = 4096;
+  /// Bind worker i to processing unit i (via hwloc; ignored with a warning without hwloc).
+  bool pin_workers = false;
+  /// Steal attempts (rounds over all victims) an idle worker makes before it sleeps.
+  std::uint32_t steal_rounds_before_sleep = 64;
+};
+
+}  // namespace weft::cpu

@@ -1,0 +1,15 @@
+// weft/weft.hpp - the whole public API of weft in one header.
+//
+// Compiles with a plain C++20 compiler; CUDA-only parts live behind .cuh headers that only CUDA
+// translation units include.
+#pragma once
+
+#include "weft/error.hpp"
+#include "weft/cpu/executor.hpp"
+#include "weft/cpu/future.hpp"
+#include "weft/cpu/options.hpp"
+#include "weft/cpu/parallel.hpp"
+#include "weft/cpu/partition.hpp"
+#include "weft/cpu/task_group.hpp"
+#include "weft/cpu/team.hpp"
+#include "weft/cpu/topology.hpp"

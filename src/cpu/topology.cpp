@@ -1,0 +1,91 @@
+#include "weft/cpu/topology.hpp"
+
+#include <fstream>
+#include <thread>
+
+#if WEFT_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
+namespace weft::cpu {
+
+namespace {
+
+std::string read_cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return {};
+}
+
+#if WEFT_HAVE_HWLOC
+// One topology per process, loaded on first use (hwloc_topology_load reads sysfs: slow).
+struct HwlocTopology {
+  hwloc_topology_t topo = nullptr;
+  bool ok = false;
+  HwlocTopology() {
+    if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) == 0) ok = true;
+  }
+  ~HwlocTopology() {
+    if (topo != nullptr) hwloc_topology_destroy(topo);
+  }
+};
+HwlocTopology& hwloc_topology() {
+  static HwlocTopology t;
+  return t;
+}
+#endif
+
+}  // namespace
+
+CpuTopology describe_cpu_topology() noexcept {
+  CpuTopology t;
+  try {
+    t.model = read_cpu_model();
+  } catch (...) {
+    t.model.clear();  // /proc unreadable: the model stays unknown
+  }
+#if WEFT_HAVE_HWLOC
+  HwlocTopology& h = hwloc_topology();
+  if (h.ok) {
+    auto count = [&](hwloc_obj_type_t type) {
+      const int n = hwloc_get_nbobjs_by_type(h.topo, type);
+      return n < 0 ? std::size_t{0} : static_cast<std::size_t>(n);
+    };
+    t.packages = count(HWLOC_OBJ_PACKAGE);
+    t.numa_nodes = count(HWLOC_OBJ_NUMANODE);
+    t.cores = count(HWLOC_OBJ_CORE);
+    t.processing_units = count(HWLOC_OBJ_PU);
+    t.from_hwloc = true;
+    return t;
+  }
+#endif
+  const unsigned hw = std::thread::hardware_concurrency();
+  t.processing_units = hw;
+  t.cores = hw;
+  t.packages = 1;
+  t.numa_nodes = 1;
+  return t;
+}
+
+bool pin_this_thread_to_pu(std::size_t index) noexcept {
+#if WEFT_HAVE_HWLOC
+  HwlocTopology& h = hwloc_topology();
+  if (!h.ok) return false;
+  const int n = hwloc_get_nbobjs_by_type(h.topo, HWLOC_OBJ_PU);
+  if (n <= 0) return false;
+  hwloc_obj_t pu = hwloc_get_obj_by_type(h.topo, HWLOC_OBJ_PU, static_cast<unsigned>(index % n));
+  if (pu == nullptr) return false;
+  return hwloc_set_cpubind(h.topo, pu->cpuset, HWLOC_CPUBIND_THREAD) == 0;
+#else
+  (void)index;
+  return false;
+#endif
+}
+
+}  // namespace weft::cpu

@@ -1,0 +1,163 @@
+#include "weft/cpu/executor.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <set>
+#include <thread>
+
+#include "weft/cpu/task_group.hpp"
+
+namespace weft::cpu {
+namespace {
+
+TEST(Executor, DefaultsToHardwareThreads) {
+  Executor ex;
+  const unsigned hw = std::thread::hardware_concurrency();
+  EXPECT_EQ(ex.num_workers(), hw == 0 ? 1u : hw);
+}
+
+TEST(Executor, RejectsBadOptions) {
+  ExecutorOptions o;
+  o.private_bound = 0;
+  EXPECT_THROW(Executor{o}, InvalidArgument);
+  o = {};
+  o.public_bound = 5000;  // bound above the deque's capacity
+  EXPECT_THROW(Executor{o}, InvalidArgument);
+  o = {};
+  o.deque_capacity = 1;
+  EXPECT_THROW(Executor{o}, InvalidArgument);
+  o = {};
+  o.workers = 100000;
+  EXPECT_THROW(Executor{o}, InvalidArgument);
+}
+
+TEST(Executor, SubmitRunsOnAWorkerAndReturnsTheValue) {
+  Executor ex(ExecutorOptions{.workers = 2});
+  auto f = ex.submit([&] { return ex.this_worker_index(); });
+  const int idx = f.get();
+  EXPECT_GE(idx, 0);
+  EXPECT_LT(idx, 2);
+  EXPECT_EQ(ex.this_worker_index(), -1);
+}
+
+TEST(Executor, SubmitRejectsNullCallables) {
+  Executor ex(ExecutorOptions{.workers = 1});
+  std::function<void()> empty;
+  EXPECT_THROW(ex.submit(empty), InvalidArgument);
+  void (*null_fn)() = nullptr;
+  EXPECT_THROW(ex.submit(null_fn), InvalidArgument);
+}
+
+TEST(Executor, SubmitAfterShutdownThrows) {
+  Executor ex(ExecutorOptions{.workers = 2});
+  ex.shutdown();
+  EXPECT_TRUE(ex.is_shutting_down());
+  EXPECT_THROW(ex.submit([] {}), ShutDown);
+  ex.shutdown();  // idempotent
+}
+
+TEST(Executor, DrainShutdownRunsEverythingSubmitted) {
+  std::atomic<int> ran{0};
+  {
+    Executor ex(ExecutorOptions{.workers = 2});
+    for (int i = 0; i < 10000; ++i) {
+      ex.submit([&] {
+        ran.fetch_add(1, std::memory_order_relaxed);
+      });
+    }
+  }  // destructor drains
+  EXPECT_EQ(ran.load(), 10000);
+}
+
+TEST(Executor, DrainIncludesTasksSpawnedDuringShutdown) {
+  std::atomic<int> ran{0};
+  Executor ex(ExecutorOptions{.workers = 2});
+  ex.submit([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    TaskGroup g(ex);
+    for (int i = 0; i < 100; ++i) g.spawn([&] { ran.fetch_add(1); });
+    g.wait();
+    ex.submit([&] { ran.fetch_add(1000); });  // a worker may still submit while draining
+  });
+  ex.shutdown(ShutdownMode::drain);
+  EXPECT_EQ(ran.load(), 1100);
+}
+
+TEST(Executor, CancelPendingShutdownFailsFuturesExactlyOnce) {
+  Executor ex(ExecutorOptions{.workers = 1});
+  std::atomic<bool> release{false};
+  std::atomic<bool> started{false};
+  auto blocker = ex.submit([&] {
+    started.store(true);
+    while (!release.load()) std::this_thread::yield();
+    return 1;
+  });
+  while (!started.load()) std::this_thread::yield();
+  std::vector<Future<int>> pending;
+  for (int i = 0; i < 100; ++i) pending.push_back(ex.submit([] { return 2; }));
+  std::thread stopper([&] { ex.shutdown(ShutdownMode::cancel_pending); });
+  while (!ex.is_shutting_down()) std::this_thread::yield();
+  release.store(true);
+  stopper.join();
+  EXPECT_EQ(blocker.get(), 1);  // it was running: it finishes
+  int cancelled = 0;
+  for (auto& f : pending) {
+    try {
+      (void)f.get();
+    } catch (const ShutDown&) {
+      ++cancelled;
+    }
+  }
+  EXPECT_EQ(cancelled, 100);
+}
+
+TEST(Executor, ShutdownFromOwnWorkerIsRejected) {
+  Executor ex(ExecutorOptions{.workers = 2});
+  auto f = ex.submit([&] {
+    try {
+      ex.shutdown();
+    } catch (const InvalidState&) {
+      return true;
+    }
+    return false;
+  });
+  EXPECT_TRUE(f.get());
+}
+
+TEST(Executor, IdleWorkersSleepAndWakeForNewWork) {
+  Executor ex(ExecutorOptions{.workers = 2, .steal_rounds_before_sleep = 4});
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto before = ex.stats().sleeps;
+  EXPECT_GE(before, 2u);  // both workers went to sleep with nothing to do
+  for (int round = 0; round < 50; ++round) {
+    auto f = ex.submit([] { return 7; });
+    EXPECT_EQ(f.get(), 7);  // a sleeping worker was woken (or this would hang)
+  }
+}
+
+TEST(Executor, StealingSpreadsWorkOverWorkers) {
+  Executor ex(ExecutorOptions{.workers = 2});
+  std::mutex m;
+  std::set<int> seen;
+  TaskGroup outer(ex);
+  auto root = ex.submit([&] {
+    TaskGroup g(ex);
+    for (int i = 0; i < 64; ++i) {
+      g.spawn([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        std::lock_guard<std::mutex> lock(m);
+        seen.insert(ex.this_worker_index());
+      });
+    }
+    g.wait();
+  });
+  root.get();
+  EXPECT_EQ(seen.size(), 2u);
+  EXPECT_GT(ex.stats().steals, 0u);
+}
+
+}  // namespace
+}  // namespace weft::cpu

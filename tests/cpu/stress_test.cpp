@@ -1,0 +1,122 @@
+// Randomised stress: millions of nested tasks from several external threads, each counted.
+// WEFT_STRESS_SCALE (default 1) shrinks the loops, e.g. under ThreadSanitizer.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "test_util.hpp"
+#include "weft/cpu/task_group.hpp"
+
+namespace weft::cpu {
+namespace {
+
+double stress_scale() {
+  const char* s = std::getenv("WEFT_STRESS_SCALE");
+  return s != nullptr ? std::atof(s) : 1.0;
+}
+
+// Spawns a random tree below `budget`; every node marks its own slot.
+void random_tree(TaskGroup& g, std::vector<std::atomic<std::uint8_t>>& marks,
+                 std::atomic<std::int64_t>& next_id, std::int64_t limit, test::SplitMix rng,
+                 int depth) {
+  const std::int64_t id = next_id.fetch_add(1, std::memory_order_relaxed);
+  if (id >= limit) return;
+  marks[static_cast<std::size_t>(id)].fetch_add(1, std::memory_order_relaxed);
+  const int children = depth > 40 ? 0 : static_cast<int>(rng.below(4));
+  if (children == 0) return;
+  const bool own_group = rng.below(2) == 0;
+  if (own_group) {
+    TaskGroup inner(g.state_for_algorithms().executor());
+    for (int c = 0; c < children; ++c) {
+      inner.spawn([&, seed = rng.next()] {
+        random_tree(inner, marks, next_id, limit, test::SplitMix(seed), depth + 1);
+      });
+    }
+    inner.wait();
+  } else {
+    for (int c = 0; c < children; ++c) {
+      g.spawn([&g, &marks, &next_id, limit, seed = rng.next(), depth] {
+        random_tree(g, marks, next_id, limit, test::SplitMix(seed), depth + 1);
+      });
+    }
+  }
+}
+
+class StressPolicies : public ::testing::TestWithParam<SpawnPolicy> {};
+
+TEST_P(StressPolicies, EveryNestedTaskFromManyThreadsRunsExactlyOnce) {
+  const auto total = static_cast<std::int64_t>(2'000'000 * stress_scale()) + 1000;
+  constexpr int kSubmitters = 4;
+  Executor ex(ExecutorOptions{.workers = 2, .spawn_policy = GetParam(),
+                              .private_bound = 3, .public_bound = 9});
+  std::vector<std::atomic<std::uint8_t>> marks(static_cast<std::size_t>(total));
+  std::atomic<std::int64_t> next_id{0};
+  std::vector<std::thread> submitters;
+  for (int s = 0; s < kSubmitters; ++s) {
+    submitters.emplace_back([&, s] {
+      test::SplitMix rng(1000 + s);
+      while (next_id.load(std::memory_order_relaxed) < total) {
+        TaskGroup g(ex);
+        for (int k = 0; k < 8; ++k) {
+          g.spawn([&g, &marks, &next_id, total, seed = rng.next()] {
+            random_tree(g, marks, next_id, total, test::SplitMix(seed), 0);
+          });
+        }
+        g.wait();
+      }
+    });
+  }
+  for (auto& t : submitters) t.join();
+  for (std::int64_t i = 0; i < total; ++i) {
+    ASSERT_EQ(marks[static_cast<std::size_t>(i)].load(), 1) << "task id " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, StressPolicies,
+                         ::testing::Values(SpawnPolicy::bounded_queue, SpawnPolicy::help_first));
+
+TEST(Stress, ShutdownWhileExternalThreadsSubmit) {
+  const int rounds = static_cast<int>(200 * stress_scale()) + 5;
+  for (int round = 0; round < rounds; ++round) {
+    std::atomic<long> accepted{0}, completed{0}, rejected{0}, cancelled{0};
+    {
+      Executor ex(ExecutorOptions{.workers = 2});
+      std::vector<std::thread> submitters;
+      for (int s = 0; s < 3; ++s) {
+        submitters.emplace_back([&] {
+          std::vector<Future<int>> futures;
+          for (int i = 0; i < 200; ++i) {
+            try {
+              futures.push_back(ex.submit([&] {
+                completed.fetch_add(1);
+                return 1;
+              }));
+              accepted.fetch_add(1);
+            } catch (const ShutDown&) {
+              rejected.fetch_add(1);
+            }
+          }
+          for (auto& f : futures) {
+            try {
+              (void)f.get();
+            } catch (const ShutDown&) {
+              cancelled.fetch_add(1);
+            }
+          }
+        });
+      }
+      ex.shutdown(round % 2 == 0 ? ShutdownMode::drain : ShutdownMode::cancel_pending);
+      for (auto& t : submitters) t.join();
+    }
+    // Every submission was accepted or rejected; every accepted task completed or was
+    // cancelled, exactly once.
+    ASSERT_EQ(accepted.load() + rejected.load(), 600);
+    ASSERT_EQ(completed.load() + cancelled.load(), accepted.load());
+  }
+}
+
+}  // namespace
+}  // namespace weft::cpu

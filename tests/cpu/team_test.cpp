@@ -1,0 +1,74 @@
+#include "weft/cpu/team.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <vector>
+
+namespace weft::cpu {
+namespace {
+
+TEST(Team, PipelineVisitsBlocksInRankOrder) {
+  Executor ex(ExecutorOptions{.workers = 2});
+  const std::size_t size = 3;  // caller + 2 workers
+  constexpr int kBlocks = 200;
+  // Each block must be touched by rank 0, then 1, then 2: the critical-region pipeline.
+  std::vector<std::vector<int>> visits(kBlocks);
+  run_team(ex, size, [&](Team& t) {
+    for (int b = 0; b < kBlocks; ++b) {
+      t.wait_prev();
+      visits[static_cast<std::size_t>(b)].push_back(static_cast<int>(t.rank()));
+      t.signal_next();
+    }
+  });
+  for (int b = 0; b < kBlocks; ++b) {
+    ASSERT_EQ(visits[static_cast<std::size_t>(b)], (std::vector<int>{0, 1, 2})) << b;
+  }
+}
+
+TEST(Team, IterationSignalsOrderAWavefront) {
+  // v[k][i] = v[k][i-1] + v[k-1][i]: iteration i of sweep k needs i-1 of the same sweep.
+  Executor ex(ExecutorOptions{.workers = 2});
+  constexpr std::int64_t kN = 1000;
+  constexpr int kSweeps = 20;
+  std::vector<long> v(kN, 1), expected(kN, 1);
+  for (int k = 0; k < kSweeps; ++k) {
+    for (std::int64_t i = 1; i < kN; ++i) expected[i] += expected[i - 1];
+  }
+  run_team(ex, 2, 0, kN, [&](Team& t) {
+    for (int k = 0; k < kSweeps; ++k) {
+      for (std::int64_t i = t.my_begin(); i < t.my_end(); ++i) {
+        t.iter_wait(i - 1);
+        if (i > 0) v[static_cast<std::size_t>(i)] += v[static_cast<std::size_t>(i - 1)];
+        t.iter_post(i + 1);
+      }
+    }
+  });
+  EXPECT_EQ(v, expected);
+}
+
+TEST(Team, OwnerOfFollowsTheStaticPartition) {
+  Executor ex(ExecutorOptions{.workers = 2});
+  std::atomic<int> checked{0};
+  run_team(ex, 3, 0, 10, [&](Team& t) {
+    for (std::int64_t i = t.my_begin(); i < t.my_end(); ++i) {
+      EXPECT_EQ(t.owner_of(i), t.rank());
+    }
+    t.barrier();
+    checked.fetch_add(1);
+  });
+  EXPECT_EQ(checked.load(), 3);
+}
+
+TEST(Team, RejectsSizesThatCannotRunAtOnce) {
+  Executor ex(ExecutorOptions{.workers = 2});
+  EXPECT_THROW(run_team(ex, 0, [](Team&) {}), InvalidArgument);
+  EXPECT_THROW(run_team(ex, 4, [](Team&) {}), InvalidArgument);
+  run_team(ex, 3, [&](Team& t) {
+    EXPECT_THROW(t.signal_to(3), InvalidArgument);
+    EXPECT_THROW(t.signal_to(0, kTeamTags), InvalidArgument);
+  });
+}
+
+}  // namespace
+}  // namespace weft::cpu
