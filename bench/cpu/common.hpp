@@ -1,0 +1,143 @@
+// bench/cpu/common.hpp - the sequential building blocks every implementation shares, so that
+// weft and its peers differ only in how they create and schedule work.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels.hpp"
+
+namespace weft::bench::cpu::common {
+
+// ---- N-Queens ----
+inline constexpr int kMaxQueens = 20;
+using Board = std::array<char, kMaxQueens>;
+/// True when queen j (in row j at column a[j]) does not attack rows 0..j-1.
+inline bool queens_ok(int j, const Board& a) {
+  for (int i = 0; i < j; ++i) {
+    const int p = a[static_cast<std::size_t>(i)];
+    const int q = a[static_cast<std::size_t>(j)];
+    if (p == q || q - p == j - i || p - q == j - i) return false;
+  }
+  return true;
+}
+
+// ---- UTS ----
+inline std::uint64_t splitmix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+/// Children of a node: geometric with mean `branching`, none below max_depth.
+inline int uts_children(std::uint64_t seed, int depth, const UtsParams& p) {
+  if (depth >= p.max_depth) return 0;
+  const double u = static_cast<double>(splitmix(seed) >> 11) * (1.0 / 9007199254740992.0);
+  const double prob = 1.0 / (1.0 + p.branching);
+  return static_cast<int>(std::floor(std::log(1.0 - u) / std::log(1.0 - prob)));
+}
+inline std::uint64_t uts_child_seed(std::uint64_t seed, int i) {
+  return splitmix(seed ^ (0xD1B54A32D192ED03ull * static_cast<std::uint64_t>(i + 1)));
+}
+
+/// Per-child subtree counts of one UTS node: on the stack for the usual few children.
+class ChildCounts {
+ public:
+  explicit ChildCounts(int k) : k_(k) {
+    if (k > static_cast<int>(small_.size())) big_.resize(static_cast<std::size_t>(k));
+  }
+  std::uint64_t& operator[](int i) {
+    return big_.empty() ? small_[static_cast<std::size_t>(i)] : big_[static_cast<std::size_t>(i)];
+  }
+  [[nodiscard]] std::uint64_t sum() {
+    std::uint64_t s = 0;
+    for (int i = 0; i < k_; ++i) s += (*this)[i];
+    return s;
+  }
+
+ private:
+  int k_;
+  std::array<std::uint64_t, 16> small_{};
+  std::vector<std::uint64_t> big_;
+};
+
+// ---- SparseLU blocks (BOTS kernels) ----
+inline void lu0(float* diag, int bs) {
+  for (int k = 0; k < bs; ++k) {
+    for (int i = k + 1; i < bs; ++i) {
+      diag[i * bs + k] /= diag[k * bs + k];
+      const float f = diag[i * bs + k];
+      for (int j = k + 1; j < bs; ++j) diag[i * bs + j] -= f * diag[k * bs + j];
+    }
+  }
+}
+inline void fwd(const float* diag, float* col, int bs) {
+  for (int k = 0; k < bs; ++k) {
+    for (int i = k + 1; i < bs; ++i) {
+      const float f = diag[i * bs + k];
+      for (int j = 0; j < bs; ++j) col[i * bs + j] -= f * col[k * bs + j];
+    }
+  }
+}
+inline void bdiv(const float* diag, float* row, int bs) {
+  for (int i = 0; i < bs; ++i) {
+    for (int k = 0; k < bs; ++k) {
+      row[i * bs + k] /= diag[k * bs + k];
+      const float f = row[i * bs + k];
+      for (int j = k + 1; j < bs; ++j) row[i * bs + j] -= f * diag[k * bs + j];
+    }
+  }
+}
+inline void bmod(const float* row, const float* col, float* inner, int bs) {
+  for (int i = 0; i < bs; ++i) {
+    for (int k = 0; k < bs; ++k) {
+      const float f = row[i * bs + k];
+      for (int j = 0; j < bs; ++j) inner[i * bs + j] -= f * col[k * bs + j];
+    }
+  }
+}
+inline std::vector<float>& ensure_block(SparseMatrix& m, int i, int j) {
+  auto& b = m.blocks[static_cast<std::size_t>(i * m.nb + j)];
+  if (b.empty()) b.assign(static_cast<std::size_t>(m.bs * m.bs), 0.0f);
+  return b;
+}
+
+// ---- Multisort (cilksort) ----
+inline constexpr std::size_t kQuickSize = 2048;
+inline constexpr std::size_t kMergeSize = 2048;
+
+inline void seq_merge(const std::int32_t* a, const std::int32_t* a_end, const std::int32_t* b,
+                      const std::int32_t* b_end, std::int32_t* out) {
+  std::merge(a, a_end, b, b_end, out);
+}
+/// Position in [lo, hi) of the first element >= v.
+inline const std::int32_t* lower_bound(const std::int32_t* lo, const std::int32_t* hi,
+                                       std::int32_t v) {
+  return std::lower_bound(lo, hi, v);
+}
+
+// ---- Alignment: Needleman-Wunsch score with a BLOSUM-like toy matrix, linear gaps ----
+inline int substitution(char a, char b) {
+  if (a == b) return 5;
+  return ((a ^ b) & 1) != 0 ? -3 : -1;
+}
+
+// ---- LU-like wavefront: row i of plane k from plane k-1 and row i-1 of plane k ----
+inline void lu_row(Grid& g, int k, int i) {
+  const int n = g.n;
+  double* cur = g.v.data() + (static_cast<std::size_t>(k) * n + i) * n;
+  const double* below = cur - static_cast<std::size_t>(n) * n;
+  const double* up = i > 0 ? cur - n : nullptr;
+  double left = 0.0;
+  for (int j = 0; j < n; ++j) {
+    const double u = up != nullptr ? up[j] : 0.0;
+    left = 0.25 * (below[j] + u + left) + 0.1 * std::sin(below[j]);
+    cur[j] = left;
+  }
+}
+
+}  // namespace weft::bench::cpu::common

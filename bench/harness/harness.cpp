@@ -1,0 +1,193 @@
+#include "harness.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "weft/cpu/topology.hpp"
+
+namespace weft::bench {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double Metric::median() const { return weft::bench::median(samples); }
+
+void Suite::compare(const std::string& benchmark, const std::string& unit, Better better,
+                    std::vector<Contender> contenders) {
+  const std::size_t n = contenders.size();
+  std::vector<std::vector<double>> samples(n);
+  std::vector<bool> verified(n, true);
+  if (!options_.quiet) std::fprintf(stderr, "[bench] %-16s", benchmark.c_str());
+  for (std::size_t c = 0; c < n; ++c) {
+    for (int w = 0; w < options_.warmups; ++w) {
+      const Outcome o = contenders[c].run();
+      verified[c] = verified[c] && o.verified;
+    }
+  }
+  for (int s = 0; s < options_.samples; ++s) {
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t c = (k + static_cast<std::size_t>(s)) % n;  // rotate the order
+      const Outcome o = contenders[c].run();
+      samples[c].push_back(o.value);
+      verified[c] = verified[c] && o.verified;
+    }
+    if (!options_.quiet) std::fputc('.', stderr);
+  }
+  const double weft_median = median(samples[0]);
+  if (!options_.quiet) {
+    std::fprintf(stderr, " weft %.4g %s%s", weft_median, unit.c_str(),
+                 verified[0] ? "" : " (UNVERIFIED)");
+  }
+  metrics_.push_back(Metric{benchmark, unit, better, samples[0]});
+  for (std::size_t c = 1; c < n; ++c) {
+    Comparison cmp;
+    cmp.benchmark = benchmark;
+    cmp.peer = contenders[c].name;
+    cmp.weft = weft_median;
+    cmp.peer_value = median(samples[c]);
+    cmp.unit = unit;
+    cmp.better = better;
+    cmp.verified = verified[0] && verified[c];
+    cmp.weft_samples = samples[0];
+    cmp.peer_samples = samples[c];
+    if (!options_.quiet) {
+      std::fprintf(stderr, " | %s %.4g (x%.2f)%s", cmp.peer.c_str(), cmp.peer_value, cmp.ratio(),
+                   verified[c] ? "" : " (UNVERIFIED)");
+    }
+    comparisons_.push_back(std::move(cmp));
+  }
+  if (!options_.quiet) std::fputc('\n', stderr);
+}
+
+void Suite::measure(const std::string& name, const std::string& unit, Better better,
+                    const Runner& run) {
+  for (int w = 0; w < options_.warmups; ++w) (void)run();
+  Metric m{name, unit, better, {}};
+  bool ok = true;
+  for (int s = 0; s < options_.samples; ++s) {
+    const Outcome o = run();
+    ok = ok && o.verified;
+    m.samples.push_back(o.value);
+  }
+  if (!options_.quiet) {
+    std::fprintf(stderr, "[bench] %-28s %.4g %s%s\n", name.c_str(), m.median(), unit.c_str(),
+                 ok ? "" : " (UNVERIFIED)");
+  }
+  metrics_.push_back(std::move(m));
+}
+
+namespace {
+const char* better_name(Better b) { return b == Better::lower ? "lower" : "higher"; }
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+}  // namespace
+
+MachineInfo describe_machine(const std::string& name) {
+  MachineInfo m;
+  m.name = name;
+  const cpu::CpuTopology topo = cpu::describe_cpu_topology();
+  m.cpu = topo.model;
+  m.cores = static_cast<int>(topo.processing_units);
+  return m;
+}
+
+std::string current_commit() {
+  FILE* p = popen("git rev-parse --short HEAD 2>/dev/null", "r");
+  if (p == nullptr) return "unknown";
+  char buf[64] = {0};
+  const bool got = std::fgets(buf, sizeof buf, p) != nullptr;
+  pclose(p);
+  if (!got) return "unknown";
+  std::string s(buf);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  return s.empty() ? "unknown" : s;
+}
+
+std::string Suite::to_json(const std::string& command) const {
+  using nlohmann::json;
+  const char* env_machine = std::getenv("WEFT_MACHINE");
+  const MachineInfo mi = describe_machine(env_machine != nullptr ? env_machine : "unknown");
+  json j;
+  j["suite"] = name_;
+  j["machine"] = {{"name", mi.name}, {"cpu", mi.cpu}, {"cores", mi.cores},
+                  {"gpu", mi.gpu},   {"gpus", mi.gpus}};
+  j["date"] = utc_now();
+  j["commit"] = current_commit();
+  j["command"] = command;
+  j["samples_per_contender"] = options_.samples;
+  j["warmups_per_contender"] = options_.warmups;
+  json metrics = json::object();
+  for (const Metric& m : metrics_) {
+    metrics[m.name] = {{"value", m.median()},
+                       {"unit", m.unit},
+                       {"better", better_name(m.better)},
+                       {"samples", m.samples}};
+  }
+  j["metrics"] = metrics;
+  json comps = json::array();
+  for (const Comparison& c : comparisons_) {
+    comps.push_back({{"benchmark", c.benchmark},
+                     {"peer", c.peer},
+                     {"weft", c.weft},
+                     {"peer_value", c.peer_value},
+                     {"unit", c.unit},
+                     {"ratio", c.ratio()},
+                     {"better", better_name(c.better)},
+                     {"verified", c.verified},
+                     {"weft_samples", c.weft_samples},
+                     {"peer_samples", c.peer_samples}});
+  }
+  j["comparisons"] = comps;
+  return j.dump(2);
+}
+
+std::string Suite::to_markdown(const std::string& command) const {
+  std::string out = fmt::format("# {} benchmarks\n\nCommand: `{}`  \nCommit: {}  \n"
+                                "Medians of {} samples per contender after {} warm-up run(s); "
+                                "ratio = weft / peer.\n\n",
+                                name_, command, current_commit(), options_.samples,
+                                options_.warmups);
+  out += "| benchmark | peer | weft | peer | unit | ratio | better | verified |\n";
+  out += "|---|---|---:|---:|---|---:|---|---|\n";
+  for (const Comparison& c : comparisons_) {
+    out += fmt::format("| {} | {} | {:.4g} | {:.4g} | {} | {:.3f} | {} | {} |\n", c.benchmark,
+                       c.peer, c.weft, c.peer_value, c.unit, c.ratio(), better_name(c.better),
+                       c.verified ? "yes" : "NO");
+  }
+  out += "\n| metric | value | unit | better |\n|---|---:|---|---|\n";
+  for (const Metric& m : metrics_) {
+    out += fmt::format("| {} | {:.4g} | {} | {} |\n", m.name, m.median(), m.unit,
+                       better_name(m.better));
+  }
+  return out;
+}
+
+void Suite::write(const std::string& json_path, const std::string& command) const {
+  const std::filesystem::path p(json_path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  {
+    std::ofstream out(p);
+    out << to_json(command) << '\n';
+  }
+  std::filesystem::path md = p;
+  md.replace_extension(".md");
+  std::ofstream out(md);
+  out << to_markdown(command);
+}
+
+}  // namespace weft::bench

@@ -1,0 +1,121 @@
+// bench/harness/harness.hpp - the one benchmark harness (CONVENTIONS.md "Benchmarks compare by
+// construction"): named benchmarks, weft and its peers run alternately in the same process on
+// the same input, warm-up, medians, a reference check, JSON in the schema of RESULTS.md and a
+// markdown table beside it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace weft::bench {
+
+enum class Better { lower, higher };
+
+/// One implementation of a benchmark: run once, return the measured value (seconds, GB/s...)
+/// and whether its result matched the reference.
+struct Outcome {
+  double value = 0;
+  bool verified = false;
+};
+using Runner = std::function<Outcome()>;
+
+struct Contender {
+  std::string name;  // "weft", "tbb", "openmp", "starpu", or a weft variant
+  Runner run;
+};
+
+struct Metric {
+  std::string name;
+  std::string unit;
+  Better better = Better::lower;
+  std::vector<double> samples;
+  [[nodiscard]] double median() const;
+};
+
+struct Comparison {
+  std::string benchmark;
+  std::string peer;
+  double weft = 0;
+  double peer_value = 0;
+  std::string unit;
+  Better better = Better::lower;
+  bool verified = false;
+  std::vector<double> weft_samples;
+  std::vector<double> peer_samples;
+  [[nodiscard]] double ratio() const { return peer_value == 0 ? 0 : weft / peer_value; }
+};
+
+struct SuiteOptions {
+  int samples = 5;   // measured runs per contender (medians of these)
+  int warmups = 1;   // unmeasured runs per contender first
+  bool quiet = false;
+};
+
+/// Collects the results of one suite run.
+class Suite {
+ public:
+  Suite(std::string name, SuiteOptions options) : name_(std::move(name)), options_(options) {}
+
+  /// Runs every contender `warmups` times, then `samples` rounds in which each contender runs
+  /// once, in an order rotated every round. The first contender is weft; each other one yields
+  /// a comparison weft/peer. Also records weft's samples as metric `<benchmark>` + suffix.
+  void compare(const std::string& benchmark, const std::string& unit, Better better,
+               std::vector<Contender> contenders);
+
+  /// Records a metric of weft alone, from `samples` runs after warm-up.
+  void measure(const std::string& name, const std::string& unit, Better better,
+               const Runner& run);
+
+  void add_metric(Metric m) { metrics_.push_back(std::move(m)); }
+
+  [[nodiscard]] const std::vector<Comparison>& comparisons() const { return comparisons_; }
+  [[nodiscard]] const std::vector<Metric>& metrics() const { return metrics_; }
+  [[nodiscard]] const SuiteOptions& options() const { return options_; }
+
+  /// JSON per RESULTS.md; `command` is the exact command line that produced it.
+  [[nodiscard]] std::string to_json(const std::string& command) const;
+  /// A markdown table of the comparisons and metrics.
+  [[nodiscard]] std::string to_markdown(const std::string& command) const;
+  /// Writes <path> (JSON) and the same path with .md (table). Creates the directory.
+  void write(const std::string& json_path, const std::string& command) const;
+
+ private:
+  std::string name_;
+  SuiteOptions options_;
+  std::vector<Comparison> comparisons_;
+  std::vector<Metric> metrics_;
+};
+
+/// Monotonic seconds.
+inline double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Times f() once, in seconds.
+template <class F>
+double time_seconds(F&& f) {
+  const double t0 = now_seconds();
+  f();
+  return now_seconds() - t0;
+}
+
+double median(std::vector<double> v);
+
+/// Machine description for the JSON "machine" object.
+struct MachineInfo {
+  std::string name;
+  std::string cpu;
+  int cores = 0;
+  std::string gpu;
+  int gpus = 0;
+};
+MachineInfo describe_machine(const std::string& name);
+/// Current git commit (short), or "unknown".
+std::string current_commit();
+
+}  // namespace weft::bench

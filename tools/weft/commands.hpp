@@ -1,0 +1,24 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace weft::tools {
+
+int run_info(bool json);
+
+struct BenchCpuArgs {
+  bool quick = false;
+  std::string json_path;
+  int samples = 0;  // 0: 5 (3 with --quick)
+  int workers = 0;
+  std::vector<std::string> only;
+  std::string machine;
+  std::string command;
+};
+std::vector<std::string> cpu_benchmark_names();
+int run_bench_cpu(const BenchCpuArgs& args);
+
+int run_demo(bool quick);
+
+}  // namespace weft::tools
