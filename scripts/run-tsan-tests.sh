@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs the concurrency tests of a ThreadSanitizer build. Stress loops are shortened through
-# WEFT_STRESS_SCALE (TSan is ~10x slower) but every test still runs.
+# Runs the concurrency tests of a ThreadSanitizer build: every unit test, then the randomised
+# stress tests repeated with shuffled order. WEFT_STRESS_SCALE shortens the stress loops
+# (TSan is 5-15x slower) but every test still runs.
 set -euo pipefail
 build=${1:-build-tsan}
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}"
-export WEFT_STRESS_SCALE=${WEFT_STRESS_SCALE:-0.05}
+export WEFT_STRESS_SCALE=${WEFT_STRESS_SCALE:-0.3}
 run() {
-  # Newer kernels randomise mmap more than older TSan runtimes accept; without ASLR it works.
+  # Newer kernels randomise mmap more than GCC 12's TSan runtime accepts; without ASLR it works.
   if setarch "$(uname -m)" -R true 2>/dev/null; then
     setarch "$(uname -m)" -R "$@"
   else
@@ -15,3 +16,5 @@ run() {
 }
 echo "ThreadSanitizer: weft_cpu_tests"
 run "$build/tests/weft_cpu_tests" --gtest_brief=1
+echo "ThreadSanitizer: weft_cpu_stress (x3, shuffled, scale $WEFT_STRESS_SCALE)"
+run "$build/tests/weft_cpu_stress" --gtest_brief=1 --gtest_repeat=3 --gtest_shuffle

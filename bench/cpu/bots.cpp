@@ -16,12 +16,13 @@ using weft::cpu::TaskGroup;
 // ---------------------------------------------------------------------------- Fib
 long fib_seq(int n) { return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2); }
 
-long fib_weft(Executor& ex, int n) {
+long fib_weft(Executor& ex, int n, int cutoff) {
   if (n < 2) return n;
+  if (n < cutoff) return fib_seq(n);
   long a = 0;
   TaskGroup g(ex);
-  g.spawn([&] { a = fib_weft(ex, n - 1); });
-  const long b = fib_weft(ex, n - 2);
+  g.spawn([&] { a = fib_weft(ex, n - 1, cutoff); });
+  const long b = fib_weft(ex, n - 2, cutoff);
   g.wait();
   return a + b;
 }
@@ -73,14 +74,16 @@ std::uint64_t uts_seq_rec(std::uint64_t seed, int depth, const UtsParams& p) {
   return nodes;
 }
 
-std::uint64_t uts_weft_rec(Executor& ex, std::uint64_t seed, int depth, const UtsParams& p) {
+std::uint64_t uts_weft_rec(Executor& ex, std::uint64_t seed, int depth, const UtsParams& p,
+                           int seq_depth) {
+  if (seq_depth >= 0 && depth >= seq_depth) return uts_seq_rec(seed, depth, p);
   const int k = common::uts_children(seed, depth, p);
   if (k == 0) return 1;
   common::ChildCounts counts(k);
   TaskGroup g(ex);
   for (int i = 0; i < k; ++i) {
-    g.spawn([&ex, &p, slot = &counts[i], s = common::uts_child_seed(seed, i), depth] {
-      *slot = uts_weft_rec(ex, s, depth + 1, p);
+    g.spawn([&ex, &p, slot = &counts[i], s = common::uts_child_seed(seed, i), depth, seq_depth] {
+      *slot = uts_weft_rec(ex, s, depth + 1, p, seq_depth);
     });
   }
   g.wait();
@@ -89,8 +92,8 @@ std::uint64_t uts_weft_rec(Executor& ex, std::uint64_t seed, int depth, const Ut
 }  // namespace
 
 std::uint64_t uts_seq(const UtsParams& p) { return uts_seq_rec(p.root_seed, 0, p); }
-std::uint64_t uts_weft(Executor& ex, const UtsParams& p) {
-  return uts_weft_rec(ex, p.root_seed, 0, p);
+std::uint64_t uts_weft(Executor& ex, const UtsParams& p, int seq_depth) {
+  return uts_weft_rec(ex, p.root_seed, 0, p, seq_depth);
 }
 
 // ---------------------------------------------------------------------------- SparseLU

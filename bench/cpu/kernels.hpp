@@ -21,7 +21,9 @@ struct Threads {
 
 // ---- Fib: one task per call, no cut-off ----
 long fib_seq(int n);
-long fib_weft(Executor& ex, int n);
+/// cutoff > 0: calls with n < cutoff run sequentially (how an application writes it; the
+/// benchmark uses 0, one task per call).
+long fib_weft(Executor& ex, int n, int cutoff = 0);
 long fib_tbb(int n);
 long fib_omp(int n);
 
@@ -38,7 +40,8 @@ struct UtsParams {
   std::uint64_t root_seed = 19;
 };
 std::uint64_t uts_seq(const UtsParams& p);
-std::uint64_t uts_weft(Executor& ex, const UtsParams& p);
+/// seq_depth >= 0: subtrees rooted at depth >= seq_depth are counted sequentially.
+std::uint64_t uts_weft(Executor& ex, const UtsParams& p, int seq_depth = -1);
 std::uint64_t uts_tbb(const UtsParams& p);
 std::uint64_t uts_omp(const UtsParams& p);
 
@@ -88,10 +91,16 @@ void stream_omp(StreamArrays& s, StreamOp op, double scalar);
 double stream_bytes(StreamOp op, std::size_t n);
 
 // ---- Empty tasks: n independent empty tasks from one spawning thread ----
-void empty_tasks_weft(Executor& ex, std::int64_t n);
-void empty_tasks_tbb(std::int64_t n);
-void empty_tasks_omp(std::int64_t n);
-void empty_tasks_starpu(std::int64_t n);
+// An "empty" task only counts itself in its thread's padded slot (so the compiler cannot
+// elide it and the run can be verified); each returns the sum of the slots, which must be n.
+struct alignas(64) CountSlot {
+  std::int64_t v = 0;
+};
+inline constexpr int kMaxCountSlots = 256;
+std::int64_t empty_tasks_weft(Executor& ex, std::int64_t n);
+std::int64_t empty_tasks_tbb(std::int64_t n);
+std::int64_t empty_tasks_omp(std::int64_t n);
+std::int64_t empty_tasks_starpu(std::int64_t n);
 
 // ---- Task chain: n tasks, each ready only when its predecessor has finished ----
 // Each returns how many tasks ran (must equal n, in order).

@@ -54,13 +54,19 @@ void stream_weft(Executor& ex, StreamArrays& s, StreamOp op, double scalar) {
   });
 }
 
-void empty_tasks_weft(Executor& ex, std::int64_t n) {
+std::int64_t empty_tasks_weft(Executor& ex, std::int64_t n) {
   // One spawning thread (a task of the pool, like OpenMP's single), one group, n tasks.
-  ex.submit([&ex, n] {
+  std::vector<CountSlot> slots(kMaxCountSlots);
+  ex.submit([&ex, &slots, n] {
       TaskGroup g(ex);
-      for (std::int64_t i = 0; i < n; ++i) g.spawn([] {});
+      for (std::int64_t i = 0; i < n; ++i) {
+        g.spawn([&ex, &slots] { ++slots[static_cast<std::size_t>(ex.this_worker_index())].v; });
+      }
       g.wait();
     }).get();
+  std::int64_t total = 0;
+  for (const auto& s : slots) total += s.v;
+  return total;
 }
 
 namespace {

@@ -208,16 +208,19 @@ void stream_omp(StreamArrays& s, StreamOp op, double scalar) {
   }
 }
 
-void empty_tasks_omp(std::int64_t n) {
+std::int64_t empty_tasks_omp(std::int64_t n) {
+  std::vector<CountSlot> slots(kMaxCountSlots);
 #pragma omp parallel
 #pragma omp single
   {
     for (std::int64_t i = 0; i < n; ++i) {
-#pragma omp task
-      {
-      }
+#pragma omp task shared(slots)
+      ++slots[static_cast<std::size_t>(omp_get_thread_num())].v;
     }
   }
+  std::int64_t total = 0;
+  for (const auto& s : slots) total += s.v;
+  return total;
 }
 
 std::int64_t task_chain_omp(std::int64_t n) {

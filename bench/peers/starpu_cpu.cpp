@@ -7,13 +7,17 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "../cpu/kernels.hpp"
 
 namespace weft::bench::cpu {
 
 namespace {
-void empty_kernel(void** /*buffers*/, void* /*arg*/) {}
+CountSlot* g_slots = nullptr;
+void empty_kernel(void** /*buffers*/, void* /*arg*/) {
+  ++g_slots[static_cast<std::size_t>(starpu_worker_get_id())].v;
+}
 
 void increment_kernel(void** buffers, void* /*arg*/) {
   auto* v = reinterpret_cast<std::int64_t*>(STARPU_VARIABLE_GET_PTR(buffers[0]));
@@ -66,13 +70,19 @@ void starpu_stop() {
   g_running = false;
 }
 
-void empty_tasks_starpu(std::int64_t n) {
+std::int64_t empty_tasks_starpu(std::int64_t n) {
+  std::vector<CountSlot> slots(kMaxCountSlots);
+  g_slots = slots.data();
   for (std::int64_t i = 0; i < n; ++i) {
     starpu_task* t = starpu_task_create();
     t->cl = &g_empty_cl;
     if (starpu_task_submit(t) != 0) throw std::runtime_error("starpu_task_submit failed");
   }
   starpu_task_wait_for_all();
+  g_slots = nullptr;
+  std::int64_t total = 0;
+  for (const auto& s : slots) total += s.v;
+  return total;
 }
 
 std::int64_t task_chain_starpu(std::int64_t n) {

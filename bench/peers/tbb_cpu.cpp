@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
 #include <tbb/spin_mutex.h>
+#include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
 #include <mutex>
@@ -182,10 +183,18 @@ void stream_tbb(StreamArrays& s, StreamOp op, double scalar) {
       tbb::static_partitioner());
 }
 
-void empty_tasks_tbb(std::int64_t n) {
+std::int64_t empty_tasks_tbb(std::int64_t n) {
+  std::vector<CountSlot> slots(kMaxCountSlots);
   tbb::task_group g;
-  for (std::int64_t i = 0; i < n; ++i) g.run([] {});
+  for (std::int64_t i = 0; i < n; ++i) {
+    g.run([&slots] {
+      ++slots[static_cast<std::size_t>(tbb::this_task_arena::current_thread_index())].v;
+    });
+  }
   g.wait();
+  std::int64_t total = 0;
+  for (const auto& s : slots) total += s.v;
+  return total;
 }
 
 namespace {

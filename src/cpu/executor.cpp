@@ -317,7 +317,13 @@ void Executor::worker_main(detail::Worker& w) {
       t = idle_search(w, nullptr);
       if (t != nullptr) break;
       // seq_cst: pairs with shutdown's store; see all_workers_idle for the idle flags.
-      if (stopping_.load(std::memory_order_seq_cst) && all_workers_idle()) break;
+      if (stopping_.load(std::memory_order_seq_cst) && all_workers_idle()) {
+        // One last look, made after seeing stopping_: every external submission happened
+        // before shutdown set it (both under the global queue's lock), so it is visible now.
+        // An earlier look may have run before a submission that just got in.
+        t = find_task(w);
+        break;
+      }
     }
     if (t == nullptr) {
       // Drained: every worker is idle and no queue holds work. Wake the others so they see

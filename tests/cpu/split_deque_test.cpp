@@ -64,7 +64,10 @@ TEST(SplitDeque, HoldsFewerThanTracksSteals) {
   EXPECT_FALSE(dq.holds_fewer_than(10));
   dq.publish(0);
   ASSERT_NE(dq.steal(), nullptr);
-  EXPECT_TRUE(dq.holds_fewer_than(10));
+  // The owner re-reads top at most every few calls once at the bound: within 8 it sees it.
+  bool seen = false;
+  for (int i = 0; i < 8 && !seen; ++i) seen = dq.holds_fewer_than(10);
+  EXPECT_TRUE(seen);
 }
 
 // Owner pushes, publishes and pops while thieves steal: every task is taken exactly once.

@@ -35,12 +35,16 @@ TEST(Team, IterationSignalsOrderAWavefront) {
   for (int k = 0; k < kSweeps; ++k) {
     for (std::int64_t i = 1; i < kN; ++i) expected[i] += expected[i - 1];
   }
+  // In place, as the seed's LU (Fig. 3): tag 0 orders i-1 before i (read after write), tag 1
+  // holds i back until i+1 of the previous sweep has read v[i] (write after read).
   run_team(ex, 2, 0, kN, [&](Team& t) {
     for (int k = 0; k < kSweeps; ++k) {
       for (std::int64_t i = t.my_begin(); i < t.my_end(); ++i) {
-        t.iter_wait(i - 1);
+        t.iter_wait(i - 1, 0);
+        if (k > 0) t.iter_wait(i + 1, 1);
         if (i > 0) v[static_cast<std::size_t>(i)] += v[static_cast<std::size_t>(i - 1)];
-        t.iter_post(i + 1);
+        t.iter_post(i + 1, 0);
+        t.iter_post(i - 1, 1);
       }
     }
   });

@@ -41,11 +41,11 @@ int run_demo(bool quick) {
   const int runs = 3;
   std::vector<Row> rows;
   {
-    const int n = quick ? 25 : 30;
+    const int n = quick ? 30 : 36, cutoff = 22;
     long a = 0, b = 0;
-    Row r{"fib", "n=" + std::to_string(n) + ", a task per call"};
+    Row r{"fib", "n=" + std::to_string(n) + ", tasks above n=" + std::to_string(cutoff)};
     r.seq_s = best_of(runs, [&] { a = fib_seq(n); });
-    r.weft_s = best_of(runs, [&] { b = fib_weft(ex, n); });
+    r.weft_s = best_of(runs, [&] { b = fib_weft(ex, n, cutoff); });
     r.ok = a == b;
     rows.push_back(r);
   }
@@ -60,11 +60,11 @@ int run_demo(bool quick) {
   }
   {
     UtsParams p;
-    p.max_depth = quick ? 7 : 10;
+    p.max_depth = quick ? 9 : 12;
     std::uint64_t a = 0, b = 0;
     Row r{"uts", "geometric b=4, depth " + std::to_string(p.max_depth)};
     r.seq_s = best_of(runs, [&] { a = uts_seq(p); });
-    r.weft_s = best_of(runs, [&] { b = uts_weft(ex, p); });
+    r.weft_s = best_of(runs, [&] { b = uts_weft(ex, p, p.max_depth - 5); });
     r.ok = a == b;
     r.size += " (" + std::to_string(a) + " nodes)";
     rows.push_back(r);

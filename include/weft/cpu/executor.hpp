@@ -78,9 +78,12 @@ class Executor {
   /// Spawns `f` into `group` following the spawn policy: pushed for stealing, or run at once.
   template <class F>
   void spawn_into(detail::GroupState& group, F&& f);
-  /// Spawns `f` into `group` and never runs it at once (parallel algorithms want real tasks).
+  /// Spawns `f` into `group` as a real task that never runs on the caller (parallel
+  /// algorithms and teams need their participants to be separate tasks).
   template <class F>
-  void spawn_task_into(detail::GroupState& group, F&& f);
+  void spawn_task_into(detail::GroupState& group, F&& f) {
+    spawn_task(group, std::forward<F>(f), WhenFull::go_global);
+  }
   /// Blocks until `latch` is zero; a worker of this executor runs other tasks meanwhile.
   void wait_for(detail::Latch& latch);
   /// Makes the calling worker's private tasks stealable and wakes a sleeping worker. Any thread.
@@ -93,7 +96,7 @@ class Executor {
   void enqueue(detail::Task* t) {
     detail::Worker* w = detail::tl_context.worker;
     if (is_my_worker(w)) {
-      push_local(*w, t);
+      push_local(*w, t, WhenFull::go_global);
     } else {
       push_global(t);
     }
@@ -105,9 +108,13 @@ class Executor {
     return w != nullptr && w->executor == this;
   }
   [[nodiscard]] bool should_run_now(detail::Worker& w, std::uint32_t depth) noexcept;
+  /// What push_local does when the deque is physically full.
+  enum class WhenFull : std::uint8_t { run_now, go_global };
+  template <class F>
+  void spawn_task(detail::GroupState& group, F&& f, WhenFull when_full);
   template <class F>
   void run_now(detail::Worker& w, detail::GroupState& group, F& f);
-  void push_local(detail::Worker& w, detail::Task* t);
+  void push_local(detail::Worker& w, detail::Task* t, WhenFull when_full);
   void push_global(detail::Task* t);
   void after_local_push(detail::Worker& w) noexcept;
   void notify_work() noexcept;
@@ -205,26 +212,33 @@ void Executor::spawn_into(detail::GroupState& group, F&& f) {
     run_now(*w, group, f);
     return;
   }
-  spawn_task_into(group, std::forward<F>(f));
+  spawn_task(group, std::forward<F>(f), WhenFull::run_now);
 }
 
 template <class F>
-void Executor::spawn_task_into(detail::GroupState& group, F&& f) {
+void Executor::spawn_task(detail::GroupState& group, F&& f, WhenFull when_full) {
   detail::ThreadContext& ctx = detail::tl_context;
   detail::Worker* w = ctx.worker;
   detail::Task* t = detail::make_task(std::forward<F>(f), &group, ctx.depth + 1);
   group.latch().add(1);
   if (is_my_worker(w)) {
-    push_local(*w, t);
+    push_local(*w, t, when_full);
   } else {
     push_global(t);
   }
 }
 
-inline void Executor::push_local(detail::Worker& w, detail::Task* t) {
+inline void Executor::push_local(detail::Worker& w, detail::Task* t, WhenFull when_full) {
   if (!w.deque.push(t)) {
-    // Deque physically full (only possible under help_first): the global queue takes it.
-    push_global(t);
+    // Deque physically full (only possible under help_first/bounded_depth): a spawn runs at
+    // once, as the bounded policies would; a submit, which must not run on its caller, goes
+    // to the global queue.
+    if (when_full == WhenFull::run_now) {
+      w.tasks_inline.bump();
+      run_task(&w, t);
+    } else {
+      push_global(t);
+    }
     return;
   }
   after_local_push(w);

@@ -45,6 +45,11 @@ class SplitDeque {
   /// one subtraction.
   [[nodiscard]] bool holds_fewer_than(std::int64_t bound) noexcept {
     if (bottom_ - top_seen_ < bound) return true;
+    // At the bound, top is re-read only every kTopRecheck calls: top's line is the one
+    // thieves write, and a spawner running children at once would otherwise miss on it at
+    // every spawn. The bound is a heuristic; a few extra work-first runs cost nothing.
+    if (--top_recheck_ > 0) return false;
+    top_recheck_ = kTopRecheck;
     // relaxed: a size estimate; top only grows, so a stale value overcounts, never under.
     top_seen_ = top_.load(std::memory_order_relaxed);
     return bottom_ - top_seen_ < bound;
@@ -188,6 +193,8 @@ class SplitDeque {
   alignas(64) std::int64_t bottom_ = 0;
   std::int64_t split_mine_ = 0;  // the owner's copy of split_
   std::int64_t top_seen_ = 0;    // a lower bound of top_
+  static constexpr int kTopRecheck = 8;
+  int top_recheck_ = kTopRecheck;
 };
 
 }  // namespace weft::cpu::detail
