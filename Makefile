@@ -18,7 +18,7 @@ DEB_PACKAGES := build-essential cmake pkg-config git \
   libcli11-dev nlohmann-json3-dev libfmt-dev \
   libhwloc-dev libsqlite3-dev libopenblas-dev liblapacke-dev \
   libopenmpi-dev openmpi-bin \
-  libtbb-dev libstarpu-dev spin
+  libtbb-dev libstarpu-dev spin clang-format
 
 .PHONY: all deps build build-tsan demo test test-fast test-tsan bench clean format
 

@@ -274,7 +274,8 @@ std::vector<std::string> alignment_input(int sequences, int min_len, int max_len
   std::uint64_t s = seed;
   for (int k = 0; k < sequences; ++k) {
     s = common::splitmix(s);
-    const int len = min_len + static_cast<int>(s % static_cast<std::uint64_t>(max_len - min_len + 1));
+    const int len =
+        min_len + static_cast<int>(s % static_cast<std::uint64_t>(max_len - min_len + 1));
     std::string q(static_cast<std::size_t>(len), 'A');
     for (char& ch : q) {
       s = common::splitmix(s);

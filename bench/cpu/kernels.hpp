@@ -47,8 +47,8 @@ std::uint64_t uts_omp(const UtsParams& p);
 
 // ---- SparseLU: BOTS' blocked sparse LU (lu0, fwd, bdiv, bmod) ----
 struct SparseMatrix {
-  int nb = 0;  // blocks per side
-  int bs = 0;  // block side
+  int nb = 0;                              // blocks per side
+  int bs = 0;                              // block side
   std::vector<std::vector<float>> blocks;  // nb*nb, empty = zero block
   [[nodiscard]] std::vector<float>* at(int i, int j) {
     auto& b = blocks[static_cast<std::size_t>(i * nb + j)];

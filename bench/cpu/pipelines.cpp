@@ -43,7 +43,8 @@ double now() {
 
 void count_part(const IsInput& in, std::int64_t b, std::int64_t e, std::vector<std::int64_t>& h) {
   h.assign(static_cast<std::size_t>(in.max_key), 0);
-  for (std::int64_t i = b; i < e; ++i) ++h[static_cast<std::size_t>(in.keys[static_cast<std::size_t>(i)])];
+  for (std::int64_t i = b; i < e; ++i)
+    ++h[static_cast<std::size_t>(in.keys[static_cast<std::size_t>(i)])];
 }
 }  // namespace
 
@@ -52,7 +53,8 @@ std::vector<std::int64_t> is_histogram_weft(Executor& ex, const IsInput& in, int
   const std::size_t p = ex.num_workers();
   std::vector<std::int64_t> shared(static_cast<std::size_t>(in.max_key), 0);
   std::vector<std::vector<std::int64_t>> priv(p);
-  const StaticPartition keys(0, static_cast<std::int64_t>(in.keys.size()), static_cast<std::int64_t>(p));
+  const StaticPartition keys(0, static_cast<std::int64_t>(in.keys.size()),
+                             static_cast<std::int64_t>(p));
   const StaticPartition buckets(0, in.max_key, std::max(blocks, 1));
   std::mutex lock;
   double t0 = 0;
@@ -105,7 +107,8 @@ void lu_wavefront_weft(Executor& ex, Grid& g, int participants) {
   weft::cpu::run_team(ex, static_cast<std::size_t>(participants), 0, g.n, [&](Team& t) {
     for (int k = 1; k < g.nz; ++k) {
       t.iter_wait(t.my_begin() - 1);  // row begin-1 of plane k, from the previous rank
-      for (std::int64_t i = t.my_begin(); i < t.my_end(); ++i) common::lu_row(g, k, static_cast<int>(i));
+      for (std::int64_t i = t.my_begin(); i < t.my_end(); ++i)
+        common::lu_row(g, k, static_cast<int>(i));
       t.iter_post(t.my_end());  // row end may start on plane k
     }
   });

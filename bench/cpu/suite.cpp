@@ -84,9 +84,9 @@ Outcome timed(F&& f) {
 }  // namespace
 
 std::vector<std::string> cpu_benchmark_names() {
-  return {"fib32",        "nqueens12",    "nqueens13",   "uts",          "sparselu",
-          "multisort",    "alignment",    "stream_copy", "stream_scale", "stream_add",
-          "stream_triad", "empty_tasks",  "task_chain",  "pipeline_is",  "pipeline_lu",
+  return {"fib32",        "nqueens12",   "nqueens13",   "uts",          "sparselu",
+          "multisort",    "alignment",   "stream_copy", "stream_scale", "stream_add",
+          "stream_triad", "empty_tasks", "task_chain",  "pipeline_is",  "pipeline_lu",
           "spawn_policy", "wake_latency"};
 }
 
@@ -141,20 +141,25 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
   // ---- Fib ----
   if (wanted(o, "fib32")) {
     const long expect = fib_seq(z.fib);
-    suite.compare("fib32", "s", Better::lower,
-                  with_peers({{"weft", [&] { return timed([&] { return fib_weft(*ex, z.fib) == expect; }); }}},
-                             WEFT_TBB_RUN([&] { return timed([&] { return fib_tbb(z.fib) == expect; }); }),
-                             WEFT_OMP_RUN([&] { return timed([&] { return fib_omp(z.fib) == expect; }); })));
+    suite.compare(
+        "fib32", "s", Better::lower,
+        with_peers(
+            {{"weft", [&] { return timed([&] { return fib_weft(*ex, z.fib) == expect; }); }}},
+            WEFT_TBB_RUN([&] { return timed([&] { return fib_tbb(z.fib) == expect; }); }),
+            WEFT_OMP_RUN([&] { return timed([&] { return fib_omp(z.fib) == expect; }); })));
   }
   // ---- N-Queens ----
   for (auto [name, n] : {std::pair<const char*, int>{"nqueens12", z.nqueens_small},
                          std::pair<const char*, int>{"nqueens13", z.nqueens}}) {
     if (!wanted(o, name)) continue;
     const long expect = nqueens_seq(n);
-    suite.compare(name, "s", Better::lower,
-                  with_peers({{"weft", [&, n = n] { return timed([&] { return nqueens_weft(*ex, n) == expect; }); }}},
-                             WEFT_TBB_RUN([&, n = n] { return timed([&] { return nqueens_tbb(n) == expect; }); }),
-                             WEFT_OMP_RUN([&, n = n] { return timed([&] { return nqueens_omp(n) == expect; }); })));
+    suite.compare(
+        name, "s", Better::lower,
+        with_peers(
+            {{"weft",
+              [&, n = n] { return timed([&] { return nqueens_weft(*ex, n) == expect; }); }}},
+            WEFT_TBB_RUN([&, n = n] { return timed([&] { return nqueens_tbb(n) == expect; }); }),
+            WEFT_OMP_RUN([&, n = n] { return timed([&] { return nqueens_omp(n) == expect; }); })));
   }
   // ---- UTS ----
   if (wanted(o, "uts")) {
@@ -162,10 +167,11 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
     up.max_depth = z.uts_depth;
     const std::uint64_t expect = uts_seq(up);
     std::fprintf(stderr, "[bench] uts tree: %llu nodes\n", static_cast<unsigned long long>(expect));
-    suite.compare("uts", "s", Better::lower,
-                  with_peers({{"weft", [&] { return timed([&] { return uts_weft(*ex, up) == expect; }); }}},
-                             WEFT_TBB_RUN([&] { return timed([&] { return uts_tbb(up) == expect; }); }),
-                             WEFT_OMP_RUN([&] { return timed([&] { return uts_omp(up) == expect; }); })));
+    suite.compare(
+        "uts", "s", Better::lower,
+        with_peers({{"weft", [&] { return timed([&] { return uts_weft(*ex, up) == expect; }); }}},
+                   WEFT_TBB_RUN([&] { return timed([&] { return uts_tbb(up) == expect; }); }),
+                   WEFT_OMP_RUN([&] { return timed([&] { return uts_omp(up) == expect; }); })));
   }
   // ---- SparseLU ----
   if (wanted(o, "sparselu")) {
@@ -176,10 +182,11 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
       const double s = time_seconds([&] { factor(m); });
       return Outcome{s, sparselu_max_diff(reference, m) < 1e-3};
     };
-    suite.compare("sparselu", "s", Better::lower,
-                  with_peers({{"weft", [&] { return run([&](SparseMatrix& m) { sparselu_weft(*ex, m); }); }}},
-                             WEFT_TBB_RUN([&] { return run([](SparseMatrix& m) { sparselu_tbb(m); }); }),
-                             WEFT_OMP_RUN([&] { return run([](SparseMatrix& m) { sparselu_omp(m); }); })));
+    suite.compare(
+        "sparselu", "s", Better::lower,
+        with_peers({{"weft", [&] { return run([&](SparseMatrix& m) { sparselu_weft(*ex, m); }); }}},
+                   WEFT_TBB_RUN([&] { return run([](SparseMatrix& m) { sparselu_tbb(m); }); }),
+                   WEFT_OMP_RUN([&] { return run([](SparseMatrix& m) { sparselu_omp(m); }); })));
   }
   // ---- Multisort ----
   if (wanted(o, "multisort")) {
@@ -191,19 +198,22 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
       const double s = time_seconds([&] { sort(data); });
       return Outcome{s, data == sorted};
     };
-    suite.compare("multisort", "s", Better::lower,
-                  with_peers({{"weft", [&] { return run([&](auto& d) { multisort_weft(*ex, d); }); }}},
-                             WEFT_TBB_RUN([&] { return run([](auto& d) { multisort_tbb(d); }); }),
-                             WEFT_OMP_RUN([&] { return run([](auto& d) { multisort_omp(d); }); })));
+    suite.compare(
+        "multisort", "s", Better::lower,
+        with_peers({{"weft", [&] { return run([&](auto& d) { multisort_weft(*ex, d); }); }}},
+                   WEFT_TBB_RUN([&] { return run([](auto& d) { multisort_tbb(d); }); }),
+                   WEFT_OMP_RUN([&] { return run([](auto& d) { multisort_omp(d); }); })));
   }
   // ---- Alignment ----
   if (wanted(o, "alignment")) {
     const auto seqs = alignment_input(z.align_seqs, z.align_min, z.align_max, 7);
     const auto expect = alignment_seq(seqs);
-    suite.compare("alignment", "s", Better::lower,
-                  with_peers({{"weft", [&] { return timed([&] { return alignment_weft(*ex, seqs) == expect; }); }}},
-                             WEFT_TBB_RUN([&] { return timed([&] { return alignment_tbb(seqs) == expect; }); }),
-                             WEFT_OMP_RUN([&] { return timed([&] { return alignment_omp(seqs) == expect; }); })));
+    suite.compare(
+        "alignment", "s", Better::lower,
+        with_peers(
+            {{"weft", [&] { return timed([&] { return alignment_weft(*ex, seqs) == expect; }); }}},
+            WEFT_TBB_RUN([&] { return timed([&] { return alignment_tbb(seqs) == expect; }); }),
+            WEFT_OMP_RUN([&] { return timed([&] { return alignment_omp(seqs) == expect; }); })));
   }
   // ---- STREAM ----
   const bool any_stream = wanted(o, "stream_copy") || wanted(o, "stream_scale") ||
@@ -223,10 +233,22 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
         for (std::size_t i = 0; i < s.a.size(); i += 4099) {
           double expect = 0, got = 0;
           switch (op) {
-            case StreamOp::copy: expect = s.a[i]; got = s.c[i]; break;
-            case StreamOp::scale: expect = scalar * s.c[i]; got = s.b[i]; break;
-            case StreamOp::add: expect = s.a[i] + s.b[i]; got = s.c[i]; break;
-            case StreamOp::triad: expect = s.b[i] + scalar * s.c[i]; got = s.a[i]; break;
+            case StreamOp::copy:
+              expect = s.a[i];
+              got = s.c[i];
+              break;
+            case StreamOp::scale:
+              expect = scalar * s.c[i];
+              got = s.b[i];
+              break;
+            case StreamOp::add:
+              expect = s.a[i] + s.b[i];
+              got = s.c[i];
+              break;
+            case StreamOp::triad:
+              expect = s.b[i] + scalar * s.c[i];
+              got = s.a[i];
+              break;
           }
           if (std::abs(expect - got) > 1e-9 * std::max(1.0, std::abs(expect))) return false;
         }
@@ -236,10 +258,12 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
         const double secs = time_seconds(kernel);
         return Outcome{bytes / secs / 1e9, check()};
       };
-      suite.compare(name, "GB/s", Better::higher,
-                    with_peers({{"weft", [&, op = op] { return rate([&] { stream_weft(*ex, s, op, scalar); }); }}},
-                               WEFT_TBB_RUN([&, op = op] { return rate([&] { stream_tbb(s, op, scalar); }); }),
-                               WEFT_OMP_RUN([&, op = op] { return rate([&] { stream_omp(s, op, scalar); }); })));
+      suite.compare(
+          name, "GB/s", Better::higher,
+          with_peers(
+              {{"weft", [&, op = op] { return rate([&] { stream_weft(*ex, s, op, scalar); }); }}},
+              WEFT_TBB_RUN([&, op = op] { return rate([&] { stream_tbb(s, op, scalar); }); }),
+              WEFT_OMP_RUN([&, op = op] { return rate([&] { stream_omp(s, op, scalar); }); })));
     }
   }
   // ---- Empty tasks (throughput, millions of tasks per second) ----
@@ -250,8 +274,10 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
       const double secs = time_seconds([&] { ran = run(); });
       return Outcome{static_cast<double>(n) / secs / 1e6, ran == n};
     };
-    std::vector<Contender> c{{"weft", [&] { return rate([&] { return empty_tasks_weft(*ex, n); }); }}};
-    c = with_peers(std::move(c), WEFT_TBB_RUN([&] { return rate([&] { return empty_tasks_tbb(n); }); }),
+    std::vector<Contender> c{
+        {"weft", [&] { return rate([&] { return empty_tasks_weft(*ex, n); }); }}};
+    c = with_peers(std::move(c),
+                   WEFT_TBB_RUN([&] { return rate([&] { return empty_tasks_tbb(n); }); }),
                    WEFT_OMP_RUN([&] { return rate([&] { return empty_tasks_omp(n); }); }));
 #if WEFT_HAVE_STARPU
     c.push_back({"starpu", [&] {
@@ -277,8 +303,10 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
       const double secs = time_seconds([&] { ran = run(); });
       return Outcome{secs / static_cast<double>(n) * 1e6, ran == n};
     };
-    std::vector<Contender> c{{"weft", [&] { return per_task([&] { return task_chain_weft(*ex, n); }); }}};
-    c = with_peers(std::move(c), WEFT_TBB_RUN([&] { return per_task([&] { return task_chain_tbb(n); }); }),
+    std::vector<Contender> c{
+        {"weft", [&] { return per_task([&] { return task_chain_weft(*ex, n); }); }}};
+    c = with_peers(std::move(c),
+                   WEFT_TBB_RUN([&] { return per_task([&] { return task_chain_tbb(n); }); }),
                    WEFT_OMP_RUN([&] { return per_task([&] { return task_chain_omp(n); }); }));
 #if WEFT_HAVE_STARPU
     c.push_back({"starpu", [&] {
@@ -294,10 +322,14 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
   if (wanted(o, "pipeline_is")) {
     const IsInput in = is_input(z.is_keys, z.is_max_key, 3);
     const auto expect = is_histogram_seq(in);
-    suite.compare("pipeline_is", "s", Better::lower,
-                  with_peers({{"weft", [&] { return timed([&] { return is_histogram_weft(*ex, in, 16) == expect; }); }}},
-                             WEFT_TBB_RUN([&] { return timed([&] { return is_histogram_tbb(in, p) == expect; }); }),
-                             WEFT_OMP_RUN([&] { return timed([&] { return is_histogram_omp(in, p) == expect; }); })));
+    suite.compare(
+        "pipeline_is", "s", Better::lower,
+        with_peers(
+            {{"weft",
+              [&] { return timed([&] { return is_histogram_weft(*ex, in, 16) == expect; }); }}},
+            WEFT_TBB_RUN([&] { return timed([&] { return is_histogram_tbb(in, p) == expect; }); }),
+            WEFT_OMP_RUN(
+                [&] { return timed([&] { return is_histogram_omp(in, p) == expect; }); })));
     // The critical region alone, pipelined in x blocks against one lock, beside the model
     // x*y/(x+y-1) for y participants.
     for (int blocks : {4, 8, 16, 32}) {
@@ -313,7 +345,8 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
       suite.add_metric(Metric{"pipeline_is_speedup_b" + b, "x", Better::higher, ratio});
       const double model = static_cast<double>(blocks) * p / (blocks + p - 1);
       suite.add_metric(Metric{"pipeline_is_model_b" + b, "x", Better::higher, {model}});
-      std::fprintf(stderr, "[bench] pipeline_is %2d blocks: critical region x%.2f (model x%.2f)%s\n",
+      std::fprintf(stderr,
+                   "[bench] pipeline_is %2d blocks: critical region x%.2f (model x%.2f)%s\n",
                    blocks, median(ratio), model, ok ? "" : " (UNVERIFIED)");
     }
   }
@@ -325,7 +358,8 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
       const double s = time_seconds([&] { sweep(g); });
       return Outcome{s, grid_max_diff(reference, g) == 0.0};
     };
-    std::vector<Contender> c{{"weft", [&] { return run([&](Grid& g) { lu_wavefront_weft(*ex, g, p); }); }}};
+    std::vector<Contender> c{
+        {"weft", [&] { return run([&](Grid& g) { lu_wavefront_weft(*ex, g, p); }); }}};
 #if WEFT_HAVE_OPENMP
     c.push_back({"openmp", [&] { return run([&](Grid& g) { lu_wavefront_omp(g, p); }); }});
 #endif
@@ -338,15 +372,18 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
     bd.depth_bound = 10;
     weft::cpu::Executor depth_ex(bd);
     const long fib_expect = fib_seq(z.fib);
-    suite.compare("spawn_fib", "s", Better::lower,
-                  {{"weft", [&] { return timed([&] { return fib_weft(*ex, z.fib) == fib_expect; }); }},
-                   {"bounded_depth", [&] { return timed([&] { return fib_weft(depth_ex, z.fib) == fib_expect; }); }}});
+    suite.compare(
+        "spawn_fib", "s", Better::lower,
+        {{"weft", [&] { return timed([&] { return fib_weft(*ex, z.fib) == fib_expect; }); }},
+         {"bounded_depth",
+          [&] { return timed([&] { return fib_weft(depth_ex, z.fib) == fib_expect; }); }}});
     UtsParams up;
     up.max_depth = z.uts_depth;
     const std::uint64_t uts_expect = uts_seq(up);
     suite.compare("spawn_uts", "s", Better::lower,
                   {{"weft", [&] { return timed([&] { return uts_weft(*ex, up) == uts_expect; }); }},
-                   {"bounded_depth", [&] { return timed([&] { return uts_weft(depth_ex, up) == uts_expect; }); }}});
+                   {"bounded_depth",
+                    [&] { return timed([&] { return uts_weft(depth_ex, up) == uts_expect; }); }}});
     const auto input = multisort_input(z.multisort / 4, 43);
     auto sorted = input;
     std::sort(sorted.begin(), sorted.end());

@@ -124,8 +124,8 @@ std::string Suite::to_json(const std::string& command) const {
   const MachineInfo mi = describe_machine(env_machine != nullptr ? env_machine : "unknown");
   json j;
   j["suite"] = name_;
-  j["machine"] = {{"name", mi.name}, {"cpu", mi.cpu}, {"cores", mi.cores},
-                  {"gpu", mi.gpu},   {"gpus", mi.gpus}};
+  j["machine"] = {
+      {"name", mi.name}, {"cpu", mi.cpu}, {"cores", mi.cores}, {"gpu", mi.gpu}, {"gpus", mi.gpus}};
   j["date"] = utc_now();
   j["commit"] = current_commit();
   j["command"] = command;
@@ -157,11 +157,11 @@ std::string Suite::to_json(const std::string& command) const {
 }
 
 std::string Suite::to_markdown(const std::string& command) const {
-  std::string out = fmt::format("# {} benchmarks\n\nCommand: `{}`  \nCommit: {}  \n"
-                                "Medians of {} samples per contender after {} warm-up run(s); "
-                                "ratio = weft / peer.\n\n",
-                                name_, command, current_commit(), options_.samples,
-                                options_.warmups);
+  std::string out = fmt::format(
+      "# {} benchmarks\n\nCommand: `{}`  \nCommit: {}  \n"
+      "Medians of {} samples per contender after {} warm-up run(s); "
+      "ratio = weft / peer.\n\n",
+      name_, command, current_commit(), options_.samples, options_.warmups);
   out += "| benchmark | peer | weft | peer | unit | ratio | better | verified |\n";
   out += "|---|---|---:|---:|---|---:|---|---|\n";
   for (const Comparison& c : comparisons_) {

@@ -50,8 +50,8 @@ struct Comparison {
 };
 
 struct SuiteOptions {
-  int samples = 5;   // measured runs per contender (medians of these)
-  int warmups = 1;   // unmeasured runs per contender first
+  int samples = 5;  // measured runs per contender (medians of these)
+  int warmups = 1;  // unmeasured runs per contender first
   bool quiet = false;
 };
 
@@ -67,8 +67,7 @@ class Suite {
                std::vector<Contender> contenders);
 
   /// Records a metric of weft alone, from `samples` runs after warm-up.
-  void measure(const std::string& name, const std::string& unit, Better better,
-               const Runner& run);
+  void measure(const std::string& name, const std::string& unit, Better better, const Runner& run);
 
   void add_metric(Metric m) { metrics_.push_back(std::move(m)); }
 
@@ -92,8 +91,7 @@ class Suite {
 
 /// Monotonic seconds.
 inline double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 /// Times f() once, in seconds.

@@ -247,7 +247,8 @@ std::vector<std::int64_t> is_histogram_omp(const IsInput& in, int threads) {
   {
     std::vector<std::int64_t> mine(static_cast<std::size_t>(in.max_key), 0);
 #pragma omp for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) ++mine[static_cast<std::size_t>(in.keys[static_cast<std::size_t>(i)])];
+    for (std::int64_t i = 0; i < n; ++i)
+      ++mine[static_cast<std::size_t>(in.keys[static_cast<std::size_t>(i)])];
 #pragma omp critical
     for (std::size_t k = 0; k < mine.size(); ++k) shared[k] += mine[k];
   }

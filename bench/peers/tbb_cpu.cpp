@@ -33,7 +33,9 @@ long nqueens_tbb_rec(int n, int j, const common::Board& a) {
     common::Board b = a;
     b[static_cast<std::size_t>(j)] = static_cast<char>(i);
     if (common::queens_ok(j, b)) {
-      g.run([&counts, n, j, i, b] { counts[static_cast<std::size_t>(i)] = nqueens_tbb_rec(n, j + 1, b); });
+      g.run([&counts, n, j, i, b] {
+        counts[static_cast<std::size_t>(i)] = nqueens_tbb_rec(n, j + 1, b);
+      });
     }
   }
   g.wait();
@@ -227,7 +229,8 @@ std::vector<std::int64_t> is_histogram_tbb(const IsInput& in, int threads) {
       tbb::blocked_range<std::size_t>(0, n, (n + threads - 1) / threads),
       [&](const tbb::blocked_range<std::size_t>& r) {
         std::vector<std::int64_t> mine(static_cast<std::size_t>(in.max_key), 0);
-        for (std::size_t i = r.begin(); i < r.end(); ++i) ++mine[static_cast<std::size_t>(in.keys[i])];
+        for (std::size_t i = r.begin(); i < r.end(); ++i)
+          ++mine[static_cast<std::size_t>(in.keys[i])];
         tbb::spin_mutex::scoped_lock g(lock);
         for (std::size_t k = 0; k < mine.size(); ++k) shared[k] += mine[k];
       },

@@ -4,7 +4,6 @@
 // translation units include.
 #pragma once
 
-#include "weft/error.hpp"
 #include "weft/cpu/executor.hpp"
 #include "weft/cpu/future.hpp"
 #include "weft/cpu/options.hpp"
@@ -13,3 +12,4 @@
 #include "weft/cpu/task_group.hpp"
 #include "weft/cpu/team.hpp"
 #include "weft/cpu/topology.hpp"
+#include "weft/error.hpp"

@@ -199,8 +199,8 @@ void Executor::report_unhandled(std::exception_ptr e) noexcept {
 void Executor::run_task(detail::Worker* w, detail::Task* t) noexcept {
   detail::GroupState* g = t->group;
   // relaxed: cancellation flags are advisory for tasks not yet started.
-  const bool cancel = cancel_pending_.load(std::memory_order_relaxed) ||
-                      (g != nullptr && g->is_cancelled());
+  const bool cancel =
+      cancel_pending_.load(std::memory_order_relaxed) || (g != nullptr && g->is_cancelled());
   if (cancel) {
     // The cancel thunk is noexcept by construction (on_cancel is noexcept, destructors too).
     t->thunk(t, detail::TaskOp::cancel);
@@ -303,7 +303,11 @@ void Executor::worker_main(detail::Worker& w) {
   w.parker = detail::this_thread_parker_index();
   const std::string name = "weft-w" + std::to_string(w.index);
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
-  if (options_.pin_workers) pin_this_thread_to_pu(w.index);
+  if (options_.pin_workers && !pin_this_thread_to_pu(w.index) && w.index == 0) {
+    std::fprintf(stderr,
+                 "weft: pin_workers requested but pinning is unavailable (no hwloc, or "
+                 "the OS refused); workers run unpinned\n");
+  }
 
   for (;;) {
     if (detail::Task* t = find_task(w)) {

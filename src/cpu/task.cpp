@@ -12,7 +12,7 @@ struct FreeListCleanup {
     fl.thread_exiting = true;
     while (Task* t = fl.head) {
       fl.head = t->next;
-      ::operator delete(t, std::align_val_t{alignof(Task)});
+      ::operator delete (t, std::align_val_t{alignof(Task)});
     }
     fl.count = 0;
   }
@@ -24,7 +24,7 @@ thread_local FreeListCleanup tl_cleanup;
 
 Task* allocate_task_slow() {
   if (!tl_cleanup.armed) tl_cleanup.armed = true;  // first touch registers the destructor
-  return static_cast<Task*>(::operator new(sizeof(Task), std::align_val_t{alignof(Task)}));
+  return static_cast<Task*>(::operator new (sizeof(Task), std::align_val_t{alignof(Task)}));
 }
 
 }  // namespace weft::cpu::detail

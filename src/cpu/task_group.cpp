@@ -37,7 +37,8 @@ TaskGroup::~TaskGroup() {
   if (!state_.latch().done()) state_.executor().wait_for(state_.latch());
   std::exception_ptr error;
   state_.take_outcome(error);
-  if (error) detail::report_unobserved_error("weft::cpu::TaskGroup (destroyed without wait)", error);
+  if (error)
+    detail::report_unobserved_error("weft::cpu::TaskGroup (destroyed without wait)", error);
 }
 
 }  // namespace weft::cpu

@@ -108,9 +108,8 @@ void run_team_erased(Executor& ex, std::size_t size, std::int64_t first, std::in
   const bool caller_is_worker = ex.this_worker_index() >= 0;
   const std::size_t capacity = ex.num_workers() + (caller_is_worker ? 0 : 1);
   if (size == 0 || size > capacity) {
-    throw InvalidArgument("weft::cpu::run_team: size " + std::to_string(size) +
-                          " must be in [1, " + std::to_string(capacity) +
-                          "] (participants must all run at once)");
+    throw InvalidArgument("weft::cpu::run_team: size " + std::to_string(size) + " must be in [1, " +
+                          std::to_string(capacity) + "] (participants must all run at once)");
   }
   if (last < first) {
     throw InvalidArgument("weft::cpu::run_team: empty range with last < first");

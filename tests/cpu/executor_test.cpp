@@ -9,6 +9,9 @@
 #include <thread>
 
 #include "weft/cpu/task_group.hpp"
+#include "weft/cpu/topology.hpp"
+
+#include <sched.h>
 
 namespace weft::cpu {
 namespace {
@@ -64,9 +67,7 @@ TEST(Executor, DrainShutdownRunsEverythingSubmitted) {
   {
     Executor ex(ExecutorOptions{.workers = 2});
     for (int i = 0; i < 10000; ++i) {
-      ex.submit([&] {
-        ran.fetch_add(1, std::memory_order_relaxed);
-      });
+      ex.submit([&] { ran.fetch_add(1, std::memory_order_relaxed); });
     }
   }  // destructor drains
   EXPECT_EQ(ran.load(), 10000);
@@ -157,6 +158,27 @@ TEST(Executor, StealingSpreadsWorkOverWorkers) {
   root.get();
   EXPECT_EQ(seen.size(), 2u);
   EXPECT_GT(ex.stats().steals, 0u);
+}
+
+}  // namespace
+}  // namespace weft::cpu
+
+namespace weft::cpu {
+namespace {
+
+TEST(Executor, PinnedWorkersRunOnOneProcessingUnitEach) {
+  const CpuTopology topo = describe_cpu_topology();
+  if (!topo.from_hwloc) GTEST_SKIP() << "weft was built without hwloc: pinning is unavailable";
+  Executor ex(ExecutorOptions{.workers = 2, .pin_workers = true});
+  for (int round = 0; round < 20; ++round) {
+    auto f = ex.submit([] {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      sched_getaffinity(0, sizeof set, &set);
+      return CPU_COUNT(&set);
+    });
+    EXPECT_EQ(f.get(), 1);
+  }
 }
 
 }  // namespace

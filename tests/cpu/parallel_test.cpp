@@ -17,8 +17,8 @@ TEST_P(Schedules, ParallelForVisitsEveryIndexOnce) {
   Executor ex(ExecutorOptions{.workers = 2});
   for (std::int64_t n : {0, 1, 2, 3, 17, 10007}) {
     std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
-    parallel_for(ex, 0, n, [&](std::int64_t i) { hits[static_cast<std::size_t>(i)]++; },
-                 GetParam());
+    parallel_for(
+        ex, 0, n, [&](std::int64_t i) { hits[static_cast<std::size_t>(i)]++; }, GetParam());
     for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<std::size_t>(i)].load(), 1);
   }
 }
@@ -47,12 +47,16 @@ TEST(ParallelFor, StaticPartitionUsesSeedRanges) {
   Executor ex(ExecutorOptions{.workers = 2});
   std::mutex m;
   std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
-  parallel_for_range(ex, 0, 10, [&](std::int64_t b, std::int64_t e) {
-    std::lock_guard<std::mutex> lock(m);
-    ranges.emplace_back(b, e);
-  }, Schedule::static_partition(4));
+  parallel_for_range(
+      ex, 0, 10,
+      [&](std::int64_t b, std::int64_t e) {
+        std::lock_guard<std::mutex> lock(m);
+        ranges.emplace_back(b, e);
+      },
+      Schedule::static_partition(4));
   std::sort(ranges.begin(), ranges.end());
-  const std::vector<std::pair<std::int64_t, std::int64_t>> expected{{0, 3}, {3, 6}, {6, 8}, {8, 10}};
+  const std::vector<std::pair<std::int64_t, std::int64_t>> expected{
+      {0, 3}, {3, 6}, {6, 8}, {8, 10}};
   EXPECT_EQ(ranges, expected);
 }
 
@@ -79,7 +83,9 @@ TEST(ParallelFor, RejectsGrainZero) {
   EXPECT_THROW(Schedule::dynamic(0), InvalidArgument);
   Schedule bad = Schedule::dynamic(1);
   bad.grain = 0;
-  EXPECT_THROW(parallel_for(ex, 0, 10, [](std::int64_t) {}, bad), InvalidArgument);
+  EXPECT_THROW(parallel_for(
+                   ex, 0, 10, [](std::int64_t) {}, bad),
+               InvalidArgument);
 }
 
 TEST(ParallelFor, PropagatesTheBodyException) {
@@ -89,11 +95,12 @@ TEST(ParallelFor, PropagatesTheBodyException) {
                               if (i == 777) throw std::out_of_range("777");
                             }),
                std::out_of_range);
-  EXPECT_THROW(parallel_for(ex, 0, 1000,
-                            [](std::int64_t i) {
-                              if (i == 3) throw std::out_of_range("3");
-                            },
-                            Schedule::dynamic(10)),
+  EXPECT_THROW(parallel_for(
+                   ex, 0, 1000,
+                   [](std::int64_t i) {
+                     if (i == 3) throw std::out_of_range("3");
+                   },
+                   Schedule::dynamic(10)),
                std::out_of_range);
 }
 
@@ -127,7 +134,8 @@ TEST(DoubleBuffered, StagesAheadAndComputesInOrder) {
   ASSERT_EQ(order.size(), static_cast<std::size_t>(kBlocks));
   for (int i = 0; i < kBlocks; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], i);
   EXPECT_EQ(total, 64L * (kBlocks - 1) * kBlocks / 2);
-  EXPECT_THROW(double_buffered(ex, -1, [](std::int64_t, int) {}, [](std::int64_t, int) {}),
+  EXPECT_THROW(double_buffered(
+                   ex, -1, [](std::int64_t, int) {}, [](std::int64_t, int) {}),
                InvalidArgument);
 }
 

@@ -50,8 +50,8 @@ class StressPolicies : public ::testing::TestWithParam<SpawnPolicy> {};
 TEST_P(StressPolicies, EveryNestedTaskFromManyThreadsRunsExactlyOnce) {
   const auto total = static_cast<std::int64_t>(2'000'000 * stress_scale()) + 1000;
   constexpr int kSubmitters = 4;
-  Executor ex(ExecutorOptions{.workers = 2, .spawn_policy = GetParam(),
-                              .private_bound = 3, .public_bound = 9});
+  Executor ex(ExecutorOptions{
+      .workers = 2, .spawn_policy = GetParam(), .private_bound = 3, .public_bound = 9});
   std::vector<std::atomic<std::uint8_t>> marks(static_cast<std::size_t>(total));
   std::atomic<std::int64_t> next_id{0};
   std::vector<std::thread> submitters;

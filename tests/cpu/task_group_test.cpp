@@ -117,7 +117,9 @@ TEST(TaskGroup, WaitFromInsideItselfThrows) {
   TaskGroup g(ex);
   std::atomic<int> outcome{0};
   std::atomic<bool> release{false};
-  g.spawn([&] { while (!release.load()) std::this_thread::yield(); });
+  g.spawn([&] {
+    while (!release.load()) std::this_thread::yield();
+  });
   g.spawn([&] {
     try {
       g.wait();
@@ -136,7 +138,9 @@ TEST(TaskGroup, WaitFromANestedGroupOnItsAncestorThrows) {
   TaskGroup outer(ex);
   std::atomic<int> outcome{0};
   std::atomic<bool> release{false};
-  outer.spawn([&] { while (!release.load()) std::this_thread::yield(); });
+  outer.spawn([&] {
+    while (!release.load()) std::this_thread::yield();
+  });
   outer.spawn([&] {
     TaskGroup inner(ex);
     inner.spawn([&] {

@@ -36,7 +36,8 @@ int run_demo(bool quick) {
   std::printf("weft demo on %s: %zu hardware thread(s); %zu weft worker(s)\n",
               topo.model.empty() ? "this CPU" : topo.model.c_str(), topo.processing_units,
               ex.num_workers());
-  std::printf("GPU part: not in this build yet (the GPU pool comes with issue 3); CPU showcase.\n\n");
+  std::printf(
+      "GPU part: not in this build yet (the GPU pool comes with issue 3); CPU showcase.\n\n");
 
   const int runs = 3;
   std::vector<Row> rows;
@@ -72,8 +73,8 @@ int run_demo(bool quick) {
   {
     const int nb = quick ? 8 : 16, bs = quick ? 16 : 48;
     SparseMatrix ref, got;
-    Row r{"sparselu", std::to_string(nb) + "x" + std::to_string(nb) + " blocks of " +
-                          std::to_string(bs)};
+    Row r{"sparselu",
+          std::to_string(nb) + "x" + std::to_string(nb) + " blocks of " + std::to_string(bs)};
     r.seq_s = best_of(runs, [&] {
       ref = sparselu_input(nb, bs);
       sparselu_seq(ref);
@@ -112,8 +113,8 @@ int run_demo(bool quick) {
     rows.push_back(r);
   }
 
-  std::printf("%-10s %-40s %10s %10s %8s  %s\n", "kernel", "size", "seq (s)", "weft (s)",
-              "speedup", "result");
+  std::printf("%-10s %-40s %10s %10s %8s  %s\n", "kernel", "size", "seq (s)", "weft (s)", "speedup",
+              "result");
   bool all_ok = true;
   for (const Row& r : rows) {
     std::printf("%-10s %-40s %10.4f %10.4f %7.2fx  %s\n", r.name.c_str(), r.size.c_str(), r.seq_s,
@@ -121,14 +122,15 @@ int run_demo(bool quick) {
     all_ok = all_ok && r.ok;
   }
   const auto st = ex.stats();
-  std::printf("\nexecutor: %llu tasks queued and run, %llu run at once (bounded-queue spawning), "
-              "%llu steals, %llu sleeps\n",
-              static_cast<unsigned long long>(st.tasks_run),
-              static_cast<unsigned long long>(st.tasks_inline),
-              static_cast<unsigned long long>(st.steals),
-              static_cast<unsigned long long>(st.sleeps));
-  std::printf("(sequential = the same kernel with plain recursion/loops; multisort against "
-              "std::sort)\n");
+  std::printf(
+      "\nexecutor: %llu tasks queued and run, %llu run at once (bounded-queue spawning), "
+      "%llu steals, %llu sleeps\n",
+      static_cast<unsigned long long>(st.tasks_run),
+      static_cast<unsigned long long>(st.tasks_inline), static_cast<unsigned long long>(st.steals),
+      static_cast<unsigned long long>(st.sleeps));
+  std::printf(
+      "(sequential = the same kernel with plain recursion/loops; multisort against "
+      "std::sort)\n");
   return all_ok ? 0 : 1;
 }
 

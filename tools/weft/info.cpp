@@ -54,13 +54,19 @@ int run_info(bool json) {
 #endif
   if (json) {
     nlohmann::json j;
-    j["cpu"] = {{"model", t.model},           {"packages", t.packages},
-                {"numa_nodes", t.numa_nodes}, {"cores", t.cores},
-                {"processing_units", t.processing_units}, {"source", t.from_hwloc ? "hwloc" : "c++ runtime"}};
+    j["cpu"] = {{"model", t.model},
+                {"packages", t.packages},
+                {"numa_nodes", t.numa_nodes},
+                {"cores", t.cores},
+                {"processing_units", t.processing_units},
+                {"source", t.from_hwloc ? "hwloc" : "c++ runtime"}};
     j["gpus"] = nlohmann::json::array();
     for (const auto& g : gpus) {
-      j["gpus"].push_back({{"name", g.name}, {"sms", g.sms}, {"memory_gib", g.memory_gib},
-                           {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)}});
+      j["gpus"].push_back(
+          {{"name", g.name},
+           {"sms", g.sms},
+           {"memory_gib", g.memory_gib},
+           {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)}});
     }
     j["gpu_status"] = gpu_status;
     j["mpi"] = mpi;

@@ -18,15 +18,17 @@ int main(int argc, char** argv) {
   auto* bench = app.add_subcommand("bench", "Run a benchmark suite against weft's peers");
   bench->require_subcommand(1);
   auto* bench_cpu = bench->add_subcommand(
-      "cpu", "CPU executor suite: BOTS, STREAM, task throughput, pipelines; vs TBB, OpenMP, StarPU");
+      "cpu",
+      "CPU executor suite: BOTS, STREAM, task throughput, pipelines; vs TBB, OpenMP, StarPU");
   weft::tools::BenchCpuArgs cpu_args;
   bench_cpu->add_flag("--quick", cpu_args.quick, "Small sizes and 3 samples (a smoke run)");
   bench_cpu->add_option("--json", cpu_args.json_path,
                         "Write results to FILE (schema of RESULTS.md) and FILE with .md");
   bench_cpu->add_option("--samples", cpu_args.samples, "Measured runs per contender (>= 1)")
       ->check(CLI::Range(1, 1000));
-  bench_cpu->add_option("--workers", cpu_args.workers,
-                        "Threads for weft and every peer (default: hardware threads)")
+  bench_cpu
+      ->add_option("--workers", cpu_args.workers,
+                   "Threads for weft and every peer (default: hardware threads)")
       ->check(CLI::Range(1, 4096));
   bench_cpu->add_option("--only", cpu_args.only, "Run only these benchmarks (repeatable)")
       ->check(CLI::IsMember(weft::tools::cpu_benchmark_names()));

@@ -32,7 +32,7 @@ struct ExecutorStats {
   std::uint64_t tasks_run = 0;     // tasks popped or stolen and executed
   std::uint64_t tasks_inline = 0;  // spawns executed at once (work-first)
   std::uint64_t steals = 0;
-  std::uint64_t sleeps = 0;        // times a worker went to sleep
+  std::uint64_t sleeps = 0;  // times a worker went to sleep
 };
 
 class Executor {
@@ -289,9 +289,9 @@ auto Executor::submit(F&& f) -> Future<std::invoke_result_t<std::decay_t<F>&>> {
   }
   auto state = detail::FutureState<R>::create(*this);
   Future<R> future(state);
-  detail::Task* t = detail::make_task(detail::FutureTask<R, std::decay_t<F>>{std::move(state),
-                                                                             std::forward<F>(f)},
-                                      nullptr, ctx.depth + 1);
+  detail::Task* t = detail::make_task(
+      detail::FutureTask<R, std::decay_t<F>>{std::move(state), std::forward<F>(f)}, nullptr,
+      ctx.depth + 1);
   enqueue(t);
   return future;
 }

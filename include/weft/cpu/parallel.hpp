@@ -2,8 +2,8 @@
 //
 //   weft::cpu::parallel_for(ex, 0, n, [&](std::int64_t i) { y[i] = a * x[i] + y[i]; });
 //   double s = weft::cpu::parallel_reduce(ex, 0, n, 0.0,
-//       [&](std::int64_t b, std::int64_t e, double acc) { for (; b < e; ++b) acc += x[b]; return acc; },
-//       std::plus<>{});
+//       [&](std::int64_t b, std::int64_t e, double acc) { for (; b < e; ++b) acc += x[b]; return
+//       acc; }, std::plus<>{});
 //
 // Schedules: static (the seed's partition into one part per worker, the default) and dynamic
 // (participants take chunks of `grain` items from a shared counter, OpenMP's dynamic). The

@@ -30,8 +30,7 @@ enum class GroupStatus : std::uint8_t { complete, cancelled };
 class TaskGroup {
  public:
   /// A group whose tasks run on `executor`. The group must not outlive the executor.
-  explicit TaskGroup(Executor& executor) noexcept
-      : state_(executor, detail::tl_context.group) {}
+  explicit TaskGroup(Executor& executor) noexcept : state_(executor, detail::tl_context.group) {}
   /// Waits for tasks still running (a group never leaves tasks that reference a dead frame). An
   /// exception that no wait() observed is reported on stderr, since a destructor cannot throw.
   ~TaskGroup();
@@ -124,7 +123,6 @@ class Continuation {
   void spawn(F&& f);
   /// Arms the continuation. Call once; the handle is empty afterwards.
   void release();
-
 
  private:
   template <class F>

@@ -95,18 +95,18 @@ void run_team_erased(Executor& ex, std::size_t size, std::int64_t first, std::in
 
 template <class Body>
 void run_team(Executor& ex, std::size_t size, Body&& body) {
-  run_team_erased(ex, size, 0, 0, [](void* c, Team& t) { (*static_cast<Body*>(c))(t); },
-                  static_cast<void*>(&body));
+  run_team_erased(
+      ex, size, 0, 0, [](void* c, Team& t) { (*static_cast<Body*>(c))(t); },
+      static_cast<void*>(&body));
 }
 
 /// As run_team, with the loop [first, last) partitioned statically over the team for
 /// iter_wait/iter_post and my_begin/my_end.
 template <class Body>
-void run_team(Executor& ex, std::size_t size, std::int64_t first, std::int64_t last,
-              Body&& body) {
-  run_team_erased(ex, size, first, last,
-                  [](void* c, Team& t) { (*static_cast<Body*>(c))(t); },
-                  static_cast<void*>(&body));
+void run_team(Executor& ex, std::size_t size, std::int64_t first, std::int64_t last, Body&& body) {
+  run_team_erased(
+      ex, size, first, last, [](void* c, Team& t) { (*static_cast<Body*>(c))(t); },
+      static_cast<void*>(&body));
 }
 
 }  // namespace weft::cpu

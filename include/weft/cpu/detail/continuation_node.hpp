@@ -74,8 +74,7 @@ struct ContinuationBody {
       }
     } free_node{node};
     // acquire: pairs with the writer's acq_rel CAS (already ordered by the final arrive).
-    std::exception_ptr e =
-        node->has_error.load(std::memory_order_acquire) ? node->error : nullptr;
+    std::exception_ptr e = node->has_error.load(std::memory_order_acquire) ? node->error : nullptr;
     if constexpr (std::is_invocable_v<F&, std::exception_ptr>) {
       fn(std::move(e));
     } else {
@@ -121,9 +120,9 @@ void Continuation::Ref::spawn(F&& f) const {
   if (detail::is_null_callable(f)) {
     throw InvalidArgument("weft::cpu::Continuation::Ref::spawn: the callable is empty (null)");
   }
-  spawn_into(node_, detail::make_task(detail::ContinuationChild<std::decay_t<F>>{
-                                          node_, std::forward<F>(f)},
-                                      nullptr, detail::tl_context.depth + 1));
+  spawn_into(node_, detail::make_task(
+                        detail::ContinuationChild<std::decay_t<F>>{node_, std::forward<F>(f)},
+                        nullptr, detail::tl_context.depth + 1));
 }
 
 template <class F>
@@ -135,9 +134,9 @@ Continuation Continuation::make(Executor& ex, Node* parent, F&& then) {
   node->executor = &ex;
   node->parent = parent;
   try {
-    node->then_task = detail::make_task(
-        detail::ContinuationBody<std::decay_t<F>>{node, std::forward<F>(then)}, nullptr,
-        detail::tl_context.depth + 1);
+    node->then_task =
+        detail::make_task(detail::ContinuationBody<std::decay_t<F>>{node, std::forward<F>(then)},
+                          nullptr, detail::tl_context.depth + 1);
   } catch (...) {
     delete node;
     throw;

@@ -36,11 +36,13 @@ inline constexpr std::size_t kTaskInlineBytes = sizeof(Task::storage);
 
 /// A callable may define on_cancel() to learn that it will never run (futures use it).
 template <class F>
-concept HasOnCancel = requires(F& f) { f.on_cancel(); };
+concept HasOnCancel = requires(F& f) {
+  f.on_cancel();
+};
 
 template <class F>
-inline constexpr bool kStoredInline = sizeof(F) <= kTaskInlineBytes && alignof(F) <= 16 &&
-                                      std::is_nothrow_move_constructible_v<F>;
+inline constexpr bool kStoredInline = sizeof(F) <= kTaskInlineBytes &&
+                                      alignof(F) <= 16 && std::is_nothrow_move_constructible_v<F>;
 
 template <class F>
 F* callable_of(Task* t) noexcept {
@@ -112,7 +114,7 @@ inline void free_task(Task* t) noexcept {
     ++fl.count;
     return;
   }
-  ::operator delete(t, std::align_val_t{alignof(Task)});
+  ::operator delete (t, std::align_val_t{alignof(Task)});
 }
 
 /// Builds a task that will run `f`. Throws std::bad_alloc only.

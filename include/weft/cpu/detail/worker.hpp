@@ -36,8 +36,8 @@ struct Worker {
   Executor* executor;
   std::size_t index;
   SplitDeque deque;
-  std::uint64_t rng;        // xorshift state for victim selection; owner only
-  std::uint32_t parker = 0; // Parker index of the worker thread
+  std::uint64_t rng;         // xorshift state for victim selection; owner only
+  std::uint32_t parker = 0;  // Parker index of the worker thread
   std::thread thread;
   // True while the worker's main loop finds no work (not while it helps inside a wait).
   // Written by the owner, read by workers deciding whether a drain is complete.
