@@ -51,7 +51,7 @@ test-fast: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE stress
 
 bench: build
-	$(BUILD)/tools/weft/weft bench cpu --json bench/results/$(MACHINE)/cpu.json
+	WEFT_MACHINE=$(MACHINE) $(BUILD)/tools/weft/weft bench cpu --samples 7 --json bench/results/$(MACHINE)/cpu.json
 
 format:
 	clang-format -i $$(git ls-files '*.hpp' '*.cpp' '*.cuh' '*.cu')

@@ -122,12 +122,25 @@ struct IsInput {
   int max_key = 0;
 };
 IsInput is_input(std::size_t keys, int max_key, std::uint64_t seed);
-std::vector<std::int64_t> is_histogram_seq(const IsInput& in);
+/// The merge's per-bucket update: shared[k] += mine[k] * bucket_weight(k, rounds). rounds = 0
+/// is IS (weight 1, a memory-bound merge); rounds > 0 adds MOLDYN-like arithmetic per update
+/// (a compute-bound critical region).
+inline std::int64_t bucket_weight(std::int64_t k, int rounds) {
+  std::uint64_t x = static_cast<std::uint64_t>(k);
+  for (int r = 0; r < rounds; ++r) {  // SplitMix64 steps
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    x ^= x >> 31;
+  }
+  return rounds == 0 ? 1 : static_cast<std::int64_t>(1 + (x & 3));
+}
+std::vector<std::int64_t> is_histogram_seq(const IsInput& in, int rounds = 0);
 /// blocks > 0: the merge is a pipeline of `blocks` blocks; blocks == 0: one lock around each
 /// participant's whole merge. merge_seconds (optional) receives the merge phase's duration,
 /// from the barrier after counting to the barrier after merging.
 std::vector<std::int64_t> is_histogram_weft(Executor& ex, const IsInput& in, int blocks,
-                                            double* merge_seconds = nullptr);
+                                            double* merge_seconds = nullptr, int rounds = 0);
 std::vector<std::int64_t> is_histogram_omp(const IsInput& in, int threads);
 std::vector<std::int64_t> is_histogram_tbb(const IsInput& in, int threads);
 

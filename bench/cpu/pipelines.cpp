@@ -30,15 +30,31 @@ IsInput is_input(std::size_t keys, int max_key, std::uint64_t seed) {
   return in;
 }
 
-std::vector<std::int64_t> is_histogram_seq(const IsInput& in) {
+std::vector<std::int64_t> is_histogram_seq(const IsInput& in, int rounds) {
   std::vector<std::int64_t> h(static_cast<std::size_t>(in.max_key), 0);
   for (auto k : in.keys) ++h[static_cast<std::size_t>(k)];
+  for (std::size_t k = 0; k < h.size(); ++k)
+    h[k] *= bucket_weight(static_cast<std::int64_t>(k), rounds);
   return h;
 }
 
 namespace {
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// The critical region's update; rounds == 0 (IS) is a plain, vectorisable add.
+void merge_range(std::vector<std::int64_t>& shared, const std::vector<std::int64_t>& mine,
+                 std::int64_t b, std::int64_t e, int rounds) {
+  if (rounds == 0) {
+    for (std::int64_t k = b; k < e; ++k)
+      shared[static_cast<std::size_t>(k)] += mine[static_cast<std::size_t>(k)];
+    return;
+  }
+  for (std::int64_t k = b; k < e; ++k) {
+    shared[static_cast<std::size_t>(k)] +=
+        mine[static_cast<std::size_t>(k)] * bucket_weight(k, rounds);
+  }
 }
 
 void count_part(const IsInput& in, std::int64_t b, std::int64_t e, std::vector<std::int64_t>& h) {
@@ -49,7 +65,7 @@ void count_part(const IsInput& in, std::int64_t b, std::int64_t e, std::vector<s
 }  // namespace
 
 std::vector<std::int64_t> is_histogram_weft(Executor& ex, const IsInput& in, int blocks,
-                                            double* merge_seconds) {
+                                            double* merge_seconds, int rounds) {
   const std::size_t p = ex.num_workers();
   std::vector<std::int64_t> shared(static_cast<std::size_t>(in.max_key), 0);
   std::vector<std::vector<std::int64_t>> priv(p);
@@ -66,14 +82,12 @@ std::vector<std::int64_t> is_histogram_weft(Executor& ex, const IsInput& in, int
     if (r == 0) t0 = now();
     if (blocks == 0) {
       std::lock_guard<std::mutex> g(lock);
-      for (std::size_t k = 0; k < mine.size(); ++k) shared[k] += mine[k];
+      merge_range(shared, mine, 0, static_cast<std::int64_t>(mine.size()), rounds);
     } else {
       // The critical region as a pipeline: block b passes from rank 0 to rank p-1.
       for (int b = 0; b < blocks; ++b) {
         t.wait_prev();
-        for (std::int64_t k = buckets.begin(b); k < buckets.end(b); ++k) {
-          shared[static_cast<std::size_t>(k)] += mine[static_cast<std::size_t>(k)];
-        }
+        merge_range(shared, mine, buckets.begin(b), buckets.end(b), rounds);
         t.signal_next();
       }
     }

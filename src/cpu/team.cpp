@@ -105,39 +105,41 @@ void Team::barrier() { barrier_.arrive_and_wait(); }
 
 void run_team_erased(Executor& ex, std::size_t size, std::int64_t first, std::int64_t last,
                      void (*body)(void*, Team&), void* ctx) {
-  const bool caller_is_worker = ex.this_worker_index() >= 0;
-  const std::size_t capacity = ex.num_workers() + (caller_is_worker ? 0 : 1);
+  const std::size_t capacity = ex.num_workers();
   if (size == 0 || size > capacity) {
     throw InvalidArgument("weft::cpu::run_team: size " + std::to_string(size) + " must be in [1, " +
-                          std::to_string(capacity) + "] (participants must all run at once)");
+                          std::to_string(capacity) +
+                          "] (the executor's workers: participants must all run at once)");
   }
   if (last < first) {
     throw InvalidArgument("weft::cpu::run_team: empty range with last < first");
   }
   Team team(size, first, last);
+  auto participant = [&team, body, ctx](std::size_t r) {
+    const std::size_t saved = tl_team_rank;
+    tl_team_rank = r;
+    struct Restore {
+      std::size_t v;
+      ~Restore() { tl_team_rank = v; }
+    } restore{saved};
+    body(ctx, team);
+  };
+  // A calling worker is rank 0; from outside the pool every rank is a task and the caller
+  // sleeps (it would otherwise compete with the workers for the cores).
+  const std::size_t first_task = ex.this_worker_index() >= 0 ? 1 : 0;
   TaskGroup g(ex);
-  for (std::size_t r = 1; r < size; ++r) {
-    ex.spawn_task_into(g.state_for_algorithms(), [&team, body, ctx, r] {
-      const std::size_t saved = tl_team_rank;
-      tl_team_rank = r;
-      struct Restore {
-        std::size_t v;
-        ~Restore() { tl_team_rank = v; }
-      } restore{saved};
-      body(ctx, team);
-    });
+  for (std::size_t r = first_task; r < size; ++r) {
+    ex.spawn_task_into(g.state_for_algorithms(), [&participant, r] { participant(r); });
   }
   ex.publish_pending_work();
-  const std::size_t saved = tl_team_rank;
-  tl_team_rank = 0;
-  try {
-    body(ctx, team);
-  } catch (...) {
-    tl_team_rank = saved;
-    g.wait_noexcept();
-    throw;
+  if (first_task == 1) {
+    try {
+      participant(0);
+    } catch (...) {
+      g.wait_noexcept();
+      throw;
+    }
   }
-  tl_team_rank = saved;
   g.wait();
 }
 

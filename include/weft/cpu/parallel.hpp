@@ -6,9 +6,9 @@
 //       acc; }, std::plus<>{});
 //
 // Schedules: static (the seed's partition into one part per worker, the default) and dynamic
-// (participants take chunks of `grain` items from a shared counter, OpenMP's dynamic). The
-// calling thread runs one part itself. Exceptions from the body cancel the parts not started
-// and are rethrown to the caller.
+// (participants take chunks of `grain` items from a shared counter, OpenMP's dynamic). A
+// calling worker runs one part itself; a caller outside the pool waits. Exceptions from the body
+// cancel the parts not started and are rethrown to the caller.
 #pragma once
 
 #include <algorithm>
@@ -58,20 +58,25 @@ inline void check_schedule(const Schedule& s, const char* who) {
   }
 }
 
-/// Runs participant(k) for k in [0, parts): k = 0 on the calling thread, the others as tasks.
+/// Runs participant(k) for k in [0, parts). On a worker, k = 0 runs on the calling thread and
+/// the others are tasks; from outside the pool every part is a task and the caller sleeps, so
+/// that the parts never compete with an extra thread for the cores.
 template <class P>
 void run_participants(Executor& ex, std::int64_t parts, P& participant) {
   TaskGroup g(ex);
-  for (std::int64_t k = 1; k < parts; ++k) {
+  const std::int64_t first_task = ex.this_worker_index() >= 0 ? 1 : 0;
+  for (std::int64_t k = first_task; k < parts; ++k) {
     ex.spawn_task_into(g.state_for_algorithms(), [&participant, k] { participant(k); });
   }
   ex.publish_pending_work();
-  try {
-    participant(0);
-  } catch (...) {
-    g.cancel();
-    g.wait_noexcept();
-    throw;
+  if (first_task == 1) {
+    try {
+      participant(0);
+    } catch (...) {
+      g.cancel();
+      g.wait_noexcept();
+      throw;
+    }
   }
   g.wait();
 }

@@ -16,10 +16,10 @@
 // Iteration signals (iter_wait/iter_post) do the same over a statically partitioned loop: the
 // team finds the participant that owns iteration i, and signals only cross part boundaries.
 //
-// All participants run at once: rank 0 on the calling thread, the others as tasks that idle
-// workers take. Waiting participants spin, then sleep; they never run other tasks (a
-// participant nested under another could wait for it forever). A team therefore needs
-// size - 1 workers that are free or become free.
+// All participants run at once, as tasks that idle workers take (a calling worker is rank 0
+// itself; a caller outside the pool sleeps until the team is done). Waiting participants
+// spin, then sleep; they never run other tasks (a participant nested under another could wait
+// for it forever). A team therefore needs its size in workers that are free or become free.
 #pragma once
 
 #include <atomic>
@@ -86,10 +86,9 @@ class Team {
 };
 
 /// Runs body(team) on `size` participants at once and returns when all have returned.
-/// Throws weft::InvalidArgument when size is 0 or larger than the executor can run at once
-/// (num_workers, plus one when the caller is not a worker), and rethrows the first exception of
-/// a participant (the others must not then wait for it forever: a throwing participant should
-/// be the last to need its neighbours).
+/// Throws weft::InvalidArgument when size is 0 or larger than the executor's worker count, and
+/// rethrows the first exception of a participant (the others must not then wait for it
+/// forever: a throwing participant should be the last to need its neighbours).
 void run_team_erased(Executor& ex, std::size_t size, std::int64_t first, std::int64_t last,
                      void (*body)(void*, Team&), void* ctx);
 
