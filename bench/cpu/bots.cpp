@@ -16,15 +16,23 @@ using weft::cpu::TaskGroup;
 // ---------------------------------------------------------------------------- Fib
 long fib_seq(int n) { return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2); }
 
-long fib_weft(Executor& ex, int n, int cutoff) {
+namespace {
+long fib_weft_rec(Executor& ex, int n, int cutoff) {
   if (n < 2) return n;
   if (n < cutoff) return fib_seq(n);
   long a = 0;
   TaskGroup g(ex);
-  g.spawn([&] { a = fib_weft(ex, n - 1, cutoff); });
-  const long b = fib_weft(ex, n - 2, cutoff);
+  g.spawn([&] { a = fib_weft_rec(ex, n - 1, cutoff); });
+  const long b = fib_weft_rec(ex, n - 2, cutoff);
   g.wait();
   return a + b;
+}
+}  // namespace
+
+// Every weft kernel enters the pool through one root task (Executor::run), as OpenMP's
+// versions enter a parallel region and a single.
+long fib_weft(Executor& ex, int n, int cutoff) {
+  return ex.run([&] { return fib_weft_rec(ex, n, cutoff); });
 }
 
 // ---------------------------------------------------------------------------- N-Queens
@@ -63,7 +71,9 @@ long nqueens_seq(int n) {
   common::Board a{};
   return nqueens_seq_rec(n, 0, a);
 }
-long nqueens_weft(Executor& ex, int n) { return nqueens_weft_rec(ex, n, 0, common::Board{}); }
+long nqueens_weft(Executor& ex, int n) {
+  return ex.run([&] { return nqueens_weft_rec(ex, n, 0, common::Board{}); });
+}
 
 // ---------------------------------------------------------------------------- UTS
 namespace {
@@ -93,7 +103,7 @@ std::uint64_t uts_weft_rec(Executor& ex, std::uint64_t seed, int depth, const Ut
 
 std::uint64_t uts_seq(const UtsParams& p) { return uts_seq_rec(p.root_seed, 0, p); }
 std::uint64_t uts_weft(Executor& ex, const UtsParams& p, int seq_depth) {
-  return uts_weft_rec(ex, p.root_seed, 0, p, seq_depth);
+  return ex.run([&] { return uts_weft_rec(ex, p.root_seed, 0, p, seq_depth); });
 }
 
 // ---------------------------------------------------------------------------- SparseLU
@@ -150,7 +160,8 @@ void sparselu_seq(SparseMatrix& m) {
   }
 }
 
-void sparselu_weft(Executor& ex, SparseMatrix& m) {
+namespace {
+void sparselu_weft_root(Executor& ex, SparseMatrix& m) {
   const int nb = m.nb, bs = m.bs;
   for (int k = 0; k < nb; ++k) {
     common::lu0(m.at(k, k)->data(), bs);
@@ -179,6 +190,12 @@ void sparselu_weft(Executor& ex, SparseMatrix& m) {
     }
     g.wait();
   }
+}
+
+}  // namespace
+
+void sparselu_weft(Executor& ex, SparseMatrix& m) {
+  ex.run([&] { sparselu_weft_root(ex, m); });
 }
 
 double sparselu_max_diff(const SparseMatrix& a, const SparseMatrix& b) {
@@ -263,7 +280,7 @@ void cilksort_weft(Executor& ex, I* low, I* tmp, std::size_t size) {
 
 void multisort_weft(Executor& ex, std::vector<std::int32_t>& data) {
   std::vector<std::int32_t> tmp(data.size());
-  cilksort_weft(ex, data.data(), tmp.data(), data.size());
+  ex.run([&] { cilksort_weft(ex, data.data(), tmp.data(), data.size()); });
 }
 
 // ---------------------------------------------------------------------------- Alignment
@@ -315,13 +332,15 @@ std::vector<int> alignment_weft(Executor& ex, const std::vector<std::string>& se
   // BOTS' structure: one task per pair, spawned from a loop over i.
   const std::size_t n = seqs.size();
   std::vector<int> scores(n * n, 0);
-  TaskGroup g(ex);
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t j = i + 1; j < n; ++j) {
-      g.spawn([&, i, j] { scores[i * n + j] = align_pair(seqs[i], seqs[j]); });
+  ex.run([&] {
+    TaskGroup g(ex);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = i + 1; j < n; ++j) {
+        g.spawn([&, i, j] { scores[i * n + j] = align_pair(seqs[i], seqs[j]); });
+      }
     }
-  }
-  g.wait();
+    g.wait();
+  });
   return scores;
 }
 

@@ -57,13 +57,13 @@ void stream_weft(Executor& ex, StreamArrays& s, StreamOp op, double scalar) {
 std::int64_t empty_tasks_weft(Executor& ex, std::int64_t n) {
   // One spawning thread (a task of the pool, like OpenMP's single), one group, n tasks.
   std::vector<CountSlot> slots(kMaxCountSlots);
-  ex.submit([&ex, &slots, n] {
-      TaskGroup g(ex);
-      for (std::int64_t i = 0; i < n; ++i) {
-        g.spawn([&ex, &slots] { ++slots[static_cast<std::size_t>(ex.this_worker_index())].v; });
-      }
-      g.wait();
-    }).get();
+  ex.run([&ex, &slots, n] {
+    TaskGroup g(ex);
+    for (std::int64_t i = 0; i < n; ++i) {
+      g.spawn([&ex, &slots] { ++slots[static_cast<std::size_t>(ex.this_worker_index())].v; });
+    }
+    g.wait();
+  });
   std::int64_t total = 0;
   for (const auto& s : slots) total += s.v;
   return total;
@@ -87,11 +87,11 @@ struct ChainLink {
 
 std::int64_t task_chain_weft(Executor& ex, std::int64_t n) {
   std::int64_t ran = 0;
-  ex.submit([&] {
-      TaskGroup g(ex);
-      g.spawn(ChainLink{&g, &ran, 0, n});
-      g.wait();
-    }).get();
+  ex.run([&] {
+    TaskGroup g(ex);
+    g.spawn(ChainLink{&g, &ran, 0, n});
+    g.wait();
+  });
   return ran;
 }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include "weft/cpu/task_group.hpp"
@@ -179,6 +180,21 @@ TEST(Executor, PinnedWorkersRunOnOneProcessingUnitEach) {
     });
     EXPECT_EQ(f.get(), 1);
   }
+}
+
+}  // namespace
+}  // namespace weft::cpu
+
+namespace weft::cpu {
+namespace {
+
+TEST(Executor, RunExecutesOnAWorkerAndReturnsItsResult) {
+  Executor ex(ExecutorOptions{.workers = 2});
+  EXPECT_EQ(ex.run([&] { return ex.this_worker_index() >= 0 ? 5 : -1; }), 5);
+  EXPECT_THROW(ex.run([]() -> int { throw std::logic_error("x"); }), std::logic_error);
+  // Nested: on a worker it is a plain call (no deadlock with one worker).
+  Executor one(ExecutorOptions{.workers = 1});
+  EXPECT_EQ(one.run([&] { return one.run([] { return 3; }); }), 3);
 }
 
 }  // namespace

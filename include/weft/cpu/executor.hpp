@@ -55,6 +55,16 @@ class Executor {
   template <class F>
   auto submit(F&& f) -> Future<std::invoke_result_t<std::decay_t<F>&>>;
 
+  /// Runs `f` on one of the workers and returns its result, rethrowing its exception: the
+  /// usual way in from outside the pool (like OpenMP's `parallel` + `single`), so that what `f`
+  /// spawns goes to a worker's deque under the spawn policy rather than to the global queue.
+  /// Called on one of this executor's workers, it simply calls `f`. Throws as submit() does.
+  template <class F>
+  auto run(F&& f) -> std::invoke_result_t<std::decay_t<F>&> {
+    if (this_worker_index() >= 0) return f();
+    return submit(std::forward<F>(f)).get();
+  }
+
   /// Stops the executor. drain: runs everything already submitted (and what it spawns), then
   /// joins the workers. cancel_pending: tasks not yet started are cancelled (futures fail with
   /// weft::ShutDown). Idempotent; blocks until the workers have exited. Must not be called
