@@ -45,10 +45,11 @@ class SplitDeque {
   /// one subtraction.
   [[nodiscard]] bool holds_fewer_than(std::int64_t bound) noexcept {
     if (bottom_ - top_seen_ < bound) return true;
-    // At the bound, top is re-read only every kTopRecheck calls: top's line is the one
-    // thieves write, and a spawner running children at once would otherwise miss on it at
-    // every spawn. The bound is a heuristic; a few extra work-first runs cost nothing.
-    if (--top_recheck_ > 0) return false;
+    // At the bound, top is re-read only every kTopRecheck calls (top's line is the one thieves
+    // write; a spawner running tiny children at once would miss on it at every spawn), or at
+    // once when a thief found the public part empty: with coarse children, waiting for the
+    // recheck would leave the thief idle for several task lengths.
+    if (--top_recheck_ > 0 && !publish_requested_.load(std::memory_order_relaxed)) return false;
     top_recheck_ = kTopRecheck;
     // relaxed: a size estimate; top only grows, so a stale value overcounts, never under.
     top_seen_ = top_.load(std::memory_order_relaxed);

@@ -1,0 +1,40 @@
+// weft/gpu/detail/block_runtime.hpp - what runs the blocks that serve the slots: resident
+// kernels on GPUs, or host threads (the CPU path). The pool's scheduler sees only this.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "weft/gpu/task.hpp"
+
+namespace weft::gpu::detail {
+
+class BlockRuntime {
+ public:
+  virtual ~BlockRuntime() = default;
+  /// Host address of slot i (pinned and mapped for the GPU backend). Valid until destruction.
+  virtual unsigned char* slot(std::size_t i) noexcept = 0;
+  [[nodiscard]] virtual std::size_t num_slots() const noexcept = 0;
+  /// Starts the blocks (launches the resident kernels / starts the threads).
+  virtual void start() = 0;
+  /// After every slot was set to EXIT: waits for the blocks to return.
+  virtual void join() = 0;
+  /// Empty while the blocks are healthy; else what failed (a kernel that trapped or faulted).
+  virtual std::string failure() = 0;
+  /// A hint that slot i became READY or EXIT (the host backend wakes the block's thread).
+  virtual void wake(std::size_t i) noexcept { (void)i; }
+  /// A description for `weft info` and benchmarks ("host: 4 blocks", "H100: 132 SMs x 8").
+  [[nodiscard]] virtual std::string describe() const = 0;
+};
+
+using HostDispatch = TaskStatus (*)(std::uint32_t type, void* payload, std::uint32_t size,
+                                    const BlockContext& block);
+
+/// The CPU path: `blocks` host threads, one slot each, running task bodies with a block of one
+/// thread. Same slot protocol and memory orders as the GPU.
+std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t payload_capacity,
+                                               std::size_t shared_bytes, HostDispatch dispatch);
+
+}  // namespace weft::gpu::detail

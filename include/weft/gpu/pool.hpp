@@ -1,0 +1,135 @@
+// weft/gpu/pool.hpp - the GPU thread pool (DESIGN.md §2, seed 000): resident blocks take
+// fine-grained tasks from slots that a CPU scheduler thread fills from an input queue; finished
+// tasks go to one of several output queues.
+//
+//   using Tasks = weft::gpu::TaskTypes<Saxpy>;
+//   weft::gpu::Pool<Tasks, 64> pool;                       // host backend: runs anywhere
+//   pool.push<Saxpy>({2.0f, x, y, n}, /*out=*/0);
+//   auto done = pool.pop(0);                               // blocks; done.status says how it ended
+//
+// The seed's API maps as: run() = the constructor, push_task = push/push_record/push_batch,
+// pop_finish = pop/pop_batch, try_pop_finish = try_pop, get_unfinished_count = unfinished,
+// set_no_more_task_flag = no_more_tasks, synchronize = synchronize; submit() adds a future
+// and push_then() a callback for one task.
+#pragma once
+
+#include <future>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "weft/error.hpp"
+#include "weft/gpu/detail/block_runtime.hpp"
+#include "weft/gpu/detail/pool_core.hpp"
+#include "weft/gpu/task.hpp"
+
+namespace weft::gpu {
+
+enum class Backend : std::uint8_t {
+  host,    // blocks are host threads (the CPU path; every machine)
+  device,  // resident kernels on GPUs (needs a DeviceProgram from a CUDA translation unit)
+};
+
+struct PoolOptions {
+  Backend backend = Backend::host;
+  /// Host backend: number of emulated blocks (threads), each with one slot.
+  std::size_t host_blocks = 4;
+  /// Output queues tasks can be sent to (indices 0 .. output_queues-1).
+  std::size_t output_queues = 1;
+  /// Input queue order: FIFO, or by priority (higher first; FIFO among equals).
+  QueueOrder input_order = QueueOrder::fifo;
+};
+
+template <class Types, std::size_t Capacity = 64>
+class Pool {
+  static_assert(Types::kMaxPayload <= Capacity,
+                "weft::gpu::Pool: a registered task type's Payload exceeds the payload capacity");
+
+ public:
+  using Record = TaskRecord<Capacity>;
+  static constexpr std::size_t kCapacity = Capacity;
+
+  /// Starts the blocks and the scheduler. Throws weft::InvalidArgument for bad options.
+  explicit Pool(PoolOptions options = {})
+      : core_(make_blocks(options), options.output_queues, options.input_order) {}
+  /// Tasks still queued are delivered as cancelled; tasks in slots finish; then everything
+  /// stops. Consumers blocked in pop() get weft::ShutDown once their queue is drained.
+  ~Pool() = default;
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  /// Queues one task of type T for output queue `out`. Any thread. Throws weft::ShutDown after
+  /// no_more_tasks(), weft::InvalidArgument for a bad queue index.
+  template <GpuTaskType T>
+  void push(const typename T::Payload& payload, std::size_t out = 0, std::uint64_t tag = 0,
+            int priority = 0) {
+    const Record r = Record::template make<T>(payload, tag);
+    core_.push(&r, 1, out, priority);
+  }
+  /// Queues a prepared record (its type id and size are checked by the block that runs it).
+  void push_record(const Record& r, std::size_t out = 0, int priority = 0) {
+    core_.push(&r, 1, out, priority);
+  }
+  /// Queues many records under one lock.
+  void push_batch(std::span<const Record> records, std::size_t out = 0, int priority = 0) {
+    core_.push(records.data(), records.size(), out, priority);
+  }
+  /// Queues one task whose finished record sets the returned future (not an output queue).
+  std::future<Record> submit(const Record& r, int priority = 0) {
+    auto promise = std::make_shared<std::promise<Record>>();
+    std::future<Record> f = promise->get_future();
+    core_.push(&r, 1, 0, priority, [promise](Record& done) { promise->set_value(done); });
+    return f;
+  }
+  /// Queues one task; `callback` runs on the scheduler thread with the finished record (keep
+  /// it short: it delays the collection of other tasks).
+  void push_then(const Record& r, std::function<void(Record&)> callback, int priority = 0) {
+    if (!callback) throw InvalidArgument("weft::gpu::Pool::push_then: empty callback");
+    core_.push(&r, 1, 0, priority, std::move(callback));
+  }
+
+  /// Waits for a finished task on queue `out`. Many threads may pop one queue. Throws
+  /// weft::ShutDown when none can ever arrive (no more tasks and none unfinished).
+  Record pop(std::size_t out = 0) { return core_.pop(out); }
+  /// Takes a finished task if one is there.
+  bool try_pop(Record& r, std::size_t out = 0) { return core_.try_pop(r, out); }
+  /// Waits for at least one finished task and takes up to into.size().
+  std::size_t pop_batch(std::span<Record> into, std::size_t out = 0) {
+    return core_.pop_batch(into, out);
+  }
+  /// Tasks pushed for queue `out` and not yet popped from it.
+  [[nodiscard]] std::size_t unfinished(std::size_t out = 0) const { return core_.unfinished(out); }
+
+  /// Declares that nothing more will be pushed: later pushes throw weft::ShutDown, and pops on
+  /// a queue with nothing unfinished throw instead of waiting forever.
+  void no_more_tasks() { core_.no_more_tasks(); }
+  /// Waits until every task pushed so far has been delivered (to a queue, future or callback).
+  void synchronize() { core_.synchronize(); }
+
+  [[nodiscard]] std::size_t num_slots() const { return core_.num_slots(); }
+  [[nodiscard]] std::string describe() const { return core_.describe(); }
+  [[nodiscard]] PoolStats stats() const { return core_.stats(); }
+
+ private:
+  static TaskStatus host_dispatch(std::uint32_t type, void* payload, std::uint32_t size,
+                                  const BlockContext& block) {
+    return Types::dispatch(type, payload, size, block);
+  }
+  static std::unique_ptr<detail::BlockRuntime> make_blocks(const PoolOptions& o) {
+    if (o.backend == Backend::device) {
+      throw InvalidArgument(
+          "weft::gpu::Pool: the device backend is not available in this build yet (use "
+          "Backend::host)");
+    }
+    if (o.host_blocks == 0 || o.host_blocks > 4096) {
+      throw InvalidArgument("weft::gpu::PoolOptions::host_blocks must be in [1, 4096] (got " +
+                            std::to_string(o.host_blocks) + ")");
+    }
+    return detail::make_host_blocks(o.host_blocks, Capacity, Types::kSharedBytes, &host_dispatch);
+  }
+
+  detail::PoolCore<Capacity> core_;
+};
+
+}  // namespace weft::gpu

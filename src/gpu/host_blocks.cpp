@@ -1,0 +1,155 @@
+// The host backend: blocks emulated by host threads over the same slot protocol as the GPU.
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "weft/error.hpp"
+#include "weft/gpu/detail/block_runtime.hpp"
+#include "weft/gpu/detail/slot.hpp"
+
+namespace weft::gpu::detail {
+
+namespace {
+
+void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+class HostBlocks final : public BlockRuntime {
+ public:
+  HostBlocks(std::size_t blocks, std::size_t capacity, std::size_t shared_bytes,
+             HostDispatch dispatch)
+      : blocks_(blocks),
+        stride_(slot_stride(capacity)),
+        shared_bytes_(shared_bytes),
+        dispatch_(dispatch),
+        memory_(
+            static_cast<unsigned char*>(::operator new (stride_* blocks, std::align_val_t{128}))) {
+    if (blocks == 0) throw InvalidArgument("weft::gpu host backend: 0 blocks");
+    std::memset(memory_, 0, stride_ * blocks);  // every slot IDLE
+    shared_.resize(blocks * (shared_bytes == 0 ? 1 : shared_bytes));
+  }
+  ~HostBlocks() override {
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+    ::operator delete (memory_, std::align_val_t{128});
+  }
+
+  unsigned char* slot(std::size_t i) noexcept override { return memory_ + i * stride_; }
+  [[nodiscard]] std::size_t num_slots() const noexcept override { return blocks_; }
+
+  void start() override {
+    threads_.reserve(blocks_);
+    for (std::size_t b = 0; b < blocks_; ++b) threads_.emplace_back([this, b] { block_main(b); });
+  }
+  void join() override {
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+  std::string failure() override { return {}; }
+  void wake(std::size_t i) noexcept override {
+    std::atomic_ref<std::uint32_t> state(reinterpret_cast<SlotHeader*>(slot(i))->state);
+    state.notify_one();
+  }
+  [[nodiscard]] std::string describe() const override {
+    return "host backend: " + std::to_string(blocks_) + " blocks (threads) of 1 thread";
+  }
+
+ private:
+  void block_main(std::size_t b) {
+    auto* head = reinterpret_cast<SlotHeader*>(slot(b));
+    unsigned char* payload = slot(b) + kSlotHeaderBytes;
+    // std::atomic_ref here, cuda::atomic_ref<thread_scope_system> in the kernel: the same
+    // acquire/release protocol; the host side needs no CUDA headers.
+    std::atomic_ref<std::uint32_t> state(head->state);
+    void* shared = shared_.data() + b * (shared_bytes_ == 0 ? 1 : shared_bytes_);
+    const BlockContext ctx(0, 1, static_cast<int>(b), shared);
+    for (;;) {
+      // acquire: pairs with the scheduler's release store of READY/EXIT; the task's type, size
+      // and payload written before it are visible.
+      std::uint32_t s = state.load(std::memory_order_acquire);
+      for (int spin = 0; s != static_cast<std::uint32_t>(SlotState::ready) &&
+                         s != static_cast<std::uint32_t>(SlotState::exit) && spin < 256;
+           ++spin) {
+        cpu_relax();
+        s = state.load(std::memory_order_acquire);
+      }
+      if (s == static_cast<std::uint32_t>(SlotState::exit)) return;
+      if (s != static_cast<std::uint32_t>(SlotState::ready)) {
+        state.wait(s, std::memory_order_acquire);  // idle or finished: sleep until it changes
+        continue;
+      }
+      TaskStatus status;
+      try {
+        status = dispatch_(head->type, payload, head->payload_size, ctx);
+      } catch (...) {
+        // A host body that throws is the host's analogue of a device trap; the GPU cannot
+        // throw, so the status the task reports is the one a faulting device task gets.
+        status = TaskStatus::device_failed;
+      }
+      head->status = static_cast<std::uint32_t>(status);
+      // release: the status and the payload's results are visible to the scheduler's acquire
+      // load of FINISHED.
+      state.store(static_cast<std::uint32_t>(SlotState::finished), std::memory_order_release);
+    }
+  }
+
+  std::size_t blocks_;
+  std::size_t stride_;
+  std::size_t shared_bytes_;
+  HostDispatch dispatch_;
+  unsigned char* memory_;
+  std::vector<unsigned char> shared_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
+
+std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t payload_capacity,
+                                               std::size_t shared_bytes, HostDispatch dispatch) {
+  return std::make_unique<HostBlocks>(blocks, payload_capacity, shared_bytes, dispatch);
+}
+
+const char* to_string(SlotState s) noexcept {
+  switch (s) {
+    case SlotState::idle:
+      return "IDLE";
+    case SlotState::ready:
+      return "READY";
+    case SlotState::finished:
+      return "FINISHED";
+    case SlotState::exit:
+      return "EXIT";
+  }
+  return "?";
+}
+
+}  // namespace weft::gpu::detail
+
+namespace weft::gpu {
+const char* to_string(TaskStatus s) noexcept {
+  switch (s) {
+    case TaskStatus::ok:
+      return "ok";
+    case TaskStatus::unknown_type:
+      return "unknown task type (no registered type has this id)";
+    case TaskStatus::bad_payload_size:
+      return "payload size differs from the task type's Payload";
+    case TaskStatus::cancelled:
+      return "cancelled (the pool shut down before the task ran)";
+    case TaskStatus::timed_out:
+      return "timed out (exceeded the watchdog deadline)";
+    case TaskStatus::device_failed:
+      return "device failed (the task trapped, faulted or threw)";
+  }
+  return "?";
+}
+}  // namespace weft::gpu

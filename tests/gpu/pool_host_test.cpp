@@ -1,0 +1,313 @@
+// The GPU pool's protocol, queues and API, exercised on the host backend (blocks emulated by
+// host threads): what CI can run. tests/gpu/*_device_test.cpp run the same on a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "weft/gpu/pool.hpp"
+
+namespace weft::gpu {
+namespace {
+
+double stress_scale() {
+  const char* s = std::getenv("WEFT_STRESS_SCALE");
+  return s != nullptr ? std::atof(s) : 1.0;
+}
+
+// Task types with payloads of several sizes; each writes a checkable result.
+struct Small {  // 8-byte payload: doubles a number
+  static constexpr std::uint32_t kId = 1;
+  struct Payload {
+    std::uint32_t x;
+    std::uint32_t result;
+  };
+  WEFT_HD static void run(Payload& p, const BlockContext&) { p.result = 2 * p.x; }
+};
+struct Medium {  // 64-byte payload: sums 14 words
+  static constexpr std::uint32_t kId = 2;
+  struct Payload {
+    std::uint32_t w[14];
+    std::uint64_t sum;
+  };
+  WEFT_HD static void run(Payload& p, const BlockContext& b) {
+    std::uint64_t s = 0;
+    for (int i = b.thread(); i < 14; i += b.threads()) s += p.w[i];
+    p.sum = s;
+  }
+};
+struct Large {  // 200-byte payload: reverses bytes
+  static constexpr std::uint32_t kId = 3;
+  struct Payload {
+    unsigned char bytes[200];
+  };
+  WEFT_HD static void run(Payload& p, const BlockContext&) {
+    for (int i = 0; i < 100; ++i) std::swap(p.bytes[i], p.bytes[199 - i]);
+  }
+};
+// Holds its block until released: lets a test fill the input queue behind a busy pool.
+std::atomic<bool> g_gate_open{true};
+struct Gate {
+  static constexpr std::uint32_t kId = 4;
+  struct Payload {
+    std::uint64_t unused;
+  };
+  static void run(Payload&, const BlockContext&) {
+    while (!g_gate_open.load()) std::this_thread::yield();
+  }
+};
+
+using Types = TaskTypes<Small, Medium, Large, Gate>;
+using TestPool = Pool<Types, 256>;
+
+TEST(SlotProtocol, OnlyTheDocumentedTransitionsAreAllowed) {
+  using detail::SlotState;
+  const SlotState all[] = {SlotState::idle, SlotState::ready, SlotState::finished, SlotState::exit};
+  std::set<std::pair<int, int>> allowed;
+  for (SlotState a : all) {
+    for (SlotState b : all) {
+      if (detail::slot_transition_allowed(a, b)) allowed.insert({int(a), int(b)});
+    }
+  }
+  const std::set<std::pair<int, int>> expected{{int(SlotState::idle), int(SlotState::ready)},
+                                               {int(SlotState::ready), int(SlotState::finished)},
+                                               {int(SlotState::finished), int(SlotState::idle)},
+                                               {int(SlotState::idle), int(SlotState::exit)}};
+  EXPECT_EQ(allowed, expected);
+}
+
+TEST(Pool, RunsATaskAndReturnsItsResult) {
+  TestPool pool;
+  pool.push<Small>({21, 0}, 0, /*tag=*/7);
+  const auto r = pool.pop(0);
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.tag, 7u);
+  EXPECT_EQ(r.as<Small>().result, 42u);
+  EXPECT_EQ(pool.unfinished(0), 0u);
+}
+
+TEST(Pool, DeliversEveryTaskExactlyOnceFromManyPushers) {
+  const auto per_pusher = static_cast<std::uint64_t>(125'000 * stress_scale()) + 100;
+  constexpr int kPushers = 8;
+  constexpr std::size_t kQueues = 4;
+  TestPool pool(PoolOptions{.host_blocks = 4, .output_queues = kQueues});
+  const std::uint64_t total = per_pusher * kPushers;
+  std::vector<std::atomic<std::uint8_t>> seen(total);
+  std::atomic<std::uint64_t> wrong{0};
+  std::vector<std::thread> threads;
+  for (int p = 0; p < kPushers; ++p) {
+    threads.emplace_back([&, p] {
+      std::uint64_t rng = 0x9E3779B97F4A7C15ull * (p + 1);
+      for (std::uint64_t k = 0; k < per_pusher; ++k) {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        const std::uint64_t tag = p * per_pusher + k;
+        const std::size_t out = rng % kQueues;
+        switch ((rng >> 8) % 3) {
+          case 0:
+            pool.push<Small>({static_cast<std::uint32_t>(tag), 0}, out, tag);
+            break;
+          case 1: {
+            Medium::Payload m{};
+            for (int i = 0; i < 14; ++i) m.w[i] = static_cast<std::uint32_t>(tag + i);
+            pool.push<Medium>(m, out, tag);
+            break;
+          }
+          default: {
+            Large::Payload l{};
+            for (int i = 0; i < 200; ++i) l.bytes[i] = static_cast<unsigned char>(tag + i);
+            pool.push<Large>(l, out, tag);
+          }
+        }
+      }
+    });
+  }
+  std::atomic<std::uint64_t> popped{0};
+  for (std::size_t q = 0; q < kQueues; ++q) {
+    threads.emplace_back([&, q] {
+      for (;;) {
+        TestPool::Record r;
+        try {
+          r = pool.pop(q);
+        } catch (const ShutDown&) {
+          return;  // no more tasks and none unfinished on this queue
+        }
+        popped.fetch_add(1);
+        if (r.tag >= total || !r.ok()) {
+          wrong.fetch_add(1);
+          continue;
+        }
+        seen[r.tag].fetch_add(1);
+        bool right = false;
+        if (r.type == Small::kId) {
+          right = r.as<Small>().result == 2 * static_cast<std::uint32_t>(r.tag);
+        } else if (r.type == Medium::kId) {
+          std::uint64_t s = 0;
+          for (int i = 0; i < 14; ++i) s += static_cast<std::uint32_t>(r.tag + i);
+          right = r.as<Medium>().sum == s;
+        } else {
+          const auto l = r.as<Large>();
+          right = l.bytes[0] == static_cast<unsigned char>(r.tag + 199);
+        }
+        if (!right) wrong.fetch_add(1);
+      }
+    });
+  }
+  for (int p = 0; p < kPushers; ++p) threads[static_cast<std::size_t>(p)].join();
+  pool.no_more_tasks();
+  for (std::size_t t = kPushers; t < threads.size(); ++t) threads[t].join();
+  EXPECT_EQ(popped.load(), total);
+  EXPECT_EQ(wrong.load(), 0u);
+  for (std::uint64_t t = 0; t < total; ++t) ASSERT_EQ(seen[t].load(), 1) << "tag " << t;
+}
+
+TEST(Pool, PriorityQueueRunsHigherPrioritiesFirst) {
+  TestPool pool(PoolOptions{.host_blocks = 1, .input_order = QueueOrder::priority});
+  g_gate_open = false;
+  pool.push<Gate>({0}, 0, /*tag=*/999, /*priority=*/100);
+  // Wait until the gate occupies the only block, so the rest queue up behind it.
+  while (pool.unfinished(0) != 1 || pool.stats().pushed != 1) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int priorities[] = {3, 9, 1, 7, 5, 9, 2};
+  for (int k = 0; k < 7; ++k) pool.push<Small>({1, 0}, 0, /*tag=*/k, priorities[k]);
+  g_gate_open = true;
+  EXPECT_EQ(pool.pop(0).tag, 999u);
+  std::vector<int> order;
+  for (int k = 0; k < 7; ++k) order.push_back(priorities[pool.pop(0).tag]);
+  EXPECT_EQ(order, (std::vector<int>{9, 9, 7, 5, 3, 2, 1}));
+}
+
+TEST(Pool, FifoQueueKeepsPushOrderOnOneBlock) {
+  TestPool pool(PoolOptions{.host_blocks = 1});
+  for (std::uint32_t k = 0; k < 1000; ++k) pool.push<Small>({k, 0}, 0, k);
+  for (std::uint64_t k = 0; k < 1000; ++k) EXPECT_EQ(pool.pop(0).tag, k);
+}
+
+TEST(Pool, SeveralConsumersShareOneQueue) {
+  TestPool pool(PoolOptions{.host_blocks = 3});
+  constexpr int kTasks = 20000;
+  std::vector<std::atomic<int>> seen(kTasks);
+  std::vector<std::thread> consumers;
+  for (int c = 0; c < 4; ++c) {
+    consumers.emplace_back([&] {
+      try {
+        for (;;) seen[pool.pop(0).tag].fetch_add(1);
+      } catch (const ShutDown&) {
+      }
+    });
+  }
+  for (std::uint32_t k = 0; k < kTasks; ++k) pool.push<Small>({k, 0}, 0, k);
+  pool.no_more_tasks();
+  for (auto& c : consumers) c.join();
+  for (int k = 0; k < kTasks; ++k) ASSERT_EQ(seen[k].load(), 1);
+}
+
+TEST(Pool, UnknownTypesAndWrongSizesComeBackWithAStatus) {
+  TestPool pool;
+  TestPool::Record unknown;
+  unknown.type = 77;
+  unknown.payload_size = 8;
+  pool.push_record(unknown, 0);
+  TestPool::Record wrong = TestPool::Record::make<Small>({1, 0});
+  wrong.payload_size = 12;  // Small's payload is 8 bytes
+  pool.push_record(wrong, 0);
+  std::set<TaskStatus> statuses{pool.pop(0).status, pool.pop(0).status};
+  EXPECT_EQ(statuses,
+            (std::set<TaskStatus>{TaskStatus::unknown_type, TaskStatus::bad_payload_size}));
+  TestPool::Record too_big;
+  too_big.payload_size = 300;
+  EXPECT_THROW(pool.push_record(too_big), InvalidArgument);
+}
+
+TEST(Pool, BadQueueIndicesAreRejected) {
+  TestPool pool(PoolOptions{.output_queues = 2});
+  EXPECT_THROW(pool.push<Small>({1, 0}, 2), InvalidArgument);
+  EXPECT_THROW((void)pool.pop(5), InvalidArgument);
+  EXPECT_THROW((void)pool.unfinished(2), InvalidArgument);
+  EXPECT_THROW(TestPool(PoolOptions{.output_queues = 0}), InvalidArgument);
+  EXPECT_THROW(TestPool(PoolOptions{.host_blocks = 0}), InvalidArgument);
+  EXPECT_THROW(TestPool(PoolOptions{.backend = Backend::device}), InvalidArgument);
+}
+
+TEST(Pool, NoMoreTasksRejectsPushesAndEndsWaits) {
+  TestPool pool;
+  pool.push<Small>({1, 0});
+  pool.no_more_tasks();
+  EXPECT_THROW(pool.push<Small>({2, 0}), ShutDown);
+  EXPECT_EQ(pool.pop(0).as<Small>().result, 2u);  // the task pushed before still arrives
+  EXPECT_THROW((void)pool.pop(0), ShutDown);      // and then nothing can: no hang
+}
+
+TEST(Pool, FutureAndCallbackForms) {
+  TestPool pool;
+  auto f = pool.submit(TestPool::Record::make<Small>({5, 0}));
+  std::atomic<std::uint32_t> via_callback{0};
+  pool.push_then(TestPool::Record::make<Small>({6, 0}),
+                 [&](TestPool::Record& r) { via_callback = r.as<Small>().result; });
+  EXPECT_EQ(f.get().as<Small>().result, 10u);
+  pool.synchronize();
+  EXPECT_EQ(via_callback.load(), 12u);
+  EXPECT_THROW(pool.push_then(TestPool::Record::make<Small>({1, 0}), nullptr), InvalidArgument);
+}
+
+TEST(Pool, DestroyingWithWorkPendingCancelsOrFinishesEachTaskOnce) {
+  std::atomic<int> ok{0}, cancelled{0}, other{0};
+  {
+    TestPool pool(PoolOptions{.host_blocks = 2});
+    g_gate_open = false;
+    for (int k = 0; k < 2; ++k) {
+      pool.push_then(TestPool::Record::make<Gate>({0}), [&](TestPool::Record&) {});
+    }
+    for (int k = 0; k < 1000; ++k) {
+      pool.push_then(TestPool::Record::make<Small>({1, 0}), [&](TestPool::Record& r) {
+        if (r.status == TaskStatus::ok) {
+          ok.fetch_add(1);
+        } else if (r.status == TaskStatus::cancelled) {
+          cancelled.fetch_add(1);
+        } else {
+          other.fetch_add(1);
+        }
+      });
+    }
+    std::thread opener([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      g_gate_open = true;
+    });
+    opener.detach();
+  }  // the destructor waits for the gates, cancels what is still queued
+  EXPECT_EQ(ok.load() + cancelled.load(), 1000);
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_GT(cancelled.load(), 0);
+}
+
+TEST(Pool, SynchronizeWaitsForEveryPushedTask) {
+  TestPool pool(PoolOptions{.host_blocks = 2, .output_queues = 3});
+  for (std::uint32_t k = 0; k < 3000; ++k) pool.push<Small>({k, 0}, k % 3, k);
+  pool.synchronize();
+  TestPool::Record r;
+  std::size_t n = 0;
+  for (std::size_t q = 0; q < 3; ++q) {
+    while (pool.try_pop(r, q)) ++n;
+  }
+  EXPECT_EQ(n, 3000u);
+  EXPECT_EQ(pool.stats().completed, 3000u);
+}
+
+TEST(Pool, PopBatchTakesSeveral) {
+  TestPool pool;
+  for (std::uint32_t k = 0; k < 100; ++k) pool.push<Small>({k, 0}, 0, k);
+  pool.synchronize();
+  std::vector<TestPool::Record> got(64);
+  EXPECT_EQ(pool.pop_batch(got, 0), 64u);
+  EXPECT_EQ(pool.pop_batch(got, 0), 36u);
+}
+
+}  // namespace
+}  // namespace weft::gpu
