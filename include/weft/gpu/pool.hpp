@@ -18,10 +18,12 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "weft/error.hpp"
 #include "weft/gpu/detail/block_runtime.hpp"
 #include "weft/gpu/detail/pool_core.hpp"
+#include "weft/gpu/device_program.hpp"
 #include "weft/gpu/task.hpp"
 
 namespace weft::gpu {
@@ -33,6 +35,15 @@ enum class Backend : std::uint8_t {
 
 struct PoolOptions {
   Backend backend = Backend::host;
+  /// Device backend: the resident kernel of the pool's task types, from
+  /// weft::gpu::device_program<Types, Capacity>() in a CUDA translation unit.
+  DeviceProgram program{};
+  /// Device backend: GPUs to use (empty: every visible GPU); they form one pool.
+  std::vector<int> devices{};
+  /// Device backend: resident blocks per SM (0: as many as occupancy allows).
+  int blocks_per_sm = 0;
+  /// Device backend: threads per block (a multiple of 32).
+  int threads_per_block = 128;
   /// Host backend: number of emulated blocks (threads), each with one slot.
   std::size_t host_blocks = 4;
   /// Output queues tasks can be sent to (indices 0 .. output_queues-1).
@@ -118,9 +129,8 @@ class Pool {
   }
   static std::unique_ptr<detail::BlockRuntime> make_blocks(const PoolOptions& o) {
     if (o.backend == Backend::device) {
-      throw InvalidArgument(
-          "weft::gpu::Pool: the device backend is not available in this build yet (use "
-          "Backend::host)");
+      return detail::make_device_blocks(o.program, o.devices, o.blocks_per_sm, o.threads_per_block,
+                                        Capacity);
     }
     if (o.host_blocks == 0 || o.host_blocks > 4096) {
       throw InvalidArgument("weft::gpu::PoolOptions::host_blocks must be in [1, 4096] (got " +

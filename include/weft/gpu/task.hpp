@@ -16,6 +16,7 @@
 // function pointer (the device cannot call host-registered pointers).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -93,7 +94,7 @@ struct TaskTypes {
   static constexpr std::size_t kCount = sizeof...(Ts);
   static constexpr std::size_t kMaxPayload = [] {
     std::size_t m = 0;
-    ((m = sizeof(typename Ts::Payload) > m ? sizeof(typename Ts::Payload) : m), ...);
+    ((m = std::max(m, sizeof(typename Ts::Payload))), ...);
     return m;
   }();
   static constexpr bool kDistinctIds = [] {
@@ -120,7 +121,7 @@ struct TaskTypes {
   /// largest of its types.
   static constexpr std::size_t kSharedBytes = [] {
     std::size_t m = 0;
-    ((m = detail::shared_bytes_of<Ts>() > m ? detail::shared_bytes_of<Ts>() : m), ...);
+    ((m = std::max(m, detail::shared_bytes_of<Ts>())), ...);
     return m;
   }();
 

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "weft/gpu/device_program.hpp"
 #include "weft/gpu/task.hpp"
 
 namespace weft::gpu::detail {
@@ -36,5 +38,14 @@ using HostDispatch = TaskStatus (*)(std::uint32_t type, void* payload, std::uint
 /// thread. Same slot protocol and memory orders as the GPU.
 std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t payload_capacity,
                                                std::size_t shared_bytes, HostDispatch dispatch);
+
+/// The GPU path: one resident kernel per device in `devices` (empty: every visible GPU), with
+/// blocks_per_sm blocks per SM (0: as many as occupancy allows) of `threads` threads, serving
+/// slots in pinned host-mapped memory. Throws weft::InvalidArgument for a program that does not
+/// match, weft::CudaError when a CUDA call fails (no GPU, no driver), and, in a build without
+/// CUDA, weft::InvalidArgument saying so.
+std::unique_ptr<BlockRuntime> make_device_blocks(const DeviceProgram& program,
+                                                 const std::vector<int>& devices, int blocks_per_sm,
+                                                 int threads, std::size_t payload_capacity);
 
 }  // namespace weft::gpu::detail

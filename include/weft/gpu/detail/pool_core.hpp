@@ -354,6 +354,38 @@ class PoolCore {
     if (pending_ == 0) idle_cv_.notify_all();
   }
 
+  // When the blocks died (a device task trapped or faulted: the kernel is gone), every task
+  // in flight is delivered as device_failed, every queued one as cancelled, and waiters learn
+  // the cause; the scheduler then stops. Returns whether that happened.
+  bool fail_if_blocks_died(std::vector<std::size_t>& in_flight) {
+    std::string why = blocks_->failure();
+    if (why.empty()) return false;
+    std::size_t n = 0;
+    for (std::size_t i : in_flight) {
+      Entry& e = in_slot_[i];
+      e.rec.status = TaskStatus::device_failed;
+      deliver(std::move(e));
+      ++n;
+    }
+    in_flight.clear();
+    {
+      std::unique_lock<std::mutex> lock(in_mutex_);
+      failure_ = why;
+      no_more_tasks_ = true;
+      Entry e;
+      while (take_entry(e)) {
+        e.rec.status = TaskStatus::cancelled;
+        lock.unlock();
+        deliver(std::move(e));
+        lock.lock();
+        ++n;
+      }
+    }
+    finish_pending(n);
+    wake_all_outputs();
+    return true;
+  }
+
   void scheduler_main() {
     std::vector<std::size_t> in_flight;
     in_flight.reserve(in_slot_.size());
@@ -395,11 +427,12 @@ class PoolCore {
           }
         }
         if (cancelled > 0) finish_pending(cancelled);
-        while (!in_flight.empty()) {
+        for (int round = 0; !in_flight.empty(); ++round) {
           const std::size_t d = collect(in_flight);
           if (d > 0) {
             finish_pending(d);
           } else {
+            if ((round & 63) == 63 && fail_if_blocks_died(in_flight)) return;
             std::this_thread::yield();
           }
         }
@@ -418,7 +451,9 @@ class PoolCore {
         in_flight.push_back(i);
       }
       if (done == 0 && batch.empty()) {
-        // Tasks in flight, nothing finished: back off (spin, then yield, then short sleeps).
+        // Tasks in flight, nothing finished: back off (spin, then yield, then short sleeps),
+        // and now and then ask whether the blocks are still alive.
+        if ((idle_rounds & 63) == 63 && fail_if_blocks_died(in_flight)) return;
         if (++idle_rounds < 64) {
           for (int p = 0; p < 32; ++p) std::atomic_signal_fence(std::memory_order_seq_cst);
         } else if (idle_rounds < 256) {

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Everything the GPU machine (device tool) must run for a change to GPU code, in one call:
+# configure and build for sm_90 as the machine is (no installs), run the GPU tests and the host
+# tests, then compute-sanitizer memcheck, racecheck and synccheck on the GPU tests.
+# Logs go to $OUT (or ./gpu-check-out); the last lines are a summary table.
+set -uo pipefail
+out=${OUT:-gpu-check-out}
+mkdir -p "$out"
+build=build-gpu
+jobs=$(nproc)
+summary=()
+step() {  # name, command...
+  local name=$1; shift
+  local t0=$(date +%s)
+  "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  summary+=("$(printf '%-28s rc=%-3s %4ss' "$name" "$rc" "$(( $(date +%s) - t0 ))")")
+  tail -n 25 "$out/$name.log"
+  return $rc
+}
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/gpus.txt" 2>&1
+cat "$out/gpus.txt"
+step configure cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_TOOLS=OFF || exit 1
+step build cmake --build $build -j "$jobs" --target weft_gpu_device_tests weft_gpu_host_tests || exit 1
+step gpu_tests $build/tests/weft_gpu_device_tests
+step host_tests $build/tests/weft_gpu_host_tests --gtest_brief=1
+# Under the sanitizers the million-task test would take too long; the others cover the kernel.
+filter='--gtest_filter=-*Million*'
+for tool in memcheck racecheck synccheck; do
+  step "sanitizer_$tool" compute-sanitizer --tool "$tool" --error-exitcode 3 \
+    $build/tests/weft_gpu_device_tests "$filter"
+done
+printf '\n== gpu-check summary ==\n'
+printf '%s\n' "${summary[@]}"

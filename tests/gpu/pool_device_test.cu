@@ -1,0 +1,256 @@
+// The GPU pool on the device backend: the resident kernel, the slot protocol across PCIe, and
+// several GPUs as one pool. Each test skips (never passes) where no GPU is usable.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "weft/gpu/device.cuh"
+#include "weft/gpu/pool.hpp"
+
+namespace weft::gpu {
+namespace {
+
+int usable_gpus() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+#define REQUIRE_GPU()                                                        \
+  do {                                                                       \
+    if (usable_gpus() == 0) GTEST_SKIP() << "no usable GPU on this machine"; \
+  } while (0)
+
+struct Double {
+  static constexpr std::uint32_t kId = 1;
+  struct Payload {
+    std::uint32_t x;
+    std::uint32_t result;
+  };
+  WEFT_HD static void run(Payload& p, const BlockContext& b) {
+    if (b.thread() == 0) p.result = 2 * p.x;
+  }
+};
+struct Saxpy {
+  static constexpr std::uint32_t kId = 2;
+  struct Payload {
+    float a;
+    int n;
+    const float* x;
+    float* y;
+  };
+  WEFT_HD static void run(Payload& p, const BlockContext& b) {
+    for (int i = b.thread(); i < p.n; i += b.threads()) p.y[i] += p.a * p.x[i];
+  }
+};
+struct WhereAmI {  // reports the resident block that ran it
+  static constexpr std::uint32_t kId = 3;
+  struct Payload {
+    int block;
+    int threads;
+  };
+  WEFT_HD static void run(Payload& p, const BlockContext& b) {
+    if (b.thread() == 0) {
+      p.block = b.block();
+      p.threads = b.threads();
+    }
+  }
+};
+struct BlockSum {  // uses the block's shared memory and barriers
+  static constexpr std::uint32_t kId = 4;
+  static constexpr std::size_t kSharedBytes = 1024 * sizeof(int);
+  struct Payload {
+    int n;
+    long long sum;
+  };
+  WEFT_HD static void run(Payload& p, const BlockContext& b) {
+    int* partial = static_cast<int*>(b.shared());
+    int mine = 0;
+    for (int i = b.thread(); i < p.n; i += b.threads()) mine += i;
+    partial[b.thread()] = mine;
+    b.sync();
+    if (b.thread() == 0) {
+      long long s = 0;
+      for (int t = 0; t < b.threads(); ++t) s += partial[t];
+      p.sum = s;
+    }
+  }
+};
+
+using Types = TaskTypes<Double, Saxpy, WhereAmI, BlockSum>;
+constexpr std::size_t kCap = 64;
+using GpuPool = Pool<Types, kCap>;
+
+PoolOptions device_options(std::size_t queues = 1) {
+  PoolOptions o;
+  o.backend = Backend::device;
+  o.program = device_program<Types, kCap>();
+  o.output_queues = queues;
+  return o;
+}
+
+TEST(GpuPool, ConstructionWithoutAGpuFailsClearly) {
+  if (usable_gpus() > 0) GTEST_SKIP() << "a GPU is present; this checks the no-GPU path";
+  EXPECT_THROW(GpuPool{device_options()}, Error);
+}
+
+TEST(GpuPool, RunsATaskOnTheGpu) {
+  REQUIRE_GPU();
+  GpuPool pool(device_options());
+  pool.push<Double>({21, 0}, 0, 5);
+  const auto r = pool.pop(0);
+  ASSERT_TRUE(r.ok()) << to_string(r.status);
+  EXPECT_EQ(r.tag, 5u);
+  EXPECT_EQ(r.as<Double>().result, 42u);
+}
+
+TEST(GpuPool, DeliversAMillionTasksExactlyOnceFromEightPushers) {
+  REQUIRE_GPU();
+  constexpr std::size_t kQueues = 4;
+  constexpr int kPushers = 8;
+  constexpr std::uint32_t kPer = 125000;
+  GpuPool pool(device_options(kQueues));
+  const std::uint64_t total = std::uint64_t{kPer} * kPushers;
+  std::vector<std::atomic<std::uint8_t>> seen(total);
+  std::atomic<std::uint64_t> wrong{0};
+  std::vector<std::thread> threads;
+  for (int p = 0; p < kPushers; ++p) {
+    threads.emplace_back([&, p] {
+      std::vector<GpuPool::Record> batch;
+      for (std::uint32_t k = 0; k < kPer; ++k) {
+        const std::uint64_t tag = std::uint64_t{kPer} * p + k;
+        pool.push<Double>({static_cast<std::uint32_t>(tag), 0}, tag % kQueues, tag);
+      }
+    });
+  }
+  for (std::size_t q = 0; q < kQueues; ++q) {
+    threads.emplace_back([&, q] {
+      std::vector<GpuPool::Record> got(256);
+      try {
+        for (;;) {
+          const std::size_t n = pool.pop_batch(got, q);
+          for (std::size_t i = 0; i < n; ++i) {
+            const auto& r = got[i];
+            if (!r.ok() || r.tag >= total ||
+                r.as<Double>().result != 2 * static_cast<std::uint32_t>(r.tag)) {
+              wrong.fetch_add(1);
+              continue;
+            }
+            seen[r.tag].fetch_add(1);
+          }
+        }
+      } catch (const ShutDown&) {
+      }
+    });
+  }
+  for (int p = 0; p < kPushers; ++p) threads[static_cast<std::size_t>(p)].join();
+  pool.no_more_tasks();
+  for (std::size_t t = kPushers; t < threads.size(); ++t) threads[t].join();
+  EXPECT_EQ(wrong.load(), 0u);
+  for (std::uint64_t t = 0; t < total; ++t) ASSERT_EQ(seen[t].load(), 1) << "tag " << t;
+}
+
+TEST(GpuPool, TasksComputeOnDeviceMemory) {
+  REQUIRE_GPU();
+  constexpr int kN = 1 << 16, kTasks = 64;
+  std::vector<float> hx(kN), hy(kN);
+  for (int i = 0; i < kN; ++i) {
+    hx[i] = static_cast<float>(i % 97) * 0.5f;
+    hy[i] = static_cast<float>(i % 13);
+  }
+  float *dx = nullptr, *dy = nullptr;
+  ASSERT_EQ(cudaMalloc(&dx, kN * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dy, kN * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dx, hx.data(), kN * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dy, hy.data(), kN * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  {
+    GpuPool pool(device_options());
+    const int chunk = kN / kTasks;
+    for (int t = 0; t < kTasks; ++t) {
+      pool.push<Saxpy>({3.0f, chunk, dx + t * chunk, dy + t * chunk}, 0, t);
+    }
+    for (int t = 0; t < kTasks; ++t) ASSERT_TRUE(pool.pop(0).ok());
+  }
+  std::vector<float> out(kN);
+  ASSERT_EQ(cudaMemcpy(out.data(), dy, kN * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int i = 0; i < kN; ++i) ASSERT_FLOAT_EQ(out[i], hy[i] + 3.0f * hx[i]) << i;
+  cudaFree(dx);
+  cudaFree(dy);
+}
+
+TEST(GpuPool, BlocksUseSharedMemoryAndBarriers) {
+  REQUIRE_GPU();
+  GpuPool pool(device_options());
+  for (int n : {1, 100, 1000, 100000})
+    pool.push<BlockSum>({n, 0}, 0, static_cast<std::uint64_t>(n));
+  for (int k = 0; k < 4; ++k) {
+    const auto r = pool.pop(0);
+    ASSERT_TRUE(r.ok());
+    const long long n = static_cast<long long>(r.tag);
+    EXPECT_EQ(r.as<BlockSum>().sum, n * (n - 1) / 2);
+  }
+}
+
+TEST(GpuPool, UnknownTypesAndWrongSizesComeBackWithAStatus) {
+  REQUIRE_GPU();
+  GpuPool pool(device_options());
+  GpuPool::Record unknown;
+  unknown.type = 99;
+  unknown.payload_size = 8;
+  pool.push_record(unknown);
+  auto wrong = GpuPool::Record::make<Double>({1, 0});
+  wrong.payload_size = 4;
+  pool.push_record(wrong);
+  std::set<TaskStatus> got{pool.pop().status, pool.pop().status};
+  EXPECT_EQ(got, (std::set<TaskStatus>{TaskStatus::unknown_type, TaskStatus::bad_payload_size}));
+}
+
+TEST(GpuPool, EveryGpuServesTasks) {
+  REQUIRE_GPU();
+  GpuPool pool(device_options());
+  std::printf("pool: %s, %zu slots\n", pool.describe().c_str(), pool.num_slots());
+  const std::size_t n = pool.num_slots() * 20;
+  for (std::size_t k = 0; k < n; ++k) pool.push<WhereAmI>({-1, 0}, 0, k);
+  std::set<int> blocks;
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto r = pool.pop(0);
+    ASSERT_TRUE(r.ok());
+    const auto p = r.as<WhereAmI>();
+    ASSERT_GE(p.block, 0);
+    ASSERT_LT(static_cast<std::size_t>(p.block), pool.num_slots());
+    EXPECT_EQ(p.threads, 128);
+    blocks.insert(p.block);
+  }
+  // Free slots pull work: with 20 tasks per slot queued at once, most blocks take some.
+  EXPECT_GT(blocks.size(), pool.num_slots() / 2);
+  if (usable_gpus() > 1) {
+    const int first_of_last_gpu =
+        static_cast<int>(pool.num_slots()) - static_cast<int>(pool.num_slots() / usable_gpus());
+    EXPECT_GE(*blocks.rbegin(), first_of_last_gpu) << "the last GPU ran nothing";
+    EXPECT_LT(*blocks.begin(), first_of_last_gpu) << "the first GPU ran nothing";
+  }
+}
+
+TEST(GpuPool, BadDeviceOptionsAreRejected) {
+  REQUIRE_GPU();
+  PoolOptions o = device_options();
+  o.devices = {usable_gpus()};  // one past the last
+  EXPECT_THROW(GpuPool{o}, InvalidArgument);
+  o = device_options();
+  o.threads_per_block = 100;
+  EXPECT_THROW(GpuPool{o}, InvalidArgument);
+  o = device_options();
+  o.blocks_per_sm = 1000;
+  EXPECT_THROW(GpuPool{o}, InvalidArgument);
+  o = device_options();
+  o.program = DeviceProgram{};
+  EXPECT_THROW(GpuPool{o}, InvalidArgument);
+  o = device_options();
+  o.program = device_program<Types, 128>();  // made for another capacity
+  EXPECT_THROW(GpuPool{o}, InvalidArgument);
+}
+
+}  // namespace
+}  // namespace weft::gpu
