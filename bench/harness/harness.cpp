@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -107,6 +108,8 @@ MachineInfo describe_machine(const std::string& name) {
 }
 
 std::string current_commit() {
+  // A copy of the tree without .git (the GPU machine gets one) names its commit here.
+  if (const char* env = std::getenv("WEFT_COMMIT"); env != nullptr && *env != '\0') return env;
   FILE* p = popen("git rev-parse --short HEAD 2>/dev/null", "r");
   if (p == nullptr) return "unknown";
   char buf[64] = {0};
@@ -121,7 +124,9 @@ std::string current_commit() {
 std::string Suite::to_json(const std::string& command) const {
   using nlohmann::json;
   const char* env_machine = std::getenv("WEFT_MACHINE");
-  const MachineInfo mi = describe_machine(env_machine != nullptr ? env_machine : "unknown");
+  MachineInfo mi = describe_machine(env_machine != nullptr ? env_machine : "unknown");
+  mi.gpu = gpu_name_;
+  mi.gpus = gpu_count_;
   json j;
   j["suite"] = name_;
   j["machine"] = {

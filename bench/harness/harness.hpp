@@ -70,6 +70,11 @@ class Suite {
   void measure(const std::string& name, const std::string& unit, Better better, const Runner& run);
 
   void add_metric(Metric m) { metrics_.push_back(std::move(m)); }
+  /// Records the GPUs the suite ran on (the JSON's machine.gpu and machine.gpus).
+  void set_gpu(std::string name, int count) {
+    gpu_name_ = std::move(name);
+    gpu_count_ = count;
+  }
 
   [[nodiscard]] const std::vector<Comparison>& comparisons() const { return comparisons_; }
   [[nodiscard]] const std::vector<Metric>& metrics() const { return metrics_; }
@@ -87,6 +92,8 @@ class Suite {
   SuiteOptions options_;
   std::vector<Comparison> comparisons_;
   std::vector<Metric> metrics_;
+  std::string gpu_name_;
+  int gpu_count_ = 0;
 };
 
 /// Monotonic seconds.

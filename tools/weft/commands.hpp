@@ -19,6 +19,15 @@ struct BenchCpuArgs {
 std::vector<std::string> cpu_benchmark_names();
 int run_bench_cpu(const BenchCpuArgs& args);
 
+struct BenchGpuArgs {
+  bool quick = false;
+  std::string json_path;
+  int samples = 0;  // 0: 5 (3 with --quick)
+  std::string machine;
+  std::string command;
+};
+int run_bench_gpu_pool(const BenchGpuArgs& args);
+
 int run_demo(bool quick);
 
 }  // namespace weft::tools

@@ -35,6 +35,17 @@ int main(int argc, char** argv) {
   bench_cpu->add_option("--machine", cpu_args.machine,
                         "Machine name recorded in the JSON (default: $WEFT_MACHINE or cpu<N>)");
 
+  auto* bench_gpu = bench->add_subcommand(
+      "gpu-pool", "GPU thread pool: per-task cost and latency vs kernel launches and CUDA graphs");
+  weft::tools::BenchGpuArgs gpu_args;
+  bench_gpu->add_flag("--quick", gpu_args.quick, "Small sizes and 3 samples (a smoke run)");
+  bench_gpu->add_option("--json", gpu_args.json_path,
+                        "Write results to FILE (schema of RESULTS.md) and FILE with .md");
+  bench_gpu->add_option("--samples", gpu_args.samples, "Measured runs per contender (>= 1)")
+      ->check(CLI::Range(1, 1000));
+  bench_gpu->add_option("--machine", gpu_args.machine,
+                        "Machine name recorded in the JSON (default: $WEFT_MACHINE or gpu)");
+
   auto* demo = app.add_subcommand("demo", "Run the main showcase on whatever hardware is here");
   bool demo_quick = false;
   demo->add_flag("--quick", demo_quick, "Smaller problem sizes");
@@ -59,6 +70,12 @@ int main(int argc, char** argv) {
       for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
       cpu_args.command = command;
       return weft::tools::run_bench_cpu(cpu_args);
+    }
+    if (bench_gpu->parsed()) {
+      std::string command = "weft";
+      for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+      gpu_args.command = command;
+      return weft::tools::run_bench_gpu_pool(gpu_args);
     }
     if (demo->parsed()) return weft::tools::run_demo(demo_quick);
   } catch (const std::exception& e) {
