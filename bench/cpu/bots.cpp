@@ -236,9 +236,10 @@ void merge_weft(Executor& ex, const I* a, const I* a_end, const I* b, const I* b
     merge_weft(ex, b, b_end, a, a_end, out);
     return;
   }
-  const I* a_mid = a + na / 2;
-  const I* b_mid = common::lower_bound(b, b_end, *a_mid);
-  I* out_mid = out + (a_mid - a) + (b_mid - b);
+  const common::MergeSplit split = common::merge_split(a, a_end, b, b_end, out);
+  const I* a_mid = split.a_mid;
+  const I* b_mid = split.b_mid;
+  I* out_mid = split.out_mid;
   TaskGroup g(ex);
   g.spawn([=, &ex] { merge_weft(ex, a, a_mid, b, b_mid, out); });
   merge_weft(ex, a_mid, a_end, b_mid, b_end, out_mid);

@@ -114,10 +114,18 @@ inline void seq_merge(const std::int32_t* a, const std::int32_t* a_end, const st
                       const std::int32_t* b_end, std::int32_t* out) {
   std::merge(a, a_end, b, b_end, out);
 }
-/// Position in [lo, hi) of the first element >= v.
-inline const std::int32_t* lower_bound(const std::int32_t* lo, const std::int32_t* hi,
-                                       std::int32_t v) {
-  return std::lower_bound(lo, hi, v);
+/// How a parallel merge splits: the larger input at its middle, the other where that middle
+/// value would go; the two halves merge independently into [out, out_mid) and [out_mid, ...).
+struct MergeSplit {
+  const std::int32_t* a_mid;
+  const std::int32_t* b_mid;
+  std::int32_t* out_mid;
+};
+inline MergeSplit merge_split(const std::int32_t* a, const std::int32_t* a_end,
+                              const std::int32_t* b, const std::int32_t* b_end, std::int32_t* out) {
+  const std::int32_t* a_mid = a + (a_end - a) / 2;
+  const std::int32_t* b_mid = std::lower_bound(b, b_end, *a_mid);
+  return MergeSplit{a_mid, b_mid, out + (a_mid - a) + (b_mid - b)};
 }
 
 // ---- Alignment: Needleman-Wunsch score with a BLOSUM-like toy matrix, linear gaps ----

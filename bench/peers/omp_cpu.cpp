@@ -66,9 +66,10 @@ void merge_omp(const I* a, const I* a_end, const I* b, const I* b_end, I* out) {
     merge_omp(b, b_end, a, a_end, out);
     return;
   }
-  const I* a_mid = a + na / 2;
-  const I* b_mid = common::lower_bound(b, b_end, *a_mid);
-  I* out_mid = out + (a_mid - a) + (b_mid - b);
+  const common::MergeSplit split = common::merge_split(a, a_end, b, b_end, out);
+  const I* a_mid = split.a_mid;
+  const I* b_mid = split.b_mid;
+  I* out_mid = split.out_mid;
 #pragma omp task firstprivate(a, a_mid, b, b_mid, out)
   merge_omp(a, a_mid, b, b_mid, out);
   merge_omp(a_mid, a_end, b_mid, b_end, out_mid);

@@ -354,6 +354,22 @@ class PoolCore {
     if (pending_ == 0) idle_cv_.notify_all();
   }
 
+  // Delivers every task still in the input queue as cancelled (deliveries outside the lock:
+  // a callback may push). Returns how many.
+  std::size_t cancel_queued() {
+    std::size_t n = 0;
+    std::unique_lock<std::mutex> lock(in_mutex_);
+    Entry e;
+    while (take_entry(e)) {
+      e.rec.status = TaskStatus::cancelled;
+      lock.unlock();
+      deliver(std::move(e));
+      lock.lock();
+      ++n;
+    }
+    return n;
+  }
+
   // When the blocks died (a device task trapped or faulted: the kernel is gone), every task
   // in flight is delivered as device_failed, every queued one as cancelled, and waiters learn
   // the cause; the scheduler then stops. Returns whether that happened.
@@ -369,18 +385,11 @@ class PoolCore {
     }
     in_flight.clear();
     {
-      std::unique_lock<std::mutex> lock(in_mutex_);
+      std::lock_guard<std::mutex> lock(in_mutex_);
       failure_ = why;
       no_more_tasks_ = true;
-      Entry e;
-      while (take_entry(e)) {
-        e.rec.status = TaskStatus::cancelled;
-        lock.unlock();
-        deliver(std::move(e));
-        lock.lock();
-        ++n;
-      }
     }
+    n += cancel_queued();
     finish_pending(n);
     wake_all_outputs();
     return true;
@@ -415,17 +424,7 @@ class PoolCore {
           deliver(std::move(e));
           ++cancelled;
         }
-        {
-          std::unique_lock<std::mutex> lock(in_mutex_);
-          Entry e;
-          while (take_entry(e)) {
-            e.rec.status = TaskStatus::cancelled;
-            lock.unlock();
-            deliver(std::move(e));
-            lock.lock();
-            ++cancelled;
-          }
-        }
+        cancelled += cancel_queued();
         if (cancelled > 0) finish_pending(cancelled);
         for (int round = 0; !in_flight.empty(); ++round) {
           const std::size_t d = collect(in_flight);
