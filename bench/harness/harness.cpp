@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "weft/cpu/topology.hpp"
 
@@ -29,8 +31,14 @@ void Suite::compare(const std::string& benchmark, const std::string& unit, Bette
   std::vector<std::vector<double>> samples(n);
   std::vector<bool> verified(n, true);
   if (!options_.quiet) std::fprintf(stderr, "[bench] %-16s", benchmark.c_str());
+  auto settle = [&] {
+    if (options_.settle_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.settle_ms));
+    }
+  };
   for (std::size_t c = 0; c < n; ++c) {
     for (int w = 0; w < options_.warmups; ++w) {
+      settle();
       const Outcome o = contenders[c].run();
       verified[c] = verified[c] && o.verified;
     }
@@ -38,6 +46,7 @@ void Suite::compare(const std::string& benchmark, const std::string& unit, Bette
   for (int s = 0; s < options_.samples; ++s) {
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t c = (k + static_cast<std::size_t>(s)) % n;  // rotate the order
+      settle();
       const Outcome o = contenders[c].run();
       samples[c].push_back(o.value);
       verified[c] = verified[c] && o.verified;
