@@ -148,4 +148,23 @@ inline void lu_row(Grid& g, int k, int i) {
   }
 }
 
+// ---- STREAM: one op over [lo, hi) ----
+inline void stream_range(StreamOp op, double* __restrict a, double* __restrict b,
+                         double* __restrict c, double scalar, std::int64_t lo, std::int64_t hi) {
+  switch (op) {
+    case StreamOp::copy:
+      for (std::int64_t i = lo; i < hi; ++i) c[i] = a[i];
+      break;
+    case StreamOp::scale:
+      for (std::int64_t i = lo; i < hi; ++i) b[i] = scalar * c[i];
+      break;
+    case StreamOp::add:
+      for (std::int64_t i = lo; i < hi; ++i) c[i] = a[i] + b[i];
+      break;
+    case StreamOp::triad:
+      for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i] + scalar * c[i];
+      break;
+  }
+}
+
 }  // namespace weft::bench::cpu::common

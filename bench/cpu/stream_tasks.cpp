@@ -1,6 +1,7 @@
 // STREAM, empty tasks and task chains: weft's versions.
 #include <atomic>
 
+#include "common.hpp"
 #include "kernels.hpp"
 #include "weft/cpu/parallel.hpp"
 #include "weft/cpu/task_group.hpp"
@@ -37,20 +38,7 @@ void stream_weft(Executor& ex, StreamArrays& s, StreamOp op, double scalar) {
   double* __restrict c = s.c.data();
   const auto n = static_cast<std::int64_t>(s.a.size());
   weft::cpu::parallel_for_range(ex, 0, n, [=](std::int64_t lo, std::int64_t hi) {
-    switch (op) {
-      case StreamOp::copy:
-        for (std::int64_t i = lo; i < hi; ++i) c[i] = a[i];
-        break;
-      case StreamOp::scale:
-        for (std::int64_t i = lo; i < hi; ++i) b[i] = scalar * c[i];
-        break;
-      case StreamOp::add:
-        for (std::int64_t i = lo; i < hi; ++i) c[i] = a[i] + b[i];
-        break;
-      case StreamOp::triad:
-        for (std::int64_t i = lo; i < hi; ++i) a[i] = b[i] + scalar * c[i];
-        break;
-    }
+    common::stream_range(op, a, b, c, scalar, lo, hi);
   });
 }
 

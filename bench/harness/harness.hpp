@@ -53,8 +53,8 @@ struct SuiteOptions {
   int samples = 5;  // measured runs per contender (medians of these)
   int warmups = 1;  // unmeasured runs per contender first
   /// Pause before every run: OpenMP's and TBB's threads spin for milliseconds after their work
-  /// (GOMP: ~300k pauses), so without it a contender that follows a peer starts on a machine
-  /// whose cores are still busy with the peer's spinning threads.
+  /// (GOMP_SPINCOUNT defaults to 300,000 spins), so without it a contender that follows a peer
+  /// starts on a machine whose cores are still busy with the peer's spinning threads.
   int settle_ms = 50;
   bool quiet = false;
 };

@@ -167,21 +167,8 @@ void stream_tbb(StreamArrays& s, StreamOp op, double scalar) {
   tbb::parallel_for(
       tbb::blocked_range<std::size_t>(0, n),
       [=](const tbb::blocked_range<std::size_t>& r) {
-        const std::size_t lo = r.begin(), hi = r.end();
-        switch (op) {
-          case StreamOp::copy:
-            for (std::size_t i = lo; i < hi; ++i) c[i] = a[i];
-            break;
-          case StreamOp::scale:
-            for (std::size_t i = lo; i < hi; ++i) b[i] = scalar * c[i];
-            break;
-          case StreamOp::add:
-            for (std::size_t i = lo; i < hi; ++i) c[i] = a[i] + b[i];
-            break;
-          case StreamOp::triad:
-            for (std::size_t i = lo; i < hi; ++i) a[i] = b[i] + scalar * c[i];
-            break;
-        }
+        common::stream_range(op, a, b, c, scalar, static_cast<std::int64_t>(r.begin()),
+                             static_cast<std::int64_t>(r.end()));
       },
       tbb::static_partitioner());
 }

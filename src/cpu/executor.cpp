@@ -1,5 +1,6 @@
 // The executor's slow paths: construction, the worker loop, stealing, sleeping, shutdown.
 #include "weft/cpu/executor.hpp"
+#include "weft/cpu/detail/cpu_relax.hpp"
 
 #include <pthread.h>
 
@@ -15,13 +16,7 @@ namespace weft::cpu {
 
 namespace {
 
-void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield" ::: "memory");
-#endif
-}
+using detail::cpu_relax;
 
 void validate(const ExecutorOptions& o) {
   if (o.private_bound == 0) {

@@ -1,4 +1,5 @@
 #include "weft/cpu/team.hpp"
+#include "weft/cpu/detail/cpu_relax.hpp"
 
 #include <exception>
 #include <string>
@@ -11,11 +12,7 @@ namespace weft::cpu {
 namespace {
 thread_local std::size_t tl_team_rank = 0;
 
-void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
+using detail::cpu_relax;
 }  // namespace
 
 Team::Team(std::size_t size, std::int64_t first, std::int64_t last)

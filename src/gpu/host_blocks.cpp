@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "weft/cpu/detail/cpu_relax.hpp"
 #include "weft/error.hpp"
 #include "weft/gpu/detail/block_runtime.hpp"
 #include "weft/gpu/detail/slot.hpp"
@@ -15,11 +16,7 @@ namespace weft::gpu::detail {
 
 namespace {
 
-void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
+using weft::cpu::detail::cpu_relax;
 
 class HostBlocks final : public BlockRuntime {
  public:
