@@ -4,8 +4,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -34,18 +37,57 @@ struct Empty {
   };
   WEFT_HD static void run(Payload&, const weft::gpu::BlockContext&) {}
 };
-using Types = weft::gpu::TaskTypes<Empty>;
-constexpr std::size_t kCap = 8;
+// Compute-bound body of a given length: every thread runs FMAs until the GPU clock says the
+// time is up; thread 0 reports how long the body took (the busy-fraction numerator).
+struct Work {
+  static constexpr std::uint32_t kId = 2;
+  struct Payload {
+    unsigned long long ns;       // how long to work
+    unsigned long long body_ns;  // measured by the block
+  };
+  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& b) {
+#if defined(__CUDA_ARCH__)
+    const unsigned long long t0 = weft::gpu::detail::global_ns();
+    float x = 1.0f + static_cast<float>(b.thread()) * 1e-7f, y = 0.999f;
+    unsigned long long t = t0;
+    while (t - t0 < p.ns) {
+      for (int i = 0; i < 64; ++i) x = fmaf(x, y, 1e-7f);
+      t = weft::gpu::detail::global_ns();
+    }
+    if (x == 12345.0f) p.ns = 0;  // keeps the FMAs; never true
+    b.sync();
+    if (b.thread() == 0) p.body_ns = weft::gpu::detail::global_ns() - t0;
+#else
+    (void)p;
+    (void)b;
+#endif
+  }
+};
+using Types = weft::gpu::TaskTypes<Empty, Work>;
+constexpr std::size_t kCap = 16;
 using EmptyPool = weft::gpu::Pool<Types, kCap>;
 
 __global__ void empty_kernel() {}
 
-weft::gpu::PoolOptions device_options() {
+weft::gpu::PoolOptions device_options(int blocks_per_sm = 0, std::size_t lanes = 0) {
   weft::gpu::PoolOptions o;
   o.backend = weft::gpu::Backend::device;
   o.program = weft::gpu::device_program<Types, kCap>();
+  o.blocks_per_sm = blocks_per_sm;
+  o.scheduler_lanes = lanes;
   return o;
 }
+
+// A payload of B bytes (B >= 16), for the payload-size sweep (the body touches nothing).
+template <std::size_t B>
+struct Bytes {
+  static constexpr std::uint32_t kId = 1;
+  struct Payload {
+    std::uint64_t seq;
+    unsigned char rest[B - 8];
+  };
+  WEFT_HD static void run(Payload&, const weft::gpu::BlockContext&) {}
+};
 
 // Checks that the popped sequence numbers are exactly 0..n-1.
 bool all_once(std::vector<std::uint64_t>& seqs, std::uint64_t n) {
@@ -57,30 +99,119 @@ bool all_once(std::vector<std::uint64_t>& seqs, std::uint64_t n) {
   return true;
 }
 
-Outcome pool_batched(EmptyPool& pool, std::uint64_t n) {
+// n empty tasks of type T pushed in batches of 4096 by one thread and popped in batches by
+// another; ns per task. The records are made outside the timing.
+template <class T, class P>
+Outcome pool_batched(P& pool, std::uint64_t n) {
+  using Record = typename P::Record;
+  std::vector<Record> records(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    typename T::Payload p{};
+    p.seq = i;
+    records[i] = Record::template make<T>(p);
+  }
   std::vector<std::uint64_t> seqs;
   seqs.reserve(n);
   const double t = time_seconds([&] {
     std::thread pusher([&] {
-      std::vector<EmptyPool::Record> batch;
-      batch.reserve(4096);
-      for (std::uint64_t i = 0; i < n;) {
-        batch.clear();
-        for (; i < n && batch.size() < 4096; ++i) {
-          batch.push_back(EmptyPool::Record::make<Empty>({i}));
-        }
-        pool.push_batch(batch, 0);
+      for (std::uint64_t i = 0; i < n; i += 4096) {
+        const std::size_t len = static_cast<std::size_t>(std::min<std::uint64_t>(4096, n - i));
+        pool.push_batch(std::span<const Record>(records.data() + i, len), 0);
       }
     });
-    std::vector<EmptyPool::Record> got(4096);
+    std::vector<Record> got(4096);
     while (seqs.size() < n) {
       const std::size_t k = pool.pop_batch(got, 0);
-      for (std::size_t j = 0; j < k; ++j) seqs.push_back(got[j].as<Empty>().seq);
+      for (std::size_t j = 0; j < k; ++j) seqs.push_back(got[j].template as<T>().seq);
     }
     pusher.join();
   });
   return Outcome{t / static_cast<double>(n) * 1e9, all_once(seqs, n)};
 }
+Outcome pool_batched(EmptyPool& pool, std::uint64_t n) { return pool_batched<Empty>(pool, n); }
+
+template <std::size_t B>
+double payload_sweep_point(std::uint64_t n, bool& ok) {
+  using T = Bytes<B>;
+  using P = weft::gpu::Pool<weft::gpu::TaskTypes<T>, B>;
+  weft::gpu::PoolOptions o;
+  o.backend = weft::gpu::Backend::device;
+  o.program = weft::gpu::device_program<weft::gpu::TaskTypes<T>, B>();
+  P pool(o);
+  (void)pool_batched<T>(pool, n / 10);  // warm-up
+  const Outcome r = pool_batched<T>(pool, n);
+  ok = ok && r.verified;
+  return r.value;
+}
+
+// Busy fraction: slots x k tasks whose bodies work `ns` each; the share of the blocks' wall
+// time spent inside bodies (sum of measured body times / (blocks x wall time)).
+Outcome busy_fraction(EmptyPool& pool, unsigned long long ns, std::uint64_t per_slot) {
+  using Record = EmptyPool::Record;
+  const std::uint64_t n = pool.num_slots() * per_slot;
+  std::vector<Record> records(n, Record::make<Work>({ns, 0}));
+  double body = 0;
+  std::uint64_t got_n = 0;
+  bool ok = true;
+  const double t = time_seconds([&] {
+    std::thread pusher([&] {
+      for (std::uint64_t i = 0; i < n; i += 4096) {
+        const std::size_t len = static_cast<std::size_t>(std::min<std::uint64_t>(4096, n - i));
+        pool.push_batch(std::span<const Record>(records.data() + i, len), 0);
+      }
+    });
+    std::vector<Record> got(4096);
+    while (got_n < n) {
+      const std::size_t k = pool.pop_batch(got, 0);
+      for (std::size_t j = 0; j < k; ++j) {
+        const auto p = got[j].as<Work>();
+        ok = ok && got[j].ok() && p.body_ns >= ns;
+        body += static_cast<double>(p.body_ns) * 1e-9;
+      }
+      got_n += k;
+    }
+    pusher.join();
+  });
+  return Outcome{body / (static_cast<double>(pool.num_slots()) * t), ok};
+}
+
+// Push->pop latency of one task after `gap` of quiet, in microseconds: p50 and p99.
+std::pair<double, double> latency(EmptyPool& pool, int n, std::chrono::microseconds gap, bool& ok) {
+  std::vector<double> lat;
+  for (int i = 0; i < n; ++i) {
+    std::this_thread::sleep_for(gap);
+    const double t0 = now_seconds();
+    pool.push<Empty>({static_cast<std::uint64_t>(i)}, 0);
+    const auto r = pool.pop(0);
+    lat.push_back((now_seconds() - t0) * 1e6);
+    ok = ok && r.ok() && r.as<Empty>().seq == static_cast<std::uint64_t>(i);
+  }
+  std::sort(lat.begin(), lat.end());
+  return {lat[lat.size() / 2], lat[lat.size() * 99 / 100]};
+}
+
+// Pinned host -> device copy bandwidth (bytes/s): the yardstick of the idle-traffic metric.
+double pinned_bandwidth() {
+  constexpr std::size_t kBytes = std::size_t{256} << 20;
+  void* h = nullptr;
+  void* d = nullptr;
+  BENCH_CUDA(cudaHostAlloc(&h, kBytes, cudaHostAllocDefault));
+  BENCH_CUDA(cudaMalloc(&d, kBytes));
+  std::memset(h, 1, kBytes);
+  std::vector<double> t;
+  for (int i = 0; i < 6; ++i) {
+    t.push_back(
+        time_seconds([&] { BENCH_CUDA(cudaMemcpy(d, h, kBytes, cudaMemcpyHostToDevice)); }));
+  }
+  cudaFree(d);
+  cudaFreeHost(h);
+  std::sort(t.begin(), t.end());
+  return static_cast<double>(kBytes) / t[t.size() / 2];
+}
+
+// Bytes on the link per read of host memory by a block: a read request and its completion
+// (TLP headers, framing and a 4-16 byte payload come to ~50 bytes; counted as 64).
+constexpr double kBytesPerHostRead = 64.0;
 
 Outcome pool_single(EmptyPool& pool, std::uint64_t n) {
   constexpr int kThreads = 4;
@@ -209,25 +340,105 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
   suite.measure("empty_task_ns_single", "ns", Better::lower,
                 [&] { return pool_single(pool, n_single); });
 
-  // Latency of one task on an idle pool (blocks backed off, scheduler asleep).
-  std::vector<double> lat;
+  // Latency of one task. Warm: 200 us between tasks (the blocks backed off, the scheduler
+  // still within its idle spin). Cold: 20 ms between tasks (every block in deep idle, the
+  // scheduler asleep on its condition variable).
   bool lat_ok = true;
-  for (int i = 0; i < (o.quick ? 200 : 2000); ++i) {
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-    const double t0 = now_seconds();
-    pool.push<Empty>({static_cast<std::uint64_t>(i)}, 0);
-    const auto r = pool.pop(0);
-    lat.push_back((now_seconds() - t0) * 1e6);
-    lat_ok = lat_ok && r.ok() && r.as<Empty>().seq == static_cast<std::uint64_t>(i);
-  }
-  std::vector<double> sorted = lat;
-  std::sort(sorted.begin(), sorted.end());
-  const double p50 = sorted[sorted.size() / 2];
-  const double p99 = sorted[sorted.size() * 99 / 100];
+  const auto [p50, p99] =
+      latency(pool, o.quick ? 200 : 2000, std::chrono::microseconds(200), lat_ok);
+  const auto [c50, c99] = latency(pool, o.quick ? 20 : 100, std::chrono::milliseconds(20), lat_ok);
   suite.add_metric(Metric{"latency_p50_us", "us", Better::lower, {p50}});
   suite.add_metric(Metric{"latency_p99_us", "us", Better::lower, {p99}});
-  std::fprintf(stderr, "[bench] latency push->pop on an idle pool: p50 %.2f us, p99 %.2f us%s\n",
-               p50, p99, lat_ok ? "" : " (UNVERIFIED)");
+  suite.add_metric(Metric{"latency_cold_p50_us", "us", Better::lower, {c50}});
+  suite.add_metric(Metric{"latency_cold_p99_us", "us", Better::lower, {c99}});
+  std::fprintf(stderr,
+               "[bench] latency push->pop: warm p50 %.2f us p99 %.2f us; cold p50 %.2f us p99 "
+               "%.2f us%s\n",
+               p50, p99, c50, c99, lat_ok ? "" : " (UNVERIFIED)");
+
+  // Host-memory traffic of an idle pool: reads of host memory by the blocks over one second,
+  // at kBytesPerHostRead each, over the measured pinned bandwidth.
+  const double bw = pinned_bandwidth();
+  {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::uint64_t r0 = pool.stats().host_polls;
+    const double t0 = now_seconds();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    const double reads_per_s =
+        static_cast<double>(pool.stats().host_polls - r0) / (now_seconds() - t0);
+    const double frac = reads_per_s * kBytesPerHostRead / bw;
+    suite.add_metric(Metric{"idle_poll_pcie_fraction", "fraction", Better::lower, {frac}});
+    suite.add_metric(Metric{"idle_host_reads_per_s", "reads/s", Better::lower, {reads_per_s}});
+    suite.add_metric(Metric{"pinned_bandwidth_gbs", "GB/s", Better::higher, {bw / 1e9}});
+    std::fprintf(stderr,
+                 "[bench] idle pool: %.3g host reads/s = %.3g MB/s = %.5f of pinned bandwidth "
+                 "(%.1f GB/s)\n",
+                 reads_per_s, reads_per_s * kBytesPerHostRead / 1e6, frac, bw / 1e9);
+  }
+  // ...and of a busy one (the batched empty-task run).
+  {
+    const std::uint64_t r0 = pool.stats().host_polls;
+    const double t0 = now_seconds();
+    (void)pool_batched(pool, n_batched);
+    const double reads_per_s =
+        static_cast<double>(pool.stats().host_polls - r0) / (now_seconds() - t0);
+    suite.add_metric(Metric{"busy_poll_pcie_fraction",
+                            "fraction",
+                            Better::lower,
+                            {reads_per_s * kBytesPerHostRead / bw}});
+  }
+
+  // Share of block time in task bodies, with 1, 10 and 100 us bodies, on the default pool
+  // and on one block per SM.
+  for (unsigned long long us : {1ull, 10ull, 100ull}) {
+    const std::uint64_t per_slot = us >= 100 ? 20 : (us >= 10 ? 100 : 400);
+    suite.measure("busy_fraction_" + std::to_string(us) + "us", "fraction", Better::higher, [&] {
+      return busy_fraction(pool, us * 1000, o.quick ? per_slot / 10 : per_slot);
+    });
+  }
+  pool_holder.reset();
+  {
+    auto one = std::make_unique<EmptyPool>(device_options(1));
+    for (unsigned long long us : {1ull, 10ull, 100ull}) {
+      const std::uint64_t per_slot = us >= 100 ? 100 : (us >= 10 ? 1000 : 4000);
+      suite.measure(
+          "busy_fraction_" + std::to_string(us) + "us_1_block_per_sm", "fraction", Better::higher,
+          [&] { return busy_fraction(*one, us * 1000, o.quick ? per_slot / 10 : per_slot); });
+    }
+  }
+
+  // Sweeps: scheduler lanes, blocks per SM, payload size (ns per empty task, batched).
+  for (std::size_t lanes : {1, 2, 4}) {
+    auto p = std::make_unique<EmptyPool>(device_options(0, lanes));
+    suite.measure("empty_task_ns_lanes_" + std::to_string(lanes), "ns", Better::lower,
+                  [&] { return pool_batched(*p, n_batched); });
+  }
+  {
+    int fit = 0;
+    auto probe = std::make_unique<EmptyPool>(device_options());
+    fit = static_cast<int>(probe->num_slots() / static_cast<std::size_t>(prop.multiProcessorCount));
+    probe.reset();
+    for (int bps = 1; bps <= fit; bps *= 2) {
+      auto p = std::make_unique<EmptyPool>(device_options(bps));
+      suite.measure("empty_task_ns_blocks_per_sm_" + std::to_string(bps), "ns", Better::lower,
+                    [&] { return pool_batched(*p, n_batched); });
+    }
+  }
+  {
+    bool ok = true;
+    const std::uint64_t n = o.quick ? 100'000 : 500'000;
+    const double b16 = payload_sweep_point<16>(n, ok);
+    const double b64 = payload_sweep_point<64>(n, ok);
+    const double b128 = payload_sweep_point<128>(n, ok);
+    const double b256 = payload_sweep_point<256>(n, ok);
+    suite.add_metric(Metric{"empty_task_ns_payload_16", "ns", Better::lower, {b16}});
+    suite.add_metric(Metric{"empty_task_ns_payload_64", "ns", Better::lower, {b64}});
+    suite.add_metric(Metric{"empty_task_ns_payload_128", "ns", Better::lower, {b128}});
+    suite.add_metric(Metric{"empty_task_ns_payload_256", "ns", Better::lower, {b256}});
+    std::fprintf(
+        stderr, "[bench] payload sweep (ns/task): 16 B %.1f, 64 B %.1f, 128 B %.1f, 256 B %.1f%s\n",
+        b16, b64, b128, b256, ok ? "" : " (UNVERIFIED)");
+  }
 
   cudaGraphExecDestroy(graph_exec);
   cudaGraphDestroy(graph);

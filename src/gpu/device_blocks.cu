@@ -2,6 +2,8 @@
 // host-mapped memory (seed 000 §3.2.3: one slot per resident block).
 #include <cuda_runtime.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -29,7 +31,10 @@ struct DeviceLaunch {
   int device = 0;
   int first_slot = 0;
   int blocks = 0;
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;        // the resident kernel's
+  cudaStream_t aux = nullptr;           // reads of the poll counters while the kernel runs
+  void* idle = nullptr;                 // DeviceIdle (device memory)
+  unsigned long long* polls = nullptr;  // one counter per block (device memory)
   std::string name;
   int sms = 0;
 };
@@ -37,8 +42,11 @@ struct DeviceLaunch {
 class DeviceBlocks final : public BlockRuntime {
  public:
   DeviceBlocks(const DeviceProgram& program, std::vector<int> devices, int blocks_per_sm,
-               int threads, std::size_t capacity)
-      : program_(program), threads_(threads), stride_(slot_stride(capacity)) {
+               int threads, std::size_t capacity, std::chrono::nanoseconds warm_idle)
+      : program_(program),
+        threads_(threads),
+        stride_(slot_stride(capacity)),
+        warm_idle_ns_(static_cast<unsigned long long>(warm_idle.count())) {
     if (!program.valid() || program.max_blocks_per_sm == nullptr) {
       throw InvalidArgument(
           "weft::gpu::Pool: Backend::device needs PoolOptions::program (from "
@@ -101,21 +109,35 @@ class DeviceBlocks final : public BlockRuntime {
       launches_.push_back(l);
     }
     slots_ = total;
-    WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), stride_ * slots_,
+    // The slots, then the doorbell on a line of its own.
+    const std::size_t bytes = stride_ * slots_ + 128;
+    WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), bytes,
                                   cudaHostAllocMapped | cudaHostAllocPortable));
-    std::memset(host_, 0, stride_ * slots_);  // every slot IDLE
+    std::memset(host_, 0, bytes);  // every slot IDLE, doorbell 0
+    doorbell_ = reinterpret_cast<std::uint32_t*>(host_ + stride_ * slots_);
     for (auto& l : launches_) {
       WEFT_CUDA_CHECK(cudaSetDevice(l.device));
       WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
+      WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&l.aux, cudaStreamNonBlocking));
+      WEFT_CUDA_CHECK(cudaMalloc(&l.idle, program_.idle_bytes));
+      // All ones: the watcher role vacant (-1), and an epoch no doorbell value equals yet.
+      WEFT_CUDA_CHECK(cudaMemset(l.idle, 0xFF, program_.idle_bytes));
+      WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&l.polls),
+                                 sizeof(unsigned long long) * static_cast<std::size_t>(l.blocks)));
+      WEFT_CUDA_CHECK(
+          cudaMemset(l.polls, 0, sizeof(unsigned long long) * static_cast<std::size_t>(l.blocks)));
     }
+    WEFT_CUDA_CHECK(cudaDeviceSynchronize());  // the memsets are done before any launch
   }
 
   ~DeviceBlocks() override {
+    // Errors here cannot be reported from a destructor.
     for (auto& l : launches_) {
-      if (l.stream != nullptr) {
-        cudaSetDevice(l.device);
-        cudaStreamDestroy(l.stream);  // errors here cannot be reported from a destructor
-      }
+      cudaSetDevice(l.device);
+      if (l.stream != nullptr) cudaStreamDestroy(l.stream);
+      if (l.aux != nullptr) cudaStreamDestroy(l.aux);
+      if (l.idle != nullptr) cudaFree(l.idle);
+      if (l.polls != nullptr) cudaFree(l.polls);
     }
     if (host_ != nullptr) cudaFreeHost(host_);
   }
@@ -128,13 +150,49 @@ class DeviceBlocks final : public BlockRuntime {
   void start() override {
     void* device_slots = nullptr;
     WEFT_CUDA_CHECK(cudaHostGetDevicePointer(&device_slots, host_, 0));
+    auto* device_doorbell = reinterpret_cast<std::uint32_t*>(
+        static_cast<unsigned char*>(device_slots) + stride_ * slots_);
     for (auto& l : launches_) {
       WEFT_CUDA_CHECK(cudaSetDevice(l.device));
-      const auto e =
-          static_cast<cudaError_t>(program_.launch(device_slots, stride_, l.first_slot, l.blocks,
-                                                   threads_, program_.shared_bytes, l.stream));
+      ResidentArgs a;
+      a.slots = device_slots;
+      a.stride = stride_;
+      a.first_slot = l.first_slot;
+      a.doorbell = device_doorbell;
+      a.idle = l.idle;
+      a.polls = l.polls;
+      a.warm_idle_ns = warm_idle_ns_;
+      const auto e = static_cast<cudaError_t>(
+          program_.launch(a, l.blocks, threads_, program_.shared_bytes, l.stream));
       if (e != cudaSuccess) throw_cuda("resident kernel launch", e, __FILE__, __LINE__);
     }
+  }
+
+  void after_loads() noexcept override {
+    // release: pairs with the watcher's system-scope acquire load of the doorbell; the slot
+    // stores this lane made before are visible to a block woken by the new value.
+    std::atomic_ref<std::uint32_t>(*doorbell_).fetch_add(1, std::memory_order_release);
+  }
+
+  // Nothing to stop: a stuck kernel keeps running; the pool leaks this object (and so the
+  // slot memory the kernel still reads).
+  void abandon() noexcept override {}
+  [[nodiscard]] bool host_polls_counted() const noexcept override { return true; }
+
+  std::uint64_t host_polls() override {
+    std::uint64_t total = 0;
+    std::vector<unsigned long long> counts;
+    for (auto& l : launches_) {
+      counts.assign(static_cast<std::size_t>(l.blocks), 0);
+      cudaSetDevice(l.device);
+      if (cudaMemcpyAsync(counts.data(), l.polls, counts.size() * sizeof(unsigned long long),
+                          cudaMemcpyDeviceToHost, l.aux) != cudaSuccess ||
+          cudaStreamSynchronize(l.aux) != cudaSuccess) {
+        continue;  // a dead kernel's counters are not worth an exception from a statistic
+      }
+      for (unsigned long long c : counts) total += c;
+    }
+    return total;
   }
 
   void join() override {
@@ -180,8 +238,10 @@ class DeviceBlocks final : public BlockRuntime {
   DeviceProgram program_;
   int threads_;
   std::size_t stride_;
+  unsigned long long warm_idle_ns_;
   int slots_ = 0;
   unsigned char* host_ = nullptr;
+  std::uint32_t* doorbell_ = nullptr;
   std::vector<DeviceLaunch> launches_;
   std::string first_error_;
 };
@@ -190,8 +250,10 @@ class DeviceBlocks final : public BlockRuntime {
 
 std::unique_ptr<BlockRuntime> make_device_blocks(const DeviceProgram& program,
                                                  const std::vector<int>& devices, int blocks_per_sm,
-                                                 int threads, std::size_t payload_capacity) {
-  return std::make_unique<DeviceBlocks>(program, devices, blocks_per_sm, threads, payload_capacity);
+                                                 int threads, std::size_t payload_capacity,
+                                                 std::chrono::nanoseconds warm_idle) {
+  return std::make_unique<DeviceBlocks>(program, devices, blocks_per_sm, threads, payload_capacity,
+                                        warm_idle);
 }
 
 }  // namespace weft::gpu::detail

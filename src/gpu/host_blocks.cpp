@@ -52,6 +52,11 @@ class HostBlocks final : public BlockRuntime {
     }
   }
   std::string failure() override { return {}; }
+  void abandon() noexcept override {
+    for (auto& t : threads_) {
+      if (t.joinable()) t.detach();  // a stuck task body: its thread outlives the pool
+    }
+  }
   void wake(std::size_t i) noexcept override {
     std::atomic_ref<std::uint32_t> state(reinterpret_cast<SlotHeader*>(slot(i))->state);
     state.notify_one();
@@ -93,9 +98,14 @@ class HostBlocks final : public BlockRuntime {
         status = TaskStatus::device_failed;
       }
       head->status = static_cast<std::uint32_t>(status);
+      std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
       // release: the status and the payload's results are visible to the scheduler's acquire
-      // load of FINISHED.
-      state.store(static_cast<std::uint32_t>(SlotState::finished), std::memory_order_release);
+      // load of FINISHED. A CAS: a scheduler that gave up on this task (watchdog) and shut
+      // down has stored EXIT meanwhile, which must stay.
+      if (!state.compare_exchange_strong(expected, static_cast<std::uint32_t>(SlotState::finished),
+                                         std::memory_order_release, std::memory_order_relaxed)) {
+        return;  // EXIT
+      }
     }
   }
 

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <set>
 #include <thread>
 #include <vector>
@@ -79,7 +81,24 @@ struct BlockSum {  // uses the block's shared memory and barriers
   }
 };
 
-using Types = TaskTypes<Double, Saxpy, WhereAmI, BlockSum>;
+struct WaitForHost {  // spins until a word in host-mapped memory is non-zero: a stuck task
+  static constexpr std::uint32_t kId = 5;
+  struct Payload {
+    const volatile int* flag;  // device address of pinned, mapped host memory
+  };
+  WEFT_HD static void run(Payload& p, const BlockContext& b) {
+#if defined(__CUDA_ARCH__)
+    if (b.thread() == 0) {
+      while (*p.flag == 0) __nanosleep(1000);
+    }
+#else
+    (void)p;
+    (void)b;
+#endif
+  }
+};
+
+using Types = TaskTypes<Double, Saxpy, WhereAmI, BlockSum, WaitForHost>;
 constexpr std::size_t kCap = 64;
 using GpuPool = Pool<Types, kCap>;
 
@@ -253,6 +272,71 @@ TEST(GpuPool, BadDeviceOptionsAreRejected) {
   o = device_options();
   o.program = device_program<Types, 128>();  // made for another capacity
   EXPECT_THROW(GpuPool{o}, InvalidArgument);
+}
+
+TEST(GpuPool, AnIdlePoolStopsPollingHostMemoryAndWakesForWork) {
+  REQUIRE_GPU();
+  PoolOptions o = device_options();
+  o.warm_idle = std::chrono::microseconds(100);
+  GpuPool pool(o);
+  pool.push<Double>({1, 0});
+  ASSERT_TRUE(pool.pop().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // every block in deep idle
+  const std::uint64_t before = pool.stats().host_polls;
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::uint64_t idle_polls = pool.stats().host_polls - before;
+  // Deep idle: only the watcher reads host memory (one read per ~1-2 us). Warm polling by
+  // every block would be ~2000 blocks x one read per ~3 us: 10^8 reads in 200 ms.
+  std::printf("host reads in 200 ms of idle: %llu (%zu blocks)\n",
+              static_cast<unsigned long long>(idle_polls), pool.num_slots());
+  EXPECT_LT(idle_polls, 400'000u);
+  EXPECT_GT(idle_polls, 0u) << "the watcher polls the doorbell";
+  // Work wakes every block: a single task, then a batch that needs them all.
+  pool.push<Double>({2, 0}, 0, 7);
+  const auto r = pool.pop();
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.as<Double>().result, 4u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::size_t n = pool.num_slots() * 4;
+  std::vector<GpuPool::Record> batch;
+  for (std::size_t k = 0; k < n; ++k) batch.push_back(GpuPool::Record::make<WhereAmI>({-1, 0}, k));
+  pool.push_batch(batch, 0);
+  std::set<int> blocks;
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto d = pool.pop();
+    ASSERT_TRUE(d.ok());
+    blocks.insert(d.as<WhereAmI>().block);
+  }
+  EXPECT_GT(blocks.size(), pool.num_slots() / 2) << "deep-idle blocks woke for the batch";
+}
+
+TEST(GpuPool, WatchdogTimesOutAStuckTaskAndShutdownDoesNotHang) {
+  REQUIRE_GPU();
+  int* flag = nullptr;
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&flag), sizeof(int), cudaHostAllocMapped),
+            cudaSuccess);
+  *flag = 0;
+  int* device_flag = nullptr;
+  ASSERT_EQ(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_flag), flag, 0), cudaSuccess);
+  {
+    PoolOptions o = device_options();
+    o.task_deadline = std::chrono::milliseconds(20);
+    GpuPool pool(o);
+    pool.push<WaitForHost>({device_flag}, 0, 1);
+    const auto r = pool.pop();
+    EXPECT_EQ(r.status, TaskStatus::timed_out);
+    EXPECT_EQ(r.tag, 1u);
+    for (std::uint32_t k = 0; k < 1000; ++k) pool.push<Double>({k, 0}, 0, k);
+    for (int k = 0; k < 1000; ++k) EXPECT_TRUE(pool.pop().ok());
+    EXPECT_EQ(pool.stats().slots_lost, 1u);
+    EXPECT_EQ(pool.stats().timed_out, 1u);
+  }  // returns although one block is still inside the stuck task
+  // Let the abandoned block finish: it finds EXIT and returns, and the GPU is free again.
+  std::atomic_ref<int>(*flag).store(1);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  GpuPool again(device_options());
+  again.push<Double>({5, 0});
+  EXPECT_EQ(again.pop().as<Double>().result, 10u);
 }
 
 }  // namespace

@@ -63,7 +63,28 @@ struct Gate {
   }
 };
 
-using Types = TaskTypes<Small, Medium, Large, Gate>;
+// Sleeps for its payload's microseconds: a task that outlives a watchdog deadline.
+struct Sleep {
+  static constexpr std::uint32_t kId = 5;
+  struct Payload {
+    std::uint64_t us;
+  };
+  static void run(Payload& p, const BlockContext&) {
+    std::this_thread::sleep_for(std::chrono::microseconds(p.us));
+  }
+};
+// Spins until its own flag (payload: address of an atomic) is set: a task that may never end.
+struct Stuck {
+  static constexpr std::uint32_t kId = 6;
+  struct Payload {
+    std::atomic<bool>* release;
+  };
+  static void run(Payload& p, const BlockContext&) {
+    while (!p.release->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+};
+
+using Types = TaskTypes<Small, Medium, Large, Gate, Sleep, Stuck>;
 using TestPool = Pool<Types, 256>;
 
 TEST(SlotProtocol, OnlyTheDocumentedTransitionsAreAllowed) {
@@ -307,6 +328,96 @@ TEST(Pool, PopBatchTakesSeveral) {
   std::vector<TestPool::Record> got(64);
   EXPECT_EQ(pool.pop_batch(got, 0), 64u);
   EXPECT_EQ(pool.pop_batch(got, 0), 36u);
+}
+
+TEST(Pool, SeveralSchedulerLanesDeliverEveryTaskExactlyOnce) {
+  TestPool pool(PoolOptions{.host_blocks = 6, .output_queues = 2, .scheduler_lanes = 3});
+  ASSERT_EQ(pool.num_lanes(), 3u);
+  const auto n = static_cast<std::uint32_t>(20'000 * stress_scale()) + 100;
+  std::vector<TestPool::Record> batch;
+  for (std::uint32_t k = 0; k < n; ++k) batch.push_back(TestPool::Record::make<Small>({k, 0}, k));
+  std::thread pusher([&] {
+    for (std::size_t at = 0; at < batch.size(); at += 97) {
+      const std::size_t len = std::min<std::size_t>(97, batch.size() - at);
+      pool.push_batch(std::span<const TestPool::Record>(batch.data() + at, len), at % 2);
+    }
+  });
+  std::vector<int> seen(n, 0);
+  std::vector<TestPool::Record> got(50);
+  std::size_t popped = 0, wrong = 0;
+  for (std::size_t q = 0; popped < n; q ^= 1) {
+    TestPool::Record r;
+    while (pool.try_pop(r, q)) {
+      ++popped;
+      if (r.tag >= n || !r.ok() || r.as<Small>().result != 2 * r.tag) {
+        ++wrong;
+        continue;
+      }
+      ++seen[r.tag];
+    }
+  }
+  pusher.join();
+  EXPECT_EQ(wrong, 0u);
+  for (std::uint32_t k = 0; k < n; ++k) ASSERT_EQ(seen[k], 1) << "tag " << k;
+}
+
+TEST(Pool, WatchdogTimesOutALongTaskAndReusesItsSlotWhenItEnds) {
+  TestPool pool(PoolOptions{.host_blocks = 1, .task_deadline = std::chrono::milliseconds(20)});
+  pool.push<Sleep>({200'000}, 0, 1);  // 200 ms: well past the 20 ms deadline
+  const auto t0 = std::chrono::steady_clock::now();
+  TestPool::Record r = pool.pop(0);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.status, TaskStatus::timed_out);
+  EXPECT_EQ(r.tag, 1u);
+  EXPECT_LT(waited, std::chrono::milliseconds(150)) << "delivered at the deadline, not the end";
+  EXPECT_EQ(pool.stats().timed_out, 1u);
+  // The only slot is held until the sleeper ends; then a short task runs in it normally, and
+  // the late result of the first task is not delivered a second time.
+  pool.push<Small>({21, 0}, 0, 2);
+  r = pool.pop(0);
+  EXPECT_EQ(r.tag, 2u);
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.as<Small>().result, 42u);
+  EXPECT_EQ(pool.stats().slots_lost, 0u);
+  EXPECT_EQ(pool.stats().completed, 2u);
+  TestPool::Record extra;
+  EXPECT_FALSE(pool.try_pop(extra, 0));
+}
+
+TEST(Pool, ShutdownWithATaskThatNeverEndsAbandonsItsBlockWithoutHanging) {
+  // The flag outlives the pool: the abandoned block thread reads it after the pool is gone.
+  static std::atomic<bool> release{false};
+  std::atomic<int> delivered{0};
+  TaskStatus status = TaskStatus::ok;
+  {
+    TestPool pool(PoolOptions{.host_blocks = 2, .task_deadline = std::chrono::milliseconds(10)});
+    pool.push_then(TestPool::Record::make<Stuck>({&release}), [&](TestPool::Record& r) {
+      status = r.status;
+      delivered.fetch_add(1);
+    });
+    for (std::uint32_t k = 0; k < 100; ++k) pool.push<Small>({k, 0}, 0, k);
+    for (int k = 0; k < 100; ++k) EXPECT_TRUE(pool.pop(0).ok());
+    pool.synchronize();
+    EXPECT_EQ(pool.stats().slots_lost, 1u);
+  }  // must not wait for the stuck task
+  EXPECT_EQ(delivered.load(), 1);
+  EXPECT_EQ(status, TaskStatus::timed_out);
+  release = true;  // let the abandoned thread end (it sees EXIT and returns)
+}
+
+TEST(Pool, BadSchedulerOptionsAreRejected) {
+  EXPECT_THROW(TestPool(PoolOptions{.scheduler_lanes = 65}), InvalidArgument);
+  EXPECT_THROW(TestPool(PoolOptions{.scheduler_idle_spin = std::chrono::microseconds(-1)}),
+               InvalidArgument);
+  EXPECT_THROW(TestPool(PoolOptions{.consumer_spin = std::chrono::microseconds(-5)}),
+               InvalidArgument);
+  EXPECT_THROW(TestPool(PoolOptions{.task_deadline = std::chrono::microseconds(-1)}),
+               InvalidArgument);
+  // More lanes than slots: clamped, every lane has at least one slot.
+  TestPool pool(PoolOptions{.host_blocks = 2, .scheduler_lanes = 8});
+  EXPECT_EQ(pool.num_lanes(), 2u);
+  pool.push<Small>({4, 0});
+  EXPECT_EQ(pool.pop().as<Small>().result, 8u);
 }
 
 }  // namespace

@@ -6,10 +6,12 @@
 //   weft::gpu::DeviceProgram my_program() { return weft::gpu::device_program<MyTasks, 64>(); }
 //
 // Each block serves one slot in pinned host-mapped memory until it reads EXIT. Thread 0 polls
-// the slot's state word with system-scope acquire loads, backing off with __nanosleep while the
-// slot is idle (an idle pool stays quiet on PCIe); the block copies the payload into shared
-// memory, runs the task with all its threads, copies the results back, and thread 0 publishes
-// FINISHED with a system-scope release store.
+// the slot's state word with system-scope acquire loads, backing off with __nanosleep; a block
+// idle for a while stops reading host memory and sleeps on a per-GPU epoch in device memory,
+// which one watcher block moves when the scheduler rings the host doorbell (docs/gpu.md,
+// "Idle"). The block copies the payload into shared memory in 16-byte words, runs the task
+// with all its threads, copies the results back, and thread 0 publishes FINISHED with a
+// system-scope release CAS.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,82 +25,186 @@ namespace weft::gpu {
 
 namespace detail {
 
-// Longest idle back-off of a polling block. 4 us keeps a slot's polling traffic well under a
-// percent of PCIe bandwidth even with a thousand blocks; the latency it adds to a task that
-// arrives on an idle pool is at most this.
-inline constexpr unsigned kMaxPollBackoffNs = 4096;
+// Longest back-off of a block polling its own slot in warm idle. Warm idle lasts
+// ResidentArgs::warm_idle_ns after the block's last task; then the block goes into deep idle,
+// where it reads only device memory and one block per GPU (the watcher) polls the doorbell.
+inline constexpr unsigned kMaxPollBackoffNs = 2048;
+// The watcher's doorbell poll period, and how often a deep-idle block looks at its epoch copy.
+inline constexpr unsigned kWatcherPollNs = 1000;
+inline constexpr unsigned kDeepIdleSleepNs = 1000;
+// The epoch is replicated so that 2000 sleeping blocks do not all read one L2 line.
+inline constexpr int kEpochCopies = 64;
+inline constexpr int kEpochStride = 32;  // words: one copy per 128 bytes
+
+// Per GPU, in device memory (zeroed; watcher = -1 before the launch).
+struct DeviceIdle {
+  std::uint32_t epoch[kEpochCopies * kEpochStride];  // copy c at epoch[c * kEpochStride]
+  int watcher;                                       // block holding the watcher role, or -1
+};
+
+__device__ inline unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ inline bool is_ready_or_exit(std::uint32_t s) {
+  return s == static_cast<std::uint32_t>(SlotState::ready) ||
+         s == static_cast<std::uint32_t>(SlotState::exit);
+}
+
+// Deep idle (thread 0): an eventcount on this GPU's epoch. Returns the slot's state once it
+// is READY or EXIT. Reads of host memory: one per epoch change, plus the watcher's doorbell
+// polls.
+__device__ inline std::uint32_t deep_idle(
+    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>& state, const ResidentArgs& a,
+    unsigned long long& polls) {
+  auto* idle = static_cast<DeviceIdle*>(a.idle);
+  const int me = static_cast<int>(blockIdx.x);
+  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> my_epoch(
+      idle->epoch[(me % kEpochCopies) * kEpochStride]);
+  cuda::atomic_ref<int, cuda::thread_scope_device> watcher(idle->watcher);
+  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> doorbell(*a.doorbell);
+  for (;;) {
+    // acquire, device scope: pairs with the watcher's release stores of the epoch; whatever
+    // the scheduler published before the doorbell value it copied is visible after it.
+    const std::uint32_t e = my_epoch.load(cuda::memory_order_acquire);
+    // acquire, system scope: pairs with the scheduler's release store of READY/EXIT. Read
+    // after the epoch: a READY stored before the ring that produced a later epoch is seen
+    // here or makes the epoch move (the eventcount's re-check).
+    const std::uint32_t s = state.load(cuda::memory_order_acquire);
+    ++polls;
+    if (is_ready_or_exit(s)) {
+      int mine = me;
+      // relaxed: the role is a hint that one block polls the doorbell; a vacancy is filled
+      // by another deep-idle block within kDeepIdleSleepNs, and a new watcher compares the
+      // doorbell with the published epoch, so no ring is missed.
+      watcher.compare_exchange_strong(mine, -1, cuda::memory_order_relaxed);
+      return s;
+    }
+    for (;;) {
+      int vacant = -1;
+      // relaxed: see above.
+      const bool watching = watcher.load(cuda::memory_order_relaxed) == me ||
+                            watcher.compare_exchange_strong(vacant, me, cuda::memory_order_relaxed);
+      if (watching) {
+        // acquire, system scope: pairs with the scheduler's release increment of the doorbell
+        // (made after its READY/EXIT stores).
+        const std::uint32_t d = doorbell.load(cuda::memory_order_acquire);
+        ++polls;
+        cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> first(idle->epoch[0]);
+        // relaxed: only the watcher writes the epoch; it reads back its own last value.
+        if (d != first.load(cuda::memory_order_relaxed)) {
+          for (int c = 0; c < kEpochCopies; ++c) {
+            cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> copy(
+                idle->epoch[c * kEpochStride]);
+            // release, device scope: pairs with the deep-idle blocks' acquire loads; carries
+            // the doorbell's happens-before (the scheduler's slot stores) to them.
+            copy.store(d, cuda::memory_order_release);
+          }
+        }
+        __nanosleep(kWatcherPollNs);
+      } else {
+        __nanosleep(kDeepIdleSleepNs);
+      }
+      // acquire: as above.
+      if (my_epoch.load(cuda::memory_order_acquire) != e) break;
+    }
+  }
+}
+
+// Thread 0: waits until the slot is READY or EXIT. Warm idle first (poll the slot, doubling
+// the back-off up to kMaxPollBackoffNs), deep idle after warm_idle_ns.
+__device__ inline std::uint32_t wait_for_slot(
+    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>& state, const ResidentArgs& a,
+    unsigned long long& polls) {
+  unsigned backoff = 32;
+  const unsigned long long since = global_ns();
+  for (;;) {
+    // acquire, system scope: pairs with the scheduler's release store of READY (or EXIT);
+    // the type, size and payload it wrote before are visible after it.
+    const std::uint32_t s = state.load(cuda::memory_order_acquire);
+    ++polls;
+    if (is_ready_or_exit(s)) return s;
+    if (global_ns() - since >= a.warm_idle_ns) return deep_idle(state, a, polls);
+    __nanosleep(backoff);
+    backoff = backoff < kMaxPollBackoffNs ? backoff * 2 : kMaxPollBackoffNs;
+  }
+}
 
 template <class Types, std::size_t Capacity>
-__global__ void resident_kernel(unsigned char* slots, std::size_t stride, int first_slot) {
+__global__ void resident_kernel(ResidentArgs a) {
+  // The payload area is a whole number of 16-byte words: copies move uint4s (one PCIe request
+  // per 16 bytes, not per byte); bytes past the payload size are copied but never read.
+  constexpr std::uint32_t kWords = (Capacity + 15) / 16;
   extern __shared__ __align__(16) unsigned char shared[];
-  unsigned char* payload = shared;  // Capacity bytes: the task's payload
-  unsigned char* task_shared = shared + ((Capacity + 15) / 16) * 16;  // the type's own space
+  auto* payload = reinterpret_cast<uint4*>(shared);   // kWords words
+  unsigned char* task_shared = shared + kWords * 16;  // the type's own space
   __shared__ std::uint32_t s_state, s_type, s_size;
 
-  const int slot_index = first_slot + static_cast<int>(blockIdx.x);
-  unsigned char* slot = slots + static_cast<std::size_t>(slot_index) * stride;
+  const int slot_index = a.first_slot + static_cast<int>(blockIdx.x);
+  unsigned char* slot =
+      static_cast<unsigned char*>(a.slots) + static_cast<std::size_t>(slot_index) * a.stride;
   auto* head = reinterpret_cast<SlotHeader*>(slot);
+  auto* words = reinterpret_cast<uint4*>(slot + kSlotHeaderBytes);
   cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(head->state);
+  unsigned long long polls = 0;
 
   for (;;) {
     if (threadIdx.x == 0) {
-      unsigned backoff = 32;
-      std::uint32_t s;
-      for (;;) {
-        // acquire, system scope: pairs with the scheduler's release store of READY (or EXIT);
-        // the type, size and payload it wrote before are visible after it.
-        s = state.load(cuda::memory_order_acquire);
-        if (s == static_cast<std::uint32_t>(SlotState::ready) ||
-            s == static_cast<std::uint32_t>(SlotState::exit)) {
-          break;
-        }
-        __nanosleep(backoff);
-        backoff = backoff < kMaxPollBackoffNs ? backoff * 2 : kMaxPollBackoffNs;
-      }
-      s_state = s;
+      s_state = wait_for_slot(state, a, polls);
       s_type = head->type;
       s_size = head->payload_size;
+      a.polls[blockIdx.x] = polls;  // plain store: only this thread writes it; read at the end
     }
+    // Thread 0's acquire load, then this barrier: every thread's reads below see what the
+    // scheduler wrote before READY.
     __syncthreads();
     if (s_state == static_cast<std::uint32_t>(SlotState::exit)) return;
 
-    const std::uint32_t size = s_size <= Capacity ? s_size : 0;
-    const unsigned char* in = slot + kSlotHeaderBytes;
-    for (std::uint32_t i = threadIdx.x; i < size; i += blockDim.x) payload[i] = in[i];
+    const bool size_ok = s_size <= Capacity;
+    const std::uint32_t n = size_ok ? (s_size + 15) / 16 : 0;
+    for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) payload[i] = words[i];
     __syncthreads();
 
     const BlockContext ctx(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), slot_index,
                            task_shared);
-    const TaskStatus status = s_size <= Capacity ? Types::dispatch(s_type, payload, s_size, ctx)
-                                                 : TaskStatus::bad_payload_size;
+    const TaskStatus status =
+        size_ok ? Types::dispatch(s_type, shared, s_size, ctx) : TaskStatus::bad_payload_size;
     __syncthreads();
 
-    unsigned char* out = slot + kSlotHeaderBytes;
-    for (std::uint32_t i = threadIdx.x; i < size; i += blockDim.x) out[i] = payload[i];
-    // Every thread makes its result bytes (and the task's global-memory writes) visible
+    for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) words[i] = payload[i];
+    // Every thread makes its result words (and the task's global-memory writes) visible
     // system-wide before thread 0's FINISHED can be seen.
     __threadfence_system();
     __syncthreads();
     if (threadIdx.x == 0) {
       head->status = static_cast<std::uint32_t>(status);
-      // release, system scope: pairs with the scheduler's acquire load of FINISHED.
-      state.store(static_cast<std::uint32_t>(SlotState::finished), cuda::memory_order_release);
+      std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
+      // release, system scope: pairs with the scheduler's acquire load of FINISHED. A CAS, not
+      // a store: a scheduler that gave up on this task (watchdog) and shut down has stored
+      // EXIT meanwhile, and EXIT must stay (s_state then tells the block to return).
+      if (!state.compare_exchange_strong(expected, static_cast<std::uint32_t>(SlotState::finished),
+                                         cuda::memory_order_release, cuda::memory_order_relaxed)) {
+        s_state = expected;
+      }
     }
+    __syncthreads();
+    if (s_state == static_cast<std::uint32_t>(SlotState::exit)) return;
     __syncthreads();  // s_state/s_type are rewritten by thread 0 in the next round
   }
 }
 
 template <class Types, std::size_t Capacity>
-int launch_resident(void* slots, std::size_t stride, int first_slot, int blocks, int threads,
-                    std::size_t shared_bytes, void* stream) {
+int launch_resident(const ResidentArgs& args, int blocks, int threads, std::size_t shared_bytes,
+                    void* stream) {
   auto kernel = &resident_kernel<Types, Capacity>;
   if (shared_bytes > 48 * 1024) {
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(shared_bytes));
     if (e != cudaSuccess) return static_cast<int>(e);
   }
-  kernel<<<blocks, threads, shared_bytes, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<unsigned char*>(slots), stride, first_slot);
+  kernel<<<blocks, threads, shared_bytes, static_cast<cudaStream_t>(stream)>>>(args);
   return static_cast<int>(cudaGetLastError());
 }
 
@@ -120,6 +226,7 @@ DeviceProgram device_program() {
   p.max_blocks_per_sm = &detail::resident_occupancy<Types, Capacity>;
   p.payload_capacity = Capacity;
   p.shared_bytes = ((Capacity + 15) / 16) * 16 + Types::kSharedBytes;
+  p.idle_bytes = sizeof(detail::DeviceIdle);
   return p;
 }
 

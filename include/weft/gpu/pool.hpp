@@ -13,6 +13,7 @@
 // and push_then() a callback for one task.
 #pragma once
 
+#include <chrono>
 #include <future>
 #include <memory>
 #include <span>
@@ -48,8 +49,23 @@ struct PoolOptions {
   std::size_t host_blocks = 4;
   /// Output queues tasks can be sent to (indices 0 .. output_queues-1).
   std::size_t output_queues = 1;
-  /// Input queue order: FIFO, or by priority (higher first; FIFO among equals).
+  /// Input queue order: FIFO, or by priority (higher first; FIFO among equals). Strict with
+  /// one scheduler lane; with several, each lane takes the best of what is queued.
   QueueOrder input_order = QueueOrder::fifo;
+  /// Scheduler threads ("lanes"), each owning a contiguous share of the slots (0: one per
+  /// 1024 slots, at most 4, on the device backend; 1 on the host backend).
+  std::size_t scheduler_lanes = 0;
+  /// A lane with nothing to do keeps polling this long before it sleeps (latency against one
+  /// busy core; docs/gpu.md "Idle").
+  std::chrono::microseconds scheduler_idle_spin{1000};
+  /// A consumer in pop()/pop_batch() spins this long before it sleeps on the queue.
+  std::chrono::microseconds consumer_spin{50};
+  /// Watchdog: a task in a slot longer than this is delivered as TaskStatus::timed_out, and
+  /// its slot is kept out of use until the block finishes it (0: no watchdog).
+  std::chrono::microseconds task_deadline{0};
+  /// Device backend: a block idle this long stops polling its slot over PCIe and sleeps in
+  /// deep idle (woken through the doorbell).
+  std::chrono::microseconds warm_idle{100};
 };
 
 template <class Types, std::size_t Capacity = 64>
@@ -63,7 +79,8 @@ class Pool {
 
   /// Starts the blocks and the scheduler. Throws weft::InvalidArgument for bad options.
   explicit Pool(PoolOptions options = {})
-      : core_(make_blocks(options), options.output_queues, options.input_order) {}
+      : core_(make_blocks(options), options.output_queues, options.input_order,
+              scheduler_config(options)) {}
   /// Tasks still queued are delivered as cancelled; tasks in slots finish; then everything
   /// stops. Consumers blocked in pop() get weft::ShutDown once their queue is drained.
   ~Pool() = default;
@@ -121,16 +138,43 @@ class Pool {
   [[nodiscard]] std::size_t num_slots() const { return core_.num_slots(); }
   [[nodiscard]] std::string describe() const { return core_.describe(); }
   [[nodiscard]] PoolStats stats() const { return core_.stats(); }
+  /// Scheduler threads serving the slots.
+  [[nodiscard]] std::size_t num_lanes() const { return core_.num_lanes(); }
 
  private:
   static TaskStatus host_dispatch(std::uint32_t type, void* payload, std::uint32_t size,
                                   const BlockContext& block) {
     return Types::dispatch(type, payload, size, block);
   }
+  static detail::SchedulerConfig scheduler_config(const PoolOptions& o) {
+    auto negative = [](const char* what, std::chrono::microseconds v) {
+      if (v.count() < 0) {
+        throw InvalidArgument(std::string("weft::gpu::PoolOptions::") + what +
+                              " must be >= 0 (got " + std::to_string(v.count()) + " us)");
+      }
+    };
+    negative("scheduler_idle_spin", o.scheduler_idle_spin);
+    negative("consumer_spin", o.consumer_spin);
+    negative("task_deadline", o.task_deadline);
+    if (o.scheduler_lanes > 64) {
+      throw InvalidArgument("weft::gpu::PoolOptions::scheduler_lanes must be in [0, 64] (got " +
+                            std::to_string(o.scheduler_lanes) + ")");
+    }
+    detail::SchedulerConfig c;
+    c.lanes = o.scheduler_lanes;  // 0 is resolved once the slot count is known
+    c.idle_spin = o.scheduler_idle_spin;
+    c.consumer_spin = o.consumer_spin;
+    c.task_deadline = o.task_deadline;
+    return c;
+  }
   static std::unique_ptr<detail::BlockRuntime> make_blocks(const PoolOptions& o) {
     if (o.backend == Backend::device) {
+      if (o.warm_idle.count() < 0) {
+        throw InvalidArgument("weft::gpu::PoolOptions::warm_idle must be >= 0 (got " +
+                              std::to_string(o.warm_idle.count()) + " us)");
+      }
       return detail::make_device_blocks(o.program, o.devices, o.blocks_per_sm, o.threads_per_block,
-                                        Capacity);
+                                        Capacity, o.warm_idle);
     }
     if (o.host_blocks == 0 || o.host_blocks > 4096) {
       throw InvalidArgument("weft::gpu::PoolOptions::host_blocks must be in [1, 4096] (got " +

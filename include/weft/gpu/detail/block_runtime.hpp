@@ -2,6 +2,7 @@
 // kernels on GPUs, or host threads (the CPU path). The pool's scheduler sees only this.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -27,6 +28,17 @@ class BlockRuntime {
   virtual std::string failure() = 0;
   /// A hint that slot i became READY or EXIT (the host backend wakes the block's thread).
   virtual void wake(std::size_t i) noexcept { (void)i; }
+  /// After a lane loaded a batch of slots (READY or EXIT): the device backend rings the
+  /// doorbell that wakes blocks in deep idle.
+  virtual void after_loads() noexcept {}
+  /// Instead of join() when some block may never return (a task past the watchdog deadline):
+  /// let go of the blocks without waiting; the caller then leaks this object, whose memory the
+  /// abandoned blocks may still touch.
+  virtual void abandon() noexcept {}
+  /// Reads of host memory the blocks made so far (device backend; 0 on the host backend).
+  [[nodiscard]] virtual std::uint64_t host_polls() { return 0; }
+  /// Whether the blocks are real GPU blocks reading host memory (the device backend).
+  [[nodiscard]] virtual bool host_polls_counted() const noexcept { return false; }
   /// A description for `weft info` and benchmarks ("host: 4 blocks", "H100: 132 SMs x 8").
   [[nodiscard]] virtual std::string describe() const = 0;
 };
@@ -41,11 +53,13 @@ std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t p
 
 /// The GPU path: one resident kernel per device in `devices` (empty: every visible GPU), with
 /// blocks_per_sm blocks per SM (0: as many as occupancy allows) of `threads` threads, serving
-/// slots in pinned host-mapped memory. Throws weft::InvalidArgument for a program that does not
+/// slots in pinned host-mapped memory; a block idle for `warm_idle` stops polling its slot and
+/// waits in deep idle. Throws weft::InvalidArgument for a program that does not
 /// match, weft::CudaError when a CUDA call fails (no GPU, no driver), and, in a build without
 /// CUDA, weft::InvalidArgument saying so.
 std::unique_ptr<BlockRuntime> make_device_blocks(const DeviceProgram& program,
                                                  const std::vector<int>& devices, int blocks_per_sm,
-                                                 int threads, std::size_t payload_capacity);
+                                                 int threads, std::size_t payload_capacity,
+                                                 std::chrono::nanoseconds warm_idle);
 
 }  // namespace weft::gpu::detail
