@@ -268,6 +268,9 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
   cudaDeviceProp prop{};
   BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
   suite.set_gpu(prop.name, gpus);
+  // Before any pool exists: cudaFree synchronizes the device, which waits for a resident
+  // kernel until its pool is destroyed.
+  const double bw = pinned_bandwidth();
   {
     auto pool = make_pool();
     std::fprintf(stderr, "[bench] gpu-pool: %s, %zu slots\n", pool->describe().c_str(),
@@ -358,7 +361,6 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
 
   // Host-memory traffic of an idle pool: reads of host memory by the blocks over one second,
   // at kBytesPerHostRead each, over the measured pinned bandwidth.
-  const double bw = pinned_bandwidth();
   {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     const std::uint64_t r0 = pool.stats().host_polls;

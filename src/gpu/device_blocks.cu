@@ -42,11 +42,12 @@ struct DeviceLaunch {
 class DeviceBlocks final : public BlockRuntime {
  public:
   DeviceBlocks(const DeviceProgram& program, std::vector<int> devices, int blocks_per_sm,
-               int threads, std::size_t capacity, std::chrono::nanoseconds warm_idle)
+               int threads, std::size_t capacity, std::chrono::nanoseconds warm_idle, bool watchdog)
       : program_(program),
         threads_(threads),
         stride_(slot_stride(capacity)),
-        warm_idle_ns_(static_cast<unsigned long long>(warm_idle.count())) {
+        warm_idle_ns_(static_cast<unsigned long long>(warm_idle.count())),
+        watchdog_(watchdog) {
     if (!program.valid() || program.max_blocks_per_sm == nullptr) {
       throw InvalidArgument(
           "weft::gpu::Pool: Backend::device needs PoolOptions::program (from "
@@ -162,6 +163,7 @@ class DeviceBlocks final : public BlockRuntime {
       a.idle = l.idle;
       a.polls = l.polls;
       a.warm_idle_ns = warm_idle_ns_;
+      a.watchdog = watchdog_;
       const auto e = static_cast<cudaError_t>(
           program_.launch(a, l.blocks, threads_, program_.shared_bytes, l.stream));
       if (e != cudaSuccess) throw_cuda("resident kernel launch", e, __FILE__, __LINE__);
@@ -239,6 +241,7 @@ class DeviceBlocks final : public BlockRuntime {
   int threads_;
   std::size_t stride_;
   unsigned long long warm_idle_ns_;
+  bool watchdog_;
   int slots_ = 0;
   unsigned char* host_ = nullptr;
   std::uint32_t* doorbell_ = nullptr;
@@ -251,9 +254,10 @@ class DeviceBlocks final : public BlockRuntime {
 std::unique_ptr<BlockRuntime> make_device_blocks(const DeviceProgram& program,
                                                  const std::vector<int>& devices, int blocks_per_sm,
                                                  int threads, std::size_t payload_capacity,
-                                                 std::chrono::nanoseconds warm_idle) {
+                                                 std::chrono::nanoseconds warm_idle,
+                                                 bool watchdog) {
   return std::make_unique<DeviceBlocks>(program, devices, blocks_per_sm, threads, payload_capacity,
-                                        warm_idle);
+                                        warm_idle, watchdog);
 }
 
 }  // namespace weft::gpu::detail

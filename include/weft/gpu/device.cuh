@@ -32,6 +32,11 @@ inline constexpr unsigned kMaxPollBackoffNs = 2048;
 // The watcher's doorbell poll period, and how often a deep-idle block looks at its epoch copy.
 inline constexpr unsigned kWatcherPollNs = 1000;
 inline constexpr unsigned kDeepIdleSleepNs = 1000;
+// The scheduler rings only for blocks it believes may be in deep idle (idle longer than half
+// of warm_idle by its clock); a block whose idle began long before the scheduler noticed
+// (a descheduled scheduler thread) may be missed, so deep-idle blocks also look at their own
+// slot this often: a bounded worst case, at 1 read per 2 ms per block.
+inline constexpr unsigned long long kDeepIdleSafetyPollNs = 2'000'000;
 // The epoch is replicated so that 2000 sleeping blocks do not all read one L2 line.
 inline constexpr int kEpochCopies = 64;
 inline constexpr int kEpochStride = 32;  // words: one copy per 128 bytes
@@ -82,6 +87,7 @@ __device__ inline std::uint32_t deep_idle(
       watcher.compare_exchange_strong(mine, -1, cuda::memory_order_relaxed);
       return s;
     }
+    const unsigned long long since = global_ns();
     for (;;) {
       int vacant = -1;
       // relaxed: see above.
@@ -103,12 +109,14 @@ __device__ inline std::uint32_t deep_idle(
             copy.store(d, cuda::memory_order_release);
           }
         }
+        a.polls[blockIdx.x] = polls;  // the watcher's reads are the idle pool's traffic
         __nanosleep(kWatcherPollNs);
       } else {
         __nanosleep(kDeepIdleSleepNs);
       }
       // acquire: as above.
       if (my_epoch.load(cuda::memory_order_acquire) != e) break;
+      if (global_ns() - since >= kDeepIdleSafetyPollNs) break;
     }
   }
 }
@@ -146,15 +154,13 @@ __global__ void resident_kernel(ResidentArgs a) {
   unsigned char* slot =
       static_cast<unsigned char*>(a.slots) + static_cast<std::size_t>(slot_index) * a.stride;
   auto* head = reinterpret_cast<SlotHeader*>(slot);
-  auto* words = reinterpret_cast<uint4*>(slot + kSlotHeaderBytes);
+  auto* words = reinterpret_cast<uint4*>(slot + kSlotHeaderBytes);  // words[-1]: the header
   cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(head->state);
   unsigned long long polls = 0;
 
   for (;;) {
     if (threadIdx.x == 0) {
       s_state = wait_for_slot(state, a, polls);
-      s_type = head->type;
-      s_size = head->payload_size;
       a.polls[blockIdx.x] = polls;  // plain store: only this thread writes it; read at the end
     }
     // Thread 0's acquire load, then this barrier: every thread's reads below see what the
@@ -162,11 +168,21 @@ __global__ void resident_kernel(ResidentArgs a) {
     __syncthreads();
     if (s_state == static_cast<std::uint32_t>(SlotState::exit)) return;
 
-    const bool size_ok = s_size <= Capacity;
-    const std::uint32_t n = size_ok ? (s_size + 15) / 16 : 0;
-    for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) payload[i] = words[i];
+    // Header and the whole payload area in one coalesced pass (one round trip over PCIe
+    // instead of one for the header and one for the payload); word 0 is the header.
+    for (std::uint32_t i = threadIdx.x; i < kWords + 1; i += blockDim.x) {
+      const uint4 w = words[static_cast<int>(i) - 1];
+      if (i == 0) {
+        s_type = w.y;  // SlotHeader: state, type, payload_size, status
+        s_size = w.z;
+      } else {
+        payload[i - 1] = w;
+      }
+    }
     __syncthreads();
 
+    const bool size_ok = s_size <= Capacity;
+    const std::uint32_t n = size_ok ? (s_size + 15) / 16 : 0;
     const BlockContext ctx(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), slot_index,
                            task_shared);
     const TaskStatus status =
@@ -174,19 +190,26 @@ __global__ void resident_kernel(ResidentArgs a) {
     __syncthreads();
 
     for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) words[i] = payload[i];
-    // Every thread makes its result words (and the task's global-memory writes) visible
-    // system-wide before thread 0's FINISHED can be seen.
-    __threadfence_system();
+    // The result words and the task's global-memory writes of every thread happen before
+    // thread 0's release (this barrier), and a system-scope release is cumulative: the
+    // scheduler that acquires FINISHED sees all of them.
     __syncthreads();
     if (threadIdx.x == 0) {
       head->status = static_cast<std::uint32_t>(status);
-      std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
-      // release, system scope: pairs with the scheduler's acquire load of FINISHED. A CAS, not
-      // a store: a scheduler that gave up on this task (watchdog) and shut down has stored
-      // EXIT meanwhile, and EXIT must stay (s_state then tells the block to return).
-      if (!state.compare_exchange_strong(expected, static_cast<std::uint32_t>(SlotState::finished),
-                                         cuda::memory_order_release, cuda::memory_order_relaxed)) {
-        s_state = expected;
+      if (a.watchdog) {
+        std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
+        // release, system scope: pairs with the scheduler's acquire load of FINISHED. A CAS
+        // (a round trip over PCIe) only with a watchdog: a scheduler that gave up on this task
+        // and shut down has stored EXIT meanwhile, and EXIT must stay.
+        if (!state.compare_exchange_strong(
+                expected, static_cast<std::uint32_t>(SlotState::finished),
+                cuda::memory_order_release, cuda::memory_order_relaxed)) {
+          s_state = expected;
+        }
+      } else {
+        // release, system scope: pairs with the scheduler's acquire load of FINISHED. A posted
+        // write: the block goes on without waiting for it.
+        state.store(static_cast<std::uint32_t>(SlotState::finished), cuda::memory_order_release);
       }
     }
     __syncthreads();

@@ -16,6 +16,7 @@ struct ResidentArgs {
   void* idle = nullptr;                 // this GPU's DeviceIdle (device memory, zeroed, watcher -1)
   unsigned long long* polls = nullptr;  // per block: reads of host memory (device memory)
   unsigned long long warm_idle_ns = 0;  // a block idle this long stops polling its slot
+  bool watchdog = false;  // FINISHED by CAS (an EXIT stored over a lost task must stay)
 };
 
 /// Made by weft::gpu::device_program<Types, Capacity>() in a .cu file (weft/gpu/device.cuh).

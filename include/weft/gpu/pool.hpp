@@ -165,6 +165,8 @@ class Pool {
     c.idle_spin = o.scheduler_idle_spin;
     c.consumer_spin = o.consumer_spin;
     c.task_deadline = o.task_deadline;
+    c.ring_after = o.backend == Backend::device ? std::chrono::nanoseconds(o.warm_idle) / 2
+                                                : std::chrono::nanoseconds(0);
     return c;
   }
   static std::unique_ptr<detail::BlockRuntime> make_blocks(const PoolOptions& o) {
@@ -174,7 +176,7 @@ class Pool {
                               std::to_string(o.warm_idle.count()) + " us)");
       }
       return detail::make_device_blocks(o.program, o.devices, o.blocks_per_sm, o.threads_per_block,
-                                        Capacity, o.warm_idle);
+                                        Capacity, o.warm_idle, o.task_deadline.count() > 0);
     }
     if (o.host_blocks == 0 || o.host_blocks > 4096) {
       throw InvalidArgument("weft::gpu::PoolOptions::host_blocks must be in [1, 4096] (got " +

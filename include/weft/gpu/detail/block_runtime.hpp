@@ -54,12 +54,12 @@ std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t p
 /// The GPU path: one resident kernel per device in `devices` (empty: every visible GPU), with
 /// blocks_per_sm blocks per SM (0: as many as occupancy allows) of `threads` threads, serving
 /// slots in pinned host-mapped memory; a block idle for `warm_idle` stops polling its slot and
-/// waits in deep idle. Throws weft::InvalidArgument for a program that does not
-/// match, weft::CudaError when a CUDA call fails (no GPU, no driver), and, in a build without
-/// CUDA, weft::InvalidArgument saying so.
+/// waits in deep idle; `watchdog`: the pool may give up on tasks (blocks finish by CAS). Throws
+/// weft::InvalidArgument for a program that does not match, weft::CudaError when a CUDA call fails
+/// (no GPU, no driver), and, in a build without CUDA, weft::InvalidArgument saying so.
 std::unique_ptr<BlockRuntime> make_device_blocks(const DeviceProgram& program,
                                                  const std::vector<int>& devices, int blocks_per_sm,
                                                  int threads, std::size_t payload_capacity,
-                                                 std::chrono::nanoseconds warm_idle);
+                                                 std::chrono::nanoseconds warm_idle, bool watchdog);
 
 }  // namespace weft::gpu::detail

@@ -90,6 +90,9 @@ struct SchedulerConfig {
   std::chrono::nanoseconds idle_spin{std::chrono::microseconds(1000)};
   std::chrono::nanoseconds consumer_spin{std::chrono::microseconds(50)};
   std::chrono::nanoseconds task_deadline{0};  // 0: no watchdog
+  // Device backend: ring the doorbell after loading a slot whose block has been idle at least
+  // this long (it may be in deep idle); 0: after every batch.
+  std::chrono::nanoseconds ring_after{0};
 };
 
 template <std::size_t Capacity>
@@ -118,7 +121,7 @@ class PoolCore {
       auto lane = std::make_unique<Lane>();
       lane->first = k * n / lanes;
       lane->end = (k + 1) * n / lanes;
-      lane->meta.resize(lane->end - lane->first);
+      lane->meta.resize(lane->end - lane->first);  // idle_since: the epoch, long ago: ring
       // LIFO free list, lowest index on top: under light load the same few blocks get the
       // work and keep polling fast, while the others back off into deep idle.
       for (std::size_t i = lane->end; i-- > lane->first;) {
@@ -319,6 +322,7 @@ class PoolCore {
     std::uint32_t size = 0;
     std::unique_ptr<Callback> callback;
     Clock::time_point loaded{};
+    Clock::time_point idle_since{};  // when the slot was last collected (or the pool started)
   };
   struct Output {
     mutable std::mutex mutex;
@@ -337,6 +341,7 @@ class PoolCore {
     std::vector<std::vector<Record>> staged;  // per output queue, delivered in one lock each
     std::vector<std::pair<std::unique_ptr<Callback>, Record>> callbacks;
     std::vector<Entry> batch;  // taken from the input queue, not yet loaded
+    bool ring = false;         // a block loaded this round may be in deep idle
     std::thread thread;
   };
 
@@ -460,6 +465,7 @@ class PoolCore {
     m.size = e.rec.payload_size;
     m.callback = std::move(e.callback);
     m.loaded = now;
+    if (now - m.idle_since >= config_.ring_after) lane.ring = true;
     // release: type, size and payload are visible to the block's acquire load of READY.
     state_of(i).store(static_cast<std::uint32_t>(SlotState::ready), std::memory_order_release);
     blocks_->wake(i);
@@ -509,6 +515,7 @@ class PoolCore {
       }
       stage(lane, m, static_cast<TaskStatus>(header(i)->status),
             blocks_->slot(i) + kSlotHeaderBytes);
+      m.idle_since = now;
       // relaxed: the block does not act on IDLE; the next READY store releases the new task.
       state_of(i).store(static_cast<std::uint32_t>(SlotState::idle), std::memory_order_relaxed);
       lane.free.push_back(i);
@@ -543,13 +550,21 @@ class PoolCore {
   // Delivers what the lane staged: one lock per output queue, callbacks outside any lock.
   void flush(Lane& lane, std::size_t ended) {
     if (ended == 0) return;
+    // Counted before anything is delivered: a consumer that got a record sees it counted.
     std::uint64_t failed = 0;
+    for (const auto& st : lane.staged) {
+      for (const Record& r : st) failed += r.status != TaskStatus::ok;
+    }
+    for (const auto& cr : lane.callbacks) failed += cr.second.status != TaskStatus::ok;
+    // relaxed: statistics (the queue locks below order them before the records' delivery).
+    completed_.fetch_add(ended, std::memory_order_relaxed);
+    if (failed > 0) failed_.fetch_add(failed, std::memory_order_relaxed);
     for (std::size_t out = 0; out < lane.staged.size(); ++out) {
       auto& st = lane.staged[out];
       if (st.empty()) continue;
-      for (const Record& r : st) failed += r.status != TaskStatus::ok;
       Output& q = outputs_[out];
-      bool wake = false, many = st.size() > 1;
+      bool wake = false;
+      const bool many = st.size() > 1;
       {
         std::lock_guard<std::mutex> lock(q.mutex);
         q.ready.insert(q.ready.end(), std::make_move_iterator(st.begin()),
@@ -567,14 +582,8 @@ class PoolCore {
       }
       st.clear();
     }
-    for (auto& [cb, r] : lane.callbacks) {
-      failed += r.status != TaskStatus::ok;
-      (*cb)(r);
-    }
+    for (auto& [cb, r] : lane.callbacks) (*cb)(r);
     lane.callbacks.clear();
-    // relaxed: statistics.
-    completed_.fetch_add(ended, std::memory_order_relaxed);
-    if (failed > 0) failed_.fetch_add(failed, std::memory_order_relaxed);
     finish_pending(ended);
   }
 
@@ -672,7 +681,10 @@ class PoolCore {
         load_slot(lane, i, e, now);
         lane.in_flight.push_back(i);
       }
-      if (!lane.batch.empty()) blocks_->after_loads();
+      if (lane.ring) {
+        blocks_->after_loads();
+        lane.ring = false;
+      }
 
       if (ended > 0 || !lane.batch.empty()) {
         last_activity = now;
