@@ -123,10 +123,15 @@ __device__ inline std::uint32_t deep_idle(
 
 // Thread 0: waits until the slot is READY or EXIT. Warm idle first (poll the slot, doubling
 // the back-off up to kMaxPollBackoffNs), deep idle after warm_idle_ns.
+// The first back-off after a task: the scheduler needs about this long to collect the slot and
+// load the next task, and polling sooner only takes the line away from the CPU's cache while
+// it writes it.
+inline constexpr unsigned kFirstBackoffAfterTaskNs = 512;
+
 __device__ inline std::uint32_t wait_for_slot(
     cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>& state, const ResidentArgs& a,
-    unsigned long long& polls) {
-  unsigned backoff = 32;
+    unsigned long long& polls, unsigned first_backoff) {
+  unsigned backoff = first_backoff;
   const unsigned long long since = global_ns();
   for (;;) {
     // acquire, system scope: pairs with the scheduler's release store of READY (or EXIT);
@@ -160,7 +165,8 @@ __global__ void resident_kernel(ResidentArgs a) {
 
   for (;;) {
     if (threadIdx.x == 0) {
-      s_state = wait_for_slot(state, a, polls);
+      if (polls != 0) __nanosleep(kFirstBackoffAfterTaskNs);  // after a task (see above)
+      s_state = wait_for_slot(state, a, polls, polls == 0 ? 32 : 256);
       a.polls[blockIdx.x] = polls;  // plain store: only this thread writes it; read at the end
     }
     // Thread 0's acquire load, then this barrier: every thread's reads below see what the

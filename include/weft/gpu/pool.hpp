@@ -53,7 +53,8 @@ struct PoolOptions {
   /// one scheduler lane; with several, each lane takes the best of what is queued.
   QueueOrder input_order = QueueOrder::fifo;
   /// Scheduler threads ("lanes"), each owning a contiguous share of the slots (0: one per
-  /// 1024 slots, at most 4, on the device backend; 1 on the host backend).
+  /// 512 slots, at most 4, on the device backend; 1 on the host backend). More lanes move
+  /// more tasks per second; one lane gives the lowest single-task latency.
   std::size_t scheduler_lanes = 0;
   /// A lane with nothing to do keeps polling this long before it sleeps (latency against one
   /// busy core; docs/gpu.md "Idle").

@@ -110,11 +110,11 @@ class PoolCore {
     }
     const std::size_t n = blocks_->num_slots();
     // Auto: one lane for the host backend (its blocks are threads already), else one per
-    // 1024 slots, at most 4.
+    // 512 slots, at most 4 (measured on an H100: bench/results/h100/gpu-pool.md, lanes sweep).
     const std::size_t wanted =
         config_.lanes != 0
             ? config_.lanes
-            : (blocks_->host_polls_counted() ? std::min<std::size_t>(4, (n + 1023) / 1024) : 1);
+            : (blocks_->host_polls_counted() ? std::min<std::size_t>(4, (n + 511) / 512) : 1);
     const std::size_t lanes = std::clamp<std::size_t>(wanted, 1, n);
     lanes_.reserve(lanes);
     for (std::size_t k = 0; k < lanes; ++k) {
@@ -491,6 +491,9 @@ class PoolCore {
   std::size_t collect(Lane& lane, Clock::time_point now) {
     std::size_t ended = 0;
     const bool watchdog = config_.task_deadline.count() > 0;
+    // The lines a block wrote are cache misses (the GPU's write over PCIe invalidated them):
+    // ask for all of them first, so that the misses overlap instead of queueing one by one.
+    for (const std::uint32_t i : lane.in_flight) __builtin_prefetch(header(i), 0, 0);
     for (std::size_t k = 0; k < lane.in_flight.size();) {
       const std::uint32_t i = lane.in_flight[k];
       SlotMeta& m = lane.meta[i - lane.first];
@@ -674,6 +677,10 @@ class PoolCore {
       if (stopping) {
         stop_lane(lane);
         return;
+      }
+      // The same for the lines about to be written (a block's polling read took them away).
+      for (std::size_t k = 0; k < lane.batch.size(); ++k) {
+        __builtin_prefetch(header(lane.free[lane.free.size() - 1 - k]), 1, 0);
       }
       for (Entry& e : lane.batch) {
         const std::uint32_t i = lane.free.back();
