@@ -99,6 +99,30 @@ bool all_once(std::vector<std::uint64_t>& seqs, std::uint64_t n) {
   return true;
 }
 
+// Pushes `records` in batches of 4096 from one thread while this one pops them in batches and
+// hands each to `on_record`; returns the wall time in seconds.
+template <class P, class OnRecord>
+double push_and_pop_all(P& pool, const std::vector<typename P::Record>& records,
+                        OnRecord on_record) {
+  using Record = typename P::Record;
+  const std::uint64_t n = records.size();
+  return time_seconds([&] {
+    std::thread pusher([&] {
+      for (std::uint64_t i = 0; i < n; i += 4096) {
+        const std::size_t len = static_cast<std::size_t>(std::min<std::uint64_t>(4096, n - i));
+        pool.push_batch(std::span<const Record>(records.data() + i, len), 0);
+      }
+    });
+    std::vector<Record> got(4096);
+    for (std::uint64_t done = 0; done < n;) {
+      const std::size_t k = pool.pop_batch(got, 0);
+      for (std::size_t j = 0; j < k; ++j) on_record(got[j]);
+      done += k;
+    }
+    pusher.join();
+  });
+}
+
 // n empty tasks of type T pushed in batches of 4096 by one thread and popped in batches by
 // another; ns per task. The records are made outside the timing.
 template <class T, class P>
@@ -112,20 +136,8 @@ Outcome pool_batched(P& pool, std::uint64_t n) {
   }
   std::vector<std::uint64_t> seqs;
   seqs.reserve(n);
-  const double t = time_seconds([&] {
-    std::thread pusher([&] {
-      for (std::uint64_t i = 0; i < n; i += 4096) {
-        const std::size_t len = static_cast<std::size_t>(std::min<std::uint64_t>(4096, n - i));
-        pool.push_batch(std::span<const Record>(records.data() + i, len), 0);
-      }
-    });
-    std::vector<Record> got(4096);
-    while (seqs.size() < n) {
-      const std::size_t k = pool.pop_batch(got, 0);
-      for (std::size_t j = 0; j < k; ++j) seqs.push_back(got[j].template as<T>().seq);
-    }
-    pusher.join();
-  });
+  const double t = push_and_pop_all(
+      pool, records, [&](const Record& r) { seqs.push_back(r.template as<T>().seq); });
   return Outcome{t / static_cast<double>(n) * 1e9, all_once(seqs, n)};
 }
 Outcome pool_batched(EmptyPool& pool, std::uint64_t n) { return pool_batched<Empty>(pool, n); }
@@ -151,26 +163,11 @@ Outcome busy_fraction(EmptyPool& pool, unsigned long long ns, std::uint64_t per_
   const std::uint64_t n = pool.num_slots() * per_slot;
   std::vector<Record> records(n, Record::make<Work>({ns, 0}));
   double body = 0;
-  std::uint64_t got_n = 0;
   bool ok = true;
-  const double t = time_seconds([&] {
-    std::thread pusher([&] {
-      for (std::uint64_t i = 0; i < n; i += 4096) {
-        const std::size_t len = static_cast<std::size_t>(std::min<std::uint64_t>(4096, n - i));
-        pool.push_batch(std::span<const Record>(records.data() + i, len), 0);
-      }
-    });
-    std::vector<Record> got(4096);
-    while (got_n < n) {
-      const std::size_t k = pool.pop_batch(got, 0);
-      for (std::size_t j = 0; j < k; ++j) {
-        const auto p = got[j].as<Work>();
-        ok = ok && got[j].ok() && p.body_ns >= ns;
-        body += static_cast<double>(p.body_ns) * 1e-9;
-      }
-      got_n += k;
-    }
-    pusher.join();
+  const double t = push_and_pop_all(pool, records, [&](const Record& r) {
+    const auto p = r.as<Work>();
+    ok = ok && r.ok() && p.body_ns >= ns;
+    body += static_cast<double>(p.body_ns) * 1e-9;
   });
   return Outcome{body / (static_cast<double>(pool.num_slots()) * t), ok};
 }

@@ -707,7 +707,7 @@ class PoolCore {
         continue;
       }
       if (lane.in_flight.empty()) {
-        sleep_until_work(lane);
+        sleep_until_work();
       } else {
         // Long tasks in flight: poll every 20 us instead of spinning a core.
         std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -715,10 +715,9 @@ class PoolCore {
     }
   }
 
-  void sleep_until_work(Lane& lane) {
+  // Lost slots that come back meanwhile are reclaimed at the next collect.
+  void sleep_until_work() {
     std::unique_lock<std::mutex> lock(in_mutex_);
-    // Lost slots may come back meanwhile; they are reclaimed at the next collect.
-    (void)lane;
     if (stopping_ || queued_count() > 0) return;
     scheduler_sleeps_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
     ++sleeping_lanes_;
