@@ -156,11 +156,11 @@ double payload_sweep_point(std::uint64_t n, bool& ok) {
   return r.value;
 }
 
-// Busy fraction: slots x k tasks whose bodies work `ns` each; the share of the blocks' wall
+// Busy fraction: blocks x k tasks whose bodies work `ns` each; the share of the blocks' wall
 // time spent inside bodies (sum of measured body times / (blocks x wall time)).
-Outcome busy_fraction(EmptyPool& pool, unsigned long long ns, std::uint64_t per_slot) {
+Outcome busy_fraction(EmptyPool& pool, unsigned long long ns, std::uint64_t per_block) {
   using Record = EmptyPool::Record;
-  const std::uint64_t n = pool.num_slots() * per_slot;
+  const std::uint64_t n = pool.num_blocks() * per_block;
   std::vector<Record> records(n, Record::make<Work>({ns, 0}));
   double body = 0;
   bool ok = true;
@@ -169,7 +169,7 @@ Outcome busy_fraction(EmptyPool& pool, unsigned long long ns, std::uint64_t per_
     ok = ok && r.ok() && p.body_ns >= ns;
     body += static_cast<double>(p.body_ns) * 1e-9;
   });
-  return Outcome{body / (static_cast<double>(pool.num_slots()) * t), ok};
+  return Outcome{body / (static_cast<double>(pool.num_blocks()) * t), ok};
 }
 
 // Push->pop latency of one task after `gap` of quiet, in microseconds: p50 and p99.

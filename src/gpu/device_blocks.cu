@@ -1,5 +1,5 @@
 // The device backend: resident kernels on one or more GPUs serving slots in pinned,
-// host-mapped memory (seed 000 §3.2.3: one slot per resident block).
+// host-mapped memory (seed 000 §3.2.3, with a ring of slots per resident block).
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -29,7 +29,7 @@ namespace {
 
 struct DeviceLaunch {
   int device = 0;
-  int first_slot = 0;
+  int first_block = 0;
   int blocks = 0;
   cudaStream_t stream = nullptr;        // the resident kernel's
   cudaStream_t aux = nullptr;           // reads of the poll counters while the kernel runs
@@ -42,10 +42,12 @@ struct DeviceLaunch {
 class DeviceBlocks final : public BlockRuntime {
  public:
   DeviceBlocks(const DeviceProgram& program, std::vector<int> devices, int blocks_per_sm,
-               int threads, std::size_t capacity, std::chrono::nanoseconds warm_idle, bool watchdog)
+               int threads, std::size_t depth, std::size_t capacity,
+               std::chrono::nanoseconds warm_idle, bool watchdog)
       : program_(program),
         threads_(threads),
-        stride_(slot_stride(capacity)),
+        depth_(depth),
+        shared_bytes_(program.shared_bytes(depth)),
         warm_idle_ns_(static_cast<unsigned long long>(warm_idle.count())),
         watchdog_(watchdog) {
     if (!program.valid() || program.max_blocks_per_sm == nullptr) {
@@ -86,12 +88,13 @@ class DeviceBlocks final : public BlockRuntime {
       WEFT_CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
       int fit = 0;
       WEFT_CUDA_CHECK(
-          static_cast<cudaError_t>(program.max_blocks_per_sm(threads, program.shared_bytes, &fit)));
+          static_cast<cudaError_t>(program.max_blocks_per_sm(threads, shared_bytes_, &fit)));
       if (fit < 1) {
         throw InvalidArgument("weft::gpu::Pool: the resident kernel does not fit on " +
                               std::string(prop.name) + " with " + std::to_string(threads) +
-                              " threads and " + std::to_string(program.shared_bytes) +
-                              " bytes of shared memory per block");
+                              " threads and " + std::to_string(shared_bytes_) +
+                              " bytes of shared memory per block (ring of " +
+                              std::to_string(depth) + " slots)");
       }
       // Every resident block must be co-resident: more than fit per SM would never start.
       const int per_sm = blocks_per_sm == 0 ? fit : blocks_per_sm;
@@ -102,20 +105,22 @@ class DeviceBlocks final : public BlockRuntime {
       }
       DeviceLaunch l;
       l.device = d;
-      l.first_slot = total;
+      l.first_block = total;
       l.blocks = per_sm * prop.multiProcessorCount;
       l.name = prop.name;
       l.sms = prop.multiProcessorCount;
       total += l.blocks;
       launches_.push_back(l);
     }
-    slots_ = total;
-    // The slots, then the doorbell on a line of its own.
-    const std::size_t bytes = stride_ * slots_ + 128;
+    blocks_ = total;
+    // The rings, then the doorbell on a line of its own.
+    const std::size_t rings_bytes = ring_stride(capacity, depth) * static_cast<std::size_t>(total);
+    const std::size_t bytes = rings_bytes + 128;
     WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), bytes,
                                   cudaHostAllocMapped | cudaHostAllocPortable));
     std::memset(host_, 0, bytes);  // every slot IDLE, doorbell 0
-    doorbell_ = reinterpret_cast<std::uint32_t*>(host_ + stride_ * slots_);
+    layout_ = RingLayout(host_, capacity, depth);
+    doorbell_ = reinterpret_cast<std::uint32_t*>(host_ + rings_bytes);
     for (auto& l : launches_) {
       WEFT_CUDA_CHECK(cudaSetDevice(l.device));
       WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
@@ -143,29 +148,32 @@ class DeviceBlocks final : public BlockRuntime {
     if (host_ != nullptr) cudaFreeHost(host_);
   }
 
-  unsigned char* slot(std::size_t i) noexcept override { return host_ + i * stride_; }
-  [[nodiscard]] std::size_t num_slots() const noexcept override {
-    return static_cast<std::size_t>(slots_);
+  [[nodiscard]] RingLayout rings() const noexcept override { return layout_; }
+  [[nodiscard]] std::size_t num_blocks() const noexcept override {
+    return static_cast<std::size_t>(blocks_);
   }
 
   void start() override {
-    void* device_slots = nullptr;
-    WEFT_CUDA_CHECK(cudaHostGetDevicePointer(&device_slots, host_, 0));
+    void* device_rings = nullptr;
+    WEFT_CUDA_CHECK(cudaHostGetDevicePointer(&device_rings, host_, 0));
     auto* device_doorbell = reinterpret_cast<std::uint32_t*>(
-        static_cast<unsigned char*>(device_slots) + stride_ * slots_);
+        static_cast<unsigned char*>(device_rings) +
+        (reinterpret_cast<unsigned char*>(doorbell_) - host_));
     for (auto& l : launches_) {
       WEFT_CUDA_CHECK(cudaSetDevice(l.device));
       ResidentArgs a;
-      a.slots = device_slots;
-      a.stride = stride_;
-      a.first_slot = l.first_slot;
+      a.rings = device_rings;
+      a.ring_stride = layout_.ring_bytes;
+      a.slot_stride = layout_.slot_bytes;
+      a.ring_depth = static_cast<unsigned>(depth_);
+      a.first_block = l.first_block;
       a.doorbell = device_doorbell;
       a.idle = l.idle;
       a.polls = l.polls;
       a.warm_idle_ns = warm_idle_ns_;
       a.watchdog = watchdog_;
       const auto e = static_cast<cudaError_t>(
-          program_.launch(a, l.blocks, threads_, program_.shared_bytes, l.stream));
+          program_.launch(a, l.blocks, threads_, shared_bytes_, l.stream));
       if (e != cudaSuccess) throw_cuda("resident kernel launch", e, __FILE__, __LINE__);
     }
   }
@@ -226,7 +234,7 @@ class DeviceBlocks final : public BlockRuntime {
       if (!s.empty()) s += "; ";
       s += "GPU " + std::to_string(l.device) + " " + l.name + ": " + std::to_string(l.sms) +
            " SMs x " + std::to_string(l.blocks / l.sms) + " blocks of " + std::to_string(threads_) +
-           " threads";
+           " threads, " + std::to_string(depth_) + " slot(s) each";
     }
     return s;
   }
@@ -239,11 +247,13 @@ class DeviceBlocks final : public BlockRuntime {
 
   DeviceProgram program_;
   int threads_;
-  std::size_t stride_;
+  std::size_t depth_;
+  std::size_t shared_bytes_;
   unsigned long long warm_idle_ns_;
   bool watchdog_;
-  int slots_ = 0;
+  int blocks_ = 0;
   unsigned char* host_ = nullptr;
+  RingLayout layout_;
   std::uint32_t* doorbell_ = nullptr;
   std::vector<DeviceLaunch> launches_;
   std::string first_error_;
@@ -253,11 +263,12 @@ class DeviceBlocks final : public BlockRuntime {
 
 std::unique_ptr<BlockRuntime> make_device_blocks(const DeviceProgram& program,
                                                  const std::vector<int>& devices, int blocks_per_sm,
-                                                 int threads, std::size_t payload_capacity,
+                                                 int threads, std::size_t depth,
+                                                 std::size_t payload_capacity,
                                                  std::chrono::nanoseconds warm_idle,
                                                  bool watchdog) {
-  return std::make_unique<DeviceBlocks>(program, devices, blocks_per_sm, threads, payload_capacity,
-                                        warm_idle, watchdog);
+  return std::make_unique<DeviceBlocks>(program, devices, blocks_per_sm, threads, depth,
+                                        payload_capacity, warm_idle, watchdog);
 }
 
 }  // namespace weft::gpu::detail

@@ -20,27 +20,27 @@ using weft::cpu::detail::cpu_relax;
 
 class HostBlocks final : public BlockRuntime {
  public:
-  HostBlocks(std::size_t blocks, std::size_t capacity, std::size_t shared_bytes,
-             HostDispatch dispatch)
+  HostBlocks(std::size_t blocks, std::size_t depth, std::size_t capacity,
+             std::size_t shared_bytes, HostDispatch dispatch)
       : blocks_(blocks),
-        stride_(slot_stride(capacity)),
         shared_bytes_(shared_bytes),
         dispatch_(dispatch),
-        memory_(
-            static_cast<unsigned char*>(::operator new (stride_* blocks, std::align_val_t{128}))) {
+        bytes_(ring_stride(capacity, depth) * blocks),
+        layout_(static_cast<unsigned char*>(::operator new (bytes_, std::align_val_t{128})),
+                capacity, depth) {
     if (blocks == 0) throw InvalidArgument("weft::gpu host backend: 0 blocks");
-    std::memset(memory_, 0, stride_ * blocks);  // every slot IDLE
+    std::memset(layout_.base, 0, bytes_);  // every slot IDLE
     shared_.resize(blocks * (shared_bytes == 0 ? 1 : shared_bytes));
   }
   ~HostBlocks() override {
     for (auto& t : threads_) {
       if (t.joinable()) t.join();
     }
-    ::operator delete (memory_, std::align_val_t{128});
+    ::operator delete (layout_.base, std::align_val_t{128});
   }
 
-  unsigned char* slot(std::size_t i) noexcept override { return memory_ + i * stride_; }
-  [[nodiscard]] std::size_t num_slots() const noexcept override { return blocks_; }
+  [[nodiscard]] RingLayout rings() const noexcept override { return layout_; }
+  [[nodiscard]] std::size_t num_blocks() const noexcept override { return blocks_; }
 
   void start() override {
     threads_.reserve(blocks_);
@@ -57,72 +57,94 @@ class HostBlocks final : public BlockRuntime {
       if (t.joinable()) t.detach();  // a stuck task body: its thread outlives the pool
     }
   }
-  void wake(std::size_t i) noexcept override {
-    std::atomic_ref<std::uint32_t> state(reinterpret_cast<SlotHeader*>(slot(i))->state);
-    state.notify_one();
+  void wake(std::size_t b, std::size_t j) noexcept override {
+    std::atomic_ref<std::uint32_t>(layout_.states(b)[j]).notify_one();
   }
   [[nodiscard]] std::string describe() const override {
-    return "host backend: " + std::to_string(blocks_) + " blocks (threads) of 1 thread";
+    return "host backend: " + std::to_string(blocks_) + " blocks (threads) of 1 thread, " +
+           std::to_string(layout_.depth) + " slot(s) each";
   }
 
  private:
+  static bool ready_or_exit(std::uint32_t s) {
+    return s == static_cast<std::uint32_t>(SlotState::ready) ||
+           s == static_cast<std::uint32_t>(SlotState::exit);
+  }
+
+  // The GPU kernel's loop (include/weft/gpu/device.cuh) with one thread: wait until the slot
+  // at the ring position is READY or EXIT, take the run of READY slots from there, run them in
+  // ring order, publish each FINISHED.
   void block_main(std::size_t b) {
-    auto* head = reinterpret_cast<SlotHeader*>(slot(b));
-    unsigned char* payload = slot(b) + kSlotHeaderBytes;
-    // std::atomic_ref here, cuda::atomic_ref<thread_scope_system> in the kernel: the same
-    // acquire/release protocol; the host side needs no CUDA headers.
-    std::atomic_ref<std::uint32_t> state(head->state);
+    std::uint32_t* states = layout_.states(b);
+    const std::size_t depth = layout_.depth;
     void* shared = shared_.data() + b * (shared_bytes_ == 0 ? 1 : shared_bytes_);
     const BlockContext ctx(0, 1, static_cast<int>(b), shared);
+    std::size_t pos = 0;
     for (;;) {
+      // std::atomic_ref here, cuda::atomic_ref<thread_scope_system> in the kernel: the same
+      // acquire/release protocol; the host side needs no CUDA headers.
+      std::atomic_ref<std::uint32_t> head(states[pos]);
       // acquire: pairs with the scheduler's release store of READY/EXIT; the task's type, size
       // and payload written before it are visible.
-      std::uint32_t s = state.load(std::memory_order_acquire);
-      for (int spin = 0; s != static_cast<std::uint32_t>(SlotState::ready) &&
-                         s != static_cast<std::uint32_t>(SlotState::exit) && spin < 256;
-           ++spin) {
+      std::uint32_t s = head.load(std::memory_order_acquire);
+      for (int spin = 0; !ready_or_exit(s) && spin < 256; ++spin) {
         cpu_relax();
-        s = state.load(std::memory_order_acquire);
+        s = head.load(std::memory_order_acquire);
       }
       if (s == static_cast<std::uint32_t>(SlotState::exit)) return;
       if (s != static_cast<std::uint32_t>(SlotState::ready)) {
-        state.wait(s, std::memory_order_acquire);  // idle or finished: sleep until it changes
+        head.wait(s, std::memory_order_acquire);  // idle or finished: sleep until it changes
         continue;
       }
-      TaskStatus status;
-      try {
-        status = dispatch_(head->type, payload, head->payload_size, ctx);
-      } catch (...) {
-        // A host body that throws is the host's analogue of a device trap; the GPU cannot
-        // throw, so the status the task reports is the one a faulting device task gets.
-        status = TaskStatus::device_failed;
+      // The run of READY slots from pos (what the GPU block reads in one pass).
+      std::size_t n = 1;
+      while (n < depth && std::atomic_ref<std::uint32_t>(states[(pos + n) % depth])
+                                  .load(std::memory_order_acquire) ==  // acquire: as above
+                              static_cast<std::uint32_t>(SlotState::ready)) {
+        ++n;
       }
-      head->status = static_cast<std::uint32_t>(status);
-      std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
-      // release: the status and the payload's results are visible to the scheduler's acquire
-      // load of FINISHED. A CAS: a scheduler that gave up on this task (watchdog) and shut
-      // down has stored EXIT meanwhile, which must stay.
-      if (!state.compare_exchange_strong(expected, static_cast<std::uint32_t>(SlotState::finished),
-                                         std::memory_order_release, std::memory_order_relaxed)) {
-        return;  // EXIT
+      for (std::size_t t = 0; t < n; ++t) {
+        const std::size_t j = (pos + t) % depth;
+        auto* header = reinterpret_cast<SlotHeader*>(layout_.slot(b, j));
+        TaskStatus status;
+        try {
+          status = dispatch_(header->type, layout_.slot(b, j) + kSlotHeaderBytes,
+                             header->payload_size, ctx);
+        } catch (...) {
+          // A host body that throws is the host's analogue of a device trap; the GPU cannot
+          // throw, so the status the task reports is the one a faulting device task gets.
+          status = TaskStatus::device_failed;
+        }
+        header->status = static_cast<std::uint32_t>(status);
+        std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
+        // release: the status and the payload's results are visible to the scheduler's acquire
+        // load of FINISHED. A CAS: a scheduler that gave up on this task (watchdog) and shut
+        // down has stored EXIT meanwhile, which must stay.
+        if (!std::atomic_ref<std::uint32_t>(states[j]).compare_exchange_strong(
+                expected, static_cast<std::uint32_t>(SlotState::finished),
+                std::memory_order_release, std::memory_order_relaxed)) {
+          return;  // EXIT
+        }
       }
+      pos = (pos + n) % depth;
     }
   }
 
   std::size_t blocks_;
-  std::size_t stride_;
   std::size_t shared_bytes_;
   HostDispatch dispatch_;
-  unsigned char* memory_;
+  std::size_t bytes_;
+  RingLayout layout_;
   std::vector<unsigned char> shared_;
   std::vector<std::thread> threads_;
 };
 
 }  // namespace
 
-std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t payload_capacity,
+std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t depth,
+                                               std::size_t payload_capacity,
                                                std::size_t shared_bytes, HostDispatch dispatch) {
-  return std::make_unique<HostBlocks>(blocks, payload_capacity, shared_bytes, dispatch);
+  return std::make_unique<HostBlocks>(blocks, depth, payload_capacity, shared_bytes, dispatch);
 }
 
 const char* to_string(SlotState s) noexcept {

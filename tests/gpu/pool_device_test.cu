@@ -171,6 +171,38 @@ TEST(GpuPool, DeliversAMillionTasksExactlyOnceFromEightPushers) {
   for (std::uint64_t t = 0; t < total; ++t) ASSERT_EQ(seen[t].load(), 1) << "tag " << t;
 }
 
+TEST(GpuPool, EveryRingDepthDeliversExactlyOnceWithItsOwnResults) {
+  REQUIRE_GPU();
+  for (std::size_t depth : {1, 2, 7, 32}) {
+    PoolOptions o = device_options();
+    o.ring_depth = depth;
+    o.blocks_per_sm = 1;  // few blocks, a long backlog: rings fill and blocks take runs
+    GpuPool pool(o);
+    ASSERT_EQ(pool.ring_depth(), depth);
+    const std::uint32_t n = 20'000;
+    std::vector<GpuPool::Record> batch;
+    for (std::uint32_t k = 0; k < n; ++k) batch.push_back(GpuPool::Record::make<Double>({k, 0}, k));
+    pool.push_batch(batch, 0);
+    std::vector<int> seen(n, 0);
+    std::size_t wrong = 0;
+    std::vector<GpuPool::Record> got(512);
+    for (std::uint32_t done = 0; done < n;) {
+      const std::size_t k = pool.pop_batch(got, 0);
+      for (std::size_t i = 0; i < k; ++i) {
+        const auto& r = got[i];
+        if (!r.ok() || r.tag >= n || r.as<Double>().result != 2 * r.tag) {
+          ++wrong;
+          continue;
+        }
+        ++seen[r.tag];
+      }
+      done += static_cast<std::uint32_t>(k);
+    }
+    EXPECT_EQ(wrong, 0u) << "depth " << depth;
+    for (std::uint32_t k = 0; k < n; ++k) ASSERT_EQ(seen[k], 1) << "depth " << depth << " tag " << k;
+  }
+}
+
 TEST(GpuPool, TasksComputeOnDeviceMemory) {
   REQUIRE_GPU();
   constexpr int kN = 1 << 16, kTasks = 64;
@@ -229,10 +261,10 @@ TEST(GpuPool, UnknownTypesAndWrongSizesComeBackWithAStatus) {
 TEST(GpuPool, EveryGpuServesTasks) {
   REQUIRE_GPU();
   GpuPool pool(device_options());
-  std::printf("pool: %s, %zu slots\n", pool.describe().c_str(), pool.num_slots());
+  std::printf("pool: %s, %zu blocks\n", pool.describe().c_str(), pool.num_blocks());
   // One batch (one lock): the scheduler's first round finds every slot free and n tasks
   // queued, so it loads every slot, and each resident block runs at least one task.
-  const std::size_t n = pool.num_slots() * 20;
+  const std::size_t n = pool.num_blocks() * 20;
   std::vector<GpuPool::Record> batch;
   for (std::size_t k = 0; k < n; ++k) batch.push_back(GpuPool::Record::make<WhereAmI>({-1, 0}, k));
   pool.push_batch(batch, 0);
@@ -242,14 +274,14 @@ TEST(GpuPool, EveryGpuServesTasks) {
     ASSERT_TRUE(r.ok());
     const auto p = r.as<WhereAmI>();
     ASSERT_GE(p.block, 0);
-    ASSERT_LT(static_cast<std::size_t>(p.block), pool.num_slots());
+    ASSERT_LT(static_cast<std::size_t>(p.block), pool.num_blocks());
     EXPECT_EQ(p.threads, 128);
     blocks.insert(p.block);
   }
-  EXPECT_EQ(blocks.size(), pool.num_slots());
+  EXPECT_EQ(blocks.size(), pool.num_blocks());
   if (usable_gpus() > 1) {
     const int first_of_last_gpu =
-        static_cast<int>(pool.num_slots()) - static_cast<int>(pool.num_slots() / usable_gpus());
+        static_cast<int>(pool.num_blocks()) - static_cast<int>(pool.num_blocks() / usable_gpus());
     EXPECT_GE(*blocks.rbegin(), first_of_last_gpu) << "the last GPU ran nothing";
     EXPECT_LT(*blocks.begin(), first_of_last_gpu) << "the first GPU ran nothing";
   }
@@ -272,6 +304,9 @@ TEST(GpuPool, BadDeviceOptionsAreRejected) {
   o = device_options();
   o.program = device_program<Types, 128>();  // made for another capacity
   EXPECT_THROW(GpuPool{o}, InvalidArgument);
+  o = device_options();
+  o.ring_depth = 33;
+  EXPECT_THROW(GpuPool{o}, InvalidArgument);
 }
 
 TEST(GpuPool, AnIdlePoolStopsPollingHostMemoryAndWakesForWork) {
@@ -288,7 +323,7 @@ TEST(GpuPool, AnIdlePoolStopsPollingHostMemoryAndWakesForWork) {
   // Deep idle: only the watcher reads host memory (one read per ~1-2 us). Warm polling by
   // every block would be ~2000 blocks x one read per ~3 us: 10^8 reads in 200 ms.
   std::printf("host reads in 200 ms of idle: %llu (%zu blocks)\n",
-              static_cast<unsigned long long>(idle_polls), pool.num_slots());
+              static_cast<unsigned long long>(idle_polls), pool.num_blocks());
   EXPECT_LT(idle_polls, 400'000u);
   EXPECT_GT(idle_polls, 0u) << "the watcher polls the doorbell";
   // Work wakes every block: a single task, then a batch that needs them all.
@@ -297,7 +332,7 @@ TEST(GpuPool, AnIdlePoolStopsPollingHostMemoryAndWakesForWork) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.as<Double>().result, 4u);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  const std::size_t n = pool.num_slots() * 4;
+  const std::size_t n = pool.num_blocks() * 4;
   std::vector<GpuPool::Record> batch;
   for (std::size_t k = 0; k < n; ++k) batch.push_back(GpuPool::Record::make<WhereAmI>({-1, 0}, k));
   pool.push_batch(batch, 0);
@@ -307,7 +342,7 @@ TEST(GpuPool, AnIdlePoolStopsPollingHostMemoryAndWakesForWork) {
     ASSERT_TRUE(d.ok());
     blocks.insert(d.as<WhereAmI>().block);
   }
-  EXPECT_GT(blocks.size(), pool.num_slots() / 2) << "deep-idle blocks woke for the batch";
+  EXPECT_GT(blocks.size(), pool.num_blocks() / 2) << "deep-idle blocks woke for the batch";
 }
 
 TEST(GpuPool, WatchdogTimesOutAStuckTaskAndShutdownDoesNotHang) {

@@ -113,11 +113,15 @@ TEST(Pool, RunsATaskAndReturnsItsResult) {
   EXPECT_EQ(pool.unfinished(0), 0u);
 }
 
-TEST(Pool, DeliversEveryTaskExactlyOnceFromManyPushers) {
+// 10^6 tasks (at scale 1) of three payload sizes over random output queues from 8 pushers,
+// popped by one consumer per queue: each comes back once, with its own result.
+void deliver_every_task_exactly_once(std::size_t ring_depth) {
   const auto per_pusher = static_cast<std::uint64_t>(125'000 * stress_scale()) + 100;
   constexpr int kPushers = 8;
   constexpr std::size_t kQueues = 4;
-  TestPool pool(PoolOptions{.host_blocks = 4, .output_queues = kQueues});
+  TestPool pool(
+      PoolOptions{.host_blocks = 4, .output_queues = kQueues, .ring_depth = ring_depth});
+  ASSERT_EQ(pool.ring_depth(), ring_depth);
   const std::uint64_t total = per_pusher * kPushers;
   std::vector<std::atomic<std::uint8_t>> seen(total);
   std::atomic<std::uint64_t> wrong{0};
@@ -189,6 +193,11 @@ TEST(Pool, DeliversEveryTaskExactlyOnceFromManyPushers) {
   for (std::uint64_t t = 0; t < total; ++t) ASSERT_EQ(seen[t].load(), 1) << "tag " << t;
 }
 
+TEST(Pool, DeliversEveryTaskExactlyOnceFromManyPushers) { deliver_every_task_exactly_once(1); }
+TEST(Pool, DeliversEveryTaskExactlyOnceFromManyPushersThroughRingsOfFour) {
+  deliver_every_task_exactly_once(4);
+}
+
 TEST(Pool, PriorityQueueRunsHigherPrioritiesFirst) {
   TestPool pool(PoolOptions{.host_blocks = 1, .input_order = QueueOrder::priority});
   g_gate_open = false;
@@ -206,9 +215,54 @@ TEST(Pool, PriorityQueueRunsHigherPrioritiesFirst) {
 }
 
 TEST(Pool, FifoQueueKeepsPushOrderOnOneBlock) {
-  TestPool pool(PoolOptions{.host_blocks = 1});
-  for (std::uint32_t k = 0; k < 1000; ++k) pool.push<Small>({k, 0}, 0, k);
-  for (std::uint64_t k = 0; k < 1000; ++k) EXPECT_EQ(pool.pop(0).tag, k);
+  for (std::size_t depth : {1, 4, 32}) {
+    TestPool pool(PoolOptions{.host_blocks = 1, .ring_depth = depth});
+    for (std::uint32_t k = 0; k < 1000; ++k) pool.push<Small>({k, 0}, 0, k);
+    for (std::uint64_t k = 0; k < 1000; ++k) EXPECT_EQ(pool.pop(0).tag, k) << "depth " << depth;
+  }
+}
+
+// Polls queue `out` for up to `limit`; whether a record came.
+bool pop_within(TestPool& pool, TestPool::Record& r, std::chrono::milliseconds limit,
+                std::size_t out = 0) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (pool.try_pop(r, out)) return true;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return false;
+}
+
+TEST(Pool, RingsSpreadTasksOverIdleBlocksBeforeQueueingBehindOne) {
+  TestPool pool(PoolOptions{.host_blocks = 2, .ring_depth = 4});
+  g_gate_open = false;
+  pool.push<Gate>({0}, 0, /*tag=*/1);
+  // The second task must go to the idle block, not into the gate's ring behind it.
+  pool.push<Small>({5, 0}, 0, /*tag=*/2);
+  TestPool::Record r;
+  const bool came = pop_within(pool, r, std::chrono::seconds(5));
+  g_gate_open = true;
+  ASSERT_TRUE(came) << "the task waited behind the gate although a block was idle";
+  EXPECT_EQ(r.tag, 2u);
+  EXPECT_EQ(r.as<Small>().result, 10u);
+  EXPECT_EQ(pool.pop(0).tag, 1u);
+}
+
+TEST(Pool, ARingRunsItsTasksInOrderAndATaskBehindALongOneWaitsForIt) {
+  TestPool pool(PoolOptions{.host_blocks = 1, .ring_depth = 4});
+  g_gate_open = false;
+  pool.push<Gate>({0}, 0, /*tag=*/100);
+  for (std::uint32_t k = 0; k < 3; ++k) pool.push<Small>({k, 0}, 0, k);
+  TestPool::Record r;
+  EXPECT_FALSE(pop_within(pool, r, std::chrono::milliseconds(50)))
+      << "a task behind the gate in the same ring finished first (tag " << r.tag << ")";
+  g_gate_open = true;
+  EXPECT_EQ(pool.pop(0).tag, 100u);
+  for (std::uint64_t k = 0; k < 3; ++k) {
+    r = pool.pop(0);
+    EXPECT_EQ(r.tag, k);
+    EXPECT_EQ(r.as<Small>().result, 2 * k);
+  }
 }
 
 TEST(Pool, SeveralConsumersShareOneQueue) {
@@ -331,7 +385,8 @@ TEST(Pool, PopBatchTakesSeveral) {
 }
 
 TEST(Pool, SeveralSchedulerLanesDeliverEveryTaskExactlyOnce) {
-  TestPool pool(PoolOptions{.host_blocks = 6, .output_queues = 2, .scheduler_lanes = 3});
+  TestPool pool(PoolOptions{
+      .host_blocks = 6, .output_queues = 2, .scheduler_lanes = 3, .ring_depth = 3});
   ASSERT_EQ(pool.num_lanes(), 3u);
   const auto n = static_cast<std::uint32_t>(20'000 * stress_scale()) + 100;
   std::vector<TestPool::Record> batch;
@@ -384,6 +439,30 @@ TEST(Pool, WatchdogTimesOutALongTaskAndReusesItsSlotWhenItEnds) {
   EXPECT_FALSE(pool.try_pop(extra, 0));
 }
 
+TEST(Pool, WatchdogTimesOutATaskQueuedBehindALostOneInItsRing) {
+  TestPool pool(PoolOptions{
+      .host_blocks = 1, .task_deadline = std::chrono::milliseconds(20), .ring_depth = 2});
+  pool.push<Sleep>({200'000}, 0, 1);  // 200 ms
+  pool.push<Small>({3, 0}, 0, 2);      // loaded behind it: cannot run before it ends
+  TestPool::Record a = pool.pop(0), b = pool.pop(0);
+  EXPECT_EQ(a.tag, 1u);
+  EXPECT_EQ(a.status, TaskStatus::timed_out);
+  EXPECT_EQ(b.tag, 2u);
+  EXPECT_EQ(b.status, TaskStatus::timed_out);
+  // No new task goes into a ring with a lost slot; once the sleeper ends, both slots come back
+  // (the late results are dropped) and the ring serves again.
+  pool.push<Small>({4, 0}, 0, 3);
+  TestPool::Record c = pool.pop(0);
+  EXPECT_EQ(c.tag, 3u);
+  EXPECT_TRUE(c.ok());
+  EXPECT_EQ(c.as<Small>().result, 8u);
+  EXPECT_EQ(pool.stats().slots_lost, 0u);
+  EXPECT_EQ(pool.stats().timed_out, 2u);
+  EXPECT_EQ(pool.stats().completed, 3u);
+  TestPool::Record extra;
+  EXPECT_FALSE(pool.try_pop(extra, 0));
+}
+
 TEST(Pool, ShutdownWithATaskThatNeverEndsAbandonsItsBlockWithoutHanging) {
   // The flag outlives the pool: the abandoned block thread reads it after the pool is gone.
   static std::atomic<bool> release{false};
@@ -413,6 +492,7 @@ TEST(Pool, BadSchedulerOptionsAreRejected) {
                InvalidArgument);
   EXPECT_THROW(TestPool(PoolOptions{.task_deadline = std::chrono::microseconds(-1)}),
                InvalidArgument);
+  EXPECT_THROW(TestPool(PoolOptions{.ring_depth = 33}), InvalidArgument);
   // More lanes than slots: clamped, every lane has at least one slot.
   TestPool pool(PoolOptions{.host_blocks = 2, .scheduler_lanes = 8});
   EXPECT_EQ(pool.num_lanes(), 2u);

@@ -5,13 +5,14 @@
 //   #include <weft/gpu/device.cuh>
 //   weft::gpu::DeviceProgram my_program() { return weft::gpu::device_program<MyTasks, 64>(); }
 //
-// Each block serves one slot in pinned host-mapped memory until it reads EXIT. Thread 0 polls
-// the slot's state word with system-scope acquire loads, backing off with __nanosleep; a block
-// idle for a while stops reading host memory and sleeps on a per-GPU epoch in device memory,
-// which one watcher block moves when the scheduler rings the host doorbell (docs/gpu.md,
-// "Idle"). The block copies the payload into shared memory in 16-byte words, runs the task
-// with all its threads, copies the results back, and thread 0 publishes FINISHED with a
-// system-scope release CAS.
+// Each block serves a ring of slots in pinned host-mapped memory until it reads EXIT. Warp 0
+// polls the ring's control line (the slots' state words) with system-scope acquire loads,
+// backing off with __nanosleep; a block idle for a while stops reading host memory and sleeps
+// on a per-GPU epoch in device memory, which one watcher block moves when the scheduler rings
+// the host doorbell (docs/gpu.md, "Idle"). The block copies the run of READY slots into shared
+// memory in one pass of 16-byte words, runs the tasks in ring order with all its threads,
+// copies each one's results back, and thread 0 publishes its FINISHED with a system-scope
+// release store.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -121,25 +122,43 @@ __device__ inline std::uint32_t deep_idle(
   }
 }
 
-// Thread 0: waits until the slot is READY or EXIT. Warm idle first (poll the slot, doubling
-// the back-off up to kMaxPollBackoffNs), deep idle after warm_idle_ns.
-// The first back-off after a task: the scheduler needs about this long to collect the slot and
-// load the next task, and polling sooner only takes the line away from the CPU's cache while
-// it writes it.
+// The first back-off after a batch of tasks: the scheduler needs about this long to collect the
+// slots and load the next tasks, and polling sooner only takes the line away from the CPU's
+// cache while it writes it.
 inline constexpr unsigned kFirstBackoffAfterTaskNs = 512;
 
-__device__ inline std::uint32_t wait_for_slot(
-    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>& state, const ResidentArgs& a,
-    unsigned long long& polls, unsigned first_backoff) {
+// Warp 0: waits until the slot at ring position `pos` is READY or EXIT, and returns the
+// states of the ring from `pos` on (lane t: slot (pos + t) % depth; lanes past the depth read
+// nothing). One poll is one coalesced read of the ring's control line. Warm idle first
+// (doubling the back-off up to kMaxPollBackoffNs), deep idle (thread 0) after warm_idle_ns.
+__device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth, unsigned pos,
+                                          const ResidentArgs& a, unsigned long long& polls,
+                                          unsigned first_backoff) {
+  const unsigned lane = threadIdx.x;  // warp 0
   unsigned backoff = first_backoff;
-  const unsigned long long since = global_ns();
+  unsigned long long since = global_ns();
   for (;;) {
-    // acquire, system scope: pairs with the scheduler's release store of READY (or EXIT);
-    // the type, size and payload it wrote before are visible after it.
-    const std::uint32_t s = state.load(cuda::memory_order_acquire);
-    ++polls;
-    if (is_ready_or_exit(s)) return s;
-    if (global_ns() - since >= a.warm_idle_ns) return deep_idle(state, a, polls);
+    std::uint32_t s = static_cast<std::uint32_t>(SlotState::idle);
+    if (lane < depth) {
+      // acquire, system scope: pairs with the scheduler's release store of READY (or EXIT);
+      // the type, size and payload it wrote before are visible to this lane after it, and to
+      // every thread of the block after the barrier that follows.
+      s = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(states[(pos + lane) % depth])
+              .load(cuda::memory_order_acquire);
+    }
+    if (lane == 0) ++polls;  // the warp's loads share one line: one read of host memory
+    const std::uint32_t first = __shfl_sync(0xFFFFFFFFu, s, 0);
+    if (is_ready_or_exit(first)) return s;
+    if (global_ns() - since >= a.warm_idle_ns) {
+      if (lane == 0) {
+        cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> head(states[pos]);
+        (void)deep_idle(head, a, polls);
+      }
+      __syncwarp();
+      since = global_ns();
+      backoff = 32;
+      continue;  // read the whole line again
+    }
     __nanosleep(backoff);
     backoff = backoff < kMaxPollBackoffNs ? backoff * 2 : kMaxPollBackoffNs;
   }
@@ -147,80 +166,97 @@ __device__ inline std::uint32_t wait_for_slot(
 
 template <class Types, std::size_t Capacity>
 __global__ void resident_kernel(ResidentArgs a) {
-  // The payload area is a whole number of 16-byte words: copies move uint4s (one PCIe request
-  // per 16 bytes, not per byte); bytes past the payload size are copied but never read.
+  // A payload is a whole number of 16-byte words: copies move uint4s (one PCIe request per
+  // 16 bytes, not per byte); bytes past the payload size are copied but never read.
   constexpr std::uint32_t kWords = (Capacity + 15) / 16;
+  constexpr std::uint32_t kSlotWords = 1 + kWords;  // the header, then the payload
+  const unsigned depth = a.ring_depth;
   extern __shared__ __align__(16) unsigned char shared[];
-  auto* payload = reinterpret_cast<uint4*>(shared);   // kWords words
-  unsigned char* task_shared = shared + kWords * 16;  // the type's own space
-  __shared__ std::uint32_t s_state, s_type, s_size;
+  auto* payloads = reinterpret_cast<uint4*>(shared);          // depth x kWords words
+  unsigned char* task_shared = shared + depth * kWords * 16;  // the types' own space
+  __shared__ std::uint32_t s_count, s_exit;
+  __shared__ std::uint32_t s_type[kMaxRingDepth], s_size[kMaxRingDepth];
 
-  const int slot_index = a.first_slot + static_cast<int>(blockIdx.x);
-  unsigned char* slot =
-      static_cast<unsigned char*>(a.slots) + static_cast<std::size_t>(slot_index) * a.stride;
-  auto* head = reinterpret_cast<SlotHeader*>(slot);
-  auto* words = reinterpret_cast<uint4*>(slot + kSlotHeaderBytes);  // words[-1]: the header
-  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(head->state);
+  const int block = a.first_block + static_cast<int>(blockIdx.x);
+  unsigned char* ring =
+      static_cast<unsigned char*>(a.rings) + static_cast<std::size_t>(block) * a.ring_stride;
+  auto* states = reinterpret_cast<std::uint32_t*>(ring);
+  auto slot = [&](unsigned j) { return ring + kRingControlBytes + j * a.slot_stride; };
   unsigned long long polls = 0;
+  unsigned pos = 0;  // the ring slot this block runs next
 
   for (;;) {
-    if (threadIdx.x == 0) {
-      if (polls != 0) __nanosleep(kFirstBackoffAfterTaskNs);  // after a task (see above)
-      s_state = wait_for_slot(state, a, polls, polls == 0 ? 32 : 256);
-      a.polls[blockIdx.x] = polls;  // plain store: only this thread writes it; read at the end
+    if (threadIdx.x < 32) {
+      if (polls != 0) __nanosleep(kFirstBackoffAfterTaskNs);  // after a batch (see above)
+      const std::uint32_t s = poll_ring(states, depth, pos, a, polls, polls == 0 ? 32 : 256);
+      // The run of READY slots from pos (lanes past the depth are not READY).
+      const unsigned ready =
+          __ballot_sync(0xFFFFFFFFu, s == static_cast<std::uint32_t>(SlotState::ready));
+      if (threadIdx.x == 0) {
+        s_count = ~ready == 0u ? 32u : static_cast<unsigned>(__ffs(~ready)) - 1u;
+        s_exit = s == static_cast<std::uint32_t>(SlotState::exit) ? 1u : 0u;
+        a.polls[blockIdx.x] = polls;  // plain store: only this thread writes it; read at the end
+      }
     }
-    // Thread 0's acquire load, then this barrier: every thread's reads below see what the
+    // Warp 0's acquire loads, then this barrier: every thread's reads below see what the
     // scheduler wrote before READY.
     __syncthreads();
-    if (s_state == static_cast<std::uint32_t>(SlotState::exit)) return;
+    if (s_exit != 0u) return;
+    const unsigned count = s_count;
 
-    // Header and the whole payload area in one coalesced pass (one round trip over PCIe
-    // instead of one for the header and one for the payload); word 0 is the header.
-    for (std::uint32_t i = threadIdx.x; i < kWords + 1; i += blockDim.x) {
-      const uint4 w = words[static_cast<int>(i) - 1];
-      if (i == 0) {
-        s_type = w.y;  // SlotHeader: state, type, payload_size, status
-        s_size = w.z;
+    // Headers and payloads of the whole run in one coalesced pass (one round trip over PCIe).
+    for (unsigned i = threadIdx.x; i < count * kSlotWords; i += blockDim.x) {
+      const unsigned t = i / kSlotWords, w = i % kSlotWords;
+      const uint4 word = reinterpret_cast<const uint4*>(slot((pos + t) % depth))[w];
+      if (w == 0) {
+        s_type[t] = word.x;  // SlotHeader: type, payload_size, status, reserved
+        s_size[t] = word.y;
       } else {
-        payload[i - 1] = w;
+        payloads[t * kWords + w - 1] = word;
       }
     }
     __syncthreads();
 
-    const bool size_ok = s_size <= Capacity;
-    const std::uint32_t n = size_ok ? (s_size + 15) / 16 : 0;
-    const BlockContext ctx(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), slot_index,
-                           task_shared);
-    const TaskStatus status =
-        size_ok ? Types::dispatch(s_type, shared, s_size, ctx) : TaskStatus::bad_payload_size;
-    __syncthreads();
-
-    for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) words[i] = payload[i];
-    // The result words and the task's global-memory writes of every thread happen before
-    // thread 0's release (this barrier), and a system-scope release is cumulative: the
-    // scheduler that acquires FINISHED sees all of them.
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      head->status = static_cast<std::uint32_t>(status);
-      if (a.watchdog) {
-        std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
-        // release, system scope: pairs with the scheduler's acquire load of FINISHED. A CAS
-        // (a round trip over PCIe) only with a watchdog: a scheduler that gave up on this task
-        // and shut down has stored EXIT meanwhile, and EXIT must stay.
-        if (!state.compare_exchange_strong(
-                expected, static_cast<std::uint32_t>(SlotState::finished),
-                cuda::memory_order_release, cuda::memory_order_relaxed)) {
-          s_state = expected;
+    for (unsigned t = 0; t < count; ++t) {
+      const unsigned j = (pos + t) % depth;
+      uint4* mine = payloads + t * kWords;
+      const bool size_ok = s_size[t] <= Capacity;
+      const BlockContext ctx(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), block,
+                             task_shared);
+      const TaskStatus status = size_ok ? Types::dispatch(s_type[t], mine, s_size[t], ctx)
+                                        : TaskStatus::bad_payload_size;
+      __syncthreads();
+      const std::uint32_t n = size_ok ? (s_size[t] + 15) / 16 : 0;
+      auto* out = reinterpret_cast<uint4*>(slot(j) + kSlotHeaderBytes);
+      for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = mine[i];
+      // The result words and the task's global-memory writes of every thread happen before
+      // thread 0's release (this barrier), and a system-scope release is cumulative: the
+      // scheduler that acquires FINISHED sees all of them.
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        reinterpret_cast<SlotHeader*>(slot(j))->status = static_cast<std::uint32_t>(status);
+        cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(states[j]);
+        if (a.watchdog) {
+          std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
+          // release, system scope: pairs with the scheduler's acquire load of FINISHED. A CAS
+          // (a round trip over PCIe) only with a watchdog: a scheduler that gave up on this
+          // task and shut down has stored EXIT meanwhile, and EXIT must stay.
+          if (!state.compare_exchange_strong(expected,
+                                             static_cast<std::uint32_t>(SlotState::finished),
+                                             cuda::memory_order_release, cuda::memory_order_relaxed)) {
+            s_exit = 1u;
+          }
+        } else {
+          // release, system scope: pairs with the scheduler's acquire load of FINISHED. A
+          // posted write: the block goes on without waiting for it.
+          state.store(static_cast<std::uint32_t>(SlotState::finished), cuda::memory_order_release);
         }
-      } else {
-        // release, system scope: pairs with the scheduler's acquire load of FINISHED. A posted
-        // write: the block goes on without waiting for it.
-        state.store(static_cast<std::uint32_t>(SlotState::finished), cuda::memory_order_release);
       }
+      __syncthreads();
+      if (s_exit != 0u) return;
     }
-    __syncthreads();
-    if (s_state == static_cast<std::uint32_t>(SlotState::exit)) return;
-    __syncthreads();  // s_state/s_type are rewritten by thread 0 in the next round
+    pos = (pos + count) % depth;
+    __syncthreads();  // s_count, s_type and s_size are rewritten in the next round
   }
 }
 
@@ -254,7 +290,8 @@ DeviceProgram device_program() {
   p.launch = &detail::launch_resident<Types, Capacity>;
   p.max_blocks_per_sm = &detail::resident_occupancy<Types, Capacity>;
   p.payload_capacity = Capacity;
-  p.shared_bytes = ((Capacity + 15) / 16) * 16 + Types::kSharedBytes;
+  p.payload_shared_bytes = ((Capacity + 15) / 16) * 16;
+  p.task_shared_bytes = Types::kSharedBytes;
   p.idle_bytes = sizeof(detail::DeviceIdle);
   return p;
 }

@@ -9,9 +9,11 @@ namespace weft::gpu {
 
 /// Everything the resident kernel of one GPU gets (addresses are device addresses).
 struct ResidentArgs {
-  void* slots = nullptr;                // the pool's slot array (pinned host memory, mapped)
-  std::size_t stride = 0;               // bytes between slots
-  int first_slot = 0;                   // this GPU serves slots [first_slot, first_slot + blocks)
+  void* rings = nullptr;                // the pool's rings (pinned host memory, mapped)
+  std::size_t ring_stride = 0;          // bytes between blocks' rings
+  std::size_t slot_stride = 0;          // bytes between the slots of a ring
+  unsigned ring_depth = 1;              // slots per block (1..kMaxRingDepth)
+  int first_block = 0;                  // this GPU serves rings [first_block, first_block + blocks)
   std::uint32_t* doorbell = nullptr;    // host word the scheduler bumps after loading slots
   void* idle = nullptr;                 // this GPU's DeviceIdle (device memory, zeroed, watcher -1)
   unsigned long long* polls = nullptr;  // per block: reads of host memory (device memory)
@@ -21,8 +23,8 @@ struct ResidentArgs {
 
 /// Made by weft::gpu::device_program<Types, Capacity>() in a .cu file (weft/gpu/device.cuh).
 struct DeviceProgram {
-  /// Launches the resident kernel: `blocks` blocks of `threads` threads serving slots
-  /// [args.first_slot, args.first_slot + blocks). `stream` is a cudaStream_t. Returns a
+  /// Launches the resident kernel: `blocks` blocks of `threads` threads serving rings
+  /// [args.first_block, args.first_block + blocks). `stream` is a cudaStream_t. Returns a
   /// cudaError_t (0 = success).
   int (*launch)(const ResidentArgs& args, int blocks, int threads, std::size_t shared_bytes,
                 void* stream) = nullptr;
@@ -30,7 +32,12 @@ struct DeviceProgram {
   /// on the current device; returns a cudaError_t, the count in *blocks.
   int (*max_blocks_per_sm)(int threads, std::size_t shared_bytes, int* blocks) = nullptr;
   std::size_t payload_capacity = 0;  // must equal the pool's Capacity
-  std::size_t shared_bytes = 0;      // dynamic shared memory the kernel needs per block
+  std::size_t payload_shared_bytes = 0;  // dynamic shared memory per ring slot (a payload copy)
+  std::size_t task_shared_bytes = 0;     // dynamic shared memory the task types ask for
+  /// Dynamic shared memory per block for a ring of `depth` slots.
+  [[nodiscard]] std::size_t shared_bytes(std::size_t depth) const noexcept {
+    return depth * payload_shared_bytes + task_shared_bytes;
+  }
   std::size_t idle_bytes = 0;        // device memory per GPU for ResidentArgs::idle
   [[nodiscard]] bool valid() const noexcept { return launch != nullptr; }
 };

@@ -45,7 +45,7 @@ struct PoolOptions {
   int blocks_per_sm = 0;
   /// Device backend: threads per block (a multiple of 32).
   int threads_per_block = 128;
-  /// Host backend: number of emulated blocks (threads), each with one slot.
+  /// Host backend: number of emulated blocks (threads).
   std::size_t host_blocks = 4;
   /// Output queues tasks can be sent to (indices 0 .. output_queues-1).
   std::size_t output_queues = 1;
@@ -67,6 +67,12 @@ struct PoolOptions {
   /// Device backend: a block idle this long stops polling its slot over PCIe and sleeps in
   /// deep idle (woken through the doorbell).
   std::chrono::microseconds warm_idle{100};
+  /// Slots per block, 1..32 (0: 4 on the device backend, 1 on the host backend). A block reads
+  /// every task waiting in its ring in one pass and runs them in order, so a deeper ring moves
+  /// more tasks per read of host memory and keeps a block busy between tasks; but a task
+  /// queued behind a long one waits for it (the scheduler queues a second task in a ring only
+  /// when no block of its lane has a free ring). docs/gpu.md "Rings".
+  std::size_t ring_depth = 0;
 };
 
 template <class Types, std::size_t Capacity = 64>
@@ -136,7 +142,11 @@ class Pool {
   /// Waits until every task pushed so far has been delivered (to a queue, future or callback).
   void synchronize() { core_.synchronize(); }
 
+  /// Slots of all blocks (num_blocks() x ring_depth()).
   [[nodiscard]] std::size_t num_slots() const { return core_.num_slots(); }
+  /// Resident blocks (GPU blocks, or host threads on the host backend).
+  [[nodiscard]] std::size_t num_blocks() const { return core_.num_blocks(); }
+  [[nodiscard]] std::size_t ring_depth() const { return core_.ring_depth(); }
   [[nodiscard]] std::string describe() const { return core_.describe(); }
   [[nodiscard]] PoolStats stats() const { return core_.stats(); }
   /// Scheduler threads serving the slots.
@@ -171,19 +181,26 @@ class Pool {
     return c;
   }
   static std::unique_ptr<detail::BlockRuntime> make_blocks(const PoolOptions& o) {
+    if (o.ring_depth > detail::kMaxRingDepth) {
+      throw InvalidArgument("weft::gpu::PoolOptions::ring_depth must be in [0, 32] (got " +
+                            std::to_string(o.ring_depth) + ")");
+    }
     if (o.backend == Backend::device) {
+      const std::size_t depth = o.ring_depth != 0 ? o.ring_depth : 4;
       if (o.warm_idle.count() < 0) {
         throw InvalidArgument("weft::gpu::PoolOptions::warm_idle must be >= 0 (got " +
                               std::to_string(o.warm_idle.count()) + " us)");
       }
       return detail::make_device_blocks(o.program, o.devices, o.blocks_per_sm, o.threads_per_block,
-                                        Capacity, o.warm_idle, o.task_deadline.count() > 0);
+                                        depth, Capacity, o.warm_idle,
+                                        o.task_deadline.count() > 0);
     }
     if (o.host_blocks == 0 || o.host_blocks > 4096) {
       throw InvalidArgument("weft::gpu::PoolOptions::host_blocks must be in [1, 4096] (got " +
                             std::to_string(o.host_blocks) + ")");
     }
-    return detail::make_host_blocks(o.host_blocks, Capacity, Types::kSharedBytes, &host_dispatch);
+    return detail::make_host_blocks(o.host_blocks, o.ring_depth != 0 ? o.ring_depth : 1, Capacity,
+                                    Types::kSharedBytes, &host_dispatch);
   }
 
   detail::PoolCore<Capacity> core_;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "weft/gpu/detail/slot.hpp"
 #include "weft/gpu/device_program.hpp"
 #include "weft/gpu/task.hpp"
 
@@ -17,17 +18,23 @@ namespace weft::gpu::detail {
 class BlockRuntime {
  public:
   virtual ~BlockRuntime() = default;
-  /// Host address of slot i (pinned and mapped for the GPU backend). Valid until destruction.
-  virtual unsigned char* slot(std::size_t i) noexcept = 0;
-  [[nodiscard]] virtual std::size_t num_slots() const noexcept = 0;
+  /// Where the blocks' rings are (host addresses: pinned and mapped for the GPU backend).
+  /// Valid until destruction.
+  [[nodiscard]] virtual RingLayout rings() const noexcept = 0;
+  /// Resident blocks (each with rings().depth slots).
+  [[nodiscard]] virtual std::size_t num_blocks() const noexcept = 0;
   /// Starts the blocks (launches the resident kernels / starts the threads).
   virtual void start() = 0;
   /// After every slot was set to EXIT: waits for the blocks to return.
   virtual void join() = 0;
   /// Empty while the blocks are healthy; else what failed (a kernel that trapped or faulted).
   virtual std::string failure() = 0;
-  /// A hint that slot i became READY or EXIT (the host backend wakes the block's thread).
-  virtual void wake(std::size_t i) noexcept { (void)i; }
+  /// A hint that slot j of block b became READY or EXIT (the host backend wakes the block's
+  /// thread).
+  virtual void wake(std::size_t b, std::size_t j) noexcept {
+    (void)b;
+    (void)j;
+  }
   /// After a lane loaded a batch of slots (READY or EXIT): the device backend rings the
   /// doorbell that wakes blocks in deep idle.
   virtual void after_loads() noexcept {}
@@ -46,20 +53,23 @@ class BlockRuntime {
 using HostDispatch = TaskStatus (*)(std::uint32_t type, void* payload, std::uint32_t size,
                                     const BlockContext& block);
 
-/// The CPU path: `blocks` host threads, one slot each, running task bodies with a block of one
-/// thread. Same slot protocol and memory orders as the GPU.
-std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t payload_capacity,
+/// The CPU path: `blocks` host threads, each with a ring of `depth` slots, running task bodies
+/// with a block of one thread. Same slot protocol and memory orders as the GPU.
+std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t depth,
+                                               std::size_t payload_capacity,
                                                std::size_t shared_bytes, HostDispatch dispatch);
 
 /// The GPU path: one resident kernel per device in `devices` (empty: every visible GPU), with
-/// blocks_per_sm blocks per SM (0: as many as occupancy allows) of `threads` threads, serving
-/// slots in pinned host-mapped memory; a block idle for `warm_idle` stops polling its slot and
+/// blocks_per_sm blocks per SM (0: as many as occupancy allows) of `threads` threads, each
+/// serving a ring of `depth` slots in pinned host-mapped memory; a block idle for `warm_idle`
+/// stops polling its ring and
 /// waits in deep idle; `watchdog`: the pool may give up on tasks (blocks finish by CAS). Throws
 /// weft::InvalidArgument for a program that does not match, weft::CudaError when a CUDA call fails
 /// (no GPU, no driver), and, in a build without CUDA, weft::InvalidArgument saying so.
 std::unique_ptr<BlockRuntime> make_device_blocks(const DeviceProgram& program,
                                                  const std::vector<int>& devices, int blocks_per_sm,
-                                                 int threads, std::size_t payload_capacity,
+                                                 int threads, std::size_t depth,
+                                                 std::size_t payload_capacity,
                                                  std::chrono::nanoseconds warm_idle, bool watchdog);
 
 }  // namespace weft::gpu::detail

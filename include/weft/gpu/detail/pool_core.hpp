@@ -2,10 +2,11 @@
 // slot bookkeeping, watchdog and output queues (seed 000 §3.2). Independent of where blocks
 // run.
 //
-// The slots are split into contiguous ranges, one per scheduler lane (a host thread). A lane
-// owns its slots outright: only it loads them, collects them and keeps their bookkeeping, so
-// lanes share nothing but the input queue (one lock per batch taken) and the output queues
-// (one lock per batch delivered). Everything per task is lock-free and allocation-free.
+// The blocks (each with a ring of slots) are split into contiguous ranges, one per scheduler
+// lane (a host thread). A lane owns its blocks' rings outright: only it loads them, collects
+// them and keeps their bookkeeping, so lanes share nothing but the input queue (one lock per
+// batch taken) and the output queues (one lock per batch delivered). Everything per task is
+// lock-free and allocation-free.
 #pragma once
 
 #include <algorithm>
@@ -23,9 +24,14 @@
 #include <thread>
 #include <vector>
 
+#if defined(WEFT_POOL_PROFILE)
+#include <x86intrin.h>
+#endif
+
 #include "weft/cpu/detail/cpu_relax.hpp"
 #include "weft/error.hpp"
 #include "weft/gpu/detail/block_runtime.hpp"
+#include "weft/gpu/detail/chunk_queue.hpp"
 #include "weft/gpu/detail/slot.hpp"
 #include "weft/gpu/task.hpp"
 
@@ -104,13 +110,18 @@ class PoolCore {
 
   PoolCore(std::unique_ptr<BlockRuntime> blocks, std::size_t output_queues, QueueOrder order,
            SchedulerConfig config)
-      : blocks_(std::move(blocks)), order_(order), config_(config), outputs_(output_queues) {
+      : blocks_(std::move(blocks)),
+        layout_(blocks_->rings()),
+        depth_(static_cast<std::uint32_t>(layout_.depth)),
+        order_(order),
+        config_(config),
+        outputs_(output_queues) {
     if (output_queues == 0) {
       throw InvalidArgument("weft::gpu::PoolOptions::output_queues must be >= 1 (got 0)");
     }
-    const std::size_t n = blocks_->num_slots();
+    const std::size_t n = blocks_->num_blocks();
     // Auto: one lane for the host backend (its blocks are threads already), else one per
-    // 512 slots, at most 4 (measured on an H100: bench/results/h100/gpu-pool.md, lanes sweep).
+    // 512 blocks, at most 4 (measured on an H100: bench/results/h100/gpu-pool.md, lanes sweep).
     const std::size_t wanted =
         config_.lanes != 0
             ? config_.lanes
@@ -120,14 +131,14 @@ class PoolCore {
     for (std::size_t k = 0; k < lanes; ++k) {
       auto lane = std::make_unique<Lane>();
       lane->first = k * n / lanes;
-      lane->end = (k + 1) * n / lanes;
-      lane->meta.resize(lane->end - lane->first);  // idle_since: the epoch, long ago: ring
-      // LIFO free list, lowest index on top: under light load the same few blocks get the
-      // work and keep polling fast, while the others back off into deep idle.
-      for (std::size_t i = lane->end; i-- > lane->first;) {
-        lane->free.push_back(static_cast<std::uint32_t>(i));
-      }
-      lane->in_flight.reserve(lane->end - lane->first);
+      const std::size_t count = (k + 1) * n / lanes - lane->first;
+      lane->blocks.resize(count);  // idle_since: the epoch, long ago: ring
+      lane->meta.resize(count * depth_);
+      lane->heads.assign(depth_, kNil);
+      lane->active.reserve(count);
+      // Every block starts empty, in the level-0 list; pushed from the last so that the lowest
+      // index is on top (light load goes to the same few blocks, which keep polling fast).
+      for (std::size_t b = count; b-- > 0;) link(*lane, static_cast<std::uint32_t>(b));
       lane->staged.resize(output_queues);
       lanes_.push_back(std::move(lane));
     }
@@ -142,25 +153,42 @@ class PoolCore {
             Callback callback = nullptr) {
     check_out(out, "push");
     for (std::size_t k = 0; k < count; ++k) check_record(records[k]);
+    if (count == 0) return;
+    // A long batch is copied outside the lock and handed over as one chunk.
+    std::vector<Entry> chunk;
+    const bool as_chunk = order_ == QueueOrder::fifo && count > kShortBatch;
+    if (as_chunk) {
+      chunk.resize(count);
+      for (std::size_t k = 0; k < count; ++k) {
+        chunk[k].rec = records[k];
+        chunk[k].out = static_cast<std::uint32_t>(out);
+      }
+    }
+    const std::uint32_t cb = callback ? add_callback(std::move(callback)) : 0;
     bool wake_one = false, wake_all = false;
     {
-      std::lock_guard<std::mutex> lock(in_mutex_);
+      std::unique_lock<std::mutex> lock(in_mutex_);
       if (no_more_tasks_) {
+        lock.unlock();
+        if (cb != 0) (void)take_callback(cb);
         throw ShutDown(
             "weft::gpu::Pool::push: no_more_tasks() was called; nothing more is accepted");
       }
-      for (std::size_t k = 0; k < count; ++k) {
-        Entry e{records[k], static_cast<std::uint32_t>(out), priority, next_seq_++, nullptr};
-        if (callback) e.callback = std::make_unique<Callback>(callback);
-        if (order_ == QueueOrder::fifo) {
-          fifo_.push_back(std::move(e));
-        } else {
-          heap_.push_back(std::move(e));
-          std::push_heap(heap_.begin(), heap_.end(), EntryLess{});
+      if (as_chunk) {
+        fifo_.push_chunk(chunk);
+      } else {
+        for (std::size_t k = 0; k < count; ++k) {
+          Entry e{records[k], static_cast<std::uint32_t>(out), cb, priority, next_seq_++};
+          if (order_ == QueueOrder::fifo) {
+            fifo_.push_one(std::move(e));
+          } else {
+            heap_.push_back(e);
+            std::push_heap(heap_.begin(), heap_.end(), EntryLess{});
+          }
         }
       }
       // relaxed: a count for the caller's information; the queues' locks order the records.
-      if (!callback) outputs_[out].unfinished.fetch_add(count, std::memory_order_relaxed);
+      if (cb == 0) outputs_[out].unfinished.fetch_add(count, std::memory_order_relaxed);
       // relaxed: pending_ is only compared with zero by synchronize() under idle_mutex_ after
       // a finisher's acq_rel decrement; this increment is ordered before the entries can be
       // taken (same lock), so it never goes below zero.
@@ -187,8 +215,8 @@ class PoolCore {
     std::unique_lock<std::mutex> lock(q.mutex);
     wait_output(q, lock);
     if (q.ready.empty()) throw_hopeless(out, "pop");
-    Record r = std::move(q.ready.front());
-    q.ready.pop_front();
+    Record r;
+    (void)q.ready.take_into(&r, 1);
     taken(q, 1);
     return r;
   }
@@ -200,8 +228,7 @@ class PoolCore {
     if (q.available.load(std::memory_order_relaxed) == 0) return false;
     std::lock_guard<std::mutex> lock(q.mutex);
     if (q.ready.empty()) return false;
-    r = std::move(q.ready.front());
-    q.ready.pop_front();
+    (void)q.ready.take_into(&r, 1);
     taken(q, 1);
     return true;
   }
@@ -214,9 +241,7 @@ class PoolCore {
     std::unique_lock<std::mutex> lock(q.mutex);
     wait_output(q, lock);
     if (q.ready.empty()) throw_hopeless(out, "pop_batch");
-    const std::size_t n = std::min(into.size(), q.ready.size());
-    std::move(q.ready.begin(), q.ready.begin() + static_cast<std::ptrdiff_t>(n), into.begin());
-    q.ready.erase(q.ready.begin(), q.ready.begin() + static_cast<std::ptrdiff_t>(n));
+    const std::size_t n = q.ready.take_into(into.data(), into.size());
     taken(q, n);
     return n;
   }
@@ -264,7 +289,9 @@ class PoolCore {
     }
     if (blocks_) {
       std::size_t lost = 0;
-      for (auto& lane : lanes_) lost += lane->lost.size();
+      for (auto& lane : lanes_) {
+        for (const BlockMeta& b : lane->blocks) lost += b.lost;
+      }
       if (lost == 0) {
         blocks_->join();
       } else {
@@ -298,16 +325,23 @@ class PoolCore {
   }
 
   [[nodiscard]] std::string describe() const { return blocks_ ? blocks_->describe() : ""; }
-  [[nodiscard]] std::size_t num_slots() const { return blocks_ ? blocks_->num_slots() : 0; }
+  [[nodiscard]] std::size_t num_blocks() const { return blocks_ ? blocks_->num_blocks() : 0; }
+  [[nodiscard]] std::size_t ring_depth() const { return depth_; }
+  [[nodiscard]] std::size_t num_slots() const { return num_blocks() * depth_; }
   [[nodiscard]] std::size_t num_lanes() const { return lanes_.size(); }
 
  private:
+  static constexpr std::uint32_t kNil = ~std::uint32_t{0};
+  static constexpr std::size_t kShortBatch = 8;  // pushed entry by entry under the lock
+
+  // A queued task. Trivially copyable: batches move as memcpy; a callback lives in the
+  // callback table and the entry holds its id (0: none).
   struct Entry {
     Record rec;
     std::uint32_t out = 0;
+    std::uint32_t callback = 0;
     int priority = 0;
     std::uint64_t seq = 0;
-    std::unique_ptr<Callback> callback;  // delivery to a callback/future instead of a queue
   };
   struct EntryLess {  // max-heap: higher priority first, then lower sequence (FIFO)
     bool operator()(const Entry& a, const Entry& b) const {
@@ -320,29 +354,59 @@ class PoolCore {
     std::uint32_t out = 0;
     std::uint32_t type = 0;
     std::uint32_t size = 0;
-    std::unique_ptr<Callback> callback;
+    std::uint32_t callback = 0;
+    bool lost = false;  // delivered as timed_out; the block still runs it
     Clock::time_point loaded{};
-    Clock::time_point idle_since{};  // when the slot was last collected (or the pool started)
+  };
+  // A block's ring as its lane sees it. Slots are loaded and collected in ring order, so two
+  // counters say everything: slot `loaded % depth` is the next to load, `collected % depth`
+  // the next to collect; loaded - collected are in flight.
+  struct BlockMeta {
+    std::uint32_t loaded = 0;
+    std::uint32_t collected = 0;
+    std::uint32_t lost = 0;    // slots of the ring whose task the watchdog gave up on
+    std::uint32_t level = kNil;  // the free-slot list it is in (= in flight), kNil: none
+    std::uint32_t prev = kNil, next = kNil;
+    std::uint32_t active_at = kNil;  // index in Lane::active, kNil: nothing in flight
+    Clock::time_point idle_since{};  // when its ring last became empty (or the epoch)
+    [[nodiscard]] std::uint32_t in_flight() const { return loaded - collected; }
   };
   struct Output {
     mutable std::mutex mutex;
     std::condition_variable cv;
-    std::deque<Record> ready;
+    ChunkQueue<Record> ready;
     std::size_t waiters = 0;                 // consumers asleep on cv (under mutex)
     std::atomic<std::size_t> available{0};   // ready.size(), readable without the lock
     std::atomic<std::size_t> unfinished{0};  // pushed to this queue and not yet popped
   };
   struct Lane {
-    std::size_t first = 0, end = 0;        // the slots [first, end) belong to this lane
-    std::vector<SlotMeta> meta;            // indexed by slot - first
-    std::vector<std::uint32_t> free;       // IDLE slots (LIFO)
-    std::vector<std::uint32_t> in_flight;  // READY slots whose task is not yet delivered
-    std::vector<std::uint32_t> lost;       // past the deadline, delivered as timed_out, still READY
+    std::size_t first = 0;           // global index of its first block
+    std::vector<BlockMeta> blocks;   // lane-local block index
+    std::vector<SlotMeta> meta;      // block * depth + j
+    // Loadable blocks (no lost slot, ring not full) by how many tasks they have in flight:
+    // heads[d] starts the list of level d. A task goes to the lowest level: spread over idle
+    // blocks first, and only then queued behind another task in a ring.
+    std::vector<std::uint32_t> heads;
+    std::size_t free_capacity = 0;      // free slots of the listed blocks
+    std::vector<std::uint32_t> active;  // blocks with tasks in flight
+    std::size_t unresolved = 0;         // tasks in flight not yet delivered
     std::vector<std::vector<Record>> staged;  // per output queue, delivered in one lock each
-    std::vector<std::pair<std::unique_ptr<Callback>, Record>> callbacks;
+    std::vector<std::pair<std::uint32_t, Record>> callbacks;  // (callback id, record)
     std::vector<Entry> batch;  // taken from the input queue, not yet loaded
     bool ring = false;         // a block loaded this round may be in deep idle
     std::thread thread;
+#if defined(WEFT_POOL_PROFILE)
+    // scripts/probes/lane_profile.cu: TSC cycles per phase (collect, flush, take, load, ring,
+    // idle) and counts (rounds, tasks ended, blocks scanned, tasks loaded).
+    std::uint64_t cycles[6] = {}, last = 0, rounds = 0, ended = 0, scanned = 0, loaded = 0;
+    void mark(int phase) {
+      const std::uint64_t t = __rdtsc();
+      cycles[phase] += t - last;
+      last = t;
+    }
+#else
+    void mark(int) {}
+#endif
   };
 
   void check_out(std::size_t out, const char* who) const {
@@ -358,6 +422,28 @@ class PoolCore {
                             std::to_string(r.payload_size) + " exceeds the capacity " +
                             std::to_string(Capacity));
     }
+  }
+
+  // ---- callbacks (futures and push_then; rare, so one mutex) ----
+  std::uint32_t add_callback(Callback cb) {
+    std::lock_guard<std::mutex> lock(callbacks_mutex_);
+    std::uint32_t id;
+    if (!free_callbacks_.empty()) {
+      id = free_callbacks_.back();
+      free_callbacks_.pop_back();
+      callbacks_[id] = std::move(cb);
+    } else {
+      id = static_cast<std::uint32_t>(callbacks_.size());
+      callbacks_.push_back(std::move(cb));
+    }
+    return id + 1;
+  }
+  Callback take_callback(std::uint32_t handle) {
+    std::lock_guard<std::mutex> lock(callbacks_mutex_);
+    Callback cb = std::move(callbacks_[handle - 1]);
+    callbacks_[handle - 1] = nullptr;
+    free_callbacks_.push_back(handle - 1);
+    return cb;
   }
 
   // ---- consumers ----
@@ -423,131 +509,199 @@ class PoolCore {
   std::size_t queued_count() const {
     return order_ == QueueOrder::fifo ? fifo_.size() : heap_.size();
   }
-  bool take_entry(Entry& e) {
-    if (order_ == QueueOrder::fifo) {
-      if (fifo_.empty()) return false;
-      e = std::move(fifo_.front());
-      fifo_.pop_front();
-    } else {
-      if (heap_.empty()) return false;
-      std::pop_heap(heap_.begin(), heap_.end(), EntryLess{});
-      e = std::move(heap_.back());
-      heap_.pop_back();
-    }
-    return true;
-  }
   // Moves up to `max` queued entries into lane.batch. Returns whether the pool is stopping.
   bool take_batch(Lane& lane, std::size_t max) {
     std::lock_guard<std::mutex> lock(in_mutex_);
-    Entry e;
-    while (lane.batch.size() < max && take_entry(e)) lane.batch.push_back(std::move(e));
+    if (order_ == QueueOrder::fifo) {
+      (void)fifo_.take(lane.batch, max);
+    } else {
+      while (lane.batch.size() < max && !heap_.empty()) {
+        std::pop_heap(heap_.begin(), heap_.end(), EntryLess{});
+        lane.batch.push_back(heap_.back());
+        heap_.pop_back();
+      }
+    }
     // relaxed: see push.
     queued_.store(queued_count(), std::memory_order_relaxed);
     return stopping_;
   }
 
-  // ---- slots ----
-  SlotHeader* header(std::size_t i) { return reinterpret_cast<SlotHeader*>(blocks_->slot(i)); }
-  std::atomic_ref<std::uint32_t> state_of(std::size_t i) {
-    return std::atomic_ref<std::uint32_t>(header(i)->state);
+  // ---- the lane's blocks: free-slot lists and the active set ----
+  void unlink(Lane& lane, std::uint32_t b) {
+    BlockMeta& m = lane.blocks[b];
+    if (m.level == kNil) return;
+    if (m.prev != kNil) {
+      lane.blocks[m.prev].next = m.next;
+    } else {
+      lane.heads[m.level] = m.next;
+    }
+    if (m.next != kNil) lane.blocks[m.next].prev = m.prev;
+    lane.free_capacity -= depth_ - m.level;
+    m.level = m.prev = m.next = kNil;
+  }
+  // Puts b at the front of the list of its level, if it can take a task.
+  void link(Lane& lane, std::uint32_t b) {
+    BlockMeta& m = lane.blocks[b];
+    const std::uint32_t level = m.in_flight();
+    if (m.lost != 0 || level >= depth_) return;
+    m.level = level;
+    m.prev = kNil;
+    m.next = lane.heads[level];
+    if (m.next != kNil) lane.blocks[m.next].prev = b;
+    lane.heads[level] = b;
+    lane.free_capacity += depth_ - level;
+  }
+  void relink(Lane& lane, std::uint32_t b) {
+    unlink(lane, b);
+    link(lane, b);
+  }
+  std::uint32_t pick_block(const Lane& lane) const {
+    for (std::uint32_t d = 0; d < depth_; ++d) {
+      if (lane.heads[d] != kNil) return lane.heads[d];
+    }
+    return kNil;  // unreachable while free_capacity > 0
+  }
+  void activate(Lane& lane, std::uint32_t b) {
+    BlockMeta& m = lane.blocks[b];
+    if (m.active_at != kNil) return;
+    m.active_at = static_cast<std::uint32_t>(lane.active.size());
+    lane.active.push_back(b);
+  }
+  void deactivate(Lane& lane, std::uint32_t b) {
+    BlockMeta& m = lane.blocks[b];
+    const std::uint32_t at = m.active_at;
+    const std::uint32_t last = lane.active.back();
+    lane.active[at] = last;
+    lane.blocks[last].active_at = at;
+    lane.active.pop_back();
+    m.active_at = kNil;
   }
 
-  void load_slot(Lane& lane, std::uint32_t i, Entry& e, Clock::time_point now) {
-    SlotHeader* h = header(i);
+  // ---- slots ----
+  std::atomic_ref<std::uint32_t> state_of(const Lane& lane, std::uint32_t b, std::uint32_t j) {
+    return std::atomic_ref<std::uint32_t>(layout_.states(lane.first + b)[j]);
+  }
+  unsigned char* slot_of(const Lane& lane, std::uint32_t b, std::uint32_t j) {
+    return layout_.slot(lane.first + b, j);
+  }
+
+  void load_slot(Lane& lane, std::uint32_t b, const Entry& e, Clock::time_point now) {
+    BlockMeta& bm = lane.blocks[b];
+    const std::uint32_t j = bm.loaded % depth_;
+    unsigned char* slot = slot_of(lane, b, j);
+    auto* h = reinterpret_cast<SlotHeader*>(slot);
     h->type = e.rec.type;
     h->payload_size = e.rec.payload_size;
     h->status = 0;
-    std::memcpy(blocks_->slot(i) + kSlotHeaderBytes, e.rec.payload, e.rec.payload_size);
-    SlotMeta& m = lane.meta[i - lane.first];
+    std::memcpy(slot + kSlotHeaderBytes, e.rec.payload, e.rec.payload_size);
+    SlotMeta& m = lane.meta[b * depth_ + j];
     m.tag = e.rec.tag;
     m.out = e.out;
     m.type = e.rec.type;
     m.size = e.rec.payload_size;
-    m.callback = std::move(e.callback);
+    m.callback = e.callback;
+    m.lost = false;
     m.loaded = now;
-    if (now - m.idle_since >= config_.ring_after) lane.ring = true;
+    if (bm.in_flight() == 0 && now - bm.idle_since >= config_.ring_after) lane.ring = true;
     // release: type, size and payload are visible to the block's acquire load of READY.
-    state_of(i).store(static_cast<std::uint32_t>(SlotState::ready), std::memory_order_release);
-    blocks_->wake(i);
+    state_of(lane, b, j).store(static_cast<std::uint32_t>(SlotState::ready),
+                               std::memory_order_release);
+    blocks_->wake(lane.first + b, j);
+    ++bm.loaded;
+    ++lane.unresolved;
+    relink(lane, b);
+    activate(lane, b);
   }
 
   // A task ended (finished, timed out or failed): stage it for delivery.
-  void stage(Lane& lane, SlotMeta& m, TaskStatus status, const unsigned char* results) {
-    Record r;
-    r.type = m.type;
-    r.payload_size = m.size;
-    r.tag = m.tag;
-    r.status = status;
-    if (results != nullptr) std::memcpy(r.payload, results, m.size);
-    if (m.callback) {
-      lane.callbacks.emplace_back(std::move(m.callback), std::move(r));
+  void stage(Lane& lane, const SlotMeta& m, TaskStatus status, const unsigned char* results) {
+    Record* r;
+    if (m.callback != 0) {
+      lane.callbacks.emplace_back(m.callback, Record{});
+      r = &lane.callbacks.back().second;
     } else {
-      lane.staged[m.out].push_back(std::move(r));
+      r = &lane.staged[m.out].emplace_back();
     }
+    r->type = m.type;
+    r->payload_size = m.size;
+    r->tag = m.tag;
+    r->status = status;
+    if (results != nullptr) std::memcpy(r->payload, results, m.size);
   }
 
-  // Collects finished slots (and, with a watchdog, tasks past the deadline). Returns how many
-  // tasks ended.
+  // Collects the finished slots of every block with tasks in flight (and, with a watchdog,
+  // gives up on tasks past the deadline). Returns how many tasks ended.
   std::size_t collect(Lane& lane, Clock::time_point now) {
-    std::size_t ended = 0;
-    const bool watchdog = config_.task_deadline.count() > 0;
-    // The lines a block wrote are cache misses (the GPU's write over PCIe invalidated them):
-    // ask for all of them first, so that the misses overlap instead of queueing one by one.
-    for (const std::uint32_t i : lane.in_flight) __builtin_prefetch(header(i), 0, 0);
-    for (std::size_t k = 0; k < lane.in_flight.size();) {
-      const std::uint32_t i = lane.in_flight[k];
-      SlotMeta& m = lane.meta[i - lane.first];
-      // acquire: pairs with the block's release store of FINISHED; status and results are
-      // visible.
-      if (state_of(i).load(std::memory_order_acquire) !=
-          static_cast<std::uint32_t>(SlotState::finished)) {
-        if (watchdog && now - m.loaded > config_.task_deadline) {
-          // The block is still running it: deliver timed_out now, keep the slot out of use
-          // until (if ever) the block finishes.
-          stage(lane, m, TaskStatus::timed_out, nullptr);
-          timed_out_.fetch_add(1, std::memory_order_relaxed);   // relaxed: statistic
-          slots_lost_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
-          lane.lost.push_back(i);
-          lane.in_flight[k] = lane.in_flight.back();
-          lane.in_flight.pop_back();
-          ++ended;
-        } else {
-          ++k;
-        }
-        continue;
-      }
-      stage(lane, m, static_cast<TaskStatus>(header(i)->status),
-            blocks_->slot(i) + kSlotHeaderBytes);
-      m.idle_since = now;
-      // relaxed: the block does not act on IDLE; the next READY store releases the new task.
-      state_of(i).store(static_cast<std::uint32_t>(SlotState::idle), std::memory_order_relaxed);
-      lane.free.push_back(i);
-      lane.in_flight[k] = lane.in_flight.back();
-      lane.in_flight.pop_back();
-      ++ended;
+    // The control lines a block wrote are cache misses (the GPU's write over PCIe invalidated
+    // them): ask for all of them first, so that the misses overlap instead of queueing.
+    for (const std::uint32_t b : lane.active) {
+      __builtin_prefetch(layout_.states(lane.first + b), 0, 0);
     }
-    if (!lane.lost.empty()) reclaim_lost(lane);
-    return ended;
-  }
-
-  // A lost slot whose task did finish after all returns to service; its result is dropped
-  // (the task was already delivered as timed_out: exactly once).
-  void reclaim_lost(Lane& lane) {
-    for (std::size_t k = 0; k < lane.lost.size();) {
-      const std::uint32_t i = lane.lost[k];
-      // acquire: pairs with the block's release store of FINISHED (nothing read after it but
-      // the slot is reused: the block is done with it).
-      if (state_of(i).load(std::memory_order_acquire) ==
-          static_cast<std::uint32_t>(SlotState::finished)) {
-        state_of(i).store(static_cast<std::uint32_t>(SlotState::idle), std::memory_order_relaxed);
-        lane.free.push_back(i);
-        lane.lost[k] = lane.lost.back();
-        lane.lost.pop_back();
-        slots_lost_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: statistic
+    std::size_t ended = 0;
+    for (std::size_t k = 0; k < lane.active.size();) {
+      const std::uint32_t b = lane.active[k];
+      ended += collect_block(lane, b, now);
+      BlockMeta& bm = lane.blocks[b];
+      if (bm.in_flight() == 0) {
+        bm.idle_since = now;
+        deactivate(lane, b);  // moves the last active block to k
       } else {
         ++k;
       }
     }
+    return ended;
+  }
+
+  std::size_t collect_block(Lane& lane, std::uint32_t b, Clock::time_point now) {
+    BlockMeta& bm = lane.blocks[b];
+    std::size_t ended = 0;
+    bool changed = false;
+    while (bm.collected != bm.loaded) {
+      const std::uint32_t j = bm.collected % depth_;
+      // acquire: pairs with the block's release store of FINISHED; status and results are
+      // visible.
+      if (state_of(lane, b, j).load(std::memory_order_acquire) !=
+          static_cast<std::uint32_t>(SlotState::finished)) {
+        break;
+      }
+      SlotMeta& m = lane.meta[b * depth_ + j];
+      if (m.lost) {
+        // Delivered as timed_out already: the late result is dropped (exactly once).
+        --bm.lost;
+        slots_lost_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: statistic
+      } else {
+        const unsigned char* slot = slot_of(lane, b, j);
+        stage(lane, m, static_cast<TaskStatus>(reinterpret_cast<const SlotHeader*>(slot)->status),
+              slot + kSlotHeaderBytes);
+        --lane.unresolved;
+        ++ended;
+      }
+      // relaxed: the block does not act on IDLE; the next READY publishes the next task.
+      state_of(lane, b, j).store(static_cast<std::uint32_t>(SlotState::idle),
+                                 std::memory_order_relaxed);
+      ++bm.collected;
+      changed = true;
+    }
+    if (config_.task_deadline.count() > 0) {
+      // Loaded in ring order, so the deadlines pass in ring order too.
+      for (std::uint32_t p = bm.collected; p != bm.loaded; ++p) {
+        SlotMeta& m = lane.meta[b * depth_ + p % depth_];
+        if (m.lost) continue;
+        if (now - m.loaded <= config_.task_deadline) break;
+        // The block is still running it (or a task before it): deliver timed_out now and keep
+        // the ring out of use until the block finishes it.
+        stage(lane, m, TaskStatus::timed_out, nullptr);
+        m.lost = true;
+        ++bm.lost;
+        --lane.unresolved;
+        ++ended;
+        timed_out_.fetch_add(1, std::memory_order_relaxed);   // relaxed: statistic
+        slots_lost_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+        changed = true;
+      }
+    }
+    if (changed) relink(lane, b);
+    return ended;
   }
 
   // Delivers what the lane staged: one lock per output queue, callbacks outside any lock.
@@ -570,8 +724,7 @@ class PoolCore {
       const bool many = st.size() > 1;
       {
         std::lock_guard<std::mutex> lock(q.mutex);
-        q.ready.insert(q.ready.end(), std::make_move_iterator(st.begin()),
-                       std::make_move_iterator(st.end()));
+        q.ready.push_chunk(st);  // st comes back empty (a recycled vector)
         // relaxed: a hint for spinning consumers, who then take the lock.
         q.available.store(q.ready.size(), std::memory_order_relaxed);
         wake = q.waiters > 0;
@@ -583,9 +736,11 @@ class PoolCore {
           q.cv.notify_one();
         }
       }
-      st.clear();
     }
-    for (auto& [cb, r] : lane.callbacks) (*cb)(r);
+    for (auto& [id, r] : lane.callbacks) {
+      Callback cb = take_callback(id);
+      cb(r);
+    }
     lane.callbacks.clear();
     finish_pending(ended);
   }
@@ -612,12 +767,12 @@ class PoolCore {
   std::size_t cancel_batch(Lane& lane) {
     const std::size_t n = lane.batch.size();
     SlotMeta m;
-    for (Entry& e : lane.batch) {
+    for (const Entry& e : lane.batch) {
       m.tag = e.rec.tag;
       m.out = e.out;
       m.type = e.rec.type;
       m.size = e.rec.payload_size;
-      m.callback = std::move(e.callback);
+      m.callback = e.callback;
       stage(lane, m, TaskStatus::cancelled, e.rec.payload);
     }
     lane.batch.clear();
@@ -646,11 +801,20 @@ class PoolCore {
       in_cv_.notify_all();  // sleeping lanes fail their slots too
     }
     std::size_t n = 0;
-    for (std::uint32_t i : lane.in_flight) {
-      stage(lane, lane.meta[i - lane.first], TaskStatus::device_failed, nullptr);
-      ++n;
+    for (const std::uint32_t b : lane.active) {
+      BlockMeta& bm = lane.blocks[b];
+      for (std::uint32_t p = bm.collected; p != bm.loaded; ++p) {
+        const SlotMeta& m = lane.meta[b * depth_ + p % depth_];
+        if (m.lost) continue;
+        stage(lane, m, TaskStatus::device_failed, nullptr);
+        ++n;
+      }
+      bm.collected = bm.loaded;
+      bm.lost = 0;
+      bm.active_at = kNil;
     }
-    lane.in_flight.clear();
+    lane.active.clear();
+    lane.unresolved = 0;
     flush(lane, n);
     cancel_queued(lane);
     wake_all_outputs();
@@ -660,38 +824,46 @@ class PoolCore {
   void lane_main(Lane& lane) {
     Clock::time_point last_activity = Clock::now();
     std::uint32_t quiet_rounds = 0;
+#if defined(WEFT_POOL_PROFILE)
+    lane.last = __rdtsc();
+#endif
     for (;;) {
       const Clock::time_point now = Clock::now();
+#if defined(WEFT_POOL_PROFILE)
+      ++lane.rounds;
+      lane.scanned += lane.active.size();
+#endif
       const std::size_t ended = collect(lane, now);
+      lane.mark(0);
       flush(lane, ended);
+      lane.mark(1);
 
       bool stopping = false;
       lane.batch.clear();
       // relaxed: hints (see push / shutdown); the lock in take_batch orders the entries.
-      if (!lane.free.empty() && queued_.load(std::memory_order_relaxed) > 0) {
-        stopping = take_batch(lane, lane.free.size());
+      if (lane.free_capacity > 0 && queued_.load(std::memory_order_relaxed) > 0) {
+        stopping = take_batch(lane, lane.free_capacity);
       } else {
         // acquire: pairs with shutdown's release store.
         stopping = stop_flag_.load(std::memory_order_acquire);
       }
+      lane.mark(2);
       if (stopping) {
+        print_profile(lane);
         stop_lane(lane);
         return;
       }
-      // The same for the lines about to be written (a block's polling read took them away).
-      for (std::size_t k = 0; k < lane.batch.size(); ++k) {
-        __builtin_prefetch(header(lane.free[lane.free.size() - 1 - k]), 1, 0);
-      }
-      for (Entry& e : lane.batch) {
-        const std::uint32_t i = lane.free.back();
-        lane.free.pop_back();
-        load_slot(lane, i, e, now);
-        lane.in_flight.push_back(i);
-      }
+      for (const Entry& e : lane.batch) load_slot(lane, pick_block(lane), e, now);
+      lane.mark(3);
       if (lane.ring) {
         blocks_->after_loads();
         lane.ring = false;
       }
+      lane.mark(4);
+#if defined(WEFT_POOL_PROFILE)
+      lane.ended += ended;
+      lane.loaded += lane.batch.size();
+#endif
 
       if (ended > 0 || !lane.batch.empty()) {
         last_activity = now;
@@ -704,15 +876,35 @@ class PoolCore {
       }
       if (now - last_activity < config_.idle_spin) {
         for (int p = 0; p < 16; ++p) weft::cpu::detail::cpu_relax();
+        lane.mark(5);
         continue;
       }
-      if (lane.in_flight.empty()) {
+      if (lane.active.empty()) {
         sleep_until_work();
       } else {
         // Long tasks in flight: poll every 20 us instead of spinning a core.
         std::this_thread::sleep_for(std::chrono::microseconds(20));
       }
+      lane.mark(5);
     }
+  }
+
+  void print_profile([[maybe_unused]] const Lane& lane) {
+#if defined(WEFT_POOL_PROFILE)
+    std::uint64_t total = 0;
+    for (std::uint64_t c : lane.cycles) total += c;
+    const double per = lane.ended != 0 ? 1.0 / static_cast<double>(lane.ended) : 0.0;
+    std::fprintf(stderr,
+                 "[profile] lane from block %zu: rounds %llu ended %llu (%.1f/round) active "
+                 "blocks/round %.1f | cycles/task collect %.0f flush %.0f take %.0f load %.0f "
+                 "ring %.0f idle %.0f total %.0f\n",
+                 lane.first, static_cast<unsigned long long>(lane.rounds),
+                 static_cast<unsigned long long>(lane.ended),
+                 static_cast<double>(lane.ended) / static_cast<double>(lane.rounds + 1),
+                 static_cast<double>(lane.scanned) / static_cast<double>(lane.rounds + 1),
+                 lane.cycles[0] * per, lane.cycles[1] * per, lane.cycles[2] * per,
+                 lane.cycles[3] * per, lane.cycles[4] * per, lane.cycles[5] * per, total * per);
+#endif
   }
 
   // Lost slots that come back meanwhile are reclaimed at the next collect.
@@ -733,7 +925,7 @@ class PoolCore {
   void stop_lane(Lane& lane) {
     cancel_batch(lane);
     cancel_queued(lane);
-    for (std::uint32_t round = 0; !lane.in_flight.empty(); ++round) {
+    for (std::uint32_t round = 0; lane.unresolved > 0; ++round) {
       const std::size_t ended = collect(lane, Clock::now());
       flush(lane, ended);
       if (ended == 0) {
@@ -741,27 +933,32 @@ class PoolCore {
         std::this_thread::yield();
       }
     }
-    for (std::size_t i = lane.first; i < lane.end; ++i) {
-      std::uint32_t expected = state_of(i).load(std::memory_order_relaxed);
-      // release: nothing to publish but the state itself; the block acquires it. A lost
-      // slot's block may be finishing right now: the CAS loop makes sure EXIT is the last
-      // word (the block's own FINISHED store is a CAS from READY, so it sees EXIT and returns).
-      while (!state_of(i).compare_exchange_weak(
-          expected, static_cast<std::uint32_t>(SlotState::exit), std::memory_order_release,
-          std::memory_order_relaxed)) {
+    for (std::uint32_t b = 0; b < lane.blocks.size(); ++b) {
+      for (std::uint32_t j = 0; j < depth_; ++j) {
+        std::uint32_t expected = state_of(lane, b, j).load(std::memory_order_relaxed);
+        // release: nothing to publish but the state itself; the block acquires it. A lost
+        // slot's block may be finishing right now: the CAS loop makes sure EXIT is the last
+        // word (the block's own FINISHED store is a CAS from READY when a watchdog is on, so
+        // it sees EXIT and returns).
+        while (!state_of(lane, b, j).compare_exchange_weak(
+            expected, static_cast<std::uint32_t>(SlotState::exit), std::memory_order_release,
+            std::memory_order_relaxed)) {
+        }
+        blocks_->wake(lane.first + b, j);
       }
-      blocks_->wake(i);
     }
     blocks_->after_loads();
   }
 
   std::unique_ptr<BlockRuntime> blocks_;
+  RingLayout layout_;
+  std::uint32_t depth_;
   QueueOrder order_;
   SchedulerConfig config_;
 
   mutable std::mutex in_mutex_;
   std::condition_variable in_cv_;  // lanes sleep here for work
-  std::deque<Entry> fifo_;
+  ChunkQueue<Entry> fifo_;
   std::vector<Entry> heap_;
   std::uint64_t next_seq_ = 0;
   std::uint64_t pushed_ = 0;
@@ -771,6 +968,10 @@ class PoolCore {
   bool lanes_joined_ = false;
   std::atomic<std::size_t> queued_{0};
   std::atomic<bool> stop_flag_{false};
+
+  std::mutex callbacks_mutex_;
+  std::vector<Callback> callbacks_;  // by id - 1
+  std::vector<std::uint32_t> free_callbacks_;
 
   std::mutex idle_mutex_;
   std::condition_variable idle_cv_;        // synchronize() waits here for pending_ == 0
