@@ -23,15 +23,17 @@ cat "$out/gpus.txt"
 step configure cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_TOOLS=OFF || exit 1
 step build cmake --build $build -j "$jobs" --target weft_gpu_device_tests weft_gpu_fault_tests weft_gpu_host_tests || exit 1
-step gpu_tests $build/tests/weft_gpu_device_tests
-step fault_tests $build/tests/weft_gpu_fault_tests
-step host_tests $build/tests/weft_gpu_host_tests --gtest_brief=1
+# Each run has a time limit, so that a hang is reported as one (rc 124) instead of eating the
+# whole device call.
+step gpu_tests timeout 240 $build/tests/weft_gpu_device_tests
+step fault_tests timeout 120 $build/tests/weft_gpu_fault_tests
+step host_tests timeout 240 $build/tests/weft_gpu_host_tests --gtest_brief=1
 # Under the sanitizers the million-task test would take too long, and the watchdog and
 # idle-traffic tests assert timings a sanitizer stretches; the others cover the kernel (its
 # deep-idle path included: under a sanitizer every block idles long enough to enter it).
 filter='--gtest_filter=-*Million*:*Watchdog*:*IdlePool*'
 for tool in memcheck racecheck synccheck; do
-  step "sanitizer_$tool" compute-sanitizer --tool "$tool" --error-exitcode 3 \
+  step "sanitizer_$tool" timeout 400 compute-sanitizer --tool "$tool" --error-exitcode 3 \
     $build/tests/weft_gpu_device_tests "$filter"
 done
 printf '\n== gpu-check summary ==\n'

@@ -80,6 +80,8 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n) {
 }
 
 int main() {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::setvbuf(stderr, nullptr, _IOLBF, 0);
   const std::uint64_t t0 = __rdtsc();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   std::printf("TSC %.3f GHz\n", (__rdtsc() - t0) / 0.2e9);

@@ -115,12 +115,15 @@ TEST(Pool, RunsATaskAndReturnsItsResult) {
 
 // 10^6 tasks (at scale 1) of three payload sizes over random output queues from 8 pushers,
 // popped by one consumer per queue: each comes back once, with its own result.
-void deliver_every_task_exactly_once(std::size_t ring_depth) {
+void deliver_every_task_exactly_once(std::size_t ring_depth, std::size_t blocks = 4,
+                                     std::size_t lanes = 1) {
   const auto per_pusher = static_cast<std::uint64_t>(125'000 * stress_scale()) + 100;
   constexpr int kPushers = 8;
   constexpr std::size_t kQueues = 4;
-  TestPool pool(
-      PoolOptions{.host_blocks = 4, .output_queues = kQueues, .ring_depth = ring_depth});
+  TestPool pool(PoolOptions{.host_blocks = blocks,
+                            .output_queues = kQueues,
+                            .scheduler_lanes = lanes,
+                            .ring_depth = ring_depth});
   ASSERT_EQ(pool.ring_depth(), ring_depth);
   const std::uint64_t total = per_pusher * kPushers;
   std::vector<std::atomic<std::uint8_t>> seen(total);
@@ -196,6 +199,9 @@ void deliver_every_task_exactly_once(std::size_t ring_depth) {
 TEST(Pool, DeliversEveryTaskExactlyOnceFromManyPushers) { deliver_every_task_exactly_once(1); }
 TEST(Pool, DeliversEveryTaskExactlyOnceFromManyPushersThroughRingsOfFour) {
   deliver_every_task_exactly_once(4);
+}
+TEST(Pool, DeliversEveryTaskExactlyOnceThroughRingsAndFourLanes) {
+  deliver_every_task_exactly_once(4, 16, 4);
 }
 
 TEST(Pool, PriorityQueueRunsHigherPrioritiesFirst) {

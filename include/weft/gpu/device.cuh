@@ -149,7 +149,10 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
     if (lane == 0) ++polls;  // the warp's loads share one line: one read of host memory
     const std::uint32_t first = __shfl_sync(0xFFFFFFFFu, s, 0);
     if (is_ready_or_exit(first)) return s;
-    if (global_ns() - since >= a.warm_idle_ns) {
+    // Lane 0's clock decides for the warp: every lane must take the same branch (the shuffle
+    // above and the __syncwarp below need the whole warp).
+    const int expired = __shfl_sync(0xFFFFFFFFu, global_ns() - since >= a.warm_idle_ns ? 1 : 0, 0);
+    if (expired != 0) {
       if (lane == 0) {
         cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> head(states[pos]);
         (void)deep_idle(head, a, polls);
