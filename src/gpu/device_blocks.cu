@@ -90,11 +90,10 @@ class DeviceBlocks final : public BlockRuntime {
       WEFT_CUDA_CHECK(
           static_cast<cudaError_t>(program.max_blocks_per_sm(threads, shared_bytes_, &fit)));
       if (fit < 1) {
-        throw InvalidArgument("weft::gpu::Pool: the resident kernel does not fit on " +
-                              std::string(prop.name) + " with " + std::to_string(threads) +
-                              " threads and " + std::to_string(shared_bytes_) +
-                              " bytes of shared memory per block (ring of " +
-                              std::to_string(depth) + " slots)");
+        throw InvalidArgument(
+            "weft::gpu::Pool: the resident kernel does not fit on " + std::string(prop.name) +
+            " with " + std::to_string(threads) + " threads and " + std::to_string(shared_bytes_) +
+            " bytes of shared memory per block (ring of " + std::to_string(depth) + " slots)");
       }
       // Every resident block must be co-resident: more than fit per SM would never start.
       const int per_sm = blocks_per_sm == 0 ? fit : blocks_per_sm;
@@ -156,9 +155,9 @@ class DeviceBlocks final : public BlockRuntime {
   void start() override {
     void* device_rings = nullptr;
     WEFT_CUDA_CHECK(cudaHostGetDevicePointer(&device_rings, host_, 0));
-    auto* device_doorbell = reinterpret_cast<std::uint32_t*>(
-        static_cast<unsigned char*>(device_rings) +
-        (reinterpret_cast<unsigned char*>(doorbell_) - host_));
+    auto* device_doorbell =
+        reinterpret_cast<std::uint32_t*>(static_cast<unsigned char*>(device_rings) +
+                                         (reinterpret_cast<unsigned char*>(doorbell_) - host_));
     for (auto& l : launches_) {
       WEFT_CUDA_CHECK(cudaSetDevice(l.device));
       ResidentArgs a;
@@ -172,8 +171,8 @@ class DeviceBlocks final : public BlockRuntime {
       a.polls = l.polls;
       a.warm_idle_ns = warm_idle_ns_;
       a.watchdog = watchdog_;
-      const auto e = static_cast<cudaError_t>(
-          program_.launch(a, l.blocks, threads_, shared_bytes_, l.stream));
+      const auto e =
+          static_cast<cudaError_t>(program_.launch(a, l.blocks, threads_, shared_bytes_, l.stream));
       if (e != cudaSuccess) throw_cuda("resident kernel launch", e, __FILE__, __LINE__);
     }
   }

@@ -20,8 +20,8 @@ using weft::cpu::detail::cpu_relax;
 
 class HostBlocks final : public BlockRuntime {
  public:
-  HostBlocks(std::size_t blocks, std::size_t depth, std::size_t capacity,
-             std::size_t shared_bytes, HostDispatch dispatch)
+  HostBlocks(std::size_t blocks, std::size_t depth, std::size_t capacity, std::size_t shared_bytes,
+             HostDispatch dispatch)
       : blocks_(blocks),
         shared_bytes_(shared_bytes),
         dispatch_(dispatch),

@@ -199,7 +199,8 @@ TEST(GpuPool, EveryRingDepthDeliversExactlyOnceWithItsOwnResults) {
       done += static_cast<std::uint32_t>(k);
     }
     EXPECT_EQ(wrong, 0u) << "depth " << depth;
-    for (std::uint32_t k = 0; k < n; ++k) ASSERT_EQ(seen[k], 1) << "depth " << depth << " tag " << k;
+    for (std::uint32_t k = 0; k < n; ++k)
+      ASSERT_EQ(seen[k], 1) << "depth " << depth << " tag " << k;
   }
 }
 

@@ -391,8 +391,8 @@ TEST(Pool, PopBatchTakesSeveral) {
 }
 
 TEST(Pool, SeveralSchedulerLanesDeliverEveryTaskExactlyOnce) {
-  TestPool pool(PoolOptions{
-      .host_blocks = 6, .output_queues = 2, .scheduler_lanes = 3, .ring_depth = 3});
+  TestPool pool(
+      PoolOptions{.host_blocks = 6, .output_queues = 2, .scheduler_lanes = 3, .ring_depth = 3});
   ASSERT_EQ(pool.num_lanes(), 3u);
   const auto n = static_cast<std::uint32_t>(20'000 * stress_scale()) + 100;
   std::vector<TestPool::Record> batch;
@@ -449,7 +449,7 @@ TEST(Pool, WatchdogTimesOutATaskQueuedBehindALostOneInItsRing) {
   TestPool pool(PoolOptions{
       .host_blocks = 1, .task_deadline = std::chrono::milliseconds(20), .ring_depth = 2});
   pool.push<Sleep>({200'000}, 0, 1);  // 200 ms
-  pool.push<Small>({3, 0}, 0, 2);      // loaded behind it: cannot run before it ends
+  pool.push<Small>({3, 0}, 0, 2);     // loaded behind it: cannot run before it ends
   TestPool::Record a = pool.pop(0), b = pool.pop(0);
   EXPECT_EQ(a.tag, 1u);
   EXPECT_EQ(a.status, TaskStatus::timed_out);

@@ -226,8 +226,8 @@ __global__ void resident_kernel(ResidentArgs a) {
       const bool size_ok = s_size[t] <= Capacity;
       const BlockContext ctx(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), block,
                              task_shared);
-      const TaskStatus status = size_ok ? Types::dispatch(s_type[t], mine, s_size[t], ctx)
-                                        : TaskStatus::bad_payload_size;
+      const TaskStatus status =
+          size_ok ? Types::dispatch(s_type[t], mine, s_size[t], ctx) : TaskStatus::bad_payload_size;
       __syncthreads();
       const std::uint32_t n = size_ok ? (s_size[t] + 15) / 16 : 0;
       auto* out = reinterpret_cast<uint4*>(slot(j) + kSlotHeaderBytes);
@@ -244,9 +244,9 @@ __global__ void resident_kernel(ResidentArgs a) {
           // release, system scope: pairs with the scheduler's acquire load of FINISHED. A CAS
           // (a round trip over PCIe) only with a watchdog: a scheduler that gave up on this
           // task and shut down has stored EXIT meanwhile, and EXIT must stay.
-          if (!state.compare_exchange_strong(expected,
-                                             static_cast<std::uint32_t>(SlotState::finished),
-                                             cuda::memory_order_release, cuda::memory_order_relaxed)) {
+          if (!state.compare_exchange_strong(
+                  expected, static_cast<std::uint32_t>(SlotState::finished),
+                  cuda::memory_order_release, cuda::memory_order_relaxed)) {
             s_exit = 1u;
           }
         } else {

@@ -31,14 +31,14 @@ struct DeviceProgram {
   /// Resident blocks per SM for this block shape (cudaOccupancyMaxActiveBlocksPerMultiprocessor)
   /// on the current device; returns a cudaError_t, the count in *blocks.
   int (*max_blocks_per_sm)(int threads, std::size_t shared_bytes, int* blocks) = nullptr;
-  std::size_t payload_capacity = 0;  // must equal the pool's Capacity
+  std::size_t payload_capacity = 0;      // must equal the pool's Capacity
   std::size_t payload_shared_bytes = 0;  // dynamic shared memory per ring slot (a payload copy)
   std::size_t task_shared_bytes = 0;     // dynamic shared memory the task types ask for
   /// Dynamic shared memory per block for a ring of `depth` slots.
   [[nodiscard]] std::size_t shared_bytes(std::size_t depth) const noexcept {
     return depth * payload_shared_bytes + task_shared_bytes;
   }
-  std::size_t idle_bytes = 0;        // device memory per GPU for ResidentArgs::idle
+  std::size_t idle_bytes = 0;  // device memory per GPU for ResidentArgs::idle
   [[nodiscard]] bool valid() const noexcept { return launch != nullptr; }
 };
 

@@ -43,7 +43,8 @@ class ChunkQueue {
     while (taken < max && !chunks_.empty()) {
       std::vector<T>& front = chunks_.front();
       const std::size_t n = std::min(max - taken, front.size() - head_);
-      out.insert(out.end(), std::make_move_iterator(front.begin() + static_cast<std::ptrdiff_t>(head_)),
+      out.insert(out.end(),
+                 std::make_move_iterator(front.begin() + static_cast<std::ptrdiff_t>(head_)),
                  std::make_move_iterator(front.begin() + static_cast<std::ptrdiff_t>(head_ + n)));
       head_ += n;
       taken += n;

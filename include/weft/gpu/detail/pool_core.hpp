@@ -154,14 +154,16 @@ class PoolCore {
     check_out(out, "push");
     for (std::size_t k = 0; k < count; ++k) check_record(records[k]);
     if (count == 0) return;
-    // A long batch is copied outside the lock and handed over as one chunk.
-    std::vector<Entry> chunk;
+    // A long batch is copied outside the lock and handed over as one chunk. The vector is the
+    // thread's own, swapped for an emptied one from the queue each time: a steady pusher
+    // neither allocates nor touches fresh pages.
     const bool as_chunk = order_ == QueueOrder::fifo && count > kShortBatch;
+    thread_local std::vector<Entry> chunk;
     if (as_chunk) {
-      chunk.resize(count);
+      chunk.clear();
+      chunk.reserve(count);
       for (std::size_t k = 0; k < count; ++k) {
-        chunk[k].rec = records[k];
-        chunk[k].out = static_cast<std::uint32_t>(out);
+        chunk.push_back(Entry{records[k], static_cast<std::uint32_t>(out), 0, 0, 0});
       }
     }
     const std::uint32_t cb = callback ? add_callback(std::move(callback)) : 0;
@@ -364,7 +366,7 @@ class PoolCore {
   struct BlockMeta {
     std::uint32_t loaded = 0;
     std::uint32_t collected = 0;
-    std::uint32_t lost = 0;    // slots of the ring whose task the watchdog gave up on
+    std::uint32_t lost = 0;      // slots of the ring whose task the watchdog gave up on
     std::uint32_t level = kNil;  // the free-slot list it is in (= in flight), kNil: none
     std::uint32_t prev = kNil, next = kNil;
     std::uint32_t active_at = kNil;  // index in Lane::active, kNil: nothing in flight
@@ -380,16 +382,16 @@ class PoolCore {
     std::atomic<std::size_t> unfinished{0};  // pushed to this queue and not yet popped
   };
   struct Lane {
-    std::size_t first = 0;           // global index of its first block
-    std::vector<BlockMeta> blocks;   // lane-local block index
-    std::vector<SlotMeta> meta;      // block * depth + j
+    std::size_t first = 0;          // global index of its first block
+    std::vector<BlockMeta> blocks;  // lane-local block index
+    std::vector<SlotMeta> meta;     // block * depth + j
     // Loadable blocks (no lost slot, ring not full) by how many tasks they have in flight:
     // heads[d] starts the list of level d. A task goes to the lowest level: spread over idle
     // blocks first, and only then queued behind another task in a ring.
     std::vector<std::uint32_t> heads;
-    std::size_t free_capacity = 0;      // free slots of the listed blocks
-    std::vector<std::uint32_t> active;  // blocks with tasks in flight
-    std::size_t unresolved = 0;         // tasks in flight not yet delivered
+    std::size_t free_capacity = 0;            // free slots of the listed blocks
+    std::vector<std::uint32_t> active;        // blocks with tasks in flight
+    std::size_t unresolved = 0;               // tasks in flight not yet delivered
     std::vector<std::vector<Record>> staged;  // per output queue, delivered in one lock each
     std::vector<std::pair<std::uint32_t, Record>> callbacks;  // (callback id, record)
     std::vector<Entry> batch;  // taken from the input queue, not yet loaded
@@ -604,8 +606,8 @@ class PoolCore {
     m.loaded = now;
     if (bm.in_flight() == 0 && now - bm.idle_since >= config_.ring_after) lane.ring = true;
     // release: type, size and payload are visible to the block's acquire load of READY.
-    state_of(lane, b, j).store(static_cast<std::uint32_t>(SlotState::ready),
-                               std::memory_order_release);
+    state_of(lane, b, j)
+        .store(static_cast<std::uint32_t>(SlotState::ready), std::memory_order_release);
     blocks_->wake(lane.first + b, j);
     ++bm.loaded;
     ++lane.unresolved;
@@ -677,8 +679,8 @@ class PoolCore {
         ++ended;
       }
       // relaxed: the block does not act on IDLE; the next READY publishes the next task.
-      state_of(lane, b, j).store(static_cast<std::uint32_t>(SlotState::idle),
-                                 std::memory_order_relaxed);
+      state_of(lane, b, j)
+          .store(static_cast<std::uint32_t>(SlotState::idle), std::memory_order_relaxed);
       ++bm.collected;
       changed = true;
     }
@@ -940,9 +942,9 @@ class PoolCore {
         // slot's block may be finishing right now: the CAS loop makes sure EXIT is the last
         // word (the block's own FINISHED store is a CAS from READY when a watchdog is on, so
         // it sees EXIT and returns).
-        while (!state_of(lane, b, j).compare_exchange_weak(
-            expected, static_cast<std::uint32_t>(SlotState::exit), std::memory_order_release,
-            std::memory_order_relaxed)) {
+        while (!state_of(lane, b, j)
+                    .compare_exchange_weak(expected, static_cast<std::uint32_t>(SlotState::exit),
+                                           std::memory_order_release, std::memory_order_relaxed)) {
         }
         blocks_->wake(lane.first + b, j);
       }

@@ -79,7 +79,10 @@ struct RingLayout {
 
   RingLayout() = default;
   RingLayout(unsigned char* b, std::size_t capacity, std::size_t k) noexcept
-      : base(b), depth(k), slot_bytes(slot_stride(capacity)), ring_bytes(ring_stride(capacity, k)) {}
+      : base(b),
+        depth(k),
+        slot_bytes(slot_stride(capacity)),
+        ring_bytes(ring_stride(capacity, k)) {}
   [[nodiscard]] std::uint32_t* states(std::size_t block) const noexcept {
     return reinterpret_cast<std::uint32_t*>(base + block * ring_bytes);
   }
