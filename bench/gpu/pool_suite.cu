@@ -69,12 +69,14 @@ using EmptyPool = weft::gpu::Pool<Types, kCap>;
 
 __global__ void empty_kernel() {}
 
-weft::gpu::PoolOptions device_options(int blocks_per_sm = 0, std::size_t lanes = 0) {
+weft::gpu::PoolOptions device_options(int blocks_per_sm = 0, std::size_t lanes = 0,
+                                      std::size_t ring_depth = 0) {
   weft::gpu::PoolOptions o;
   o.backend = weft::gpu::Backend::device;
   o.program = weft::gpu::device_program<Types, kCap>();
   o.blocks_per_sm = blocks_per_sm;
   o.scheduler_lanes = lanes;
+  o.ring_depth = ring_depth;
   return o;
 }
 
@@ -270,8 +272,8 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
   const double bw = pinned_bandwidth();
   {
     auto pool = make_pool();
-    std::fprintf(stderr, "[bench] gpu-pool: %s, %zu slots\n", pool->describe().c_str(),
-                 pool->num_slots());
+    std::fprintf(stderr, "[bench] gpu-pool: %s, %zu lanes\n", pool->describe().c_str(),
+                 pool->num_lanes());
   }
 
   // Per-task cost, in microseconds, of the same empty tasks as launches.
@@ -390,23 +392,29 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
   // Share of block time in task bodies, with 1, 10 and 100 us bodies, on the default pool
   // and on one block per SM.
   for (unsigned long long us : {1ull, 10ull, 100ull}) {
-    const std::uint64_t per_slot = us >= 100 ? 20 : (us >= 10 ? 100 : 400);
+    const std::uint64_t per_block = us >= 100 ? 20 : (us >= 10 ? 100 : 400);
     suite.measure("busy_fraction_" + std::to_string(us) + "us", "fraction", Better::higher, [&] {
-      return busy_fraction(pool, us * 1000, o.quick ? per_slot / 10 : per_slot);
+      return busy_fraction(pool, us * 1000, o.quick ? per_block / 10 : per_block);
     });
   }
   pool_holder.reset();
   {
     auto one = std::make_unique<EmptyPool>(device_options(1));
     for (unsigned long long us : {1ull, 10ull, 100ull}) {
-      const std::uint64_t per_slot = us >= 100 ? 100 : (us >= 10 ? 1000 : 4000);
+      const std::uint64_t per_block = us >= 100 ? 100 : (us >= 10 ? 1000 : 4000);
       suite.measure(
           "busy_fraction_" + std::to_string(us) + "us_1_block_per_sm", "fraction", Better::higher,
-          [&] { return busy_fraction(*one, us * 1000, o.quick ? per_slot / 10 : per_slot); });
+          [&] { return busy_fraction(*one, us * 1000, o.quick ? per_block / 10 : per_block); });
     }
   }
 
-  // Sweeps: scheduler lanes, blocks per SM, payload size (ns per empty task, batched).
+  // Sweeps: ring depth, scheduler lanes, blocks per SM, payload size (ns per empty task,
+  // batched).
+  for (std::size_t depth : {1, 2, 4, 8, 16}) {
+    auto p = std::make_unique<EmptyPool>(device_options(0, 0, depth));
+    suite.measure("empty_task_ns_ring_depth_" + std::to_string(depth), "ns", Better::lower,
+                  [&] { return pool_batched(*p, n_batched); });
+  }
   for (std::size_t lanes : {1, 2, 4}) {
     auto p = std::make_unique<EmptyPool>(device_options(0, lanes));
     suite.measure("empty_task_ns_lanes_" + std::to_string(lanes), "ns", Better::lower,
@@ -415,7 +423,8 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
   {
     int fit = 0;
     auto probe = std::make_unique<EmptyPool>(device_options());
-    fit = static_cast<int>(probe->num_slots() / static_cast<std::size_t>(prop.multiProcessorCount));
+    fit =
+        static_cast<int>(probe->num_blocks() / static_cast<std::size_t>(prop.multiProcessorCount));
     probe.reset();
     for (int bps = 1; bps <= fit; bps *= 2) {
       auto p = std::make_unique<EmptyPool>(device_options(bps));

@@ -52,9 +52,10 @@ struct PoolOptions {
   /// Input queue order: FIFO, or by priority (higher first; FIFO among equals). Strict with
   /// one scheduler lane; with several, each lane takes the best of what is queued.
   QueueOrder input_order = QueueOrder::fifo;
-  /// Scheduler threads ("lanes"), each owning a contiguous share of the slots (0: one per
-  /// 512 slots, at most 4, on the device backend; 1 on the host backend). More lanes move
-  /// more tasks per second; one lane gives the lowest single-task latency.
+  /// Scheduler threads ("lanes"), each owning a contiguous share of the blocks (0: one per 64
+  /// blocks, at most 4 and at most a quarter of the hardware threads, on the device backend;
+  /// 1 on the host backend). More lanes move more tasks per second; one lane gives the lowest
+  /// single-task latency.
   std::size_t scheduler_lanes = 0;
   /// A lane with nothing to do keeps polling this long before it sleeps (latency against one
   /// busy core; docs/gpu.md "Idle").

@@ -120,12 +120,15 @@ class PoolCore {
       throw InvalidArgument("weft::gpu::PoolOptions::output_queues must be >= 1 (got 0)");
     }
     const std::size_t n = blocks_->num_blocks();
-    // Auto: one lane for the host backend (its blocks are threads already), else one per
-    // 512 blocks, at most 4 (measured on an H100: bench/results/h100/gpu-pool.md, lanes sweep).
-    const std::size_t wanted =
-        config_.lanes != 0
-            ? config_.lanes
-            : (blocks_->host_polls_counted() ? std::min<std::size_t>(4, (n + 511) / 512) : 1);
+    // Auto: one lane for the host backend (its blocks are threads already), else one per 64
+    // blocks, at most 4 and at most a quarter of the hardware threads (each lane keeps a core
+    // busy while tasks flow). On an H100, 4 lanes beat 1 at 264 and at 2112 blocks
+    // (scripts/probes/lane_profile.cu; bench/results/h100/gpu-pool.md, lanes sweep).
+    const std::size_t cores = std::max<std::size_t>(1, std::thread::hardware_concurrency() / 4);
+    const std::size_t wanted = config_.lanes != 0 ? config_.lanes
+                               : blocks_->host_polls_counted()
+                                   ? std::min<std::size_t>({4, (n + 63) / 64, cores})
+                                   : 1;
     const std::size_t lanes = std::clamp<std::size_t>(wanted, 1, n);
     lanes_.reserve(lanes);
     for (std::size_t k = 0; k < lanes; ++k) {
@@ -135,6 +138,7 @@ class PoolCore {
       lane->blocks.resize(count);  // idle_since: the epoch, long ago: ring
       lane->meta.resize(count * depth_);
       lane->heads.assign(depth_, kNil);
+      lane->level_size.assign(depth_, 0);
       lane->active.reserve(count);
       // Every block starts empty, in the level-0 list; pushed from the last so that the lowest
       // index is on top (light load goes to the same few blocks, which keep polling fast).
@@ -389,6 +393,8 @@ class PoolCore {
     // heads[d] starts the list of level d. A task goes to the lowest level: spread over idle
     // blocks first, and only then queued behind another task in a ring.
     std::vector<std::uint32_t> heads;
+    std::vector<std::uint32_t> level_size;    // blocks in each list
+    std::size_t listed = 0;                   // blocks in all lists
     std::size_t free_capacity = 0;            // free slots of the listed blocks
     std::vector<std::uint32_t> active;        // blocks with tasks in flight
     std::size_t unresolved = 0;               // tasks in flight not yet delivered
@@ -512,8 +518,13 @@ class PoolCore {
     return order_ == QueueOrder::fifo ? fifo_.size() : heap_.size();
   }
   // Moves up to `max` queued entries into lane.batch. Returns whether the pool is stopping.
-  bool take_batch(Lane& lane, std::size_t max) {
+  // `to_load`: the entries go into slots (not to cancellation), so they are spread.
+  bool take_batch(Lane& lane, std::size_t max, bool to_load = false) {
     std::lock_guard<std::mutex> lock(in_mutex_);
+    // While another lane sleeps (all its blocks idle; the push that queued these tasks woke
+    // it), queue nothing behind a busy block: this lane fills its own idle blocks and leaves
+    // the rest to the sleeper, so a batch spreads over the blocks of every lane.
+    if (to_load && sleeping_lanes_ > 0) max = std::min<std::size_t>(max, lane.level_size[0]);
     if (order_ == QueueOrder::fifo) {
       (void)fifo_.take(lane.batch, max);
     } else {
@@ -539,6 +550,8 @@ class PoolCore {
     }
     if (m.next != kNil) lane.blocks[m.next].prev = m.prev;
     lane.free_capacity -= depth_ - m.level;
+    --lane.level_size[m.level];
+    --lane.listed;
     m.level = m.prev = m.next = kNil;
   }
   // Puts b at the front of the list of its level, if it can take a task.
@@ -552,6 +565,8 @@ class PoolCore {
     if (m.next != kNil) lane.blocks[m.next].prev = b;
     lane.heads[level] = b;
     lane.free_capacity += depth_ - level;
+    ++lane.level_size[level];
+    ++lane.listed;
   }
   void relink(Lane& lane, std::uint32_t b) {
     unlink(lane, b);
@@ -844,7 +859,9 @@ class PoolCore {
       lane.batch.clear();
       // relaxed: hints (see push / shutdown); the lock in take_batch orders the entries.
       if (lane.free_capacity > 0 && queued_.load(std::memory_order_relaxed) > 0) {
-        stopping = take_batch(lane, lane.free_capacity);
+        // At most one task per block per round: rings fill one level at a time, and a lane
+        // that comes back quickly does not take what other lanes are about to.
+        stopping = take_batch(lane, std::min(lane.free_capacity, lane.listed), true);
       } else {
         // acquire: pairs with shutdown's release store.
         stopping = stop_flag_.load(std::memory_order_acquire);
