@@ -116,6 +116,10 @@ class HostBlocks final : public BlockRuntime {
           status = TaskStatus::device_failed;
         }
         header->status = static_cast<std::uint32_t>(status);
+      }
+      // Like the GPU block: the run is published together, after its last task.
+      for (std::size_t t = 0; t < n; ++t) {
+        const std::size_t j = (pos + t) % depth;
         std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
         // release: the status and the payload's results are visible to the scheduler's acquire
         // load of FINISHED. A CAS: a scheduler that gave up on this task (watchdog) and shut

@@ -11,8 +11,8 @@
 // on a per-GPU epoch in device memory, which one watcher block moves when the scheduler rings
 // the host doorbell (docs/gpu.md, "Idle"). The block copies the run of READY slots into shared
 // memory in one pass of 16-byte words, runs the tasks in ring order with all its threads,
-// copies each one's results back, and thread 0 publishes its FINISHED with a system-scope
-// release store.
+// copies each one's results back, and thread 0 publishes the run's FINISHED states after one
+// system-scope release fence.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -232,32 +232,42 @@ __global__ void resident_kernel(ResidentArgs a) {
       const std::uint32_t n = size_ok ? (s_size[t] + 15) / 16 : 0;
       auto* out = reinterpret_cast<uint4*>(slot(j) + kSlotHeaderBytes);
       for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = mine[i];
-      // The result words and the task's global-memory writes of every thread happen before
-      // thread 0's release (this barrier), and a system-scope release is cumulative: the
-      // scheduler that acquires FINISHED sees all of them.
-      __syncthreads();
       if (threadIdx.x == 0) {
         reinterpret_cast<SlotHeader*>(slot(j))->status = static_cast<std::uint32_t>(status);
-        cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(states[j]);
+      }
+      // Posted writes: the block goes on to the next task of the run without waiting for them.
+    }
+    // The whole run is published at once: a system-scope release waits until every earlier
+    // write has reached host memory (a round trip over PCIe, ~1 us), so one per run instead of
+    // one per task. The barrier makes every thread's result words and global-memory writes
+    // happen before thread 0's fence, and the fence is cumulative: the scheduler that acquires
+    // a FINISHED sees all of them.
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      // release, system scope: pairs with the scheduler's acquire loads of FINISHED (the
+      // stores below are relaxed and come after this fence).
+      cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
+      for (unsigned t = 0; t < count; ++t) {
+        cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(states[(pos + t) % depth]);
         if (a.watchdog) {
           std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
-          // release, system scope: pairs with the scheduler's acquire load of FINISHED. A CAS
-          // (a round trip over PCIe) only with a watchdog: a scheduler that gave up on this
-          // task and shut down has stored EXIT meanwhile, and EXIT must stay.
-          if (!state.compare_exchange_strong(
-                  expected, static_cast<std::uint32_t>(SlotState::finished),
-                  cuda::memory_order_release, cuda::memory_order_relaxed)) {
+          // relaxed after the release fence. A CAS (a round trip over PCIe) only with a
+          // watchdog: a scheduler that gave up on this task and shut down has stored EXIT
+          // meanwhile, and EXIT must stay.
+          if (!state.compare_exchange_strong(expected,
+                                             static_cast<std::uint32_t>(SlotState::finished),
+                                             cuda::memory_order_relaxed)) {
             s_exit = 1u;
+            break;
           }
         } else {
-          // release, system scope: pairs with the scheduler's acquire load of FINISHED. A
-          // posted write: the block goes on without waiting for it.
-          state.store(static_cast<std::uint32_t>(SlotState::finished), cuda::memory_order_release);
+          // relaxed after the release fence; a posted write.
+          state.store(static_cast<std::uint32_t>(SlotState::finished), cuda::memory_order_relaxed);
         }
       }
-      __syncthreads();
-      if (s_exit != 0u) return;
     }
+    __syncthreads();
+    if (s_exit != 0u) return;
     pos = (pos + count) % depth;
     __syncthreads();  // s_count, s_type and s_size are rewritten in the next round
   }

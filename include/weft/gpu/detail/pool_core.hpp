@@ -217,10 +217,7 @@ class PoolCore {
   Record pop(std::size_t out) {
     check_out(out, "pop");
     Output& q = outputs_[out];
-    spin_for_output(q);
-    std::unique_lock<std::mutex> lock(q.mutex);
-    wait_output(q, lock);
-    if (q.ready.empty()) throw_hopeless(out, "pop");
+    std::unique_lock<std::mutex> lock = lock_nonempty(q, out, "pop");
     Record r;
     (void)q.ready.take_into(&r, 1);
     taken(q, 1);
@@ -243,10 +240,7 @@ class PoolCore {
     check_out(out, "pop_batch");
     if (into.empty()) return 0;
     Output& q = outputs_[out];
-    spin_for_output(q);
-    std::unique_lock<std::mutex> lock(q.mutex);
-    wait_output(q, lock);
-    if (q.ready.empty()) throw_hopeless(out, "pop_batch");
+    std::unique_lock<std::mutex> lock = lock_nonempty(q, out, "pop_batch");
     const std::size_t n = q.ready.take_into(into.data(), into.size());
     taken(q, n);
     return n;
@@ -473,18 +467,32 @@ class PoolCore {
                    " will never receive a task (no more tasks, none unfinished" +
                    (why.empty() ? std::string(")") : "; " + why + ")"));
   }
-  // A consumer about to block spins a little first: a futex wake-up costs more than most
-  // tasks take, so waiting short ends awake is what keeps push->pop latency low.
-  void spin_for_output(const Output& q) const {
+  // Returns q's lock held with q non-empty, or throws ShutDown when nothing can ever come.
+  // A consumer spins up to consumer_spin first: a futex wake-up costs more than most tasks
+  // take. (Going back to spinning after losing a record to another consumer was tried: it
+  // made an oversubscribed 2-core machine 3-4x slower, starving the threads that make the
+  // records.)
+  std::unique_lock<std::mutex> lock_nonempty(Output& q, std::size_t out, const char* who) {
+    spin_for_output(q, Clock::now() + config_.consumer_spin);
+    std::unique_lock<std::mutex> lock(q.mutex);
+    wait_output(q, lock);
+    if (q.ready.empty()) throw_hopeless(out, who);
+    return lock;
+  }
+  void spin_for_output(const Output& q, Clock::time_point until) const {
     if (config_.consumer_spin.count() <= 0) return;
-    const auto until = Clock::now() + config_.consumer_spin;
     for (std::uint32_t i = 1;; ++i) {
       // relaxed: a hint; the record is taken under the lock.
       if (q.available.load(std::memory_order_relaxed) != 0) return;
       // acquire: pairs with wake_all_outputs' release store.
       if (no_more_or_failed_.load(std::memory_order_acquire)) return;
       weft::cpu::detail::cpu_relax();
-      if ((i & 63) == 0 && Clock::now() >= until) return;
+      if ((i & 63) == 0) {
+        if (Clock::now() >= until) return;
+        // On a machine with more runnable threads than cores, a spinning consumer would keep
+        // the thread that makes its record (a lane, a host block) off the CPU.
+        if ((i & 1023) == 0) std::this_thread::yield();
+      }
     }
   }
   void wait_output(Output& q, std::unique_lock<std::mutex>& lock) {

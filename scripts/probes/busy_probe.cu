@@ -1,0 +1,115 @@
+// Why blocks are not busier with short tasks: every task records its block and the GPU clock at
+// the start and end of its body; per block, the gap between one body's end and the next one's
+// start is the pool's overhead per task (p10/p50/p90), and host reads per task show how many
+// tasks a block finds per poll of its ring.
+// Build and run on the GPU machine from the repository root:
+//   cd scripts/probes && nvcc -O2 -std=c++20 -gencode=arch=compute_90,code=sm_90 \
+//     -I../../include busy_probe.cu ../../src/gpu/host_blocks.cpp ../../src/gpu/device_blocks.cu \
+//     -o busy_probe && ./busy_probe
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "weft/gpu/device.cuh"
+#include "weft/gpu/pool.hpp"
+
+using namespace weft::gpu;
+struct Timed {
+  static constexpr std::uint32_t kId = 1;
+  struct Payload {
+    unsigned long long ns, t0, t1;
+    int block, pad;
+  };
+  WEFT_HD static void run(Payload& p, const BlockContext& b) {
+#if defined(__CUDA_ARCH__)
+    const unsigned long long t0 = detail::global_ns();
+    unsigned long long t = t0;
+    while (t - t0 < p.ns) t = detail::global_ns();
+    b.sync();
+    if (b.thread() == 0) {
+      p.t0 = t0;
+      p.t1 = detail::global_ns();
+      p.block = b.block();
+    }
+#else
+    (void)p;
+    (void)b;
+#endif
+  }
+};
+using Types = TaskTypes<Timed>;
+using P = Pool<Types, 32>;
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, int per_block) {
+  PoolOptions o;
+  o.backend = Backend::device;
+  o.program = device_program<Types, 32>();
+  o.blocks_per_sm = bps;
+  o.ring_depth = depth;
+  o.scheduler_lanes = lanes;
+  P pool(o);
+  const std::size_t n = pool.num_blocks() * static_cast<std::size_t>(per_block);
+  std::vector<P::Record> recs(n, P::Record::make<Timed>({ns, 0, 0, -1, 0}));
+  for (int rep = 0; rep < 2; ++rep) {
+    const std::uint64_t polls0 = pool.stats().host_polls;
+    std::vector<Timed::Payload> done;
+    done.reserve(n);
+    const double t0 = now();
+    std::thread pusher([&] {
+      for (std::size_t i = 0; i < n; i += 4096) {
+        pool.push_batch(
+            std::span<const P::Record>(recs.data() + i, std::min<std::size_t>(4096, n - i)));
+      }
+    });
+    std::vector<P::Record> got(4096);
+    while (done.size() < n) {
+      const std::size_t k = pool.pop_batch(got);
+      for (std::size_t j = 0; j < k; ++j) done.push_back(got[j].as<Timed>());
+    }
+    pusher.join();
+    const double wall = now() - t0;
+    std::map<int, std::vector<std::pair<unsigned long long, unsigned long long>>> by_block;
+    double body = 0;
+    for (const auto& d : done) {
+      by_block[d.block].push_back({d.t0, d.t1});
+      body += static_cast<double>(d.t1 - d.t0) * 1e-9;
+    }
+    std::vector<double> gaps;
+    for (auto& [b, v] : by_block) {
+      std::sort(v.begin(), v.end());
+      for (std::size_t i = 1; i < v.size(); ++i)
+        gaps.push_back(static_cast<double>(v[i].first - v[i - 1].second) * 1e-3);
+    }
+    std::sort(gaps.begin(), gaps.end());
+    auto q = [&](double f) {
+      return gaps.empty() ? 0.0 : gaps[static_cast<std::size_t>(f * (gaps.size() - 1))];
+    };
+    std::printf(
+        "bps %d depth %zu lanes %zu task %llu us rep %d: busy %.3f (wall %.2f ms, %zu blocks); gap "
+        "us "
+        "p10 %.2f p50 %.2f p90 %.2f p99 %.2f; host reads/task %.2f\n",
+        bps, pool.ring_depth(), pool.num_lanes(), ns / 1000, rep,
+        body / (static_cast<double>(pool.num_blocks()) * wall), wall * 1e3, by_block.size(), q(0.1),
+        q(0.5), q(0.9), q(0.99), static_cast<double>(pool.stats().host_polls - polls0) / n);
+  }
+}
+
+int main() {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  for (std::size_t depth : {1, 4, 8, 16}) run(1, depth, 0, 10'000, 1000);
+  for (std::size_t depth : {4, 16}) run(1, depth, 0, 1'000, 4000);
+  for (std::size_t depth : {4, 16}) run(1, depth, 0, 100'000, 100);
+  for (std::size_t depth : {8, 16}) run(2, depth, 0, 10'000, 500);
+  run(0, 16, 0, 10'000, 100);
+  return 0;
+}
