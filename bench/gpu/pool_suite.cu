@@ -408,6 +408,12 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
     }
   }
 
+  // Busy fraction with 10 us tasks on one block per SM against the ring depth.
+  for (std::size_t depth : {1, 4, 16, 32}) {
+    auto p = std::make_unique<EmptyPool>(device_options(1, 0, depth));
+    suite.measure("busy_fraction_10us_1_block_per_sm_depth_" + std::to_string(depth), "fraction",
+                  Better::higher, [&] { return busy_fraction(*p, 10'000, o.quick ? 100 : 1000); });
+  }
   // Sweeps: ring depth, scheduler lanes, blocks per SM, payload size (ns per empty task,
   // batched).
   for (std::size_t depth : {1, 2, 4, 8, 16}) {

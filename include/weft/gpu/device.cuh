@@ -11,8 +11,8 @@
 // on a per-GPU epoch in device memory, which one watcher block moves when the scheduler rings
 // the host doorbell (docs/gpu.md, "Idle"). The block copies the run of READY slots into shared
 // memory in one pass of 16-byte words, runs the tasks in ring order with all its threads,
-// copies each one's results back, and thread 0 publishes the run's FINISHED states after one
-// system-scope release fence.
+// copies each one's results back, and thread 0 publishes their FINISHED states, a group of
+// tasks after each system-scope release fence.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -220,6 +220,11 @@ __global__ void resident_kernel(ResidentArgs a) {
     }
     __syncthreads();
 
+    // Published in groups of depth/4 tasks (at least 1): a system-scope release waits until
+    // every earlier write has reached host memory (a round trip over PCIe, ~1 us), so one per
+    // group instead of one per task, while the scheduler still gets slots back (and refills
+    // them) during a long run.
+    const unsigned group = depth >= 8 ? depth / 4 : 1;
     for (unsigned t = 0; t < count; ++t) {
       const unsigned j = (pos + t) % depth;
       uint4* mine = payloads + t * kWords;
@@ -235,39 +240,39 @@ __global__ void resident_kernel(ResidentArgs a) {
       if (threadIdx.x == 0) {
         reinterpret_cast<SlotHeader*>(slot(j))->status = static_cast<std::uint32_t>(status);
       }
-      // Posted writes: the block goes on to the next task of the run without waiting for them.
-    }
-    // The whole run is published at once: a system-scope release waits until every earlier
-    // write has reached host memory (a round trip over PCIe, ~1 us), so one per run instead of
-    // one per task. The barrier makes every thread's result words and global-memory writes
-    // happen before thread 0's fence, and the fence is cumulative: the scheduler that acquires
-    // a FINISHED sees all of them.
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      // release, system scope: pairs with the scheduler's acquire loads of FINISHED (the
-      // stores below are relaxed and come after this fence).
-      cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
-      for (unsigned t = 0; t < count; ++t) {
-        cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(states[(pos + t) % depth]);
-        if (a.watchdog) {
-          std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
-          // relaxed after the release fence. A CAS (a round trip over PCIe) only with a
-          // watchdog: a scheduler that gave up on this task and shut down has stored EXIT
-          // meanwhile, and EXIT must stay.
-          if (!state.compare_exchange_strong(expected,
-                                             static_cast<std::uint32_t>(SlotState::finished),
-                                             cuda::memory_order_relaxed)) {
-            s_exit = 1u;
-            break;
+      if ((t + 1) % group != 0 && t + 1 != count) continue;  // posted writes; publish later
+      // The barrier makes every thread's result words and global-memory writes happen before
+      // thread 0's fence, and the fence is cumulative: the scheduler that acquires a FINISHED
+      // sees all of them.
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        // release, system scope: pairs with the scheduler's acquire loads of FINISHED (the
+        // stores below are relaxed and come after this fence).
+        cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
+        for (unsigned u = t + 1 - ((t % group) + 1); u <= t; ++u) {
+          cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(
+              states[(pos + u) % depth]);
+          if (a.watchdog) {
+            std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
+            // relaxed after the release fence. A CAS (a round trip over PCIe) only with a
+            // watchdog: a scheduler that gave up on this task and shut down has stored EXIT
+            // meanwhile, and EXIT must stay.
+            if (!state.compare_exchange_strong(expected,
+                                               static_cast<std::uint32_t>(SlotState::finished),
+                                               cuda::memory_order_relaxed)) {
+              s_exit = 1u;
+              break;
+            }
+          } else {
+            // relaxed after the release fence; a posted write.
+            state.store(static_cast<std::uint32_t>(SlotState::finished),
+                        cuda::memory_order_relaxed);
           }
-        } else {
-          // relaxed after the release fence; a posted write.
-          state.store(static_cast<std::uint32_t>(SlotState::finished), cuda::memory_order_relaxed);
         }
       }
+      __syncthreads();
+      if (s_exit != 0u) return;
     }
-    __syncthreads();
-    if (s_exit != 0u) return;
     pos = (pos + count) % depth;
     __syncthreads();  // s_count, s_type and s_size are rewritten in the next round
   }

@@ -34,6 +34,10 @@ enum class Backend : std::uint8_t {
   device,  // resident kernels on GPUs (needs a DeviceProgram from a CUDA translation unit)
 };
 
+/// The device backend's ring depth when PoolOptions::ring_depth is 0 (bench/results/h100/
+/// gpu-pool.md: ring-depth sweeps of empty-task cost and busy fraction).
+inline constexpr std::size_t kDefaultDeviceRingDepth = 8;
+
 struct PoolOptions {
   Backend backend = Backend::host;
   /// Device backend: the resident kernel of the pool's task types, from
@@ -68,7 +72,7 @@ struct PoolOptions {
   /// Device backend: a block idle this long stops polling its slot over PCIe and sleeps in
   /// deep idle (woken through the doorbell).
   std::chrono::microseconds warm_idle{100};
-  /// Slots per block, 1..32 (0: 4 on the device backend, 1 on the host backend). A block reads
+  /// Slots per block, 1..32 (0: 8 on the device backend, 1 on the host backend). A block reads
   /// every task waiting in its ring in one pass and runs them in order, so a deeper ring moves
   /// more tasks per read of host memory and keeps a block busy between tasks; but a task
   /// queued behind a long one waits for it (the scheduler queues a second task in a ring only
@@ -187,7 +191,7 @@ class Pool {
                             std::to_string(o.ring_depth) + ")");
     }
     if (o.backend == Backend::device) {
-      const std::size_t depth = o.ring_depth != 0 ? o.ring_depth : 4;
+      const std::size_t depth = o.ring_depth != 0 ? o.ring_depth : kDefaultDeviceRingDepth;
       if (o.warm_idle.count() < 0) {
         throw InvalidArgument("weft::gpu::PoolOptions::warm_idle must be >= 0 (got " +
                               std::to_string(o.warm_idle.count()) + " us)");
