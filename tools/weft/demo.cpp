@@ -1,5 +1,6 @@
-// weft demo: the main job, run by `make demo`. For now the CPU showcase: the BOTS kernels on
-// weft's executor, each verified against its sequential reference, with the speed-up.
+// weft demo: the main job, run by `make demo`. The CPU showcase (the BOTS kernels on weft's
+// executor, each verified against its sequential reference, with the speed-up), then, when a
+// GPU is usable, the GPU pool on irregular fine-grained tasks against a launch per task.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -10,6 +11,10 @@
 #include "harness/harness.hpp"
 #include "weft/cpu/executor.hpp"
 #include "weft/cpu/topology.hpp"
+#if WEFT_TOOL_HAVE_CUDA
+#include "gpu/pool_demo.hpp"
+#include "gpu/pool_suite.hpp"
+#endif
 
 namespace weft::tools {
 
@@ -36,8 +41,7 @@ int run_demo(bool quick) {
   std::printf("weft demo on %s: %zu hardware thread(s); %zu weft worker(s)\n",
               topo.model.empty() ? "this CPU" : topo.model.c_str(), topo.processing_units,
               ex.num_workers());
-  std::printf(
-      "GPU part: not in this build yet (the GPU pool comes with issue 3); CPU showcase.\n\n");
+  std::printf("\n== CPU: the BOTS kernels on the work-stealing executor ==\n");
 
   const int runs = 3;
   std::vector<Row> rows;
@@ -131,6 +135,18 @@ int run_demo(bool quick) {
   std::printf(
       "(sequential = the same kernel with plain recursion/loops; multisort against "
       "std::sort)\n");
+
+  std::printf("\n== GPU: the resident-kernel thread pool ==\n");
+#if WEFT_TOOL_HAVE_CUDA
+  std::string why;
+  if (bench::gpu::gpu_available(why)) {
+    all_ok = bench::gpu::run_gpu_demo(quick) && all_ok;
+  } else {
+    std::printf("skipped: no usable GPU (%s)\n", why.c_str());
+  }
+#else
+  std::printf("skipped: this weft was built without CUDA\n");
+#endif
   return all_ok ? 0 : 1;
 }
 

@@ -7,6 +7,8 @@
 
 #if WEFT_TOOL_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "gpu/pool_demo.hpp"
 #endif
 
 namespace weft::tools {
@@ -47,6 +49,12 @@ int run_info(bool json) {
   const cpu::CpuTopology t = cpu::describe_cpu_topology();
   std::string gpu_status;
   const auto gpus = list_gpus(gpu_status);
+  // The pool `weft demo` starts with default options (started and stopped here to describe
+  // it: blocks per SM from occupancy, ring depth, scheduler lanes).
+  std::string pool, pool_why = "no GPU";
+#if WEFT_TOOL_HAVE_CUDA
+  if (!gpus.empty()) pool = bench::gpu::describe_default_pool(pool_why);
+#endif
 #if WEFT_TOOL_HAVE_MPI
   const char* mpi = "available (built with MPI)";
 #else
@@ -69,6 +77,7 @@ int run_info(bool json) {
            {"compute_capability", std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor)}});
     }
     j["gpu_status"] = gpu_status;
+    j["gpu_pool"] = pool.empty() ? "unavailable: " + pool_why : pool;
     j["mpi"] = mpi;
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -85,6 +94,7 @@ int run_info(bool json) {
       std::printf("GPU %zu   %s, %d SMs, %.1f GiB, compute capability %d.%d\n", d, g.name.c_str(),
                   g.sms, g.memory_gib, g.cc_major, g.cc_minor);
     }
+    std::printf("Pool    %s\n", pool.empty() ? ("unavailable: " + pool_why).c_str() : pool.c_str());
   }
   std::printf("MPI     %s\n", mpi);
   return 0;
