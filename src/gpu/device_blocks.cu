@@ -27,6 +27,23 @@ namespace {
     if (weft_err_ != cudaSuccess) throw_cuda(#call, weft_err_, __FILE__, __LINE__); \
   } while (0)
 
+// Restores the calling thread's current device: the pool's set-up visits every GPU, and the
+// caller's cudaMalloc after constructing a pool must still go where it went before.
+class KeepCurrentDevice {
+ public:
+  KeepCurrentDevice() {
+    if (cudaGetDevice(&device_) != cudaSuccess) device_ = -1;
+  }
+  ~KeepCurrentDevice() {
+    if (device_ >= 0) cudaSetDevice(device_);
+  }
+  KeepCurrentDevice(const KeepCurrentDevice&) = delete;
+  KeepCurrentDevice& operator=(const KeepCurrentDevice&) = delete;
+
+ private:
+  int device_ = -1;
+};
+
 struct DeviceLaunch {
   int device = 0;
   int first_block = 0;
@@ -71,6 +88,7 @@ class DeviceBlocks final : public BlockRuntime {
       throw InvalidArgument("weft::gpu::PoolOptions::blocks_per_sm must be >= 0 (got " +
                             std::to_string(blocks_per_sm) + ")");
     }
+    const KeepCurrentDevice keep;
     int count = 0;
     WEFT_CUDA_CHECK(cudaGetDeviceCount(&count));
     if (devices.empty()) {
@@ -112,6 +130,7 @@ class DeviceBlocks final : public BlockRuntime {
       launches_.push_back(l);
     }
     blocks_ = total;
+    enable_peer_access();
     // The rings, then the doorbell on a line of its own.
     const std::size_t rings_bytes = ring_stride(capacity, depth) * static_cast<std::size_t>(total);
     const std::size_t bytes = rings_bytes + 128;
@@ -153,6 +172,7 @@ class DeviceBlocks final : public BlockRuntime {
   }
 
   void start() override {
+    const KeepCurrentDevice keep;
     void* device_rings = nullptr;
     WEFT_CUDA_CHECK(cudaHostGetDevicePointer(&device_rings, host_, 0));
     auto* device_doorbell =
@@ -227,6 +247,34 @@ class DeviceBlocks final : public BlockRuntime {
     return {};
   }
 
+  // A task may run on any GPU of the pool (free slots pull work), so memory one GPU allocated
+  // must be reachable from the others: every pair gets peer access (NVLink or PCIe P2P).
+  // Where a pair cannot, tasks must use memory every GPU can reach (managed or pinned host
+  // memory); describe() says so.
+  void enable_peer_access() {
+    peer_note_.clear();
+    for (const auto& a : launches_) {
+      for (const auto& b : launches_) {
+        if (a.device == b.device) continue;
+        int can = 0;
+        WEFT_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a.device, b.device));
+        if (can == 0) {
+          peer_note_ = "; no peer access between GPU " + std::to_string(a.device) + " and GPU " +
+                       std::to_string(b.device) + ": tasks must use managed or pinned memory";
+          continue;
+        }
+        WEFT_CUDA_CHECK(cudaSetDevice(a.device));
+        const cudaError_t e = cudaDeviceEnablePeerAccess(b.device, 0);
+        if (e == cudaErrorPeerAccessAlreadyEnabled) {
+          (void)cudaGetLastError();  // clear it: enabled before (by the user or a pool)
+        } else if (e != cudaSuccess) {
+          throw_cuda("cudaDeviceEnablePeerAccess", e, __FILE__, __LINE__);
+        }
+      }
+    }
+    if (peer_note_.empty() && launches_.size() > 1) peer_note_ = "; peer access between all";
+  }
+
   [[nodiscard]] std::string describe() const override {
     std::string s;
     for (const auto& l : launches_) {
@@ -235,6 +283,7 @@ class DeviceBlocks final : public BlockRuntime {
            " SMs x " + std::to_string(l.blocks / l.sms) + " blocks of " + std::to_string(threads_) +
            " threads, " + std::to_string(depth_) + " slot(s) each";
     }
+    s += peer_note_;
     return s;
   }
 
@@ -256,6 +305,7 @@ class DeviceBlocks final : public BlockRuntime {
   std::uint32_t* doorbell_ = nullptr;
   std::vector<DeviceLaunch> launches_;
   std::string first_error_;
+  std::string peer_note_;
 };
 
 }  // namespace
