@@ -26,7 +26,8 @@ double median(std::vector<double> v) {
 double Metric::median() const { return weft::bench::median(samples); }
 
 void Suite::compare(const std::string& benchmark, const std::string& unit, Better better,
-                    std::vector<Contender> contenders) {
+                    std::vector<Contender> contenders, int samples_override) {
+  const int rounds = samples_override > 0 ? samples_override : options_.samples;
   const std::size_t n = contenders.size();
   std::vector<std::vector<double>> samples(n);
   std::vector<bool> verified(n, true);
@@ -43,7 +44,7 @@ void Suite::compare(const std::string& benchmark, const std::string& unit, Bette
       verified[c] = verified[c] && o.verified;
     }
   }
-  for (int s = 0; s < options_.samples; ++s) {
+  for (int s = 0; s < rounds; ++s) {
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t c = (k + static_cast<std::size_t>(s)) % n;  // rotate the order
       settle();
@@ -173,15 +174,15 @@ std::string Suite::to_json(const std::string& command) const {
 std::string Suite::to_markdown(const std::string& command) const {
   std::string out = fmt::format(
       "# {} benchmarks\n\nCommand: `{}`  \nCommit: {}  \n"
-      "Medians of {} samples per contender after {} warm-up run(s); "
-      "ratio = weft / peer.\n\n",
+      "Medians of {} samples per contender (column n where a benchmark took more) after {} "
+      "warm-up run(s); ratio = weft / peer.\n\n",
       name_, command, current_commit(), options_.samples, options_.warmups);
-  out += "| benchmark | peer | weft | peer | unit | ratio | better | verified |\n";
-  out += "|---|---|---:|---:|---|---:|---|---|\n";
+  out += "| benchmark | peer | weft | peer | unit | ratio | better | verified | n |\n";
+  out += "|---|---|---:|---:|---|---:|---|---|---:|\n";
   for (const Comparison& c : comparisons_) {
-    out += fmt::format("| {} | {} | {:.4g} | {:.4g} | {} | {:.3f} | {} | {} |\n", c.benchmark,
+    out += fmt::format("| {} | {} | {:.4g} | {:.4g} | {} | {:.3f} | {} | {} | {} |\n", c.benchmark,
                        c.peer, c.weft, c.peer_value, c.unit, c.ratio(), better_name(c.better),
-                       c.verified ? "yes" : "NO");
+                       c.verified ? "yes" : "NO", c.weft_samples.size());
   }
   out += "\n| metric | value | unit | better |\n|---|---:|---|---|\n";
   for (const Metric& m : metrics_) {

@@ -67,8 +67,10 @@ class Suite {
   /// Runs every contender `warmups` times, then `samples` rounds in which each contender runs
   /// once, in an order rotated every round. The first contender is weft; each other one yields
   /// a comparison weft/peer. Also records weft's samples as metric `<benchmark>` + suffix.
+  /// `samples` > 0 overrides the suite's count for this benchmark (close contests need more
+  /// rounds for a stable median; the JSON keeps every sample).
   void compare(const std::string& benchmark, const std::string& unit, Better better,
-               std::vector<Contender> contenders);
+               std::vector<Contender> contenders, int samples = 0);
 
   /// Records a metric of weft alone, from `samples` runs after warm-up.
   void measure(const std::string& name, const std::string& unit, Better better, const Runner& run);

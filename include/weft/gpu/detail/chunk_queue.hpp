@@ -53,6 +53,14 @@ class ChunkQueue {
     size_ -= taken;
     return taken;
   }
+  /// Moves the first element into `out`. The queue must not be empty.
+  void take_one(T& out) {
+    std::vector<T>& front = chunks_.front();
+    out = std::move(front[head_]);
+    ++head_;
+    --size_;
+    if (head_ == front.size()) pop_front_chunk();
+  }
   /// Moves up to `max` elements into the array `out`; returns how many.
   std::size_t take_into(T* out, std::size_t max) {
     std::size_t taken = 0;

@@ -219,7 +219,7 @@ class PoolCore {
     Output& q = outputs_[out];
     std::unique_lock<std::mutex> lock = lock_nonempty(q, out, "pop");
     Record r;
-    (void)q.ready.take_into(&r, 1);
+    q.ready.take_one(r);
     taken(q, 1);
     return r;
   }
@@ -231,7 +231,7 @@ class PoolCore {
     if (q.available.load(std::memory_order_relaxed) == 0) return false;
     std::lock_guard<std::mutex> lock(q.mutex);
     if (q.ready.empty()) return false;
-    (void)q.ready.take_into(&r, 1);
+    q.ready.take_one(r);
     taken(q, 1);
     return true;
   }
