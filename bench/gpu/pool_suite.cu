@@ -63,7 +63,31 @@ struct Work {
 #endif
   }
 };
-using Types = weft::gpu::TaskTypes<Empty, Work>;
+// A fixed amount of arithmetic (not a fixed time): 4 independent FMA chains of `iters` steps
+// per thread; thread 0 reports its first chain (checked against the same chain on the host).
+// The multi-GPU efficiency's task: a faster GPU finishes more of them.
+struct Fma {
+  static constexpr std::uint32_t kId = 3;
+  struct Payload {
+    unsigned iters;
+    float result;
+  };
+  WEFT_HD static float chain(unsigned iters, float x) {
+    for (unsigned i = 0; i < iters; ++i) x = fmaf(x, 0.9999f, 0.0001f);
+    return x;
+  }
+  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& b) {
+    float x0 = 1.0f, x1 = 1.0f + static_cast<float>(b.thread()) * 1e-3f, x2 = 0.5f, x3 = 0.25f;
+    for (unsigned i = 0; i < p.iters; ++i) {
+      x0 = fmaf(x0, 0.9999f, 0.0001f);
+      x1 = fmaf(x1, 0.9999f, 0.0001f);
+      x2 = fmaf(x2, 0.9999f, 0.0001f);
+      x3 = fmaf(x3, 0.9999f, 0.0001f);
+    }
+    if (b.thread() == 0) p.result = x0 + (x1 + x2 + x3 == -1.0f ? 1.0f : 0.0f);
+  }
+};
+using Types = weft::gpu::TaskTypes<Empty, Work, Fma>;
 constexpr std::size_t kCap = 16;
 using EmptyPool = weft::gpu::Pool<Types, kCap>;
 
@@ -231,6 +255,22 @@ Outcome pool_single(EmptyPool& pool, std::uint64_t n) {
   std::vector<std::uint64_t> all;
   for (auto& s : seqs) all.insert(all.end(), s.begin(), s.end());
   return Outcome{t / static_cast<double>(per * kThreads) * 1e9, all_once(all, per * kThreads)};
+}
+
+// Tasks per second of n Fma tasks on a pool over `devices` (batched push and pop).
+Outcome fma_throughput(const std::vector<int>& devices, std::uint64_t n, unsigned iters) {
+  weft::gpu::PoolOptions o = device_options();
+  o.devices = devices;
+  EmptyPool pool(o);
+  using Record = EmptyPool::Record;
+  std::vector<Record> records(n, Record::make<Fma>({iters, 0.0f}));
+  const float expect = Fma::chain(iters, 1.0f);
+  bool ok = true;
+  (void)push_and_pop_all(pool, std::vector<Record>(records.begin(), records.begin() + n / 10),
+                         [](const Record&) {});  // warm-up
+  const double t = push_and_pop_all(
+      pool, records, [&](const Record& r) { ok = ok && r.ok() && r.as<Fma>().result == expect; });
+  return Outcome{static_cast<double>(n) / t, ok};
 }
 
 }  // namespace
@@ -452,6 +492,35 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
     std::fprintf(
         stderr, "[bench] payload sweep (ns/task): 16 B %.1f, 64 B %.1f, 128 B %.1f, 256 B %.1f%s\n",
         b16, b64, b128, b256, ok ? "" : " (UNVERIFIED)");
+  }
+
+  // Multi-GPU efficiency (seed 000 §4.5): throughput of all GPUs together over the sum of
+  // each GPU's throughput alone, on the same fixed-work tasks.
+  if (gpus >= 2) {
+    const std::uint64_t n = o.quick ? 20'000 : 200'000;
+    const unsigned iters = 20'000;
+    std::vector<int> all;
+    double alone_sum = 0;
+    bool ok = true;
+    for (int d = 0; d < gpus; ++d) {
+      all.push_back(d);
+      const Outcome r = fma_throughput({d}, n, iters);
+      ok = ok && r.verified;
+      alone_sum += r.value;
+      suite.add_metric(Metric{
+          "multi_gpu_tasks_per_s_gpu" + std::to_string(d), "tasks/s", Better::higher, {r.value}});
+    }
+    const Outcome together = fma_throughput(all, n * static_cast<std::uint64_t>(gpus), iters);
+    ok = ok && together.verified;
+    suite.add_metric(
+        Metric{"multi_gpu_tasks_per_s_all", "tasks/s", Better::higher, {together.value}});
+    suite.add_metric(
+        Metric{"multi_gpu_efficiency", "fraction", Better::higher, {together.value / alone_sum}});
+    std::fprintf(stderr,
+                 "[bench] multi-GPU: %d GPUs together %.3g tasks/s, alone (sum) %.3g tasks/s: "
+                 "efficiency %.3f%s\n",
+                 gpus, together.value, alone_sum, together.value / alone_sum,
+                 ok ? "" : " (UNVERIFIED)");
   }
 
   cudaGraphExecDestroy(graph_exec);
