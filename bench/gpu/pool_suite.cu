@@ -469,8 +469,9 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
   {
     int fit = 0;
     auto probe = std::make_unique<EmptyPool>(device_options());
-    fit =
-        static_cast<int>(probe->num_blocks() / static_cast<std::size_t>(prop.multiProcessorCount));
+    // Blocks per SM of the default pool (every GPU alike: the pool spans all of them).
+    fit = static_cast<int>(probe->num_blocks() /
+                           static_cast<std::size_t>(prop.multiProcessorCount * gpus));
     probe.reset();
     for (int bps = 1; bps <= fit; bps *= 2) {
       auto p = std::make_unique<EmptyPool>(device_options(bps));
