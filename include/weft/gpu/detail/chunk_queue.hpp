@@ -18,6 +18,13 @@ class ChunkQueue {
  public:
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  /// Emptied vectors kept for reuse (at most 16, none above 16384 elements).
+  [[nodiscard]] std::size_t spares() const noexcept { return spares_.size(); }
+  [[nodiscard]] std::size_t spare_capacity() const noexcept {
+    std::size_t c = 0;
+    for (const auto& v : spares_) c += v.capacity();
+    return c;
+  }
 
   /// Appends the elements of `chunk` (moved in; `chunk` is left empty, possibly with the
   /// capacity of a recycled vector).
@@ -83,7 +90,11 @@ class ChunkQueue {
     chunks_.pop_front();
     head_ = 0;
     v.clear();
-    if (spares_.size() < kMaxSpares) spares_.push_back(std::move(v));
+    // Only ordinary batch sizes are kept: one huge batch must not pin its memory for the
+    // life of the pool.
+    if (spares_.size() < kMaxSpares && v.capacity() <= kMaxSpareElements) {
+      spares_.push_back(std::move(v));
+    }
   }
   std::vector<T> spare() {
     if (spares_.empty()) return {};
@@ -93,6 +104,7 @@ class ChunkQueue {
   }
 
   static constexpr std::size_t kMaxSpares = 16;
+  static constexpr std::size_t kMaxSpareElements = std::size_t{1} << 14;
   static constexpr std::size_t kShortChunk = 256;
   std::deque<std::vector<T>> chunks_;
   std::size_t head_ = 0;  // read position in chunks_.front()

@@ -177,6 +177,7 @@ class PoolCore {
       if (no_more_tasks_) {
         lock.unlock();
         if (cb != 0) (void)take_callback(cb);
+        std::vector<Entry>().swap(chunk);  // a refused batch keeps no memory
         throw ShutDown(
             "weft::gpu::Pool::push: no_more_tasks() was called; nothing more is accepted");
       }
