@@ -11,7 +11,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("weft ") + WEFT_VERSION);
 
-  auto* info = app.add_subcommand("info", "Show the CPU topology, GPUs and MPI availability");
+  auto* info = app.add_subcommand(
+      "info",
+      "Show the CPU topology, the GPUs with the default pool on them, and MPI availability");
   bool info_json = false;
   info->add_flag("--json", info_json, "Print as JSON");
 
