@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_check.hpp"
 #include "pool_demo.hpp"
 #include "weft/gpu/device.cuh"
 #include "weft/gpu/pool.hpp"
@@ -21,14 +22,6 @@
 namespace weft::bench::gpu {
 
 namespace {
-
-#define DEMO_CUDA(call)                                                             \
-  do {                                                                              \
-    const cudaError_t e_ = (call);                                                  \
-    if (e_ != cudaSuccess) {                                                        \
-      throw std::runtime_error(std::string(#call) + ": " + cudaGetErrorString(e_)); \
-    }                                                                               \
-  } while (0)
 
 // Block-wide dot product of x[begin, begin + n) and y[same]; thread 0 stores it.
 __device__ void block_dot(const float* x, const float* y, int begin, int n, float* out) {
@@ -137,25 +130,25 @@ bool run_gpu_demo(bool quick) {
   };
 
   float *dx = nullptr, *dy = nullptr, *dout = nullptr;
-  DEMO_CUDA(cudaMalloc(&dx, sizeof(float) * total));
-  DEMO_CUDA(cudaMalloc(&dy, sizeof(float) * total));
-  DEMO_CUDA(cudaMalloc(&dout, sizeof(float) * tasks));
-  DEMO_CUDA(cudaMemcpy(dx, x.data(), sizeof(float) * total, cudaMemcpyHostToDevice));
-  DEMO_CUDA(cudaMemcpy(dy, y.data(), sizeof(float) * total, cudaMemcpyHostToDevice));
+  WEFT_BENCH_CUDA(cudaMalloc(&dx, sizeof(float) * total));
+  WEFT_BENCH_CUDA(cudaMalloc(&dy, sizeof(float) * total));
+  WEFT_BENCH_CUDA(cudaMalloc(&dout, sizeof(float) * tasks));
+  WEFT_BENCH_CUDA(cudaMemcpy(dx, x.data(), sizeof(float) * total, cudaMemcpyHostToDevice));
+  WEFT_BENCH_CUDA(cudaMemcpy(dy, y.data(), sizeof(float) * total, cudaMemcpyHostToDevice));
 
   // One kernel launch per task (a stream, back to back), before any pool exists: the pool's
   // resident kernel would keep other kernels waiting.
   cudaStream_t stream;
-  DEMO_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  WEFT_BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const auto l0 = std::chrono::steady_clock::now();
   for (int t = 0; t < tasks; ++t) {
     segment_dot_kernel<<<1, 128, 0, stream>>>(dx, dy, begin[t], len[t], dout + t);
   }
-  DEMO_CUDA(cudaStreamSynchronize(stream));
+  WEFT_BENCH_CUDA(cudaStreamSynchronize(stream));
   const double launch_s = seconds_since(l0);
   std::vector<float> launched(tasks);
-  DEMO_CUDA(cudaMemcpy(launched.data(), dout, sizeof(float) * tasks, cudaMemcpyDeviceToHost));
-  DEMO_CUDA(cudaStreamDestroy(stream));
+  WEFT_BENCH_CUDA(cudaMemcpy(launched.data(), dout, sizeof(float) * tasks, cudaMemcpyDeviceToHost));
+  WEFT_BENCH_CUDA(cudaStreamDestroy(stream));
   int launch_wrong = 0;
   for (int t = 0; t < tasks; ++t) launch_wrong += close(launched[t], t) ? 0 : 1;
 
