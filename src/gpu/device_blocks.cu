@@ -52,6 +52,7 @@ struct DeviceLaunch {
   cudaStream_t aux = nullptr;           // reads of the poll counters while the kernel runs
   void* idle = nullptr;                 // DeviceIdle (device memory)
   unsigned long long* polls = nullptr;  // one counter per block (device memory)
+  unsigned char* standby = nullptr;     // one flag per block (device memory)
   std::string name;
   int sms = 0;
 };
@@ -150,6 +151,9 @@ class DeviceBlocks final : public BlockRuntime {
                                  sizeof(unsigned long long) * static_cast<std::size_t>(l.blocks)));
       WEFT_CUDA_CHECK(
           cudaMemset(l.polls, 0, sizeof(unsigned long long) * static_cast<std::size_t>(l.blocks)));
+      WEFT_CUDA_CHECK(
+          cudaMalloc(reinterpret_cast<void**>(&l.standby), static_cast<std::size_t>(l.blocks)));
+      WEFT_CUDA_CHECK(cudaMemset(l.standby, 0, static_cast<std::size_t>(l.blocks)));
     }
     WEFT_CUDA_CHECK(cudaDeviceSynchronize());  // the memsets are done before any launch
   }
@@ -162,6 +166,7 @@ class DeviceBlocks final : public BlockRuntime {
       if (l.aux != nullptr) cudaStreamDestroy(l.aux);
       if (l.idle != nullptr) cudaFree(l.idle);
       if (l.polls != nullptr) cudaFree(l.polls);
+      if (l.standby != nullptr) cudaFree(l.standby);
     }
     if (host_ != nullptr) cudaFreeHost(host_);
   }
@@ -169,6 +174,13 @@ class DeviceBlocks final : public BlockRuntime {
   [[nodiscard]] RingLayout rings() const noexcept override { return layout_; }
   [[nodiscard]] std::size_t num_blocks() const noexcept override {
     return static_cast<std::size_t>(blocks_);
+  }
+
+  void set_standby(const std::vector<std::size_t>& blocks) override {
+    standby_.assign(static_cast<std::size_t>(blocks_), 0);
+    for (const std::size_t b : blocks) {
+      if (b < standby_.size()) standby_[b] = 1;
+    }
   }
 
   void start() override {
@@ -180,6 +192,10 @@ class DeviceBlocks final : public BlockRuntime {
                                          (reinterpret_cast<unsigned char*>(doorbell_) - host_));
     for (auto& l : launches_) {
       WEFT_CUDA_CHECK(cudaSetDevice(l.device));
+      if (!standby_.empty()) {
+        WEFT_CUDA_CHECK(cudaMemcpy(l.standby, standby_.data() + l.first_block,
+                                   static_cast<std::size_t>(l.blocks), cudaMemcpyHostToDevice));
+      }
       ResidentArgs a;
       a.rings = device_rings;
       a.ring_stride = layout_.ring_bytes;
@@ -190,6 +206,7 @@ class DeviceBlocks final : public BlockRuntime {
       a.idle = l.idle;
       a.polls = l.polls;
       a.warm_idle_ns = warm_idle_ns_;
+      a.standby = l.standby;
       a.watchdog = watchdog_;
       const auto e =
           static_cast<cudaError_t>(program_.launch(a, l.blocks, threads_, shared_bytes_, l.stream));
@@ -304,6 +321,7 @@ class DeviceBlocks final : public BlockRuntime {
   RingLayout layout_;
   std::uint32_t* doorbell_ = nullptr;
   std::vector<DeviceLaunch> launches_;
+  std::vector<unsigned char> standby_;  // per global block, from set_standby
   std::string first_error_;
   std::string peer_note_;
 };

@@ -84,7 +84,16 @@ struct Stuck {
   }
 };
 
-using Types = TaskTypes<Small, Medium, Large, Gate, Sleep, Stuck>;
+// Reports the block that ran it.
+struct WhereRun {
+  static constexpr std::uint32_t kId = 7;
+  struct Payload {
+    int block;
+  };
+  WEFT_HD static void run(Payload& p, const BlockContext& b) { p.block = b.block(); }
+};
+
+using Types = TaskTypes<Small, Medium, Large, Gate, Sleep, Stuck, WhereRun>;
 using TestPool = Pool<Types, 256>;
 
 TEST(SlotProtocol, OnlyTheDocumentedTransitionsAreAllowed) {
@@ -252,6 +261,23 @@ TEST(Pool, RingsSpreadTasksOverIdleBlocksBeforeQueueingBehindOne) {
   EXPECT_EQ(r.tag, 2u);
   EXPECT_EQ(r.as<Small>().result, 10u);
   EXPECT_EQ(pool.pop(0).tag, 1u);
+}
+
+TEST(Pool, TheStandbyBlockTakesATaskBeforeAnyOtherFreeBlock) {
+  for (const bool standby : {true, false}) {
+    TestPool pool(PoolOptions{.host_blocks = 4, .scheduler_lanes = 1, .standby_blocks = standby});
+    // Block 0 ends its task first, block 1 last: the free list (LIFO) then has block 1 on top.
+    pool.push<Sleep>({1000}, 0, /*tag=*/1);
+    pool.push<Sleep>({50'000}, 0, /*tag=*/2);
+    EXPECT_EQ(pool.pop(0).tag, 1u);
+    EXPECT_EQ(pool.pop(0).tag, 2u);
+    pool.push<WhereRun>({-1});
+    const int where = pool.pop(0).as<WhereRun>().block;
+    EXPECT_EQ(where, standby ? 0 : 1) << (standby ? "the standby block (the lane's first) is "
+                                                    "not preferred"
+                                                  : "without standby, the block that became "
+                                                    "free last is not on top");
+  }
 }
 
 TEST(Pool, ARingRunsItsTasksInOrderAndATaskBehindALongOneWaitsForIt) {

@@ -38,6 +38,12 @@ inline constexpr unsigned kDeepIdleSleepNs = 1000;
 // (a descheduled scheduler thread) may be missed, so deep-idle blocks also look at their own
 // slot this often: a bounded worst case, at 1 read per 2 ms per block.
 inline constexpr unsigned long long kDeepIdleSafetyPollNs = 2'000'000;
+// A standby block (one per scheduler lane) never goes into deep idle and polls with at most
+// this back-off: a single task on an idle pool starts within ~1 us instead of waiting for the
+// doorbell, the watcher and the epoch (bench/results/h100/gpu-pool.md, latency). Each standby
+// block reads host memory about once per microsecond (one read in flight), ~0.1% of the pinned
+// bandwidth.
+inline constexpr unsigned kStandbyBackoffNs = 256;
 // The epoch is replicated so that 2000 sleeping blocks do not all read one L2 line.
 inline constexpr int kEpochCopies = 64;
 inline constexpr int kEpochStride = 32;  // words: one copy per 128 bytes
@@ -80,6 +86,7 @@ __device__ inline std::uint32_t deep_idle(
     // here or makes the epoch move (the eventcount's re-check).
     const std::uint32_t s = state.load(cuda::memory_order_acquire);
     ++polls;
+    a.polls[blockIdx.x] = polls;  // counted while idle too: the idle pool's traffic
     if (is_ready_or_exit(s)) {
       int mine = me;
       // relaxed: the role is a hint that one block polls the doorbell; a vacancy is filled
@@ -130,10 +137,11 @@ inline constexpr unsigned kFirstBackoffAfterTaskNs = 512;
 // Warp 0: waits until the slot at ring position `pos` is READY or EXIT, and returns the
 // states of the ring from `pos` on (lane t: slot (pos + t) % depth; lanes past the depth read
 // nothing). One poll is one coalesced read of the ring's control line. Warm idle first
-// (doubling the back-off up to kMaxPollBackoffNs), deep idle (thread 0) after warm_idle_ns.
+// (doubling the back-off up to kMaxPollBackoffNs), deep idle (thread 0) after warm_idle_ns;
+// a standby block stays in warm idle with a back-off of at most kStandbyBackoffNs.
 __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth, unsigned pos,
                                           const ResidentArgs& a, unsigned long long& polls,
-                                          unsigned first_backoff) {
+                                          unsigned first_backoff, bool standby) {
   const unsigned lane = threadIdx.x;  // warp 0
   unsigned backoff = first_backoff;
   unsigned long long since = global_ns();
@@ -149,6 +157,11 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
     if (lane == 0) ++polls;  // the warp's loads share one line: one read of host memory
     const std::uint32_t first = __shfl_sync(0xFFFFFFFFu, s, 0);
     if (is_ready_or_exit(first)) return s;
+    if (standby) {
+      if (lane == 0) a.polls[blockIdx.x] = polls;  // it may wait here for the pool's life
+      __nanosleep(kStandbyBackoffNs);
+      continue;
+    }
     // Lane 0's clock decides for the warp: every lane must take the same branch (the shuffle
     // above and the __syncwarp below need the whole warp).
     const int expired = __shfl_sync(0xFFFFFFFFu, global_ns() - since >= a.warm_idle_ns ? 1 : 0, 0);
@@ -187,11 +200,13 @@ __global__ void resident_kernel(ResidentArgs a) {
   auto slot = [&](unsigned j) { return ring + kRingControlBytes + j * a.slot_stride; };
   unsigned long long polls = 0;
   unsigned pos = 0;  // the ring slot this block runs next
+  const bool standby = a.standby != nullptr && a.standby[blockIdx.x] != 0;
 
   for (;;) {
     if (threadIdx.x < 32) {
       if (polls != 0) __nanosleep(kFirstBackoffAfterTaskNs);  // after a batch (see above)
-      const std::uint32_t s = poll_ring(states, depth, pos, a, polls, polls == 0 ? 32 : 256);
+      const std::uint32_t s =
+          poll_ring(states, depth, pos, a, polls, polls == 0 ? 32 : 256, standby);
       // The run of READY slots from pos (lanes past the depth are not READY).
       const unsigned ready =
           __ballot_sync(0xFFFFFFFFu, s == static_cast<std::uint32_t>(SlotState::ready));

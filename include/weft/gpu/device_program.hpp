@@ -18,6 +18,9 @@ struct ResidentArgs {
   void* idle = nullptr;                 // this GPU's DeviceIdle (device memory, zeroed, watcher -1)
   unsigned long long* polls = nullptr;  // per block: reads of host memory (device memory)
   unsigned long long warm_idle_ns = 0;  // a block idle this long stops polling its slot
+  // Per block of this GPU (device memory; null: none): 1 for a standby block, which never
+  // goes into deep idle and polls its ring with a short back-off (single-task latency).
+  const unsigned char* standby = nullptr;
   bool watchdog = false;  // FINISHED by CAS (an EXIT stored over a lost task must stay)
 };
 

@@ -23,6 +23,10 @@ class BlockRuntime {
   [[nodiscard]] virtual RingLayout rings() const noexcept = 0;
   /// Resident blocks (each with rings().depth slots).
   [[nodiscard]] virtual std::size_t num_blocks() const noexcept = 0;
+  /// Before start(): the blocks (global indices) that stay in warm idle however long they
+  /// wait, so that a task loaded into one starts within a poll period (the device backend;
+  /// host blocks sleep on their slot's state and wake at once anyway).
+  virtual void set_standby(const std::vector<std::size_t>& blocks) { (void)blocks; }
   /// Starts the blocks (launches the resident kernels / starts the threads).
   virtual void start() = 0;
   /// After every slot was set to EXIT: waits for the blocks to return.

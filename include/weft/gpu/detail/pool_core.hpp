@@ -99,6 +99,9 @@ struct SchedulerConfig {
   // Device backend: ring the doorbell after loading a slot whose block has been idle at least
   // this long (it may be in deep idle); 0: after every batch.
   std::chrono::nanoseconds ring_after{0};
+  // Device backend: each lane's first block is a standby block (never in deep idle), and the
+  // lane gives it a task before any other block while it is free.
+  bool standby = false;
 };
 
 template <std::size_t Capacity>
@@ -145,6 +148,11 @@ class PoolCore {
       for (std::size_t b = count; b-- > 0;) link(*lane, static_cast<std::uint32_t>(b));
       lane->staged.resize(output_queues);
       lanes_.push_back(std::move(lane));
+    }
+    if (config_.standby) {
+      std::vector<std::size_t> standby;
+      for (const auto& lane : lanes_) standby.push_back(lane->first);
+      blocks_->set_standby(standby);
     }
     blocks_->start();
     for (auto& lane : lanes_) lane->thread = std::thread([this, l = lane.get()] { lane_main(*l); });
@@ -582,6 +590,8 @@ class PoolCore {
     link(lane, b);
   }
   std::uint32_t pick_block(const Lane& lane) const {
+    // The standby block (lane-local 0) polls its ring all the time: a task there starts first.
+    if (config_.standby && lane.blocks[0].level == 0) return 0;
     for (std::uint32_t d = 0; d < depth_; ++d) {
       if (lane.heads[d] != kNil) return lane.heads[d];
     }
@@ -628,7 +638,12 @@ class PoolCore {
     m.callback = e.callback;
     m.lost = false;
     m.loaded = now;
-    if (bm.in_flight() == 0 && now - bm.idle_since >= config_.ring_after) lane.ring = true;
+    // The standby block never sleeps in deep idle: no doorbell for it (a ring would wake every
+    // deep-idle block of its GPU for nothing).
+    const bool standby = config_.standby && b == 0;
+    if (!standby && bm.in_flight() == 0 && now - bm.idle_since >= config_.ring_after) {
+      lane.ring = true;
+    }
     // release: type, size and payload are visible to the block's acquire load of READY.
     state_of(lane, b, j)
         .store(static_cast<std::uint32_t>(SlotState::ready), std::memory_order_release);
