@@ -5,8 +5,9 @@
 // The blocks (each with a ring of slots) are split into contiguous ranges, one per scheduler
 // lane (a host thread). A lane owns its blocks' rings outright: only it loads them, collects
 // them and keeps their bookkeeping, so lanes share nothing but the input queue (one lock per
-// batch taken) and the output queues (one lock per batch delivered). Everything per task is
-// lock-free and allocation-free.
+// shard per batch taken) and the output queues (one lock per batch delivered, to the lane's
+// own shard). Everything per task in a lane is lock-free and allocation-free; a single push or
+// pop takes one uncontended lock (the thread's shard) in the common case.
 #pragma once
 
 #include <algorithm>
@@ -32,6 +33,8 @@
 #include "weft/error.hpp"
 #include "weft/gpu/detail/block_runtime.hpp"
 #include "weft/gpu/detail/chunk_queue.hpp"
+#include "weft/gpu/detail/sharded_fifo.hpp"
+#include "weft/gpu/detail/sharded_output.hpp"
 #include "weft/gpu/detail/slot.hpp"
 #include "weft/gpu/task.hpp"
 
@@ -118,7 +121,8 @@ class PoolCore {
         depth_(static_cast<std::uint32_t>(layout_.depth)),
         order_(order),
         config_(config),
-        outputs_(output_queues) {
+        input_(kInputShards),
+        accepted_(kInputShards) {
     if (output_queues == 0) {
       throw InvalidArgument("weft::gpu::PoolOptions::output_queues must be >= 1 (got 0)");
     }
@@ -147,7 +151,13 @@ class PoolCore {
       // index is on top (light load goes to the same few blocks, which keep polling fast).
       for (std::size_t b = count; b-- > 0;) link(*lane, static_cast<std::uint32_t>(b));
       lane->staged.resize(output_queues);
+      lane->index = k;
+      lane->cursor = k;  // lanes start their sweeps of the input shards at different shards
       lanes_.push_back(std::move(lane));
+    }
+    outputs_.reserve(output_queues);
+    for (std::size_t q = 0; q < output_queues; ++q) {
+      outputs_.push_back(std::make_unique<Output>(lanes, kInputShards));
     }
     if (config_.standby) {
       std::vector<std::size_t> standby;
@@ -169,7 +179,8 @@ class PoolCore {
     // A long batch is copied outside the lock and handed over as one chunk. The vector is the
     // thread's own, swapped for an emptied one from the queue each time: a steady pusher
     // neither allocates nor touches fresh pages.
-    const bool as_chunk = order_ == QueueOrder::fifo && count > kShortBatch;
+    const bool fifo = order_ == QueueOrder::fifo;
+    const bool as_chunk = fifo && count > kShortBatch;
     thread_local std::vector<Entry> chunk;
     if (as_chunk) {
       chunk.clear();
@@ -179,101 +190,101 @@ class PoolCore {
       }
     }
     const std::uint32_t cb = callback ? add_callback(std::move(callback)) : 0;
-    bool wake_one = false, wake_all = false;
-    {
-      std::unique_lock<std::mutex> lock(in_mutex_);
-      if (no_more_tasks_) {
-        lock.unlock();
-        if (cb != 0) (void)take_callback(cb);
-        std::vector<Entry>().swap(chunk);  // a refused batch keeps no memory
-        throw ShutDown(
-            "weft::gpu::Pool::push: no_more_tasks() was called; nothing more is accepted");
-      }
-      if (as_chunk) {
-        fifo_.push_chunk(chunk);
-      } else {
-        for (std::size_t k = 0; k < count; ++k) {
-          Entry e{records[k], static_cast<std::uint32_t>(out), cb, priority, next_seq_++};
-          if (order_ == QueueOrder::fifo) {
-            fifo_.push_one(std::move(e));
-          } else {
-            heap_.push_back(e);
-            std::push_heap(heap_.begin(), heap_.end(), EntryLess{});
+    const std::size_t home = input_.home();
+    bool refused = false;
+    if (fifo) {
+      auto& shard = input_.shard(home);
+      std::lock_guard<std::mutex> lock(shard.mutex);
+      // relaxed: closed_ is stored before close() takes every shard lock; under this lock it
+      // is seen, or this push finishes before close() returns (sharded_fifo.hpp).
+      refused = closed_.load(std::memory_order_relaxed);
+      if (!refused) {
+        count_accepted(home, out, count, cb);
+        if (as_chunk) {
+          shard.queue.push_chunk(chunk);
+        } else {
+          for (std::size_t k = 0; k < count; ++k) {
+            shard.queue.push_one(Entry{records[k], static_cast<std::uint32_t>(out), cb, 0, 0});
           }
         }
+        // seq_cst: pairs with sleep_until_work (a lane counts itself asleep, then looks at the
+        // shards; this push stores the size, then looks at the count of sleepers).
+        shard.size.store(shard.queue.size(), std::memory_order_seq_cst);
       }
-      // relaxed: a count for the caller's information; the queues' locks order the records.
-      if (cb == 0) outputs_[out].unfinished.fetch_add(count, std::memory_order_relaxed);
-      // relaxed: pending_ is only compared with zero by synchronize() under idle_mutex_ after
-      // a finisher's acq_rel decrement; this increment is ordered before the entries can be
-      // taken (same lock), so it never goes below zero.
-      pending_.fetch_add(count, std::memory_order_relaxed);
-      pushed_ += count;
-      // relaxed: a hint that lets spinning lanes skip the lock while the queue is empty; the
-      // entries themselves are read under in_mutex_.
-      queued_.store(queued_count(), std::memory_order_relaxed);
-      wake_one = sleeping_lanes_ > 0;
-      wake_all = wake_one && count > 1;
+    } else {
+      std::lock_guard<std::mutex> lock(in_mutex_);
+      refused = closed_.load(std::memory_order_relaxed);  // relaxed: as above (in_mutex_)
+      if (!refused) {
+        count_accepted(home, out, count, cb);
+        for (std::size_t k = 0; k < count; ++k) {
+          heap_.push_back(
+              Entry{records[k], static_cast<std::uint32_t>(out), cb, priority, next_seq_++});
+          std::push_heap(heap_.begin(), heap_.end(), EntryLess{});
+        }
+        heap_size_.store(heap_.size(), std::memory_order_seq_cst);  // seq_cst: as above
+      }
     }
-    if (wake_all) {
-      in_cv_.notify_all();
-    } else if (wake_one) {
-      in_cv_.notify_one();
+    if (refused) {
+      if (cb != 0) (void)take_callback(cb);
+      std::vector<Entry>().swap(chunk);  // a refused batch keeps no memory
+      throw ShutDown("weft::gpu::Pool::push: no_more_tasks() was called; nothing more is accepted");
+    }
+    // seq_cst: see the size store above.
+    if (sleeping_lanes_.load(std::memory_order_seq_cst) > 0) {
+      { std::lock_guard<std::mutex> lock(in_mutex_); }  // the sleeper is in its wait, or sees us
+      if (count > 1) {
+        in_cv_.notify_all();
+      } else {
+        in_cv_.notify_one();
+      }
     }
   }
 
   // ---- output ----
   Record pop(std::size_t out) {
     check_out(out, "pop");
-    Output& q = outputs_[out];
-    std::unique_lock<std::mutex> lock = lock_nonempty(q, out, "pop");
+    Output& q = *outputs_[out];
+    const std::size_t home = q.home();
     Record r;
-    q.ready.take_one(r);
-    taken(q, 1);
+    take_waiting(q, out, "pop", [&] { return q.try_take_one(r, home) ? std::size_t{1} : 0; });
     return r;
   }
 
   bool try_pop(Record& r, std::size_t out) {
     check_out(out, "try_pop");
-    Output& q = outputs_[out];
-    // relaxed: a hint; the record is taken under the lock.
-    if (q.available.load(std::memory_order_relaxed) == 0) return false;
-    std::lock_guard<std::mutex> lock(q.mutex);
-    if (q.ready.empty()) return false;
-    q.ready.take_one(r);
-    taken(q, 1);
+    Output& q = *outputs_[out];
+    if (!q.try_take_one(r, q.home())) return false;
+    after_take(q);
     return true;
   }
 
   std::size_t pop_batch(std::span<Record> into, std::size_t out) {
     check_out(out, "pop_batch");
     if (into.empty()) return 0;
-    Output& q = outputs_[out];
-    std::unique_lock<std::mutex> lock = lock_nonempty(q, out, "pop_batch");
-    const std::size_t n = q.ready.take_into(into.data(), into.size());
-    taken(q, n);
-    return n;
+    Output& q = *outputs_[out];
+    const std::size_t home = q.home();
+    return take_waiting(q, out, "pop_batch",
+                        [&] { return q.take_into(into.data(), into.size(), home); });
   }
 
   [[nodiscard]] std::size_t unfinished(std::size_t out) const {
     check_out(out, "unfinished");
-    // relaxed: a count for the caller's information; the queues' locks order the records.
-    return outputs_[out].unfinished.load(std::memory_order_relaxed);
+    return outputs_[out]->unfinished();
   }
 
   void no_more_tasks() {
-    {
-      std::lock_guard<std::mutex> lock(in_mutex_);
-      no_more_tasks_ = true;
-    }
+    close();
     wake_all_outputs();
   }
 
   /// Waits until every task pushed so far has been delivered.
   void synchronize() {
     std::unique_lock<std::mutex> lock(idle_mutex_);
-    // acquire: pairs with finish_pending's acq_rel decrement; deliveries before it are seen.
-    idle_cv_.wait(lock, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+    // seq_cst: pairs with finish_pending (it counts deliveries, then looks for waiters; this
+    // counts itself a waiter, then looks at the deliveries).
+    sync_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    idle_cv_.wait(lock, [&] { return pending() == 0; });
+    sync_waiters_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: a hint downward
   }
 
   /// Stops the pool: tasks not yet in a slot are delivered as cancelled, tasks in slots finish
@@ -283,11 +294,12 @@ class PoolCore {
       std::lock_guard<std::mutex> lock(in_mutex_);
       if (stopping_ && lanes_joined_) return;
       stopping_ = true;
-      no_more_tasks_ = true;
     }
-    // release: pairs with the lanes' acquire load; the lock above already orders it for lanes
-    // that sleep, this flag is for the ones spinning.
+    close();  // every push from now on is refused; every accepted one is in a queue
+    // release: pairs with the lanes' acquire loads; a lane that sees it also sees the close
+    // (and so finds every accepted task when it cancels what is queued).
     stop_flag_.store(true, std::memory_order_release);
+    { std::lock_guard<std::mutex> lock(in_mutex_); }  // sleeping lanes are in their wait
     in_cv_.notify_all();
     for (auto& lane : lanes_) {
       if (lane->thread.joinable()) lane->thread.join();
@@ -319,10 +331,7 @@ class PoolCore {
 
   [[nodiscard]] PoolStats stats() const {
     PoolStats s;
-    {
-      std::lock_guard<std::mutex> lock(in_mutex_);
-      s.pushed = pushed_;
-    }
+    s.pushed = accepted_total();
     // relaxed: statistics.
     s.completed = completed_.load(std::memory_order_relaxed);
     s.failed = failed_.load(std::memory_order_relaxed);
@@ -380,15 +389,13 @@ class PoolCore {
     Clock::time_point idle_since{};  // when its ring last became empty (or the epoch)
     [[nodiscard]] std::uint32_t in_flight() const { return loaded - collected; }
   };
-  struct Output {
-    mutable std::mutex mutex;
-    std::condition_variable cv;
-    ChunkQueue<Record> ready;
-    std::size_t waiters = 0;                 // consumers asleep on cv (under mutex)
-    std::atomic<std::size_t> available{0};   // ready.size(), readable without the lock
-    std::atomic<std::size_t> unfinished{0};  // pushed to this queue and not yet popped
+  using Output = ShardedOutput<Record>;
+  struct alignas(64) Counter {
+    std::atomic<std::uint64_t> value{0};
   };
   struct Lane {
+    std::size_t index = 0;          // which lane (its shard of every output queue)
+    std::size_t cursor = 0;         // the input shard its next sweep starts at
     std::size_t first = 0;          // global index of its first block
     std::vector<BlockMeta> blocks;  // lane-local block index
     std::vector<SlotMeta> meta;     // block * depth + j
@@ -458,12 +465,11 @@ class PoolCore {
   }
 
   // ---- consumers ----
-  // Under q.mutex: no task will ever reach q.
+  // No task will ever reach q: no more tasks (or the blocks failed) and none unfinished.
   bool hopeless(const Output& q) const {
-    // acquire: pairs with wake_all_outputs' release store (failure_ is visible after it).
-    // relaxed: unfinished is read under the queue's lock.
-    return no_more_or_failed_.load(std::memory_order_acquire) &&
-           q.unfinished.load(std::memory_order_relaxed) == 0;
+    // acquire: pairs with wake_all_outputs' release store (failure_ and the close are visible
+    // after it, so the accepted counts are final).
+    return no_more_or_failed_.load(std::memory_order_acquire) && q.unfinished() == 0;
   }
   [[noreturn]] void throw_hopeless(std::size_t out, const char* who) const {
     std::string why;
@@ -476,23 +482,25 @@ class PoolCore {
                    " will never receive a task (no more tasks, none unfinished" +
                    (why.empty() ? std::string(")") : "; " + why + ")"));
   }
-  // Returns q's lock held with q non-empty, or throws ShutDown when nothing can ever come.
-  // A consumer spins up to consumer_spin first: a futex wake-up costs more than most tasks
-  // take. (Going back to spinning after losing a record to another consumer was tried: it
-  // made an oversubscribed 2-core machine 3-4x slower, starving the threads that make the
-  // records.)
-  std::unique_lock<std::mutex> lock_nonempty(Output& q, std::size_t out, const char* who) {
+  // Runs take() (which returns how many records it took) until it takes some, or throws
+  // ShutDown when nothing can ever come. A consumer spins up to consumer_spin first: a futex
+  // wake-up costs more than most tasks take. After a sleep it does not spin again (going
+  // back to spinning after losing a record to another consumer made an oversubscribed 2-core
+  // machine 3-4x slower, starving the threads that make the records).
+  template <class Take>
+  std::size_t take_waiting(Output& q, std::size_t out, const char* who, Take take) {
+    if (const std::size_t n = take()) return after_take(q), n;
     spin_for_output(q, Clock::now() + config_.consumer_spin);
-    std::unique_lock<std::mutex> lock(q.mutex);
-    wait_output(q, lock);
-    if (q.ready.empty()) throw_hopeless(out, who);
-    return lock;
+    for (;;) {
+      if (const std::size_t n = take()) return after_take(q), n;
+      if (hopeless(q)) throw_hopeless(out, who);
+      q.wait([&] { return q.any_available() || hopeless(q); });
+    }
   }
   void spin_for_output(const Output& q, Clock::time_point until) const {
     if (config_.consumer_spin.count() <= 0) return;
     for (std::uint32_t i = 1;; ++i) {
-      // relaxed: a hint; the record is taken under the lock.
-      if (q.available.load(std::memory_order_relaxed) != 0) return;
+      if (q.any_available()) return;
       // acquire: pairs with wake_all_outputs' release store.
       if (no_more_or_failed_.load(std::memory_order_acquire)) return;
       weft::cpu::detail::cpu_relax();
@@ -504,56 +512,76 @@ class PoolCore {
       }
     }
   }
-  void wait_output(Output& q, std::unique_lock<std::mutex>& lock) {
-    if (!q.ready.empty() || hopeless(q)) return;
-    ++q.waiters;
-    q.cv.wait(lock, [&] { return !q.ready.empty() || hopeless(q); });
-    --q.waiters;
-  }
-  // Under q.mutex: n records left queue q. When that was the last one anybody can ever get,
-  // the other consumers waiting on q learn it now instead of waiting forever.
-  void taken(Output& q, std::size_t n) {
-    // relaxed: both are read under q.mutex by waiters, or as hints.
-    q.available.store(q.ready.size(), std::memory_order_relaxed);
-    const std::size_t left = q.unfinished.fetch_sub(n, std::memory_order_relaxed) - n;
+  // Records left q. When that was the last one anybody can ever get, the consumers sleeping
+  // on q learn it now instead of waiting forever.
+  void after_take(Output& q) {
     // acquire: pairs with wake_all_outputs' release store.
-    if (left == 0 && no_more_or_failed_.load(std::memory_order_acquire) && q.waiters > 0) {
-      q.cv.notify_all();
+    if (no_more_or_failed_.load(std::memory_order_acquire) && q.has_waiters() &&
+        q.unfinished() == 0) {
+      q.wake_all();
     }
   }
   void wake_all_outputs() {
-    // release: pairs with the acquire loads in hopeless/spin_for_output/taken.
+    // release: pairs with the acquire loads in hopeless/spin_for_output/after_take.
     no_more_or_failed_.store(true, std::memory_order_release);
-    for (Output& q : outputs_) {
-      std::lock_guard<std::mutex> lock(q.mutex);  // no waiter misses the flag
-      q.cv.notify_all();
-    }
+    for (auto& q : outputs_) q->wake_all();  // under each queue's wait lock: none misses it
   }
 
-  // ---- input (under in_mutex_) ----
-  std::size_t queued_count() const {
-    return order_ == QueueOrder::fifo ? fifo_.size() : heap_.size();
+  // ---- input ----
+  // Refuses every later push; returns once every push that was accepted is in a queue.
+  void close() {
+    // relaxed: the locks taken below publish it (see push).
+    closed_.store(true, std::memory_order_relaxed);
+    input_.for_each_locked([](auto&) {});
+    { std::lock_guard<std::mutex> lock(in_mutex_); }
+  }
+  // Under the lock of input shard `shard` (or in_mutex_): counts tasks before they can be
+  // taken, so that delivered never passes accepted.
+  void count_accepted(std::size_t shard, std::size_t out, std::size_t count, std::uint32_t cb) {
+    // relaxed: the lock orders it before the tasks are taken; see pending().
+    accepted_[shard].value.fetch_add(count, std::memory_order_relaxed);
+    if (cb == 0) outputs_[out]->accepted(shard, count);
+  }
+  [[nodiscard]] std::uint64_t accepted_total() const {
+    std::uint64_t n = 0;
+    // seq_cst: see pending().
+    for (const Counter& c : accepted_) n += c.value.load(std::memory_order_seq_cst);
+    return n;
+  }
+  // Tasks accepted and not yet delivered. Delivered is read first, so the difference is never
+  // negative, and zero only if at the moment of that read every accepted task was delivered.
+  [[nodiscard]] std::uint64_t pending() const {
+    // seq_cst: pairs with finish_pending (see synchronize).
+    const std::uint64_t delivered = delivered_.load(std::memory_order_seq_cst);
+    return accepted_total() - delivered;
+  }
+  [[nodiscard]] std::size_t queued_count() const {
+    // seq_cst: see push and sleep_until_work.
+    return order_ == QueueOrder::fifo ? input_.size() : heap_size_.load(std::memory_order_seq_cst);
   }
   // Moves up to `max` queued entries into lane.batch. Returns whether the pool is stopping.
   // `to_load`: the entries go into slots (not to cancellation), so they are spread.
   bool take_batch(Lane& lane, std::size_t max, bool to_load = false) {
-    std::lock_guard<std::mutex> lock(in_mutex_);
     // While another lane sleeps (all its blocks idle; the push that queued these tasks woke
     // it), queue nothing behind a busy block: this lane fills its own idle blocks and leaves
     // the rest to the sleeper, so a batch spreads over the blocks of every lane.
-    if (to_load && sleeping_lanes_ > 0) max = std::min<std::size_t>(max, lane.level_size[0]);
+    // relaxed: a hint for how much to take.
+    if (to_load && sleeping_lanes_.load(std::memory_order_relaxed) > 0) {
+      max = std::min<std::size_t>(max, lane.level_size[0]);
+    }
     if (order_ == QueueOrder::fifo) {
-      (void)fifo_.take(lane.batch, max);
+      (void)input_.take(lane.batch, max, lane.cursor);
     } else {
+      std::lock_guard<std::mutex> lock(in_mutex_);
       while (lane.batch.size() < max && !heap_.empty()) {
         std::pop_heap(heap_.begin(), heap_.end(), EntryLess{});
         lane.batch.push_back(heap_.back());
         heap_.pop_back();
       }
+      heap_size_.store(heap_.size(), std::memory_order_relaxed);  // relaxed: under in_mutex_
     }
-    // relaxed: see push.
-    queued_.store(queued_count(), std::memory_order_relaxed);
-    return stopping_;
+    // acquire: pairs with shutdown's release store (the close before it is visible).
+    return stop_flag_.load(std::memory_order_acquire);
   }
 
   // ---- the lane's blocks: free-slot lists and the active set ----
@@ -758,25 +786,8 @@ class PoolCore {
     completed_.fetch_add(ended, std::memory_order_relaxed);
     if (failed > 0) failed_.fetch_add(failed, std::memory_order_relaxed);
     for (std::size_t out = 0; out < lane.staged.size(); ++out) {
-      auto& st = lane.staged[out];
-      if (st.empty()) continue;
-      Output& q = outputs_[out];
-      bool wake = false;
-      const bool many = st.size() > 1;
-      {
-        std::lock_guard<std::mutex> lock(q.mutex);
-        q.ready.push_chunk(st);  // st comes back empty (a recycled vector)
-        // relaxed: a hint for spinning consumers, who then take the lock.
-        q.available.store(q.ready.size(), std::memory_order_relaxed);
-        wake = q.waiters > 0;
-      }
-      if (wake) {
-        if (many) {
-          q.cv.notify_all();
-        } else {
-          q.cv.notify_one();
-        }
-      }
+      // st comes back empty (a recycled vector).
+      if (!lane.staged[out].empty()) outputs_[out]->deliver(lane.index, lane.staged[out]);
     }
     for (auto& [id, r] : lane.callbacks) {
       Callback cb = take_callback(id);
@@ -787,10 +798,11 @@ class PoolCore {
   }
 
   void finish_pending(std::size_t n) {
-    // acq_rel: the deliveries above happen before a synchronize() that sees zero (acquire in
-    // synchronize); the lock makes the notify race-free against a waiter about to sleep.
-    if (pending_.fetch_sub(n, std::memory_order_acq_rel) == n) {
-      std::lock_guard<std::mutex> lock(idle_mutex_);
+    // seq_cst: the deliveries above happen before a synchronize() that sees the count; and
+    // with synchronize's count of waiters, one side sees the other's write.
+    delivered_.fetch_add(n, std::memory_order_seq_cst);
+    if (sync_waiters_.load(std::memory_order_seq_cst) > 0) {
+      { std::lock_guard<std::mutex> lock(idle_mutex_); }  // the waiter is in its wait
       idle_cv_.notify_all();
     }
   }
@@ -834,12 +846,10 @@ class PoolCore {
         if (why.empty()) return false;
         if (failure_.empty()) failure_ = why;
       }
-      {
-        std::lock_guard<std::mutex> lock(in_mutex_);
-        no_more_tasks_ = true;
-      }
+      close();
       blocks_failed_.store(true, std::memory_order_release);
-      in_cv_.notify_all();  // sleeping lanes fail their slots too
+      { std::lock_guard<std::mutex> lock(in_mutex_); }  // sleeping lanes are in their wait
+      in_cv_.notify_all();                              // they fail their slots too
     }
     std::size_t n = 0;
     for (const std::uint32_t b : lane.active) {
@@ -882,7 +892,7 @@ class PoolCore {
       bool stopping = false;
       lane.batch.clear();
       // relaxed: hints (see push / shutdown); the lock in take_batch orders the entries.
-      if (lane.free_capacity > 0 && queued_.load(std::memory_order_relaxed) > 0) {
+      if (lane.free_capacity > 0 && queued_count() > 0) {
         // At most one task per block per round: rings fill one level at a time, and a lane
         // that comes back quickly does not take what other lanes are about to.
         stopping = take_batch(lane, std::min(lane.free_capacity, lane.listed), true);
@@ -953,14 +963,20 @@ class PoolCore {
   // Lost slots that come back meanwhile are reclaimed at the next collect.
   void sleep_until_work() {
     std::unique_lock<std::mutex> lock(in_mutex_);
-    if (stopping_ || queued_count() > 0) return;
-    scheduler_sleeps_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
-    ++sleeping_lanes_;
-    in_cv_.wait(lock, [&] {
-      // relaxed: set under in_mutex_ by check_failure before it notifies.
-      return stopping_ || queued_count() > 0 || blocks_failed_.load(std::memory_order_relaxed);
-    });
-    --sleeping_lanes_;
+    // seq_cst: pairs with push (it stores a shard's size, then looks at this count; this
+    // counts itself, then looks at the sizes): a push either sees a sleeper and notifies under
+    // in_mutex_, or its task is seen here.
+    sleeping_lanes_.fetch_add(1, std::memory_order_seq_cst);
+    // acquire: pairs with the release stores of shutdown and check_failure.
+    auto work = [&] {
+      return stop_flag_.load(std::memory_order_acquire) || queued_count() > 0 ||
+             blocks_failed_.load(std::memory_order_acquire);
+    };
+    if (!work()) {
+      scheduler_sleeps_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+      in_cv_.wait(lock, work);
+    }
+    sleeping_lanes_.fetch_sub(1, std::memory_order_seq_cst);
   }
 
   // Shutdown: queued tasks are cancelled, exactly once each (whichever lane takes them);
@@ -999,17 +1015,20 @@ class PoolCore {
   QueueOrder order_;
   SchedulerConfig config_;
 
-  mutable std::mutex in_mutex_;
-  std::condition_variable in_cv_;  // lanes sleep here for work
-  ChunkQueue<Entry> fifo_;
-  std::vector<Entry> heap_;
-  std::uint64_t next_seq_ = 0;
-  std::uint64_t pushed_ = 0;
-  std::size_t sleeping_lanes_ = 0;
-  bool no_more_tasks_ = false;
-  bool stopping_ = false;
-  bool lanes_joined_ = false;
-  std::atomic<std::size_t> queued_{0};
+  // Input shards: enough that a few pushing threads rarely share one (a shared one costs
+  // only contention, not correctness).
+  static constexpr std::size_t kInputShards = 8;
+  ShardedFifo<Entry> input_;               // QueueOrder::fifo
+  std::vector<Counter> accepted_;          // by input shard (both orders): tasks accepted
+  std::atomic<bool> closed_{false};        // no more pushes (see close())
+  mutable std::mutex in_mutex_;            // the heap; lanes sleep under it
+  std::condition_variable in_cv_;          // lanes sleep here for work
+  std::vector<Entry> heap_;                // QueueOrder::priority (under in_mutex_)
+  std::atomic<std::size_t> heap_size_{0};  // heap_.size(), readable without the lock
+  std::uint64_t next_seq_ = 0;             // under in_mutex_
+  std::atomic<std::size_t> sleeping_lanes_{0};
+  bool stopping_ = false;      // under in_mutex_
+  bool lanes_joined_ = false;  // under in_mutex_
   std::atomic<bool> stop_flag_{false};
 
   std::mutex callbacks_mutex_;
@@ -1017,10 +1036,11 @@ class PoolCore {
   std::vector<std::uint32_t> free_callbacks_;
 
   std::mutex idle_mutex_;
-  std::condition_variable idle_cv_;        // synchronize() waits here for pending_ == 0
-  std::atomic<std::uint64_t> pending_{0};  // pushed, not yet delivered
+  std::condition_variable idle_cv_;           // synchronize() waits here for pending() == 0
+  std::atomic<std::uint64_t> delivered_{0};   // tasks delivered (any status, any way)
+  std::atomic<std::size_t> sync_waiters_{0};  // threads in synchronize()
 
-  std::vector<Output> outputs_;
+  std::vector<std::unique_ptr<Output>> outputs_;
   std::atomic<bool> no_more_or_failed_{false};
   mutable std::mutex failure_mutex_;
   std::string failure_;

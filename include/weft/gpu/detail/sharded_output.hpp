@@ -1,0 +1,166 @@
+// weft/gpu/detail/sharded_output.hpp - one output queue of the pool, split into shards (one
+// per scheduler lane) so that consumers popping one task at a time and the lanes delivering to
+// them do not all contend for one lock. Lane k delivers to shard k; a consumer takes from its
+// home shard (its thread ticket modulo the shard count) first, then from the others. FIFO per
+// lane; consumers that sleep wait on one condition variable per queue.
+//
+// Also counts, per queue, tasks accepted for it (one counter per input shard, written by that
+// shard's pushers only) and tasks popped (one counter per output shard): unfinished() is their
+// difference, exact once pushes have stopped.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "weft/gpu/detail/chunk_queue.hpp"
+#include "weft/gpu/detail/sharded_fifo.hpp"
+
+namespace weft::gpu::detail {
+
+template <class Record>
+class ShardedOutput {
+ public:
+  ShardedOutput(std::size_t shards, std::size_t input_shards)
+      : accepted_(std::max<std::size_t>(input_shards, 1)) {
+    for (std::size_t s = 0; s < std::max<std::size_t>(shards, 1); ++s) {
+      shards_.push_back(std::make_unique<Shard>());
+    }
+  }
+
+  [[nodiscard]] std::size_t shards() const noexcept { return shards_.size(); }
+  [[nodiscard]] std::size_t home() const noexcept {
+    return thread_ticket<PopTicket>() % shards_.size();
+  }
+
+  // ---- counting (pushers) ----
+  /// `n` tasks for this queue were accepted through input shard `input_shard`. Called under
+  /// that shard's lock, before the tasks can be taken (so popped never passes accepted).
+  void accepted(std::size_t input_shard, std::size_t n) noexcept {
+    // relaxed: the input shard's lock orders it before the tasks are taken; readers that
+    // need an exact count read it after pushes stopped (see unfinished()).
+    accepted_[input_shard].value.fetch_add(n, std::memory_order_relaxed);
+  }
+  /// Tasks accepted for this queue and not yet popped. Popped is read first: the result is
+  /// never below the true count at that moment (never negative), and exact once pushes stop.
+  [[nodiscard]] std::size_t unfinished() const noexcept {
+    std::uint64_t popped = 0, accepted = 0;
+    // seq_cst: two consumers that pop the last two records each count their own pop, then
+    // read the other's; one of them sees both (ShardedOutput::after_take's wake-up).
+    for (const auto& s : shards_) popped += s->popped.load(std::memory_order_seq_cst);
+    for (const auto& c : accepted_) accepted += c.value.load(std::memory_order_seq_cst);
+    return static_cast<std::size_t>(accepted - popped);
+  }
+
+  // ---- delivery (lanes) ----
+  /// Appends a lane's finished records to shard `shard` (moved in; `chunk` comes back empty,
+  /// possibly a recycled vector) and wakes sleeping consumers.
+  void deliver(std::size_t shard, std::vector<Record>& chunk) {
+    if (chunk.empty()) return;
+    const bool many = chunk.size() > 1;
+    Shard& s = *shards_[shard % shards_.size()];
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.ready.push_chunk(chunk);
+      // seq_cst: a consumer about to sleep counts itself in waiters_ and then looks at
+      // `available`; this store and the waiters_ load below are the other half (one of the
+      // two sides sees the other's write).
+      s.available.store(s.ready.size(), std::memory_order_seq_cst);
+    }
+    if (waiters_.load(std::memory_order_seq_cst) > 0) notify(many);
+  }
+
+  // ---- consumers ----
+  /// Whether any shard has records (a snapshot).
+  [[nodiscard]] bool any_available() const noexcept {
+    for (const auto& s : shards_) {
+      // seq_cst: see deliver().
+      if (s->available.load(std::memory_order_seq_cst) != 0) return true;
+    }
+    return false;
+  }
+  /// Takes one record, home shard first. Returns whether it got one.
+  bool try_take_one(Record& r, std::size_t home) {
+    for (std::size_t i = 0; i < shards_.size(); ++i) {
+      Shard& s = *shards_[(home + i) % shards_.size()];
+      // relaxed: a hint; the record is taken under the lock.
+      if (s.available.load(std::memory_order_relaxed) == 0) continue;
+      std::lock_guard<std::mutex> lock(s.mutex);
+      if (s.ready.empty()) continue;
+      s.ready.take_one(r);
+      took(s, 1);
+      return true;
+    }
+    return false;
+  }
+  /// Takes up to `max` records into `out`, home shard first. Returns how many.
+  std::size_t take_into(Record* out, std::size_t max, std::size_t home) {
+    std::size_t taken = 0;
+    for (std::size_t i = 0; i < shards_.size() && taken < max; ++i) {
+      Shard& s = *shards_[(home + i) % shards_.size()];
+      // relaxed: a hint; the records are taken under the lock.
+      if (s.available.load(std::memory_order_relaxed) == 0) continue;
+      std::lock_guard<std::mutex> lock(s.mutex);
+      const std::size_t n = s.ready.take_into(out + taken, max - taken);
+      if (n != 0) took(s, n);
+      taken += n;
+    }
+    return taken;
+  }
+  /// Sleeps until pred() (called under the queue's wait lock) holds.
+  template <class Pred>
+  void wait(Pred pred) {
+    std::unique_lock<std::mutex> lock(wait_mutex_);
+    // seq_cst: see deliver().
+    waiters_.fetch_add(1, std::memory_order_seq_cst);
+    cv_.wait(lock, pred);
+    waiters_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: only ever a hint downward
+  }
+  [[nodiscard]] bool has_waiters() const noexcept {
+    // seq_cst: see deliver() (also used after a flag that ends waits was stored).
+    return waiters_.load(std::memory_order_seq_cst) > 0;
+  }
+  /// Wakes every sleeping consumer (so that it re-evaluates its predicate).
+  void wake_all() { notify(true); }
+
+ private:
+  struct alignas(64) Shard {
+    std::mutex mutex;
+    ChunkQueue<Record> ready;               // under mutex
+    std::atomic<std::size_t> available{0};  // ready.size(), readable without the lock
+    std::atomic<std::uint64_t> popped{0};   // written under mutex
+  };
+  struct alignas(64) Counter {
+    std::atomic<std::uint64_t> value{0};
+  };
+
+  void took(Shard& s, std::size_t n) {
+    // relaxed: a hint for spinning consumers, who then take the lock.
+    s.available.store(s.ready.size(), std::memory_order_relaxed);
+    // seq_cst: see unfinished().
+    s.popped.fetch_add(n, std::memory_order_seq_cst);
+  }
+  void notify(bool all) {
+    // Taking the lock (empty section) orders this notify after a consumer that counted itself
+    // in waiters_ has gone to sleep: it held the lock from counting until the wait.
+    { std::lock_guard<std::mutex> lock(wait_mutex_); }
+    if (all) {
+      cv_.notify_all();
+    } else {
+      cv_.notify_one();
+    }
+  }
+
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::vector<Counter> accepted_;  // by input shard
+  std::mutex wait_mutex_;
+  std::condition_variable cv_;
+  std::atomic<std::size_t> waiters_{0};
+};
+
+}  // namespace weft::gpu::detail
