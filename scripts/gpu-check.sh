@@ -2,10 +2,30 @@
 # Everything the GPU machine (device tool) must run for a change to GPU code, in one call:
 # configure and build for sm_90 as the machine is (no installs), run the GPU tests and the host
 # tests, then compute-sanitizer memcheck, racecheck and synccheck on the GPU tests.
-# Logs go to $OUT (or ./gpu-check-out); the last lines are a summary table.
+# The console output goes to $OUT/gpu-check.md (or ./gpu-check-out), headed by the machine and
+# the commit (WEFT_COMMIT=<hash>: the tree sent to the GPU machine has no .git); per-step logs
+# stay on the machine (the device tool brings back only a few files). The last lines are a
+# summary table.
 set -uo pipefail
 out=${OUT:-gpu-check-out}
 mkdir -p "$out"
+if [ -z "${WEFT_GPU_CHECK_INNER:-}" ]; then
+  machine=${WEFT_MACHINE:-$(scripts/machine-name.sh)}
+  console=$(mktemp)
+  WEFT_GPU_CHECK_INNER=1 bash "$0" "$@" > "$console" 2>&1
+  rc=$?
+  {
+    printf '# scripts/gpu-check.sh on %s, %s, tree of commit %s\n\n' "$machine" "$(date -u +%F)" \
+      "${WEFT_COMMIT:-unknown}"
+    printf 'Console output of the run (the per-step logs stay on the device; the summary is at the end).\n\n'
+    printf '```\n'
+    cat "$console"
+    printf '```\n'
+  } > "$out/gpu-check.md"
+  sed -n '/== gpu-check summary ==/,$p' "$console"
+  exit $rc
+fi
+out=$(mktemp -d)  # the per-step logs
 build=build-gpu
 jobs=$(nproc)
 summary=()

@@ -454,10 +454,16 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
     suite.measure("empty_task_ns_ring_depth_" + std::to_string(depth), "ns", Better::lower,
                   [&] { return pool_batched(*p, n_batched); });
   }
-  for (std::size_t lanes : {1, 2, 4}) {
+  for (std::size_t lanes : {1, 2, 4, 6, 8}) {
+    // Each lane keeps a core busy, and so do the pusher and the popper.
+    if (lanes > 1 && lanes + 2 > std::thread::hardware_concurrency()) break;
     auto p = std::make_unique<EmptyPool>(device_options(0, lanes));
     suite.measure("empty_task_ns_lanes_" + std::to_string(lanes), "ns", Better::lower,
                   [&] { return pool_batched(*p, n_batched); });
+    if (lanes >= 4) {
+      suite.measure("empty_task_ns_single_lanes_" + std::to_string(lanes), "ns", Better::lower,
+                    [&] { return pool_single(*p, n_single); });
+    }
   }
   {
     int fit = 0;

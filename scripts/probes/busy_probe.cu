@@ -5,7 +5,8 @@
 // Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -gencode=arch=compute_90,code=sm_90 \
 //     -I../../include busy_probe.cu ../../src/gpu/host_blocks.cpp ../../src/gpu/device_blocks.cu \
-//     -o busy_probe && ./busy_probe
+//     -o busy_probe && ./busy_probe [--short]
+// (add -DWEFT_POOL_NO_READ_AHEAD for the kernel without its read ahead, to compare)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <map>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -85,11 +87,26 @@ void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, i
       body += static_cast<double>(d.t1 - d.t0) * 1e-9;
     }
     std::vector<double> gaps;
+    // Where the blocks' time goes, by the GPU clock: from the first body's start anywhere to
+    // each block's first start (ramp), between bodies (gaps), and from each block's last end
+    // to the last end anywhere (tail).
+    unsigned long long first = ~0ull, last = 0;
     for (auto& [b, v] : by_block) {
       std::sort(v.begin(), v.end());
-      for (std::size_t i = 1; i < v.size(); ++i)
-        gaps.push_back(static_cast<double>(v[i].first - v[i - 1].second) * 1e-3);
+      first = std::min(first, v.front().first);
+      last = std::max(last, v.back().second);
     }
+    double ramp = 0, tail = 0, gap_sum = 0;
+    for (auto& [b, v] : by_block) {
+      ramp += static_cast<double>(v.front().first - first) * 1e-9;
+      tail += static_cast<double>(last - v.back().second) * 1e-9;
+      for (std::size_t i = 1; i < v.size(); ++i) {
+        gaps.push_back(static_cast<double>(v[i].first - v[i - 1].second) * 1e-3);
+        gap_sum += gaps.back() * 1e-6;
+      }
+    }
+    const double span = static_cast<double>(last - first) * 1e-9;
+    const double block_time = static_cast<double>(pool.num_blocks()) * span;
     std::sort(gaps.begin(), gaps.end());
     auto q = [&](double f) {
       return gaps.empty() ? 0.0 : gaps[static_cast<std::size_t>(f * (gaps.size() - 1))];
@@ -97,16 +114,23 @@ void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, i
     std::printf(
         "bps %d depth %zu lanes %zu task %llu us rep %d: busy %.3f (wall %.2f ms, %zu blocks); gap "
         "us "
-        "p10 %.2f p50 %.2f p90 %.2f p99 %.2f; host reads/task %.2f\n",
+        "p10 %.2f p50 %.2f p90 %.2f p99 %.2f; host reads/task %.2f; of GPU span %.2f ms: "
+        "body %.3f gaps %.3f ramp %.3f tail %.3f\n",
         bps, pool.ring_depth(), pool.num_lanes(), ns / 1000, rep,
         body / (static_cast<double>(pool.num_blocks()) * wall), wall * 1e3, by_block.size(), q(0.1),
-        q(0.5), q(0.9), q(0.99), static_cast<double>(pool.stats().host_polls - polls0) / n);
+        q(0.5), q(0.9), q(0.99), static_cast<double>(pool.stats().host_polls - polls0) / n,
+        span * 1e3, body / block_time, gap_sum / block_time, ramp / block_time, tail / block_time);
   }
 }
 
-int main() {
+int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  for (std::size_t depth : {1, 4, 8, 16}) run(1, depth, 0, 10'000, 1000);
+  if (argc > 1 && std::string(argv[1]) == "--short") {  // the 10 us cases only
+    for (std::size_t depth : {8, 32}) run(1, depth, 0, 10'000, 1000);
+    run(2, 8, 0, 10'000, 500);
+    return 0;
+  }
+  for (std::size_t depth : {1, 4, 8, 16, 32}) run(1, depth, 0, 10'000, 1000);
   for (std::size_t depth : {4, 16}) run(1, depth, 0, 1'000, 4000);
   for (std::size_t depth : {4, 16}) run(1, depth, 0, 100'000, 100);
   for (std::size_t depth : {8, 16}) run(2, depth, 0, 10'000, 500);

@@ -201,12 +201,18 @@ __global__ void resident_kernel(ResidentArgs a) {
   unsigned long long polls = 0;
   unsigned pos = 0;  // the ring slot this block runs next
   const bool standby = a.standby != nullptr && a.standby[blockIdx.x] != 0;
+  // Warp 0, lane t: the state of slot (pos + t) % depth as read early, during the last task
+  // of the previous run (IDLE when not read); see "Read ahead" below.
+  std::uint32_t ahead = static_cast<std::uint32_t>(SlotState::idle);
 
   for (;;) {
     if (threadIdx.x < 32) {
-      if (polls != 0) __nanosleep(kFirstBackoffAfterTaskNs);  // after a batch (see above)
-      const std::uint32_t s =
-          poll_ring(states, depth, pos, a, polls, polls == 0 ? 32 : 256, standby);
+      std::uint32_t s = ahead;
+      ahead = static_cast<std::uint32_t>(SlotState::idle);
+      if (!is_ready_or_exit(__shfl_sync(0xFFFFFFFFu, s, 0))) {
+        if (polls != 0) __nanosleep(kFirstBackoffAfterTaskNs);  // after a batch (see above)
+        s = poll_ring(states, depth, pos, a, polls, polls == 0 ? 32 : 256, standby);
+      }
       // The run of READY slots from pos (lanes past the depth are not READY).
       const unsigned ready =
           __ballot_sync(0xFFFFFFFFu, s == static_cast<std::uint32_t>(SlotState::ready));
@@ -242,6 +248,20 @@ __global__ void resident_kernel(ResidentArgs a) {
     const unsigned group = depth >= 8 ? depth / 4 : 1;
     for (unsigned t = 0; t < count; ++t) {
       const unsigned j = (pos + t) % depth;
+#if !defined(WEFT_POOL_NO_READ_AHEAD)
+      // Read ahead: before the run's last task, warp 0 reads the states of the slots after the
+      // run (relaxed loads: the fence of the run's last publication below acquires them). The
+      // read's PCIe round trip overlaps the task, and a block whose scheduler refilled its
+      // ring meanwhile goes on to the next run without polling.
+      if (t + 1 == count && count < depth && threadIdx.x < 32) {
+        if (threadIdx.x + count < depth) {
+          ahead = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(
+                      states[(pos + count + threadIdx.x) % depth])
+                      .load(cuda::memory_order_relaxed);
+        }
+        if (threadIdx.x == 0) ++polls;
+      }
+#endif
       uint4* mine = payloads + t * kWords;
       const bool size_ok = s_size[t] <= Capacity;
       const BlockContext ctx(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), block,
@@ -260,10 +280,15 @@ __global__ void resident_kernel(ResidentArgs a) {
       // thread 0's fence, and the fence is cumulative: the scheduler that acquires a FINISHED
       // sees all of them.
       __syncthreads();
+      if (threadIdx.x < 32) {
+        // acq_rel, system scope, by every lane of warp 0. Release: pairs with the scheduler's
+        // acquire loads of FINISHED (thread 0's stores below are relaxed and come after it).
+        // Acquire: a lane that read a slot's state ahead (relaxed, above) and saw READY has
+        // synchronized with the scheduler's release store of it, so the payload written
+        // before it is visible to the lane, and to every thread after the next barrier.
+        cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_system);
+      }
       if (threadIdx.x == 0) {
-        // release, system scope: pairs with the scheduler's acquire loads of FINISHED (the
-        // stores below are relaxed and come after this fence).
-        cuda::atomic_thread_fence(cuda::memory_order_release, cuda::thread_scope_system);
         for (unsigned u = t + 1 - ((t % group) + 1); u <= t; ++u) {
           cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(
               states[(pos + u) % depth]);
