@@ -50,22 +50,40 @@ void run(const char* name, PoolOptions o, int gap_us, bool spin_try) {
               lat[150], lat[297], pool.num_lanes());
 }
 // The floor: a bare host-mapped mailbox, one block polling one word, CPU -> GPU -> CPU.
-__global__ void mailbox_kernel(unsigned* box, int n) {
+// Variant 1 also reads a 64-byte payload (another line) after seeing the word, as a pool
+// block does; variant 2 also writes results back and publishes them behind a system-scope
+// fence, as a pool block does.
+__global__ void mailbox_kernel(unsigned* box, int n, int variant) {
   cuda::atomic_ref<unsigned, cuda::thread_scope_system> in(box[0]), out(box[32]);
+  __shared__ uint4 payload[4];
   for (int i = 1; i <= n; ++i) {
-    while (in.load(cuda::memory_order_acquire) != static_cast<unsigned>(i)) {
+    if (threadIdx.x == 0) {
+      while (in.load(cuda::memory_order_acquire) != static_cast<unsigned>(i)) {
+      }
     }
-    out.store(static_cast<unsigned>(i), cuda::memory_order_release);
+    __syncthreads();
+    if (variant >= 1 && threadIdx.x < 4)
+      payload[threadIdx.x] = reinterpret_cast<uint4*>(box + 64)[threadIdx.x];
+    __syncthreads();
+    if (variant >= 2 && threadIdx.x < 4)
+      reinterpret_cast<uint4*>(box + 96)[threadIdx.x] = payload[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      if (variant >= 2)
+        cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_system);
+      out.store(static_cast<unsigned>(i),
+                variant >= 2 ? cuda::memory_order_relaxed : cuda::memory_order_release);
+    }
   }
 }
-void mailbox(int gap_us) {
+void mailbox(int gap_us, int variant) {
   unsigned* box = nullptr;
-  cudaHostAlloc(reinterpret_cast<void**>(&box), 256, cudaHostAllocMapped);
-  std::memset(box, 0, 256);
+  cudaHostAlloc(reinterpret_cast<void**>(&box), 512, cudaHostAllocMapped);
+  std::memset(box, 0, 512);
   unsigned* dbox = nullptr;
   cudaHostGetDevicePointer(reinterpret_cast<void**>(&dbox), box, 0);
   const int n = 300;
-  mailbox_kernel<<<1, 32>>>(dbox, n);
+  mailbox_kernel<<<1, 128>>>(dbox, n, variant);
   std::atomic_ref<unsigned> in(box[0]), out(box[32]);
   std::vector<double> lat;
   for (int i = 1; i <= n; ++i) {
@@ -79,37 +97,35 @@ void mailbox(int gap_us) {
   cudaDeviceSynchronize();
   cudaFreeHost(box);
   std::sort(lat.begin(), lat.end());
-  std::printf("%-40s gap %6d us: p10 %7.2f p50 %7.2f p99 %7.2f\n", "bare mailbox (floor)", gap_us,
-              lat[30], lat[150], lat[297]);
+  const char* names[] = {"bare mailbox (floor)", "mailbox + payload read",
+                         "mailbox + payload + fence"};
+  std::printf("%-40s gap %6d us: p10 %7.2f p50 %7.2f p99 %7.2f\n", names[variant], gap_us, lat[30],
+              lat[150], lat[297]);
 }
 int main() {
   using us = std::chrono::microseconds;
-  for (int gap : {0, 200}) mailbox(gap);
+  for (int variant : {0, 1, 2}) {
+    for (int gap : {0, 200}) mailbox(gap, variant);
+  }
   for (int gap : {0, 200}) {
     run("default", PoolOptions{}, gap, false);
     run("default try_pop spin", PoolOptions{}, gap, true);
     PoolOptions a;
-    a.warm_idle = us(10'000'000);
-    run("never deep idle", a, gap, true);
+    a.standby_blocks = false;
+    run("no standby blocks", a, gap, false);
     PoolOptions b;
     b.scheduler_lanes = 1;
-    run("1 lane", b, gap, true);
+    run("1 lane", b, gap, false);
     PoolOptions c;
     c.blocks_per_sm = 1;
-    run("1 block/SM", c, gap, true);
-    PoolOptions d;
-    d.blocks_per_sm = 1;
-    d.warm_idle = us(10'000'000);
-    run("1 block/SM never deep", d, gap, true);
-    PoolOptions e;
-    e.scheduler_lanes = 1;
-    e.warm_idle = us(10'000'000);
-    run("1 lane never deep", e, gap, true);
+    run("1 block/SM", c, gap, false);
     PoolOptions f;
     f.blocks_per_sm = 1;
     f.ring_depth = 1;
     f.scheduler_lanes = 1;
-    f.warm_idle = us(10'000'000);
-    run("1 block/SM depth 1, 1 lane never deep", f, gap, true);
+    run("1 block/SM depth 1, 1 lane", f, gap, false);
+    PoolOptions g;
+    g.consumer_spin = us(0);
+    run("consumer sleeps at once", g, gap, false);
   }
 }
