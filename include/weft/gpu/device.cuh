@@ -48,6 +48,20 @@ inline constexpr unsigned kStandbyBackoffNs = 256;
 inline constexpr int kEpochCopies = 64;
 inline constexpr int kEpochStride = 32;  // words: one copy per 128 bytes
 
+#if defined(WEFT_POOL_TRACE)
+// scripts/probes/latency_trace.cu: the GPU clock when the last block to run a task saw it
+// READY, had read its payload, had run it, had fenced, and had stored FINISHED.
+__device__ unsigned long long g_weft_trace[5];
+#define WEFT_TRACE(k)                                    \
+  do {                                                   \
+    if (threadIdx.x == 0) g_weft_trace[k] = global_ns(); \
+  } while (0)
+#else
+#define WEFT_TRACE(k) \
+  do {                \
+  } while (0)
+#endif
+
 // Per GPU, in device memory (zeroed; watcher = -1 before the launch).
 struct DeviceIdle {
   std::uint32_t epoch[kEpochCopies * kEpochStride];  // copy c at epoch[c * kEpochStride]
@@ -227,6 +241,7 @@ __global__ void resident_kernel(ResidentArgs a) {
     __syncthreads();
     if (s_exit != 0u) return;
     const unsigned count = s_count;
+    WEFT_TRACE(0);
 
     // Headers and payloads of the whole run in one coalesced pass (one round trip over PCIe).
     for (unsigned i = threadIdx.x; i < count * kSlotWords; i += blockDim.x) {
@@ -240,6 +255,7 @@ __global__ void resident_kernel(ResidentArgs a) {
       }
     }
     __syncthreads();
+    WEFT_TRACE(1);
 
     // Published in groups of depth/4 tasks (at least 1): a system-scope release waits until
     // every earlier write has reached host memory (a round trip over PCIe, ~1 us), so one per
@@ -276,6 +292,7 @@ __global__ void resident_kernel(ResidentArgs a) {
         reinterpret_cast<SlotHeader*>(slot(j))->status = static_cast<std::uint32_t>(status);
       }
       if ((t + 1) % group != 0 && t + 1 != count) continue;  // posted writes; publish later
+      WEFT_TRACE(2);
       // The barrier makes every thread's result words and global-memory writes happen before
       // thread 0's fence, and the fence is cumulative: the scheduler that acquires a FINISHED
       // sees all of them.
@@ -288,6 +305,7 @@ __global__ void resident_kernel(ResidentArgs a) {
         // before it is visible to the lane, and to every thread after the next barrier.
         cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_system);
       }
+      WEFT_TRACE(3);
       if (threadIdx.x == 0) {
         for (unsigned u = t + 1 - ((t % group) + 1); u <= t; ++u) {
           cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(
@@ -310,6 +328,7 @@ __global__ void resident_kernel(ResidentArgs a) {
           }
         }
       }
+      WEFT_TRACE(4);
       __syncthreads();
       if (s_exit != 0u) return;
     }

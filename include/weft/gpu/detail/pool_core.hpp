@@ -93,6 +93,17 @@ struct PoolStats {
 
 namespace detail {
 
+#if defined(WEFT_POOL_TRACE)
+// scripts/probes/latency_trace.cu: steady-clock ns when a lane last stored READY, last saw
+// FINISHED, and last delivered to an output queue.
+inline std::atomic<long long> g_trace_loaded{0}, g_trace_seen{0}, g_trace_delivered{0};
+inline long long trace_now() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+#endif
+
 /// How the scheduler lanes and consumers behave (from PoolOptions; validated by Pool).
 struct SchedulerConfig {
   std::size_t lanes = 0;  // 0: automatic
@@ -351,6 +362,9 @@ class PoolCore {
  private:
   static constexpr std::uint32_t kNil = ~std::uint32_t{0};
   static constexpr std::size_t kShortBatch = 8;  // pushed entry by entry under the lock
+  // A quiet lane asks the blocks whether they are alive this often (a dead kernel's tasks are
+  // then delivered as device_failed within about this long).
+  static constexpr std::chrono::milliseconds kHealthCheckPeriod{1};
 
   // A queued task. Trivially copyable: batches move as memcpy; a callback lives in the
   // callback table and the entry holds its id (0: none).
@@ -675,6 +689,9 @@ class PoolCore {
     // release: type, size and payload are visible to the block's acquire load of READY.
     state_of(lane, b, j)
         .store(static_cast<std::uint32_t>(SlotState::ready), std::memory_order_release);
+#if defined(WEFT_POOL_TRACE)
+    g_trace_loaded.store(trace_now());
+#endif
     blocks_->wake(lane.first + b, j);
     ++bm.loaded;
     ++lane.unresolved;
@@ -734,6 +751,9 @@ class PoolCore {
         break;
       }
       SlotMeta& m = lane.meta[b * depth_ + j];
+#if defined(WEFT_POOL_TRACE)
+      g_trace_seen.store(trace_now());
+#endif
       if (m.lost) {
         // Delivered as timed_out already: the late result is dropped (exactly once).
         --bm.lost;
@@ -789,6 +809,9 @@ class PoolCore {
       // st comes back empty (a recycled vector).
       if (!lane.staged[out].empty()) outputs_[out]->deliver(lane.index, lane.staged[out]);
     }
+#if defined(WEFT_POOL_TRACE)
+    g_trace_delivered.store(trace_now());
+#endif
     for (auto& [id, r] : lane.callbacks) {
       Callback cb = take_callback(id);
       cb(r);
@@ -874,7 +897,10 @@ class PoolCore {
 
   void lane_main(Lane& lane) {
     Clock::time_point last_activity = Clock::now();
-    std::uint32_t quiet_rounds = 0;
+    // When this lane last asked whether the blocks are alive: a CUDA call (cudaStreamQuery)
+    // of a microsecond or more, so by the clock, not every so many rounds (1024 quiet rounds
+    // were ~150 us: thousands of driver calls a second per lane, each delaying a collection).
+    Clock::time_point last_health_check = last_activity;
 #if defined(WEFT_POOL_PROFILE)
     lane.last = __rdtsc();
 #endif
@@ -920,11 +946,13 @@ class PoolCore {
 
       if (ended > 0 || !lane.batch.empty()) {
         last_activity = now;
-        quiet_rounds = 0;
         continue;
       }
       // A quiet round. Now and then ask whether the blocks are still alive.
-      if ((++quiet_rounds & 1023) == 0 || blocks_failed_.load(std::memory_order_relaxed)) {
+      // relaxed: a hint; check_failure reads it again with acquire.
+      if (now - last_health_check >= kHealthCheckPeriod ||
+          blocks_failed_.load(std::memory_order_relaxed)) {
+        last_health_check = now;
         if (check_failure(lane)) return;
       }
       if (now - last_activity < config_.idle_spin) {
