@@ -143,6 +143,10 @@ __device__ inline std::uint32_t deep_idle(
   }
 }
 
+// A task at least this long makes the block read its ring ahead during the next run's last
+// task (see resident_kernel).
+inline constexpr unsigned long long kLongTaskNs = 2000;
+
 // The first back-off after a batch of tasks: the scheduler needs about this long to collect the
 // slots and load the next tasks, and polling sooner only takes the line away from the CPU's
 // cache while it writes it.
@@ -218,6 +222,10 @@ __global__ void resident_kernel(ResidentArgs a) {
   // Warp 0, lane t: the state of slot (pos + t) % depth as read early, during the last task
   // of the previous run (IDLE when not read); see "Read ahead" below.
   std::uint32_t ahead = static_cast<std::uint32_t>(SlotState::idle);
+  // Warp 0: whether the last task took long enough for a read ahead to pay (its round trip
+  // then overlaps the task; after a short task the publication's fence would wait for it:
+  // +0.6 us of latency for one empty task, scripts/probes/latency_trace.cu).
+  bool long_tasks = false;
 
   for (;;) {
     if (threadIdx.x < 32) {
@@ -269,7 +277,8 @@ __global__ void resident_kernel(ResidentArgs a) {
       // run (relaxed loads: the fence of the run's last publication below acquires them). The
       // read's PCIe round trip overlaps the task, and a block whose scheduler refilled its
       // ring meanwhile goes on to the next run without polling.
-      if (t + 1 == count && count < depth && threadIdx.x < 32) {
+      const bool read_ahead = long_tasks && t + 1 == count && count < depth;
+      if (read_ahead && threadIdx.x < 32) {
         if (threadIdx.x + count < depth) {
           ahead = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(
                       states[(pos + count + threadIdx.x) % depth])
@@ -277,13 +286,20 @@ __global__ void resident_kernel(ResidentArgs a) {
         }
         if (threadIdx.x == 0) ++polls;
       }
+#else
+      constexpr bool read_ahead = false;
 #endif
       uint4* mine = payloads + t * kWords;
       const bool size_ok = s_size[t] <= Capacity;
       const BlockContext ctx(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), block,
                              task_shared);
+      const unsigned long long started = threadIdx.x == 0 ? global_ns() : 0;
       const TaskStatus status =
           size_ok ? Types::dispatch(s_type[t], mine, s_size[t], ctx) : TaskStatus::bad_payload_size;
+      if (threadIdx.x < 32) {
+        long_tasks = __shfl_sync(0xFFFFFFFFu,
+                                 threadIdx.x == 0 && global_ns() - started >= kLongTaskNs, 0) != 0;
+      }
       __syncthreads();
       const std::uint32_t n = size_ok ? (s_size[t] + 15) / 16 : 0;
       auto* out = reinterpret_cast<uint4*>(slot(j) + kSlotHeaderBytes);
@@ -297,8 +313,9 @@ __global__ void resident_kernel(ResidentArgs a) {
       // thread 0's fence, and the fence is cumulative: the scheduler that acquires a FINISHED
       // sees all of them.
       __syncthreads();
-      if (threadIdx.x < 32) {
-        // acq_rel, system scope, by every lane of warp 0. Release: pairs with the scheduler's
+      if (threadIdx.x == 0 || (read_ahead && threadIdx.x < 32)) {
+        // acq_rel, system scope (by every lane of warp 0 after a read ahead, else by thread 0).
+        // Release: pairs with the scheduler's
         // acquire loads of FINISHED (thread 0's stores below are relaxed and come after it).
         // Acquire: a lane that read a slot's state ahead (relaxed, above) and saw READY has
         // synchronized with the scheduler's release store of it, so the payload written

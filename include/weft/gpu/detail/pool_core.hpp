@@ -956,7 +956,10 @@ class PoolCore {
         if (check_failure(lane)) return;
       }
       if (now - last_activity < config_.idle_spin) {
-        for (int p = 0; p < 16; ++p) weft::cpu::detail::cpu_relax();
+        // One pause between quiet rounds. A pause is ~140 cycles on recent Intel server cores
+        // (the H100 machine's Xeon): 16 of them made a quiet round ~1 us, and a pushed task
+        // waited ~1.3 us for its READY (scripts/probes/latency_trace.cu).
+        weft::cpu::detail::cpu_relax();
         lane.mark(5);
         continue;
       }
