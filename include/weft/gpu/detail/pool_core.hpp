@@ -956,10 +956,13 @@ class PoolCore {
         if (check_failure(lane)) return;
       }
       if (now - last_activity < config_.idle_spin) {
-        // One pause between quiet rounds. A pause is ~140 cycles on recent Intel server cores
-        // (the H100 machine's Xeon): 16 of them made a quiet round ~1 us, and a pushed task
-        // waited ~1.3 us for its READY (scripts/probes/latency_trace.cu).
-        weft::cpu::detail::cpu_relax();
+        // Up to 16 pauses between quiet rounds, ended early by queued input. Fewer rounds
+        // leave the GPU's lines alone: a lane re-reading its blocks' control lines after one
+        // pause slowed the blocks' own reads of them (busy fraction at 10 us 0.83 -> 0.44);
+        // but a pause is ~140 cycles on recent Intel server cores (the H100 machine's Xeon),
+        // so 16 unconditional ones made a pushed task wait ~1.3 us for its READY
+        // (scripts/probes/latency_trace.cu). Input is host memory only.
+        for (int p = 0; p < 16 && queued_count() == 0; ++p) weft::cpu::detail::cpu_relax();
         lane.mark(5);
         continue;
       }
