@@ -37,8 +37,10 @@ void trace(const char* name, PoolOptions o) {
   P pool(o);
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  constexpr int kPhases = 10;
-  const char* names[kPhases] = {"push->READY stored",
+  constexpr int kPhases = 12;
+  const char* names[kPhases] = {"push() call",
+                                "push returned->lane took",
+                                "took->READY stored",
                                 "READY->FINISHED seen (host)",
                                 "seen->delivered",
                                 "delivered->popped",
@@ -53,15 +55,17 @@ void trace(const char* name, PoolOptions o) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
     const long long t0 = detail::trace_now();
     pool.push<Empty>({static_cast<std::uint64_t>(i)});
+    const long long t1 = detail::trace_now();
     (void)pool.pop();
     const long long t3 = detail::trace_now();
     unsigned long long g[5] = {};
     cudaMemcpyFromSymbolAsync(g, detail::g_weft_trace, sizeof g, 0, cudaMemcpyDeviceToHost, stream);
     cudaStreamSynchronize(stream);
-    const long long l = detail::g_trace_loaded.load(), s = detail::g_trace_seen.load(),
-                    d = detail::g_trace_delivered.load();
+    const long long k = detail::g_trace_taken.load(), l = detail::g_trace_loaded.load(),
+                    s = detail::g_trace_seen.load(), d = detail::g_trace_delivered.load();
     const double gpu = static_cast<double>(g[4] - g[0]);
-    const double in[kPhases] = {static_cast<double>(l - t0),      static_cast<double>(s - l),
+    const double in[kPhases] = {static_cast<double>(t1 - t0),     static_cast<double>(k - t1),
+                                static_cast<double>(l - k),       static_cast<double>(s - l),
                                 static_cast<double>(d - s),       static_cast<double>(t3 - d),
                                 static_cast<double>(t3 - t0),     static_cast<double>(g[1] - g[0]),
                                 static_cast<double>(g[2] - g[1]), static_cast<double>(g[3] - g[2]),

@@ -96,7 +96,8 @@ namespace detail {
 #if defined(WEFT_POOL_TRACE)
 // scripts/probes/latency_trace.cu: steady-clock ns when a lane last stored READY, last saw
 // FINISHED, and last delivered to an output queue.
-inline std::atomic<long long> g_trace_loaded{0}, g_trace_seen{0}, g_trace_delivered{0};
+inline std::atomic<long long> g_trace_taken{0}, g_trace_loaded{0}, g_trace_seen{0},
+    g_trace_delivered{0};
 inline long long trace_now() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -197,7 +198,7 @@ class PoolCore {
       chunk.clear();
       chunk.reserve(count);
       for (std::size_t k = 0; k < count; ++k) {
-        chunk.push_back(Entry{records[k], static_cast<std::uint32_t>(out), 0, 0, 0});
+        chunk.push_back(Entry::of(records[k], out, 0));
       }
     }
     const std::uint32_t cb = callback ? add_callback(std::move(callback)) : 0;
@@ -215,7 +216,7 @@ class PoolCore {
           shard.queue.push_chunk(chunk);
         } else {
           for (std::size_t k = 0; k < count; ++k) {
-            shard.queue.push_one(Entry{records[k], static_cast<std::uint32_t>(out), cb, 0, 0});
+            shard.queue.push_one(Entry::of(records[k], out, cb));
           }
         }
         // seq_cst: pairs with sleep_until_work (a lane counts itself asleep, then looks at the
@@ -228,9 +229,8 @@ class PoolCore {
       if (!refused) {
         count_accepted(home, out, count, cb);
         for (std::size_t k = 0; k < count; ++k) {
-          heap_.push_back(
-              Entry{records[k], static_cast<std::uint32_t>(out), cb, priority, next_seq_++});
-          std::push_heap(heap_.begin(), heap_.end(), EntryLess{});
+          heap_.push_back(Ranked{Entry::of(records[k], out, cb), priority, next_seq_++});
+          std::push_heap(heap_.begin(), heap_.end(), RankedLess{});
         }
         heap_size_.store(heap_.size(), std::memory_order_seq_cst);  // seq_cst: as above
       }
@@ -366,17 +366,38 @@ class PoolCore {
   // then delivered as device_failed within about this long).
   static constexpr std::chrono::milliseconds kHealthCheckPeriod{1};
 
-  // A queued task. Trivially copyable: batches move as memcpy; a callback lives in the
-  // callback table and the entry holds its id (0: none).
+  // A queued task: a record's fields but its status, and where it goes. Trivially copyable
+  // (batches move as memcpy; a callback lives in the callback table and the entry holds its
+  // id, 0: none), and no larger than a record: 48 bytes with 16-byte payloads. It was 80 (a
+  // whole record, a priority and a sequence number), and the pusher's copy of a batch is most
+  // of what a batched push costs.
   struct Entry {
-    Record rec;
-    std::uint32_t out = 0;
-    std::uint32_t callback = 0;
-    int priority = 0;
-    std::uint64_t seq = 0;
+    std::uint32_t type;
+    std::uint32_t payload_size;
+    std::uint64_t tag;
+    std::uint32_t out;
+    std::uint32_t callback;
+    alignas(16) unsigned char payload[Capacity];  // payload_size bytes are meaningful
+
+    static Entry of(const Record& r, std::size_t out, std::uint32_t callback) {
+      Entry e;
+      e.type = r.type;
+      e.payload_size = r.payload_size;
+      e.tag = r.tag;
+      e.out = static_cast<std::uint32_t>(out);
+      e.callback = callback;
+      std::memcpy(e.payload, r.payload, r.payload_size);  // checked <= Capacity by push
+      return e;
+    }
   };
-  struct EntryLess {  // max-heap: higher priority first, then lower sequence (FIFO)
-    bool operator()(const Entry& a, const Entry& b) const {
+  // The priority queue's element.
+  struct Ranked {
+    Entry entry;
+    int priority;
+    std::uint64_t seq;
+  };
+  struct RankedLess {  // max-heap: higher priority first, then lower sequence (FIFO)
+    bool operator()(const Ranked& a, const Ranked& b) const {
       return a.priority != b.priority ? a.priority < b.priority : a.seq > b.seq;
     }
   };
@@ -588,8 +609,8 @@ class PoolCore {
     } else {
       std::lock_guard<std::mutex> lock(in_mutex_);
       while (lane.batch.size() < max && !heap_.empty()) {
-        std::pop_heap(heap_.begin(), heap_.end(), EntryLess{});
-        lane.batch.push_back(heap_.back());
+        std::pop_heap(heap_.begin(), heap_.end(), RankedLess{});
+        lane.batch.push_back(heap_.back().entry);
         heap_.pop_back();
       }
       heap_size_.store(heap_.size(), std::memory_order_relaxed);  // relaxed: under in_mutex_
@@ -668,15 +689,15 @@ class PoolCore {
     const std::uint32_t j = bm.loaded % depth_;
     unsigned char* slot = slot_of(lane, b, j);
     auto* h = reinterpret_cast<SlotHeader*>(slot);
-    h->type = e.rec.type;
-    h->payload_size = e.rec.payload_size;
+    h->type = e.type;
+    h->payload_size = e.payload_size;
     h->status = 0;
-    std::memcpy(slot + kSlotHeaderBytes, e.rec.payload, e.rec.payload_size);
+    std::memcpy(slot + kSlotHeaderBytes, e.payload, e.payload_size);
     SlotMeta& m = lane.meta[b * depth_ + j];
-    m.tag = e.rec.tag;
+    m.tag = e.tag;
     m.out = e.out;
-    m.type = e.rec.type;
-    m.size = e.rec.payload_size;
+    m.type = e.type;
+    m.size = e.payload_size;
     m.callback = e.callback;
     m.lost = false;
     m.loaded = now;
@@ -844,12 +865,12 @@ class PoolCore {
     const std::size_t n = lane.batch.size();
     SlotMeta m;
     for (const Entry& e : lane.batch) {
-      m.tag = e.rec.tag;
+      m.tag = e.tag;
       m.out = e.out;
-      m.type = e.rec.type;
-      m.size = e.rec.payload_size;
+      m.type = e.type;
+      m.size = e.payload_size;
       m.callback = e.callback;
-      stage(lane, m, TaskStatus::cancelled, e.rec.payload);
+      stage(lane, m, TaskStatus::cancelled, e.payload);
     }
     lane.batch.clear();
     flush(lane, n);
@@ -932,6 +953,9 @@ class PoolCore {
         stop_lane(lane);
         return;
       }
+#if defined(WEFT_POOL_TRACE)
+      if (!lane.batch.empty()) g_trace_taken.store(trace_now());
+#endif
       for (const Entry& e : lane.batch) load_slot(lane, pick_block(lane), e, now);
       lane.mark(3);
       if (lane.ring) {
@@ -1057,7 +1081,7 @@ class PoolCore {
   std::atomic<bool> closed_{false};        // no more pushes (see close())
   mutable std::mutex in_mutex_;            // the heap; lanes sleep under it
   std::condition_variable in_cv_;          // lanes sleep here for work
-  std::vector<Entry> heap_;                // QueueOrder::priority (under in_mutex_)
+  std::vector<Ranked> heap_;               // QueueOrder::priority (under in_mutex_)
   std::atomic<std::size_t> heap_size_{0};  // heap_.size(), readable without the lock
   std::uint64_t next_seq_ = 0;             // under in_mutex_
   std::atomic<std::size_t> sleeping_lanes_{0};
