@@ -970,6 +970,7 @@ class PoolCore {
 
       if (ended > 0 || !lane.batch.empty()) {
         last_activity = now;
+        note_pool_activity(now);
         continue;
       }
       // A quiet round. Now and then ask whether the blocks are still alive.
@@ -979,13 +980,15 @@ class PoolCore {
         last_health_check = now;
         if (check_failure(lane)) return;
       }
-      if (now - last_activity < config_.idle_spin) {
-        // Up to 16 pauses between quiet rounds, ended early by queued input. Fewer rounds
-        // leave the GPU's lines alone: a lane re-reading its blocks' control lines after one
-        // pause slowed the blocks' own reads of them (busy fraction at 10 us 0.83 -> 0.44);
-        // but a pause is ~140 cycles on recent Intel server cores (the H100 machine's Xeon),
-        // so 16 unconditional ones made a pushed task wait ~1.3 us for its READY
-        // (scripts/probes/latency_trace.cu). Input is host memory only.
+      // A lane keeps spinning while any lane was busy within idle_spin, not only itself: a
+      // lane asleep makes every push pay a futex wake-up (2.4 us per single push with 4 lanes,
+      // of which one got the pool's occasional tasks and three slept; 0.6 us with 1 lane:
+      // scripts/probes/latency_trace.cu).
+      if (now - std::max(last_activity, pool_activity()) < config_.idle_spin) {
+        // Up to 16 pauses between quiet rounds (~0.35 us on the H100 machine's Xeon,
+        // scripts/probes/clock_probe.cpp), ended early by queued input (host memory only).
+        // Fewer would re-read the blocks' control lines more often, which slows the blocks'
+        // own reads of them (one pause per round: busy fraction at 10 us 0.83 -> 0.44).
         for (int p = 0; p < 16 && queued_count() == 0; ++p) weft::cpu::detail::cpu_relax();
         lane.mark(5);
         continue;
@@ -998,6 +1001,22 @@ class PoolCore {
       }
       lane.mark(5);
     }
+  }
+
+  // The last time any lane moved a task (to within 10 us: the shared line is written at most
+  // once per 10 us per lane).
+  void note_pool_activity(Clock::time_point now) {
+    const std::int64_t ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+    // relaxed: a hint for how long lanes keep spinning; nothing is published through it.
+    if (ns - pool_activity_.load(std::memory_order_relaxed) > 10'000) {
+      pool_activity_.store(ns, std::memory_order_relaxed);
+    }
+  }
+  Clock::time_point pool_activity() const {
+    // relaxed: see note_pool_activity.
+    return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
+        std::chrono::nanoseconds(pool_activity_.load(std::memory_order_relaxed))));
   }
 
   void print_profile([[maybe_unused]] const Lane& lane) {
@@ -1085,8 +1104,9 @@ class PoolCore {
   std::atomic<std::size_t> heap_size_{0};  // heap_.size(), readable without the lock
   std::uint64_t next_seq_ = 0;             // under in_mutex_
   std::atomic<std::size_t> sleeping_lanes_{0};
-  bool stopping_ = false;      // under in_mutex_
-  bool lanes_joined_ = false;  // under in_mutex_
+  std::atomic<std::int64_t> pool_activity_{0};  // steady-clock ns; see note_pool_activity
+  bool stopping_ = false;                       // under in_mutex_
+  bool lanes_joined_ = false;                   // under in_mutex_
   std::atomic<bool> stop_flag_{false};
 
   std::mutex callbacks_mutex_;
