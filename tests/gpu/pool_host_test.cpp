@@ -93,7 +93,19 @@ struct WhereRun {
   WEFT_HD static void run(Payload& p, const BlockContext& b) { p.block = b.block(); }
 };
 
-using Types = TaskTypes<Small, Medium, Large, Gate, Sleep, Stuck, WhereRun>;
+// Reports its block, then holds it until the gate opens.
+struct GateWhere {
+  static constexpr std::uint32_t kId = 8;
+  struct Payload {
+    int block;
+  };
+  static void run(Payload& p, const BlockContext& b) {
+    p.block = b.block();
+    while (!g_gate_open.load()) std::this_thread::yield();
+  }
+};
+
+using Types = TaskTypes<Small, Medium, Large, Gate, Sleep, Stuck, WhereRun, GateWhere>;
 using TestPool = Pool<Types, 256>;
 
 TEST(SlotProtocol, OnlyTheDocumentedTransitionsAreAllowed) {
@@ -261,6 +273,24 @@ TEST(Pool, RingsSpreadTasksOverIdleBlocksBeforeQueueingBehindOne) {
   EXPECT_EQ(r.tag, 2u);
   EXPECT_EQ(r.as<Small>().result, 10u);
   EXPECT_EQ(pool.pop(0).tag, 1u);
+}
+
+TEST(Pool, ABatchSpreadsOverTheIdleBlocksOfEveryLaneBeforeQueueingInRings) {
+  for (int round = 0; round < 20; ++round) {
+    TestPool pool(PoolOptions{.host_blocks = 8, .scheduler_lanes = 2, .ring_depth = 4});
+    g_gate_open = false;
+    std::vector<TestPool::Record> batch;
+    for (int k = 0; k < 8; ++k) batch.push_back(TestPool::Record::make<GateWhere>({-1}));
+    pool.push_batch(batch);
+    // Until every block holds one, a lane must not queue a second task in its own rings
+    // while the other lane's blocks are idle.
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    g_gate_open = true;
+    std::set<int> blocks;
+    for (int k = 0; k < 8; ++k) blocks.insert(pool.pop().as<GateWhere>().block);
+    EXPECT_EQ(blocks.size(), 8u) << "round " << round << ": tasks queued behind busy blocks "
+                                 << "while other blocks were idle";
+  }
 }
 
 TEST(Pool, TheStandbyBlockTakesATaskBeforeAnyOtherFreeBlock) {

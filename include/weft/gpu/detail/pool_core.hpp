@@ -162,6 +162,7 @@ class PoolCore {
       // Every block starts empty, in the level-0 list; pushed from the last so that the lowest
       // index is on top (light load goes to the same few blocks, which keep polling fast).
       for (std::size_t b = count; b-- > 0;) link(*lane, static_cast<std::uint32_t>(b));
+      lane->idle_blocks.store(count, std::memory_order_relaxed);  // relaxed: before the threads
       lane->staged.resize(output_queues);
       lane->index = k;
       lane->cursor = k;  // lanes start their sweeps of the input shards at different shards
@@ -448,6 +449,10 @@ class PoolCore {
     std::vector<Entry> batch;  // taken from the input queue, not yet loaded
     bool ring = false;         // a block loaded this round may be in deep idle
     std::thread thread;
+    // level_size[0] as the other lanes see it (written by this lane once per round when it
+    // changed; on a line of its own, since the others read it when they take input).
+    alignas(64) std::atomic<std::size_t> idle_blocks{0};
+    char pad[64 - sizeof(std::atomic<std::size_t>)] = {};
 #if defined(WEFT_POOL_PROFILE)
     // scripts/probes/lane_profile.cu: TSC cycles per phase (collect, flush, take, load, ring,
     // idle) and counts (rounds, tasks ended, blocks scanned, tasks loaded).
@@ -594,18 +599,36 @@ class PoolCore {
     // seq_cst: see push and sleep_until_work.
     return order_ == QueueOrder::fifo ? input_.size() : heap_size_.load(std::memory_order_seq_cst);
   }
+  bool others_mostly_idle(const Lane& lane) const {
+    for (const auto& other : lanes_) {
+      if (other.get() == &lane) continue;
+      // relaxed: a hint for how much to take (see Lane::idle_blocks). blocks.size() is fixed.
+      const std::size_t idle = other->idle_blocks.load(std::memory_order_relaxed);
+      if (idle > 0 && 2 * idle >= other->blocks.size()) return true;
+    }
+    return false;
+  }
+  // Tells the other lanes how many of this lane's blocks are idle.
+  static void publish_idle_blocks(Lane& lane) {
+    const std::size_t idle = lane.level_size[0];
+    // relaxed: a hint (see Lane::idle_blocks); written only when it changes.
+    if (lane.idle_blocks.load(std::memory_order_relaxed) != idle) {
+      lane.idle_blocks.store(idle, std::memory_order_relaxed);
+    }
+  }
   // Moves up to `max` queued entries into lane.batch. Returns whether the pool is stopping.
   // `to_load`: the entries go into slots (not to cancellation), so they are spread.
   bool take_batch(Lane& lane, std::size_t max, bool to_load = false) {
-    // While another lane sleeps (all its blocks idle; the push that queued these tasks woke
-    // it), queue nothing behind a busy block: this lane fills its own idle blocks and leaves
-    // the rest to the sleeper, so a batch spreads over the blocks of every lane.
-    // relaxed: a hint for how much to take.
-    if (to_load && sleeping_lanes_.load(std::memory_order_relaxed) > 0) {
+    // While another lane has most of its blocks idle (it may be asleep, and the push that
+    // queued these tasks woke it, or busy elsewhere for a moment), queue nothing behind a
+    // busy block: this lane fills its own idle blocks and leaves the rest to the others, so
+    // a batch spreads over the blocks of every lane. (Any idle block at all would be too
+    // strict: under steady load some lane always has a few, and rings would never fill.)
+    if (to_load && others_mostly_idle(lane)) {
       max = std::min<std::size_t>(max, lane.level_size[0]);
     }
     if (order_ == QueueOrder::fifo) {
-      (void)input_.take(lane.batch, max, lane.cursor);
+      (void)input_.take(lane.batch, max, lane.cursor, /*skip_busy=*/to_load);
     } else {
       std::lock_guard<std::mutex> lock(in_mutex_);
       while (lane.batch.size() < max && !heap_.empty()) {
@@ -962,6 +985,7 @@ class PoolCore {
         blocks_->after_loads();
         lane.ring = false;
       }
+      publish_idle_blocks(lane);
       lane.mark(4);
 #if defined(WEFT_POOL_PROFILE)
       lane.ended += ended;

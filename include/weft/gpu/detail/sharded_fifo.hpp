@@ -69,9 +69,14 @@ class ShardedFifo {
   }
 
   /// Moves up to `max` elements into `out` (appended), visiting the shards round robin from
-  /// `cursor` (advanced past the last shard taken from). Returns how many.
+  /// `cursor` (advanced past the last shard taken from). Returns how many. With `skip_busy`,
+  /// a shard whose lock is held is passed over (the caller comes back later): several lanes
+  /// reaching for one pushed task must not queue on its lock, because std::mutex parks the
+  /// losers in the kernel and the winner's unlock then pays a futex wake-up (~2 us on the
+  /// H100 machine: scripts/probes/latency_trace.cu). Without it (draining at shutdown), every
+  /// shard is visited.
   template <class Out>
-  std::size_t take(Out& out, std::size_t max, std::size_t& cursor) {
+  std::size_t take(Out& out, std::size_t max, std::size_t& cursor, bool skip_busy = false) {
     std::size_t taken = 0;
     const std::size_t n = shards_.size();
     const std::size_t start = cursor;
@@ -80,7 +85,12 @@ class ShardedFifo {
       Shard& sh = *shards_[s];
       // relaxed: a hint; the elements are read under the lock.
       if (sh.size.load(std::memory_order_relaxed) == 0) continue;
-      std::lock_guard<std::mutex> lock(sh.mutex);
+      std::unique_lock<std::mutex> lock(sh.mutex, std::defer_lock);
+      if (skip_busy) {
+        if (!lock.try_lock()) continue;
+      } else {
+        lock.lock();
+      }
       taken += sh.queue.take(out, max - taken);
       // relaxed: ordered with the pushers' stores by the mutex; see Shard::size.
       sh.size.store(sh.queue.size(), std::memory_order_relaxed);
