@@ -31,7 +31,7 @@ TEST(ShardedFifo, KeepsEachPushingThreadsOrderAndLosesNothing) {
     pushers.emplace_back([&, t] {
       auto& shard = fifo.shard(fifo.home());
       for (std::uint32_t k = 0; k < kPerThread; ++k) {
-        std::lock_guard<std::mutex> lock(shard.mutex);
+        std::lock_guard<AdaptiveMutex> lock(shard.mutex);
         shard.queue.push_one(Item{t, k});
         shard.size.store(shard.queue.size(), std::memory_order_seq_cst);
       }

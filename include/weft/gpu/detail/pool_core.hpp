@@ -207,7 +207,7 @@ class PoolCore {
     bool refused = false;
     if (fifo) {
       auto& shard = input_.shard(home);
-      std::lock_guard<std::mutex> lock(shard.mutex);
+      std::lock_guard<AdaptiveMutex> lock(shard.mutex);
       // relaxed: closed_ is stored before close() takes every shard lock; under this lock it
       // is seen, or this push finishes before close() returns (sharded_fifo.hpp).
       refused = closed_.load(std::memory_order_relaxed);

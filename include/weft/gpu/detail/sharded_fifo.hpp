@@ -19,6 +19,7 @@
 #include <mutex>
 #include <vector>
 
+#include "weft/gpu/detail/adaptive_mutex.hpp"
 #include "weft/gpu/detail/chunk_queue.hpp"
 
 namespace weft::gpu::detail {
@@ -40,7 +41,7 @@ template <class T>
 class ShardedFifo {
  public:
   struct alignas(64) Shard {
-    std::mutex mutex;
+    AdaptiveMutex mutex;
     ChunkQueue<T> queue;  // under mutex
     // queue.size(), readable without the lock: a hint for lanes choosing where to look, and
     // (seq_cst) the fact a lane about to sleep checks against the pusher's look at the
@@ -85,7 +86,7 @@ class ShardedFifo {
       Shard& sh = *shards_[s];
       // relaxed: a hint; the elements are read under the lock.
       if (sh.size.load(std::memory_order_relaxed) == 0) continue;
-      std::unique_lock<std::mutex> lock(sh.mutex, std::defer_lock);
+      std::unique_lock<AdaptiveMutex> lock(sh.mutex, std::defer_lock);
       if (skip_busy) {
         if (!lock.try_lock()) continue;
       } else {
@@ -104,7 +105,7 @@ class ShardedFifo {
   template <class F>
   void for_each_locked(F&& f) {
     for (auto& s : shards_) {
-      std::lock_guard<std::mutex> lock(s->mutex);
+      std::lock_guard<AdaptiveMutex> lock(s->mutex);
       f(*s);
     }
   }

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <vector>
 
+#include "weft/gpu/detail/adaptive_mutex.hpp"
 #include "weft/gpu/detail/chunk_queue.hpp"
 #include "weft/gpu/detail/sharded_fifo.hpp"
 
@@ -65,7 +66,7 @@ class ShardedOutput {
     const bool many = chunk.size() > 1;
     Shard& s = *shards_[shard % shards_.size()];
     {
-      std::lock_guard<std::mutex> lock(s.mutex);
+      std::lock_guard<AdaptiveMutex> lock(s.mutex);
       s.ready.push_chunk(chunk);
       // seq_cst: a consumer about to sleep counts itself in waiters_ and then looks at
       // `available`; this store and the waiters_ load below are the other half (one of the
@@ -90,7 +91,7 @@ class ShardedOutput {
       Shard& s = *shards_[(home + i) % shards_.size()];
       // relaxed: a hint; the record is taken under the lock.
       if (s.available.load(std::memory_order_relaxed) == 0) continue;
-      std::lock_guard<std::mutex> lock(s.mutex);
+      std::lock_guard<AdaptiveMutex> lock(s.mutex);
       if (s.ready.empty()) continue;
       s.ready.take_one(r);
       took(s, 1);
@@ -105,7 +106,7 @@ class ShardedOutput {
       Shard& s = *shards_[(home + i) % shards_.size()];
       // relaxed: a hint; the records are taken under the lock.
       if (s.available.load(std::memory_order_relaxed) == 0) continue;
-      std::lock_guard<std::mutex> lock(s.mutex);
+      std::lock_guard<AdaptiveMutex> lock(s.mutex);
       const std::size_t n = s.ready.take_into(out + taken, max - taken);
       if (n != 0) took(s, n);
       taken += n;
@@ -130,7 +131,7 @@ class ShardedOutput {
 
  private:
   struct alignas(64) Shard {
-    std::mutex mutex;
+    AdaptiveMutex mutex;
     ChunkQueue<Record> ready;               // under mutex
     std::atomic<std::size_t> available{0};  // ready.size(), readable without the lock
     std::atomic<std::uint64_t> popped{0};   // written under mutex
