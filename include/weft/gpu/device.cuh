@@ -143,9 +143,11 @@ __device__ inline std::uint32_t deep_idle(
   }
 }
 
-// A task at least this long makes the block read its ring ahead during the next run's last
-// task (see resident_kernel).
-inline constexpr unsigned long long kLongTaskNs = 2000;
+// A task of at least this many SM clock cycles (~2 us at the H100's 1.7-2 GHz) makes the block
+// read its ring ahead during the next run's last task and publish the next run in groups of
+// depth/2 instead of depth/4 (see resident_kernel). clock64(), not the global timer: reading
+// %globaltimer twice per task cost ~0.1 us per task (scripts/probes/busy_probe.cu gaps).
+inline constexpr long long kLongTaskCycles = 4000;
 
 // The first back-off after a batch of tasks: the scheduler needs about this long to collect the
 // slots and load the next tasks, and polling sooner only takes the line away from the CPU's
@@ -208,7 +210,7 @@ __global__ void resident_kernel(ResidentArgs a) {
   extern __shared__ __align__(16) unsigned char shared[];
   auto* payloads = reinterpret_cast<uint4*>(shared);          // depth x kWords words
   unsigned char* task_shared = shared + depth * kWords * 16;  // the types' own space
-  __shared__ std::uint32_t s_count, s_exit;
+  __shared__ std::uint32_t s_count, s_exit, s_long;
   __shared__ std::uint32_t s_type[kMaxRingDepth], s_size[kMaxRingDepth];
 
   const int block = a.first_block + static_cast<int>(blockIdx.x);
@@ -241,6 +243,7 @@ __global__ void resident_kernel(ResidentArgs a) {
       if (threadIdx.x == 0) {
         s_count = ~ready == 0u ? 32u : static_cast<unsigned>(__ffs(~ready)) - 1u;
         s_exit = s == static_cast<std::uint32_t>(SlotState::exit) ? 1u : 0u;
+        s_long = long_tasks ? 1u : 0u;
         a.polls[blockIdx.x] = polls;  // plain store: only this thread writes it; read at the end
       }
     }
@@ -265,11 +268,13 @@ __global__ void resident_kernel(ResidentArgs a) {
     __syncthreads();
     WEFT_TRACE(1);
 
-    // Published in groups of depth/4 tasks (at least 1): a system-scope release waits until
-    // every earlier write has reached host memory (a round trip over PCIe, ~1 us), so one per
-    // group instead of one per task, while the scheduler still gets slots back (and refills
-    // them) during a long run.
-    const unsigned group = depth >= 8 ? depth / 4 : 1;
+    // Published in groups of depth/4 tasks (at least 1): a system-scope fence waits until
+    // every earlier write has reached host memory (1.5-2.5 us over PCIe), so one per group
+    // instead of one per task, while the scheduler still gets slots back (and refills them)
+    // during a long run. After long tasks, groups of depth/2: the fence is then the larger
+    // cost (2 us per 2 tasks of 10 us at depth 8), and half a ring is still time enough for
+    // the scheduler to refill the other half.
+    const unsigned group = depth >= 8 ? (s_long != 0u ? depth / 2 : depth / 4) : 1;
     for (unsigned t = 0; t < count; ++t) {
       const unsigned j = (pos + t) % depth;
 #if !defined(WEFT_POOL_NO_READ_AHEAD)
@@ -293,12 +298,13 @@ __global__ void resident_kernel(ResidentArgs a) {
       const bool size_ok = s_size[t] <= Capacity;
       const BlockContext ctx(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), block,
                              task_shared);
-      const unsigned long long started = threadIdx.x == 0 ? global_ns() : 0;
+      const long long started = threadIdx.x == 0 ? clock64() : 0;
       const TaskStatus status =
           size_ok ? Types::dispatch(s_type[t], mine, s_size[t], ctx) : TaskStatus::bad_payload_size;
       if (threadIdx.x < 32) {
-        long_tasks = __shfl_sync(0xFFFFFFFFu,
-                                 threadIdx.x == 0 && global_ns() - started >= kLongTaskNs, 0) != 0;
+        long_tasks =
+            __shfl_sync(0xFFFFFFFFu, threadIdx.x == 0 && clock64() - started >= kLongTaskCycles,
+                        0) != 0;
       }
       __syncthreads();
       const std::uint32_t n = size_ok ? (s_size[t] + 15) / 16 : 0;
