@@ -25,7 +25,7 @@ class BlockRuntime {
   [[nodiscard]] virtual std::size_t num_blocks() const noexcept = 0;
   /// Before start(): the blocks (global indices) that stay in warm idle however long they
   /// wait, so that a task loaded into one starts within a poll period (the device backend;
-  /// host blocks sleep on their slot's state and wake at once anyway).
+  /// host blocks poll their slot with a short sleep anyway).
   virtual void set_standby(const std::vector<std::size_t>& blocks) { (void)blocks; }
   /// Starts the blocks (launches the resident kernels / starts the threads).
   virtual void start() = 0;
@@ -33,12 +33,6 @@ class BlockRuntime {
   virtual void join() = 0;
   /// Empty while the blocks are healthy; else what failed (a kernel that trapped or faulted).
   virtual std::string failure() = 0;
-  /// A hint that slot j of block b became READY or EXIT (the host backend wakes the block's
-  /// thread).
-  virtual void wake(std::size_t b, std::size_t j) noexcept {
-    (void)b;
-    (void)j;
-  }
   /// After a lane loaded a batch of slots (READY or EXIT): the device backend rings the
   /// doorbell that wakes blocks in deep idle.
   virtual void after_loads() noexcept {}

@@ -736,7 +736,6 @@ class PoolCore {
 #if defined(WEFT_POOL_TRACE)
     g_trace_loaded.store(trace_now());
 #endif
-    blocks_->wake(lane.first + b, j);
     ++bm.loaded;
     ++lane.unresolved;
     relink(lane, b);
@@ -1104,7 +1103,6 @@ class PoolCore {
                     .compare_exchange_weak(expected, static_cast<std::uint32_t>(SlotState::exit),
                                            std::memory_order_release, std::memory_order_relaxed)) {
         }
-        blocks_->wake(lane.first + b, j);
       }
     }
     blocks_->after_loads();
