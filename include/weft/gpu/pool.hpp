@@ -63,8 +63,8 @@ struct PoolOptions {
   /// 1 on the host backend). More lanes move more tasks per second; one lane gives the lowest
   /// single-task latency.
   std::size_t scheduler_lanes = 0;
-  /// A lane with nothing to do keeps polling this long before it sleeps (latency against one
-  /// busy core; docs/gpu.md "Idle").
+  /// Lanes keep polling until no lane has moved a task for this long, then sleep until a push
+  /// (latency against busy cores; docs/gpu.md "The scheduler and the queues").
   std::chrono::microseconds scheduler_idle_spin{1000};
   /// A consumer in pop()/pop_batch() spins this long before it sleeps on the queue.
   std::chrono::microseconds consumer_spin{50};
