@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "weft/gpu/detail/adaptive_mutex.hpp"
 #include "weft/gpu/detail/sharded_fifo.hpp"
 #include "weft/gpu/detail/sharded_output.hpp"
 
@@ -21,6 +22,28 @@ struct Item {
   std::uint32_t thread = 0;
   std::uint32_t seq = 0;
 };
+
+TEST(AdaptiveMutex, ExcludesUnderContentionAndTryLockFailsWhileHeld) {
+  AdaptiveMutex m;
+  std::uint64_t counter = 0;  // guarded by m: lost updates (and TSan) would show a missing lock
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&] {
+      for (int k = 0; k < 20'000; ++k) {
+        std::lock_guard<AdaptiveMutex> lock(m);
+        ++counter;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(counter, 6u * 20'000u);
+  m.lock();
+  std::thread other([&] { EXPECT_FALSE(m.try_lock()); });
+  other.join();
+  m.unlock();
+  EXPECT_TRUE(m.try_lock());
+  m.unlock();
+}
 
 TEST(ShardedFifo, KeepsEachPushingThreadsOrderAndLosesNothing) {
   constexpr std::uint32_t kThreads = 6, kPerThread = 20'000;
