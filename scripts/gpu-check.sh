@@ -29,12 +29,14 @@ out=$(mktemp -d)  # the per-step logs
 build=build-gpu
 jobs=$(nproc)
 summary=()
+failures=0
 step() {  # name, command...
   local name=$1; shift
   local t0=$(date +%s)
   "$@" > "$out/$name.log" 2>&1
   local rc=$?
   summary+=("$(printf '%-28s rc=%-3s %4ss' "$name" "$rc" "$(( $(date +%s) - t0 ))")")
+  [ "$rc" -eq 0 ] || failures=$((failures + 1))
   tail -n 25 "$out/$name.log"
   return $rc
 }
@@ -58,3 +60,4 @@ for tool in memcheck racecheck synccheck; do
 done
 printf '\n== gpu-check summary ==\n'
 printf '%s\n' "${summary[@]}"
+[ "$failures" -eq 0 ]  # the exit status: 1 when any step failed
