@@ -960,7 +960,7 @@ class PoolCore {
 
       bool stopping = false;
       lane.batch.clear();
-      // relaxed: hints (see push / shutdown); the lock in take_batch orders the entries.
+      // queued_count() is a hint here (the shard locks in take_batch order the entries).
       if (lane.free_capacity > 0 && queued_count() > 0) {
         // At most one task per block per round: rings fill one level at a time, and a lane
         // that comes back quickly does not take what other lanes are about to.
