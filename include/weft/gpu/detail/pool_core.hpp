@@ -133,8 +133,7 @@ class PoolCore {
         depth_(static_cast<std::uint32_t>(layout_.depth)),
         order_(order),
         config_(config),
-        input_(kInputShards),
-        accepted_(kInputShards) {
+        input_(kInputShards) {
     if (output_queues == 0) {
       throw InvalidArgument("weft::gpu::PoolOptions::output_queues must be >= 1 (got 0)");
     }
@@ -343,7 +342,7 @@ class PoolCore {
 
   [[nodiscard]] PoolStats stats() const {
     PoolStats s;
-    s.pushed = accepted_total();
+    s.pushed = input_.accepted();
     // relaxed: statistics.
     s.completed = completed_.load(std::memory_order_relaxed);
     s.failed = failed_.load(std::memory_order_relaxed);
@@ -426,9 +425,6 @@ class PoolCore {
     [[nodiscard]] std::uint32_t in_flight() const { return loaded - collected; }
   };
   using Output = ShardedOutput<Record>;
-  struct alignas(64) Counter {
-    std::atomic<std::uint64_t> value{0};
-  };
   struct Lane {
     std::size_t index = 0;          // which lane (its shard of every output queue)
     std::size_t cursor = 0;         // the input shard its next sweep starts at
@@ -579,21 +575,15 @@ class PoolCore {
   // taken, so that delivered never passes accepted.
   void count_accepted(std::size_t shard, std::size_t out, std::size_t count, std::uint32_t cb) {
     // relaxed: the lock orders it before the tasks are taken; see pending().
-    accepted_[shard].value.fetch_add(count, std::memory_order_relaxed);
+    input_.shard(shard).accepted.fetch_add(count, std::memory_order_relaxed);
     if (cb == 0) outputs_[out]->accepted(shard, count);
-  }
-  [[nodiscard]] std::uint64_t accepted_total() const {
-    std::uint64_t n = 0;
-    // seq_cst: see pending().
-    for (const Counter& c : accepted_) n += c.value.load(std::memory_order_seq_cst);
-    return n;
   }
   // Tasks accepted and not yet delivered. Delivered is read first, so the difference is never
   // negative, and zero only if at the moment of that read every accepted task was delivered.
   [[nodiscard]] std::uint64_t pending() const {
     // seq_cst: pairs with finish_pending (see synchronize).
     const std::uint64_t delivered = delivered_.load(std::memory_order_seq_cst);
-    return accepted_total() - delivered;
+    return input_.accepted() - delivered;
   }
   [[nodiscard]] std::size_t queued_count() const {
     // seq_cst: see push and sleep_until_work.
@@ -1117,8 +1107,7 @@ class PoolCore {
   // Input shards: enough that a few pushing threads rarely share one (a shared one costs
   // only contention, not correctness).
   static constexpr std::size_t kInputShards = 8;
-  ShardedFifo<Entry> input_;               // QueueOrder::fifo
-  std::vector<Counter> accepted_;          // by input shard (both orders): tasks accepted
+  ShardedFifo<Entry> input_;  // QueueOrder::fifo; its shards count accepted tasks in both orders
   std::atomic<bool> closed_{false};        // no more pushes (see close())
   mutable std::mutex in_mutex_;            // the heap; lanes sleep under it
   std::condition_variable in_cv_;          // lanes sleep here for work

@@ -47,6 +47,9 @@ class ShardedFifo {
     // (seq_cst) the fact a lane about to sleep checks against the pusher's look at the
     // sleeping count (PoolCore::push / sleep_until_work).
     std::atomic<std::size_t> size{0};
+    // Tasks accepted through this shard (FIFO or priority order alike), counted under the
+    // pusher's lock before they can be taken: PoolCore's count of what is pending.
+    std::atomic<std::uint64_t> accepted{0};
   };
 
   explicit ShardedFifo(std::size_t shards) {
@@ -66,6 +69,14 @@ class ShardedFifo {
   [[nodiscard]] std::size_t size() const noexcept {
     std::size_t n = 0;
     for (const auto& s : shards_) n += s->size.load(std::memory_order_seq_cst);
+    return n;
+  }
+
+  /// Tasks accepted through all shards (seq_cst loads: PoolCore::pending reads them after the
+  /// count of deliveries).
+  [[nodiscard]] std::uint64_t accepted() const noexcept {
+    std::uint64_t n = 0;
+    for (const auto& s : shards_) n += s->accepted.load(std::memory_order_seq_cst);
     return n;
   }
 
