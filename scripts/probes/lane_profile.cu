@@ -18,23 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "weft/gpu/device.cuh"
-#include "weft/gpu/pool.hpp"
-
-using namespace weft::gpu;
-struct Empty {
-  static constexpr std::uint32_t kId = 1;
-  struct Payload {
-    std::uint64_t seq;
-  };
-  WEFT_HD static void run(Payload&, const BlockContext&) {}
-};
-using Types = TaskTypes<Empty>;
-using P = Pool<Types, 16>;
-
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+#include "empty_pool.cuh"
 
 void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n) {
   PoolOptions o;

@@ -17,19 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "weft/gpu/device.cuh"
-#include "weft/gpu/pool.hpp"
-
-using namespace weft::gpu;
-struct Empty {
-  static constexpr std::uint32_t kId = 1;
-  struct Payload {
-    std::uint64_t seq;
-  };
-  WEFT_HD static void run(Payload&, const BlockContext&) {}
-};
-using Types = TaskTypes<Empty>;
-using P = Pool<Types, 16>;
+#include "empty_pool.cuh"
 
 void trace(const char* name, PoolOptions o) {
   o.backend = Backend::device;
