@@ -146,7 +146,8 @@ __device__ inline std::uint32_t deep_idle(
 // A task of at least this many SM clock cycles (~2 us at the H100's 1.7-2 GHz) makes the block
 // read its ring ahead during the next run's last task and publish the next run in groups of
 // depth/2 instead of depth/4 (see resident_kernel). clock64(), not the global timer: reading
-// %globaltimer twice per task cost ~0.1 us per task (scripts/probes/busy_probe.cu gaps).
+// %globaltimer twice per task cost ~0.07 us per task (gap p10 at depth 32: 0.42 us, 0.35 with
+// clock64, 0.32 untimed; bench/results/h100/probes/README.md).
 inline constexpr long long kLongTaskCycles = 4000;
 
 // The first back-off after a batch of tasks: the scheduler needs about this long to collect the
@@ -226,7 +227,7 @@ __global__ void resident_kernel(ResidentArgs a) {
   std::uint32_t ahead = static_cast<std::uint32_t>(SlotState::idle);
   // Warp 0: whether the last task took long enough for a read ahead to pay (its round trip
   // then overlaps the task; after a short task the publication's fence would wait for it:
-  // +0.6 us of latency for one empty task, scripts/probes/latency_trace.cu).
+  // +0.6 us of latency for one empty task, bench/results/h100/probes/latency_trace-b26538a.txt).
   bool long_tasks = false;
 
   for (;;) {

@@ -3,7 +3,7 @@
 // the waiter in the kernel at once and the holder's unlock then pays a futex wake-up, a few
 // microseconds on a virtual machine: four consumers popping single tasks from sharded output
 // queues ran either at ~70 ns per task or, once they had started to park, at 170-350 ns
-// (bench/results/h100/gpu-pool.json at 895496b, empty_task_ns_single samples). Spinning first
+// (bench/results/h100/probes/gpu-pool-895496b.json, empty_task_ns_single samples). Spinning first
 // keeps the common short wait in user space; a long one still sleeps (an oversubscribed
 // machine, a descheduled holder). glibc's PTHREAD_MUTEX_ADAPTIVE_NP does the same but is not
 // portable.

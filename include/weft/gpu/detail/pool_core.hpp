@@ -931,8 +931,9 @@ class PoolCore {
   void lane_main(Lane& lane) {
     Clock::time_point last_activity = Clock::now();
     // When this lane last asked whether the blocks are alive: a CUDA call (cudaStreamQuery)
-    // of a microsecond or more, so by the clock, not every so many rounds (1024 quiet rounds
-    // were ~150 us: thousands of driver calls a second per lane, each delaying a collection).
+    // each time, so by the clock, not every 1024 quiet rounds as before (at 16 pauses of ~21 ns
+    // a round, bench/results/h100/probes/clock-trace-lanes-a1148f1.txt, that was some thousands of
+    // driver calls a second per lane, each delaying a collection).
     Clock::time_point last_health_check = last_activity;
 #if defined(WEFT_POOL_PROFILE)
     lane.last = __rdtsc();
@@ -996,12 +997,13 @@ class PoolCore {
       // A lane keeps spinning while any lane was busy within idle_spin, not only itself: a
       // lane asleep makes every push pay a futex wake-up (2.4 us per single push with 4 lanes,
       // of which one got the pool's occasional tasks and three slept; 0.6 us with 1 lane:
-      // scripts/probes/latency_trace.cu).
+      // bench/results/h100/probes/clock-trace-lanes-a1148f1.txt).
       if (now - std::max(last_activity, pool_activity()) < config_.idle_spin) {
         // Up to 16 pauses between quiet rounds (~0.35 us on the H100 machine's Xeon,
-        // scripts/probes/clock_probe.cpp), ended early by queued input (host memory only).
-        // Fewer would re-read the blocks' control lines more often, which slows the blocks'
-        // own reads of them (one pause per round: busy fraction at 10 us 0.83 -> 0.44).
+        // bench/results/h100/probes/clock-trace-lanes-a1148f1.txt), ended early by queued input
+        // (host memory only). Fewer would re-read the blocks' control lines more often, which slows
+        // the blocks' own reads of them (one pause per round: busy fraction at 10 us, depth 8, 0.82
+        // -> 0.33-0.44; bench/results/h100/probes/trace-busy-lanes-6ad2503.txt).
         for (int p = 0; p < 16 && queued_count() == 0; ++p) weft::cpu::detail::cpu_relax();
         lane.mark(5);
         continue;

@@ -85,8 +85,8 @@ class ShardedFifo {
   /// a shard whose lock is held is passed over (the caller comes back later): several lanes
   /// reaching for one pushed task must not queue on its lock, because std::mutex parks the
   /// losers in the kernel and the winner's unlock then pays a futex wake-up (~2 us on the
-  /// H100 machine: scripts/probes/latency_trace.cu). Without it (draining at shutdown), every
-  /// shard is visited.
+  /// H100 machine: bench/results/h100/probes/trace-busy-1d19156.txt). Without it (draining at
+  /// shutdown), every shard is visited.
   template <class Out>
   std::size_t take(Out& out, std::size_t max, std::size_t& cursor, bool skip_busy = false) {
     std::size_t taken = 0;
