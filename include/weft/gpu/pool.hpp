@@ -83,7 +83,8 @@ struct PoolOptions {
   /// Device backend: the first block of each scheduler lane is a standby block that never goes
   /// into deep idle (it polls its ring every ~1 us, about 0.1% of the pinned bandwidth each),
   /// and gets a task before any other block while it is free: a task pushed to an idle pool
-  /// starts without waiting for the doorbell (docs/gpu.md "Idle").
+  /// starts without waiting for the doorbell (docs/gpu.md "Idle"). The host backend has no
+  /// deep idle; there only the preference for each lane's first block applies.
   bool standby_blocks = true;
 };
 
