@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device-tool call for a change to the GPU pool: scripts/gpu-check.sh (tests, fault test,
 # host tests, compute-sanitizer), scripts/gpu-bench.sh (weft bench gpu-pool), then the latency
-# trace and the busy-fraction probe. Everything lands in $OUT as at most six files (the device
+# trace, the busy-fraction probe and the fence probe. Everything lands in $OUT as at most six files (the device
 # tool brings back eight): gpu-check.md, gpu-pool.{json,md,log}, probes.txt, and a summary
 # printed last. Pass the commit: WEFT_COMMIT=<hash> bash scripts/gpu-session.sh (the tree sent
 # to the GPU machine has no .git). About 5 minutes on an H100 machine from a fresh start.
@@ -17,6 +17,7 @@ probes=$(mktemp -d)
   s="../../src/gpu/device_blocks.cu ../../src/gpu/host_blocks.cpp"
   $n -DWEFT_POOL_TRACE latency_trace.cu $s -o "$probes/latency_trace" &
   $n busy_probe.cu $s -o "$probes/busy_probe" &
+  $n fence_probe.cu -o "$probes/fence_probe" &
   wait
 ) > "$probes/build.log" 2>&1 &
 probe_build=$!
@@ -31,6 +32,8 @@ wait "$probe_build"
   timeout 60 "$probes/latency_trace"
   echo "== busy probe (10 us tasks)"
   timeout 90 "$probes/busy_probe" --short
+  echo "== fence probe"
+  timeout 60 "$probes/fence_probe"
 } > "$out/probes.txt" 2>&1
 printf '\n== gpu-session summary ==\ngpu-check rc=%s, gpu-bench rc=%s\n' "$check_rc" "$bench_rc"
 if [ -f "$out/gpu-pool.json" ]; then

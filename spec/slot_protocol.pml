@@ -9,7 +9,8 @@
  *  - a block waits until the slot at its ring position is READY or EXIT, takes the run of
  *    READY slots from there (reading the states one by one, as the warp's lanes do, while the
  *    scheduler keeps loading), runs them in order, and publishes FINISHED in groups of any
- *    size (the kernel's group is depth/4; every grouping is explored);
+ *    size (the kernel and the host backend publish every task on its own, a group of one;
+ *    earlier kernels published groups behind one fence; every grouping is explored);
  *  - after every task was delivered, the scheduler stores EXIT in every slot.
  * Each Promela statement is atomic and memory is sequentially consistent: the release/acquire
  * pairs of the real code are what make that view sound (docs/gpu.md); weak-memory effects

@@ -1,6 +1,8 @@
 // Where the push->pop latency of one task on an idle pool goes: host steady-clock stamps (push,
 // lane stored READY, lane saw FINISHED, lane delivered, pop returned) and GPU-clock stamps in
-// the block that ran it (saw READY, payload read, task run, fenced, FINISHED stored), built
+// the block that ran it (saw READY, payload read, task run, results copied, FINISHED stored;
+// outputs in bench/results/h100/probes/ before fence_probe name the copy step "fence": the
+// kernel then published behind a system-scope fence), built
 // with -DWEFT_POOL_TRACE. The two clocks are not compared; intervals are, per side, and
 // "link" = (READY stored -> FINISHED seen) - (block's own time) is the two PCIe trips plus the
 // block's poll wait. Medians and p90 over 400 tasks, 200 us apart.
@@ -34,8 +36,8 @@ void trace(const char* name, PoolOptions o) {
                                 "delivered->popped",
                                 "total",
                                 "gpu: payload read",
-                                "gpu: task+results",
-                                "gpu: fence",
+                                "gpu: task",
+                                "gpu: results copied",
                                 "gpu: FINISHED store",
                                 "link (2 trips + poll wait)"};
   std::vector<std::vector<double>> v(kPhases);

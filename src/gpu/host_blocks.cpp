@@ -109,9 +109,7 @@ class HostBlocks final : public BlockRuntime {
                               static_cast<std::uint32_t>(SlotState::ready)) {
         ++n;
       }
-      // Like the GPU block, results are published a group of depth/4 tasks at a time (the GPU
-      // block uses groups of depth/2 after tasks of 2 us or more: its fence is the cost).
-      const std::size_t group = depth >= 8 ? depth / 4 : 1;
+      // Like the GPU block, each task is published as soon as it ends.
       for (std::size_t t = 0; t < n; ++t) {
         const std::size_t j = (pos + t) % depth;
         auto* header = reinterpret_cast<SlotHeader*>(layout_.slot(b, j));
@@ -125,18 +123,14 @@ class HostBlocks final : public BlockRuntime {
           status = TaskStatus::device_failed;
         }
         header->status = static_cast<std::uint32_t>(status);
-        if ((t + 1) % group != 0 && t + 1 != n) continue;
-        for (std::size_t u = t - t % group; u <= t; ++u) {
-          std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
-          // release: the status and the payload's results are visible to the scheduler's
-          // acquire load of FINISHED. A CAS: a scheduler that gave up on this task (watchdog)
-          // and shut down has stored EXIT meanwhile, which must stay.
-          if (!std::atomic_ref<std::uint32_t>(states[(pos + u) % depth])
-                   .compare_exchange_strong(expected,
-                                            static_cast<std::uint32_t>(SlotState::finished),
-                                            std::memory_order_release, std::memory_order_relaxed)) {
-            return;  // EXIT
-          }
+        std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
+        // release: the status and the payload's results are visible to the scheduler's
+        // acquire load of FINISHED. A CAS: a scheduler that gave up on this task (watchdog)
+        // and shut down has stored EXIT meanwhile, which must stay.
+        if (!std::atomic_ref<std::uint32_t>(states[j]).compare_exchange_strong(
+                expected, static_cast<std::uint32_t>(SlotState::finished),
+                std::memory_order_release, std::memory_order_relaxed)) {
+          return;  // EXIT
         }
       }
       pos = (pos + n) % depth;

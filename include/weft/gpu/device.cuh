@@ -11,8 +11,8 @@
 // on a per-GPU epoch in device memory, which one watcher block moves when the scheduler rings
 // the host doorbell (docs/gpu.md, "Idle"). The block copies the run of READY slots into shared
 // memory in one pass of 16-byte words, runs the tasks in ring order with all its threads,
-// copies each one's results back, and thread 0 publishes their FINISHED states, a group of
-// tasks after each system-scope release fence.
+// copies each one's results back, and thread 0 publishes each one's FINISHED state with a
+// system-scope release store as soon as it ends.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -144,10 +144,9 @@ __device__ inline std::uint32_t deep_idle(
 }
 
 // A task of at least this many SM clock cycles (~2 us at the H100's 1.7-2 GHz) makes the block
-// read its ring ahead during the next run's last task and publish the next run in groups of
-// depth/2 instead of depth/4 (see resident_kernel). clock64(), not the global timer: reading
-// %globaltimer twice per task cost ~0.07 us per task (gap p10 at depth 32: 0.42 us, 0.35 with
-// clock64, 0.32 untimed; bench/results/h100/probes/README.md).
+// read its ring ahead during the next run's last task (see resident_kernel). clock64(), not the
+// global timer: reading %globaltimer twice per task cost ~0.07 us per task (gap p10 at depth 32:
+// 0.42 us, 0.35 with clock64, 0.32 untimed; bench/results/h100/probes/README.md).
 inline constexpr long long kLongTaskCycles = 4000;
 
 // The first back-off after a batch of tasks: the scheduler needs about this long to collect the
@@ -211,7 +210,7 @@ __global__ void resident_kernel(ResidentArgs a) {
   extern __shared__ __align__(16) unsigned char shared[];
   auto* payloads = reinterpret_cast<uint4*>(shared);          // depth x kWords words
   unsigned char* task_shared = shared + depth * kWords * 16;  // the types' own space
-  __shared__ std::uint32_t s_count, s_exit, s_long;
+  __shared__ std::uint32_t s_count, s_exit;
   __shared__ std::uint32_t s_type[kMaxRingDepth], s_size[kMaxRingDepth];
 
   const int block = a.first_block + static_cast<int>(blockIdx.x);
@@ -244,7 +243,6 @@ __global__ void resident_kernel(ResidentArgs a) {
       if (threadIdx.x == 0) {
         s_count = ~ready == 0u ? 32u : static_cast<unsigned>(__ffs(~ready)) - 1u;
         s_exit = s == static_cast<std::uint32_t>(SlotState::exit) ? 1u : 0u;
-        s_long = long_tasks ? 1u : 0u;
         a.polls[blockIdx.x] = polls;  // plain store: only this thread writes it; read at the end
       }
     }
@@ -269,19 +267,17 @@ __global__ void resident_kernel(ResidentArgs a) {
     __syncthreads();
     WEFT_TRACE(1);
 
-    // Published in groups of depth/4 tasks (at least 1): a system-scope fence waits until
-    // every earlier write has reached host memory (1.5-2.5 us over PCIe), so one per group
-    // instead of one per task, while the scheduler still gets slots back (and refills them)
-    // during a long run. After long tasks, groups of depth/2: the fence is then the larger
-    // cost (2 us per 2 tasks of 10 us at depth 8), and half a ring is still time enough for
-    // the scheduler to refill the other half.
-    const unsigned group = depth >= 8 ? (s_long != 0u ? depth / 2 : depth / 4) : 1;
+    // Each task is published as soon as it ends, by one release store of FINISHED: on the H100
+    // a system-scope release store costs the block nothing it waits for, while a system-scope
+    // fence stalls thread 0 ~0.7 us even with nothing written
+    // (bench/results/h100/probes/fence_probe-*.txt; the pool used to publish groups of tasks
+    // behind one fence). So the scheduler gets every slot back at once and refills it.
     for (unsigned t = 0; t < count; ++t) {
       const unsigned j = (pos + t) % depth;
 #if !defined(WEFT_POOL_NO_READ_AHEAD)
       // Read ahead: before the run's last task, warp 0 reads the states of the slots after the
-      // run (relaxed loads: the fence of the run's last publication below acquires them). The
-      // read's PCIe round trip overlaps the task, and a block whose scheduler refilled its
+      // run (relaxed loads; an acquire fence after the task makes a READY among them usable).
+      // The read's PCIe round trip overlaps the task, and a block whose scheduler refilled its
       // ring meanwhile goes on to the next run without polling.
       const bool read_ahead = long_tasks && t + 1 == count && count < depth;
       if (read_ahead && threadIdx.x < 32) {
@@ -302,59 +298,61 @@ __global__ void resident_kernel(ResidentArgs a) {
       const long long started = threadIdx.x == 0 ? clock64() : 0;
       const TaskStatus status =
           size_ok ? Types::dispatch(s_type[t], mine, s_size[t], ctx) : TaskStatus::bad_payload_size;
+      // Every thread's payload (result) words and global-memory writes happen before warp 0
+      // copies and publishes them.
+      __syncthreads();
       if (threadIdx.x < 32) {
         long_tasks =
             __shfl_sync(0xFFFFFFFFu, threadIdx.x == 0 && clock64() - started >= kLongTaskCycles,
                         0) != 0;
-      }
-      __syncthreads();
-      const std::uint32_t n = size_ok ? (s_size[t] + 15) / 16 : 0;
-      auto* out = reinterpret_cast<uint4*>(slot(j) + kSlotHeaderBytes);
-      for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) out[i] = mine[i];
-      if (threadIdx.x == 0) {
-        reinterpret_cast<SlotHeader*>(slot(j))->status = static_cast<std::uint32_t>(status);
-      }
-      if ((t + 1) % group != 0 && t + 1 != count) continue;  // posted writes; publish later
-      WEFT_TRACE(2);
-      // The barrier makes every thread's result words and global-memory writes happen before
-      // thread 0's fence, and the fence is cumulative: the scheduler that acquires a FINISHED
-      // sees all of them.
-      __syncthreads();
-      if (threadIdx.x == 0 || (read_ahead && threadIdx.x < 32)) {
-        // acq_rel, system scope (by every lane of warp 0 after a read ahead, else by thread 0).
-        // Release: pairs with the scheduler's
-        // acquire loads of FINISHED (thread 0's stores below are relaxed and come after it).
-        // Acquire: a lane that read a slot's state ahead (relaxed, above) and saw READY has
-        // synchronized with the scheduler's release store of it, so the payload written
-        // before it is visible to the lane, and to every thread after the next barrier.
-        cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_system);
-      }
-      WEFT_TRACE(3);
-      if (threadIdx.x == 0) {
-        for (unsigned u = t + 1 - ((t % group) + 1); u <= t; ++u) {
-          cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(
-              states[(pos + u) % depth]);
+        WEFT_TRACE(2);
+        const std::uint32_t n = size_ok ? (s_size[t] + 15) / 16 : 0;
+        auto* out = reinterpret_cast<uint4*>(slot(j) + kSlotHeaderBytes);
+        for (std::uint32_t i = threadIdx.x; i < n; i += 32) out[i] = mine[i];  // posted writes
+        if (threadIdx.x == 0) {
+          reinterpret_cast<SlotHeader*>(slot(j))->status = static_cast<std::uint32_t>(status);
+        }
+        // The lanes' result words happen before lane 0's release store below (the warp
+        // barrier orders memory among its lanes; the release is cumulative).
+        __syncwarp();
+        WEFT_TRACE(3);
+        if (threadIdx.x == 0) {
+          cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(states[j]);
           if (a.watchdog) {
             std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
-            // relaxed after the release fence. A CAS (a round trip over PCIe) only with a
-            // watchdog: a scheduler that gave up on this task and shut down has stored EXIT
-            // meanwhile, and EXIT must stay.
-            if (!state.compare_exchange_strong(expected,
-                                               static_cast<std::uint32_t>(SlotState::finished),
-                                               cuda::memory_order_relaxed)) {
+            // release, system scope: pairs with the scheduler's acquire load of FINISHED. A CAS
+            // (a round trip over PCIe) only with a watchdog: a scheduler that gave up on this
+            // task and shut down has stored EXIT meanwhile, and EXIT must stay.
+            if (!state.compare_exchange_strong(
+                    expected, static_cast<std::uint32_t>(SlotState::finished),
+                    cuda::memory_order_release, cuda::memory_order_relaxed)) {
               s_exit = 1u;
-              break;
             }
           } else {
-            // relaxed after the release fence; a posted write.
+            // release, system scope: pairs with the scheduler's acquire load of FINISHED; the
+            // results (this warp's posted writes) and the task's global-memory writes (before
+            // the block barrier above) are visible to it.
             state.store(static_cast<std::uint32_t>(SlotState::finished),
-                        cuda::memory_order_relaxed);
+                        cuda::memory_order_release);
+          }
+        }
+        WEFT_TRACE(4);
+        if (read_ahead) {
+          // acquire, system scope, by every lane that read ahead and saw READY or EXIT: it has
+          // synchronized with the scheduler's release store of that state, so the payload
+          // written before it is visible to the lane, and to every thread after the barrier
+          // at the top of the next round. After the publication, so that it does not delay it;
+          // skipped when nothing was refilled (the states are
+          // then polled again with acquire loads).
+          if (__any_sync(0xFFFFFFFFu, is_ready_or_exit(ahead))) {
+            cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_system);
           }
         }
       }
-      WEFT_TRACE(4);
-      __syncthreads();
-      if (s_exit != 0u) return;
+      if (a.watchdog) {
+        __syncthreads();  // s_exit
+        if (s_exit != 0u) return;
+      }
     }
     pos = (pos + count) % depth;
     __syncthreads();  // s_count, s_type and s_size are rewritten in the next round
