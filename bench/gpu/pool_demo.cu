@@ -23,20 +23,22 @@ namespace weft::bench::gpu {
 
 namespace {
 
-// Block-wide dot product of x[begin, begin + n) and y[same]; thread 0 stores it.
-__device__ void block_dot(const float* x, const float* y, int begin, int n, float* out) {
+// Dot product of x[begin, begin + n) and y[same] by the task's threads (a power of two, at
+// most 1024); thread 0 stores it. Through the BlockContext: a resident block has two warps
+// that do not run tasks, so threadIdx.x, blockDim.x and __syncthreads() are not the task's.
+__device__ void block_dot(const float* x, const float* y, int begin, int n, float* out,
+                          const weft::gpu::BlockContext& b) {
   __shared__ float partial[1024];
+  const int me = b.thread();
   float s = 0.0f;
-  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) {
-    s += x[begin + i] * y[begin + i];
+  for (int i = me; i < n; i += b.threads()) s += x[begin + i] * y[begin + i];
+  partial[me] = s;
+  b.sync();
+  for (int w = b.threads() / 2; w > 0; w /= 2) {
+    if (me < w) partial[me] += partial[me + w];
+    b.sync();
   }
-  partial[threadIdx.x] = s;
-  __syncthreads();
-  for (unsigned w = blockDim.x / 2; w > 0; w /= 2) {
-    if (threadIdx.x < w) partial[threadIdx.x] += partial[threadIdx.x + w];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) *out = partial[0];
+  if (me == 0) *out = partial[0];
 }
 
 struct SegmentDot {
@@ -50,7 +52,7 @@ struct SegmentDot {
   };
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& b) {
 #if defined(__CUDA_ARCH__)
-    block_dot(p.x, p.y, p.begin, p.n, &p.result);
+    block_dot(p.x, p.y, p.begin, p.n, &p.result, b);
     b.sync();
 #else
     (void)b;
@@ -65,7 +67,10 @@ constexpr std::size_t kCap = 32;
 using DemoPool = weft::gpu::Pool<DemoTypes, kCap>;
 
 __global__ void segment_dot_kernel(const float* x, const float* y, int begin, int n, float* out) {
-  block_dot(x, y, begin, n, out);
+  // The same body as the pool's task, in a kernel of its own (bar.sync 1 over the whole block).
+  const weft::gpu::BlockContext b(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
+                                  static_cast<int>(blockIdx.x), nullptr);
+  block_dot(x, y, begin, n, out, b);
 }
 
 weft::gpu::PoolOptions demo_options() {

@@ -6,7 +6,6 @@
 //   cd scripts/probes && nvcc -O2 -std=c++20 -gencode=arch=compute_90,code=sm_90 \
 //     -I../../include busy_probe.cu ../../src/gpu/host_blocks.cpp ../../src/gpu/device_blocks.cu \
 //     -o busy_probe && ./busy_probe [--short]
-// (add -DWEFT_POOL_NO_READ_AHEAD for the kernel without its read ahead, to compare)
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -36,7 +36,7 @@ void trace(const char* name, PoolOptions o) {
                                 "delivered->popped",
                                 "total",
                                 "gpu: payload read",
-                                "gpu: task",
+                                "gpu: hand-offs + task",
                                 "gpu: results copied",
                                 "gpu: FINISHED store",
                                 "link (2 trips + poll wait)"};

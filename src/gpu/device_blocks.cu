@@ -79,10 +79,11 @@ class DeviceBlocks final : public BlockRuntime {
           std::to_string(program.payload_capacity) + " bytes, the pool has " +
           std::to_string(capacity));
     }
-    if (threads < 32 || threads > 1024 || threads % 32 != 0) {
+    // The task threads; every block has two more warps (loader and publisher) on top.
+    if (threads < 32 || threads > 1024 - 64 || threads % 32 != 0) {
       throw InvalidArgument(
           "weft::gpu::PoolOptions::threads_per_block must be a multiple of 32 "
-          "in [32, 1024] (got " +
+          "in [32, 960] (each block has two more warps, its loader and publisher; got " +
           std::to_string(threads) + ")");
     }
     if (blocks_per_sm < 0) {

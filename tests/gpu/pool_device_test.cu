@@ -301,6 +301,8 @@ TEST(GpuPool, BadDeviceOptionsAreRejected) {
   o = device_options();
   o.threads_per_block = 100;
   EXPECT_THROW(GpuPool{o}, InvalidArgument);
+  o.threads_per_block = 1024;  // + the loader and publisher warps: more than a block may have
+  EXPECT_THROW(GpuPool{o}, InvalidArgument);
   o = device_options();
   o.blocks_per_sm = 1000;
   EXPECT_THROW(GpuPool{o}, InvalidArgument);

@@ -52,9 +52,9 @@ inline constexpr int kEpochStride = 32;  // words: one copy per 128 bytes
 // scripts/probes/latency_trace.cu: the GPU clock when the last block to run a task saw it
 // READY, had read its payload, had run it, had fenced, and had stored FINISHED.
 __device__ unsigned long long g_weft_trace[5];
-#define WEFT_TRACE(k)                                    \
-  do {                                                   \
-    if (threadIdx.x == 0) g_weft_trace[k] = global_ns(); \
+#define WEFT_TRACE(k)                                            \
+  do {                                                           \
+    if ((threadIdx.x & 31u) == 0) g_weft_trace[k] = global_ns(); \
   } while (0)
 #else
 #define WEFT_TRACE(k) \
@@ -143,43 +143,128 @@ __device__ inline std::uint32_t deep_idle(
   }
 }
 
-// A task of at least this many SM clock cycles (~2 us at the H100's 1.7-2 GHz) makes the block
-// read its ring ahead during the next run's last task (see resident_kernel). clock64(), not the
-// global timer: reading %globaltimer twice per task cost ~0.07 us per task (gap p10 at depth 32:
-// 0.42 us, 0.35 with clock64, 0.32 untimed; bench/results/h100/probes/README.md).
-inline constexpr long long kLongTaskCycles = 4000;
+// The block's three roles (docs/gpu.md, "Inside a block"): warp 0 loads (polls the ring, reads
+// payloads into shared memory, hands each task to the task threads), warp 1 publishes (copies
+// results back, stores FINISHED), and the remaining threads, the task threads, run task
+// bodies back to back. Publication and polling stall the warp that does them for a PCIe round
+// trip (~1 us; bench/results/h100/probes/fence_probe-*.txt); on their own warps the stalls
+// overlap the next task instead of delaying it.
+inline constexpr unsigned kRoleWarps = 2;
+inline constexpr unsigned kRoleThreads = kRoleWarps * 32;
+// Named barrier 1: the task threads among themselves (BlockContext::sync uses it too; barrier 0,
+// __syncthreads, is used once, after the block's set-up).
+inline constexpr unsigned kTaskBarrier = BlockContext::kBarrier;
 
-// The first back-off after a batch of tasks: the scheduler needs about this long to collect the
-// slots and load the next tasks, and polling sooner only takes the line away from the CPU's
-// cache while it writes it.
+// While a block has tasks in flight, its loader polls the ring only when the task threads have
+// at most this share of the ring still to run (a quarter: the scheduler refills the slots the
+// publisher frees meanwhile), and backs off up to kBusyPollBackoffNs: a block running long
+// tasks reads host memory a few times per task, not once a microsecond.
+inline constexpr unsigned kBusyPollBackoffNs = 16384;
+// The loader's first back-off after it loaded tasks: the scheduler needs about this long to
+// collect the slots and load the next tasks, and polling sooner only takes the line away from
+// the CPU's cache while it writes it.
 inline constexpr unsigned kFirstBackoffAfterTaskNs = 512;
+// How long the loader naps while it has nothing to do but wait for the task threads.
+inline constexpr unsigned kLoaderNapNs = 256;
 
-// Warp 0: waits until the slot at ring position `pos` is READY or EXIT, and returns the
-// states of the ring from `pos` on (lane t: slot (pos + t) % depth; lanes past the depth read
-// nothing). One poll is one coalesced read of the ring's control line. Warm idle first
-// (doubling the back-off up to kMaxPollBackoffNs), deep idle (thread 0) after warm_idle_ns;
-// a standby block stays in warm idle with a back-off of at most kStandbyBackoffNs.
+// Shared-memory barriers (mbarrier, sm_80+): one per ring slot and direction. Arrive is a
+// release and a completed wait an acquire, both at block scope (the PTX defaults of
+// mbarrier.arrive and mbarrier.test_wait/try_wait when no .sem/.scope is given).
+__device__ inline unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ inline void mbar_init(std::uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(count)
+               : "memory");
+}
+__device__ inline void mbar_arrive(std::uint64_t* bar) {
+  asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.shared::cta.b64 st, [%0];\n\t}" ::"r"(
+                   shared_address(bar))
+               : "memory");
+}
+// Non-blocking: whether the phase of parity `parity` has completed.
+__device__ inline bool mbar_test(std::uint64_t* bar, unsigned parity) {
+  unsigned done;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tmbarrier.test_wait.parity.shared::cta.b64 p, [%1], "
+      "%2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(done)
+      : "r"(shared_address(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+// Blocking: try_wait suspends the thread in hardware until the phase completes or a time
+// limit passes; the loop asks again after the limit.
+__device__ inline void mbar_wait(std::uint64_t* bar, unsigned parity) {
+  unsigned done = 0;
+  while (done == 0) {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], "
+        "%2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(shared_address(bar)), "r"(parity)
+        : "memory");
+  }
+}
+__device__ inline void task_barrier(unsigned threads) {
+  asm volatile("bar.sync %0, %1;" ::"n"(kTaskBarrier), "r"(threads) : "memory");
+}
+
+// The block's hand-offs, in shared memory.
+struct BlockShared {
+  std::uint64_t full[kMaxRingDepth];  // loader -> task threads: slot j's payload is loaded
+  std::uint64_t done[kMaxRingDepth];  // task threads -> publisher: slot j's task has ended
+  std::uint32_t type[kMaxRingDepth];  // slot j's task type, payload size and status
+  std::uint32_t size[kMaxRingDepth];
+  std::uint32_t status[kMaxRingDepth];
+  std::uint32_t exit[kMaxRingDepth];  // 1: slot j holds no task but the block's EXIT
+  std::uint32_t started;              // tasks the task threads have begun (a hint)
+  std::uint32_t published;            // tasks the publisher has published (slots reusable)
+};
+
+// The loader (warp 0): waits until the slot at ring position `pos` is READY or EXIT and returns
+// the states of the ring from `pos` on (lane t < `usable`: slot (pos + t) % depth; other lanes
+// read nothing: their slots hold tasks in flight). One poll is one coalesced read of the ring's
+// control line. With tasks in flight (`in_flight()`), it polls every kFirstBackoffAfterTaskNs
+// doubling up to kBusyPollBackoffNs; with none, warm idle (doubling up to kMaxPollBackoffNs),
+// then deep idle (lane 0) after warm_idle_ns (the scheduler rings the doorbell only for blocks
+// with nothing in flight); a standby block stays in warm idle with a back-off of at most
+// kStandbyBackoffNs.
+template <class InFlight>
 __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth, unsigned pos,
-                                          const ResidentArgs& a, unsigned long long& polls,
-                                          unsigned first_backoff, bool standby) {
+                                          unsigned usable, const ResidentArgs& a,
+                                          unsigned long long& polls, unsigned first_backoff,
+                                          bool standby, InFlight in_flight) {
   const unsigned lane = threadIdx.x;  // warp 0
   unsigned backoff = first_backoff;
   unsigned long long since = global_ns();
+  bool busy = in_flight();
   for (;;) {
     std::uint32_t s = static_cast<std::uint32_t>(SlotState::idle);
-    if (lane < depth) {
+    if (lane < usable) {
       // acquire, system scope: pairs with the scheduler's release store of READY (or EXIT);
       // the type, size and payload it wrote before are visible to this lane after it, and to
-      // every thread of the block after the barrier that follows.
+      // the warp's other lanes after the __syncwarp that follows.
       s = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(states[(pos + lane) % depth])
               .load(cuda::memory_order_acquire);
     }
     if (lane == 0) ++polls;  // the warp's loads share one line: one read of host memory
     const std::uint32_t first = __shfl_sync(0xFFFFFFFFu, s, 0);
     if (is_ready_or_exit(first)) return s;
+    if (lane == 0) a.polls[blockIdx.x] = polls;  // it may wait here for the pool's life
     if (standby) {
-      if (lane == 0) a.polls[blockIdx.x] = polls;  // it may wait here for the pool's life
       __nanosleep(kStandbyBackoffNs);
+      continue;
+    }
+    const bool busy_now = in_flight();  // uniform: lane 0's shared-memory read, shuffled
+    if (busy_now != busy) {             // the last task in flight was published (or none)
+      busy = busy_now;
+      since = global_ns();
+      backoff = first_backoff;
+    }
+    if (busy) {
+      __nanosleep(backoff);
+      backoff = backoff < kBusyPollBackoffNs ? backoff * 2 : kBusyPollBackoffNs;
       continue;
     }
     // Lane 0's clock decides for the warp: every lane must take the same branch (the shuffle
@@ -200,162 +285,194 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
   }
 }
 
+// Warp 0 of a block: moves READY slots into shared memory and hands them to the task threads,
+// in ring order, until it reads EXIT.
+template <std::uint32_t kWords>
+__device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* states,
+                          unsigned char* ring, const ResidentArgs& a, bool standby) {
+  constexpr std::uint32_t kSlotWords = 1 + kWords;  // the header, then the payload
+  const unsigned depth = a.ring_depth;
+  const unsigned lane = threadIdx.x;
+  auto slot = [&](unsigned j) { return ring + kRingControlBytes + j * a.slot_stride; };
+  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block> published(sh.published);
+  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block> started(sh.started);
+  unsigned long long polls = 0;
+  unsigned pos = 0;          // the ring slot loaded next
+  std::uint32_t loaded = 0;  // tasks loaded so far (wraps; only differences are used)
+  bool after_tasks = false;  // the last poll found tasks
+  for (;;) {
+    // acquire, block scope: pairs with the publisher's release increment; the publisher's
+    // reads of the slots it published (their results in shared memory) happen before this
+    // warp overwrites them with new payloads. Lane 0 reads, the warp shares the value.
+    const std::uint32_t pub =
+        __shfl_sync(0xFFFFFFFFu, lane == 0 ? published.load(cuda::memory_order_acquire) : 0u, 0);
+    const unsigned in_flight = loaded - pub;
+    const unsigned usable = depth - in_flight;
+    // relaxed, block scope: a hint of how far the task threads are; nothing is read through it.
+    const unsigned waiting =
+        loaded -
+        __shfl_sync(0xFFFFFFFFu, lane == 0 ? started.load(cuda::memory_order_relaxed) : 0u, 0);
+    if (usable == 0 || (in_flight != 0 && waiting > depth / 4)) {
+      __nanosleep(kLoaderNapNs);  // the task threads have enough to do
+      continue;
+    }
+    if (after_tasks) __nanosleep(kFirstBackoffAfterTaskNs);  // see kFirstBackoffAfterTaskNs
+    const std::uint32_t s =
+        poll_ring(states, depth, pos, usable, a, polls, after_tasks ? 256u : 32u, standby, [&] {
+          const std::uint32_t p = __shfl_sync(
+              0xFFFFFFFFu, lane == 0 ? published.load(cuda::memory_order_relaxed) : 0u, 0);
+          return p != loaded;
+        });
+    // The run of READY slots from pos (lanes at or past `usable` read nothing: not READY).
+    const unsigned ready =
+        __ballot_sync(0xFFFFFFFFu, s == static_cast<std::uint32_t>(SlotState::ready));
+    const unsigned count = ~ready == 0u ? 32u : static_cast<unsigned>(__ffs(~ready)) - 1u;
+    if (lane == 0) a.polls[blockIdx.x] = polls;  // only this thread writes it; read at the end
+    // The lanes' acquire loads happen before every lane's reads below.
+    __syncwarp();
+    if (count == 0) {  // EXIT at pos: the task threads end after the tasks before it
+      if (lane == 0) {
+        sh.exit[pos] = 1u;
+        mbar_arrive(&sh.full[pos]);  // release: exit[pos] is visible to the task threads
+      }
+      return;
+    }
+    WEFT_TRACE(0);
+    // Headers and payloads of the whole run in one coalesced pass (one round trip over PCIe).
+    for (unsigned i = lane; i < count * kSlotWords; i += 32) {
+      const unsigned t = i / kSlotWords, w = i % kSlotWords;
+      const unsigned j = (pos + t) % depth;
+      const uint4 word = reinterpret_cast<const uint4*>(slot(j))[w];
+      if (w == 0) {
+        sh.type[j] = word.x;  // SlotHeader: type, payload_size, status, reserved
+        sh.size[j] = word.y;
+        sh.exit[j] = 0u;
+      } else {
+        payloads[j * kWords + w - 1] = word;
+      }
+    }
+    __syncwarp();  // every lane's shared-memory writes happen before lane 0's arrivals
+    WEFT_TRACE(1);
+    if (lane == 0) {
+      // release, block scope (each arrival): pairs with the task threads' acquire waits.
+      for (unsigned t = 0; t < count; ++t) mbar_arrive(&sh.full[(pos + t) % depth]);
+    }
+    pos = (pos + count) % depth;
+    loaded += count;
+    after_tasks = true;
+  }
+}
+
+// Warp 1 of a block: publishes each task as soon as the task threads end it, in ring order:
+// the results back into the slot, then FINISHED by one system-scope release store.
+template <std::uint32_t kWords>
+__device__ void publish_loop(BlockShared& sh, const uint4* payloads, std::uint32_t* states,
+                             unsigned char* ring, const ResidentArgs& a, std::size_t capacity) {
+  const unsigned depth = a.ring_depth;
+  const unsigned lane = threadIdx.x - 32;
+  auto slot = [&](unsigned j) { return ring + kRingControlBytes + j * a.slot_stride; };
+  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block> published(sh.published);
+  unsigned pos = 0;
+  std::uint32_t parity = 0;  // bit j: the parity of slot j's next completed done phase
+  for (std::uint32_t n = 1;; ++n) {
+    mbar_wait(&sh.done[pos], (parity >> pos) & 1u);  // acquire: the task's writes (see below)
+    parity ^= 1u << pos;
+    if (sh.exit[pos] != 0u) return;
+    WEFT_TRACE(2);
+    const std::uint32_t size = sh.size[pos];
+    const std::uint32_t words = size <= capacity ? (size + 15) / 16 : 0;
+    auto* out = reinterpret_cast<uint4*>(slot(pos) + kSlotHeaderBytes);
+    for (std::uint32_t i = lane; i < words; i += 32) out[i] = payloads[pos * kWords + i];
+    if (lane == 0) reinterpret_cast<SlotHeader*>(slot(pos))->status = sh.status[pos];
+    // The lanes' result words happen before lane 0's release store (the warp barrier orders
+    // memory among its lanes; the release is cumulative).
+    __syncwarp();
+    WEFT_TRACE(3);
+    if (lane == 0) {
+      cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(states[pos]);
+      if (a.watchdog) {
+        std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
+        // release, system scope: pairs with the scheduler's acquire load of FINISHED. A CAS
+        // (a round trip over PCIe) only with a watchdog: a scheduler that gave up on this task
+        // and shut down has stored EXIT meanwhile, and EXIT must stay (the loader finds it).
+        state.compare_exchange_strong(expected, static_cast<std::uint32_t>(SlotState::finished),
+                                      cuda::memory_order_release, cuda::memory_order_relaxed);
+      } else {
+        // release, system scope: pairs with the scheduler's acquire load of FINISHED; the
+        // results (this warp's writes) and the task's global-memory writes (which happen
+        // before the task threads' arrival on done, acquired above) are visible to it.
+        state.store(static_cast<std::uint32_t>(SlotState::finished), cuda::memory_order_release);
+      }
+      WEFT_TRACE(4);
+      // release, block scope: pairs with the loader's acquire load; this warp's reads of the
+      // slot's shared memory happen before the loader reuses it.
+      published.store(n, cuda::memory_order_release);
+    }
+    __syncwarp();
+    pos = (pos + 1) % depth;
+  }
+}
+
 template <class Types, std::size_t Capacity>
 __global__ void resident_kernel(ResidentArgs a) {
   // A payload is a whole number of 16-byte words: copies move uint4s (one PCIe request per
   // 16 bytes, not per byte); bytes past the payload size are copied but never read.
   constexpr std::uint32_t kWords = (Capacity + 15) / 16;
-  constexpr std::uint32_t kSlotWords = 1 + kWords;  // the header, then the payload
   const unsigned depth = a.ring_depth;
   extern __shared__ __align__(16) unsigned char shared[];
-  auto* payloads = reinterpret_cast<uint4*>(shared);          // depth x kWords words
+  auto* payloads = reinterpret_cast<uint4*>(shared);          // slot j: kWords words at j*kWords
   unsigned char* task_shared = shared + depth * kWords * 16;  // the types' own space
-  __shared__ std::uint32_t s_count, s_exit;
-  __shared__ std::uint32_t s_type[kMaxRingDepth], s_size[kMaxRingDepth];
+  __shared__ BlockShared sh;
 
   const int block = a.first_block + static_cast<int>(blockIdx.x);
   unsigned char* ring =
       static_cast<unsigned char*>(a.rings) + static_cast<std::size_t>(block) * a.ring_stride;
   auto* states = reinterpret_cast<std::uint32_t*>(ring);
-  auto slot = [&](unsigned j) { return ring + kRingControlBytes + j * a.slot_stride; };
-  unsigned long long polls = 0;
-  unsigned pos = 0;  // the ring slot this block runs next
-  const bool standby = a.standby != nullptr && a.standby[blockIdx.x] != 0;
-  // Warp 0, lane t: the state of slot (pos + t) % depth as read early, during the last task
-  // of the previous run (IDLE when not read); see "Read ahead" below.
-  std::uint32_t ahead = static_cast<std::uint32_t>(SlotState::idle);
-  // Warp 0: whether the last task took long enough for a read ahead to pay (its round trip
-  // then overlaps the task; after a short task the publication's fence would wait for it:
-  // +0.6 us of latency for one empty task, bench/results/h100/probes/latency_trace-b26538a.txt).
-  bool long_tasks = false;
-
-  for (;;) {
-    if (threadIdx.x < 32) {
-      std::uint32_t s = ahead;
-      ahead = static_cast<std::uint32_t>(SlotState::idle);
-      if (!is_ready_or_exit(__shfl_sync(0xFFFFFFFFu, s, 0))) {
-        if (polls != 0) __nanosleep(kFirstBackoffAfterTaskNs);  // after a batch (see above)
-        s = poll_ring(states, depth, pos, a, polls, polls == 0 ? 32 : 256, standby);
-      }
-      // The run of READY slots from pos (lanes past the depth are not READY).
-      const unsigned ready =
-          __ballot_sync(0xFFFFFFFFu, s == static_cast<std::uint32_t>(SlotState::ready));
-      if (threadIdx.x == 0) {
-        s_count = ~ready == 0u ? 32u : static_cast<unsigned>(__ffs(~ready)) - 1u;
-        s_exit = s == static_cast<std::uint32_t>(SlotState::exit) ? 1u : 0u;
-        a.polls[blockIdx.x] = polls;  // plain store: only this thread writes it; read at the end
-      }
+  if (threadIdx.x == 0) {
+    for (unsigned j = 0; j < depth; ++j) {
+      mbar_init(&sh.full[j], 1);  // the loader's lane 0
+      mbar_init(&sh.done[j], 1);  // the task threads' first thread
     }
-    // Warp 0's acquire loads, then this barrier: every thread's reads below see what the
-    // scheduler wrote before READY.
-    __syncthreads();
-    if (s_exit != 0u) return;
-    const unsigned count = s_count;
-    WEFT_TRACE(0);
-
-    // Headers and payloads of the whole run in one coalesced pass (one round trip over PCIe).
-    for (unsigned i = threadIdx.x; i < count * kSlotWords; i += blockDim.x) {
-      const unsigned t = i / kSlotWords, w = i % kSlotWords;
-      const uint4 word = reinterpret_cast<const uint4*>(slot((pos + t) % depth))[w];
-      if (w == 0) {
-        s_type[t] = word.x;  // SlotHeader: type, payload_size, status, reserved
-        s_size[t] = word.y;
-      } else {
-        payloads[t * kWords + w - 1] = word;
-      }
-    }
-    __syncthreads();
-    WEFT_TRACE(1);
-
-    // Each task is published as soon as it ends, by one release store of FINISHED: on the H100
-    // a system-scope release store costs the block nothing it waits for, while a system-scope
-    // fence stalls thread 0 ~0.7 us even with nothing written
-    // (bench/results/h100/probes/fence_probe-*.txt; the pool used to publish groups of tasks
-    // behind one fence). So the scheduler gets every slot back at once and refills it.
-    for (unsigned t = 0; t < count; ++t) {
-      const unsigned j = (pos + t) % depth;
-#if !defined(WEFT_POOL_NO_READ_AHEAD)
-      // Read ahead: before the run's last task, warp 0 reads the states of the slots after the
-      // run (relaxed loads; an acquire fence after the task makes a READY among them usable).
-      // The read's PCIe round trip overlaps the task, and a block whose scheduler refilled its
-      // ring meanwhile goes on to the next run without polling.
-      const bool read_ahead = long_tasks && t + 1 == count && count < depth;
-      if (read_ahead && threadIdx.x < 32) {
-        if (threadIdx.x + count < depth) {
-          ahead = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(
-                      states[(pos + count + threadIdx.x) % depth])
-                      .load(cuda::memory_order_relaxed);
-        }
-        if (threadIdx.x == 0) ++polls;
-      }
-#else
-      constexpr bool read_ahead = false;
-#endif
-      uint4* mine = payloads + t * kWords;
-      const bool size_ok = s_size[t] <= Capacity;
-      const BlockContext ctx(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x), block,
-                             task_shared);
-      const long long started = threadIdx.x == 0 ? clock64() : 0;
+    sh.started = 0;
+    sh.published = 0;
+  }
+  __syncthreads();  // the barriers are initialised; the only block-wide barrier
+  if (threadIdx.x < 32) {
+    load_loop<kWords>(sh, payloads, states, ring, a,
+                      a.standby != nullptr && a.standby[blockIdx.x] != 0);
+    return;
+  }
+  if (threadIdx.x < kRoleThreads) {
+    publish_loop<kWords>(sh, payloads, states, ring, a, Capacity);
+    return;
+  }
+  // The task threads.
+  const unsigned threads = blockDim.x - kRoleThreads;
+  const unsigned me = threadIdx.x - kRoleThreads;
+  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block> started(sh.started);
+  const BlockContext ctx(static_cast<int>(me), static_cast<int>(threads), block, task_shared);
+  unsigned pos = 0;
+  std::uint32_t parity = 0;  // bit j: the parity of slot j's next completed full phase
+  for (std::uint32_t n = 1;; ++n) {
+    // acquire, block scope: pairs with the loader's arrival; the payload, type and size it
+    // wrote are visible.
+    mbar_wait(&sh.full[pos], (parity >> pos) & 1u);
+    parity ^= 1u << pos;
+    const bool exit = sh.exit[pos] != 0u;
+    if (!exit) {
+      if (me == 0) started.store(n, cuda::memory_order_relaxed);  // a hint for the loader
+      const std::uint32_t size = sh.size[pos];
       const TaskStatus status =
-          size_ok ? Types::dispatch(s_type[t], mine, s_size[t], ctx) : TaskStatus::bad_payload_size;
-      // Every thread's payload (result) words and global-memory writes happen before warp 0
-      // copies and publishes them.
-      __syncthreads();
-      if (threadIdx.x < 32) {
-        long_tasks =
-            __shfl_sync(0xFFFFFFFFu, threadIdx.x == 0 && clock64() - started >= kLongTaskCycles,
-                        0) != 0;
-        WEFT_TRACE(2);
-        const std::uint32_t n = size_ok ? (s_size[t] + 15) / 16 : 0;
-        auto* out = reinterpret_cast<uint4*>(slot(j) + kSlotHeaderBytes);
-        for (std::uint32_t i = threadIdx.x; i < n; i += 32) out[i] = mine[i];  // posted writes
-        if (threadIdx.x == 0) {
-          reinterpret_cast<SlotHeader*>(slot(j))->status = static_cast<std::uint32_t>(status);
-        }
-        // The lanes' result words happen before lane 0's release store below (the warp
-        // barrier orders memory among its lanes; the release is cumulative).
-        __syncwarp();
-        WEFT_TRACE(3);
-        if (threadIdx.x == 0) {
-          cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(states[j]);
-          if (a.watchdog) {
-            std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
-            // release, system scope: pairs with the scheduler's acquire load of FINISHED. A CAS
-            // (a round trip over PCIe) only with a watchdog: a scheduler that gave up on this
-            // task and shut down has stored EXIT meanwhile, and EXIT must stay.
-            if (!state.compare_exchange_strong(
-                    expected, static_cast<std::uint32_t>(SlotState::finished),
-                    cuda::memory_order_release, cuda::memory_order_relaxed)) {
-              s_exit = 1u;
-            }
-          } else {
-            // release, system scope: pairs with the scheduler's acquire load of FINISHED; the
-            // results (this warp's posted writes) and the task's global-memory writes (before
-            // the block barrier above) are visible to it.
-            state.store(static_cast<std::uint32_t>(SlotState::finished),
-                        cuda::memory_order_release);
-          }
-        }
-        WEFT_TRACE(4);
-        if (read_ahead) {
-          // acquire, system scope, by every lane that read ahead and saw READY or EXIT: it has
-          // synchronized with the scheduler's release store of that state, so the payload
-          // written before it is visible to the lane, and to every thread after the barrier
-          // at the top of the next round. After the publication, so that it does not delay it;
-          // skipped when nothing was refilled (the states are
-          // then polled again with acquire loads).
-          if (__any_sync(0xFFFFFFFFu, is_ready_or_exit(ahead))) {
-            cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_system);
-          }
-        }
-      }
-      if (a.watchdog) {
-        __syncthreads();  // s_exit
-        if (s_exit != 0u) return;
-      }
+          size <= Capacity ? Types::dispatch(sh.type[pos], payloads + pos * kWords, size, ctx)
+                           : TaskStatus::bad_payload_size;
+      if (me == 0) sh.status[pos] = static_cast<std::uint32_t>(status);
     }
-    pos = (pos + count) % depth;
-    __syncthreads();  // s_count, s_type and s_size are rewritten in the next round
+    // Every task thread's payload (result) words and global-memory writes happen before the
+    // first thread's arrival (release, block scope), which the publisher acquires.
+    task_barrier(threads);
+    if (me == 0) mbar_arrive(&sh.done[pos]);
+    if (exit) return;  // the publisher sees exit[pos] and ends too
+    pos = (pos + 1) % depth;
   }
 }
 
@@ -368,14 +485,17 @@ int launch_resident(const ResidentArgs& args, int blocks, int threads, std::size
                                                static_cast<int>(shared_bytes));
     if (e != cudaSuccess) return static_cast<int>(e);
   }
-  kernel<<<blocks, threads, shared_bytes, static_cast<cudaStream_t>(stream)>>>(args);
+  // `threads` task threads, plus the loader and publisher warps.
+  kernel<<<blocks, threads + static_cast<int>(kRoleThreads), shared_bytes,
+           static_cast<cudaStream_t>(stream)>>>(args);
   return static_cast<int>(cudaGetLastError());
 }
 
 template <class Types, std::size_t Capacity>
 int resident_occupancy(int threads, std::size_t shared_bytes, int* blocks) {
   return static_cast<int>(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      blocks, &resident_kernel<Types, Capacity>, threads, shared_bytes));
+      blocks, &resident_kernel<Types, Capacity>, threads + static_cast<int>(kRoleThreads),
+      shared_bytes));
 }
 
 }  // namespace detail

@@ -47,7 +47,8 @@ struct PoolOptions {
   std::vector<int> devices{};
   /// Device backend: resident blocks per SM (0: as many as occupancy allows).
   int blocks_per_sm = 0;
-  /// Device backend: threads per block (a multiple of 32).
+  /// Device backend: task threads per block (a multiple of 32, at most 960); each block has
+  /// two more warps, which load its ring and publish its results (docs/gpu.md).
   int threads_per_block = 128;
   /// Host backend: number of emulated blocks (threads).
   std::size_t host_blocks = 4;

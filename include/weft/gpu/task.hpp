@@ -56,12 +56,18 @@ class BlockContext {
   WEFT_HD int block() const noexcept { return block_; }
   /// The block's dynamic shared memory (on the host backend: a per-block buffer).
   WEFT_HD void* shared() const noexcept { return shared_; }
-  /// Block-wide barrier (__syncthreads on the GPU; nothing on the host backend).
+  /// Barrier of the task's threads (nothing on the host backend). Task bodies must use this,
+  /// not __syncthreads(): a resident block has two more warps (the loader and the publisher,
+  /// docs/gpu.md) that do not run tasks, so a block-wide barrier would wait for them forever.
+  /// Likewise thread(), threads() and shared(), not threadIdx.x, blockDim.x or a
+  /// __shared__ array sized by blockDim.x.
   WEFT_HD void sync() const noexcept {
 #if defined(__CUDA_ARCH__)
-    __syncthreads();
+    asm volatile("bar.sync %0, %1;" ::"n"(kBarrier), "r"(threads_) : "memory");
 #endif
   }
+  /// The named barrier (PTX bar.sync id) of the task threads; the resident kernel uses it too.
+  static constexpr unsigned kBarrier = 1;
 
  private:
   int thread_;
