@@ -27,9 +27,9 @@ constexpr int kPayload = 256;  // 64 bytes the CPU writes before the request, th
 constexpr int kClean = 512;    // a line the CPU never touches
 
 enum Variant : int {
-  none = 0,           // payload read, no result, no fence
-  clean_full = 1,     // 64 B (4 x 16 B, one pass) into the clean line + fence
-  clean_partial = 2,  // 16 B + a 4-byte status (two stores, as a pool block) into the clean line
+  none = 0,             // payload read, no result, no fence
+  clean_full = 1,       // 64 B (4 x 16 B, one pass) into the clean line + fence
+  clean_partial = 2,    // 16 B + a 4-byte status (two stores, as a pool block) into the clean line
   payload_partial = 3,  // same, into the payload's line (the line the CPU just wrote): the pool
   payload_full = 4,     // 64 B into the payload's line
   fence_only = 5,       // no result write, fence
@@ -64,14 +64,16 @@ __global__ void mailbox_kernel(unsigned char* box, int n, int variant) {
       }
     }
     __syncthreads();
-    if (threadIdx.x < 4) payload[threadIdx.x] = reinterpret_cast<uint4*>(box + kPayload)[threadIdx.x];
+    if (threadIdx.x < 4)
+      payload[threadIdx.x] = reinterpret_cast<uint4*>(box + kPayload)[threadIdx.x];
     __syncthreads();
-    unsigned char* target = (variant == clean_full || variant == clean_partial) ? box + kClean
-                                                                                : box + kPayload;
+    unsigned char* target =
+        (variant == clean_full || variant == clean_partial) ? box + kClean : box + kPayload;
     const bool full = variant == clean_full || variant == payload_full;
-    const bool partial =
-        variant == clean_partial || variant == payload_partial || variant == payload_partial_no_fence;
-    if (full && threadIdx.x < 4) reinterpret_cast<uint4*>(target)[threadIdx.x] = payload[threadIdx.x];
+    const bool partial = variant == clean_partial || variant == payload_partial ||
+                         variant == payload_partial_no_fence;
+    if (full && threadIdx.x < 4)
+      reinterpret_cast<uint4*>(target)[threadIdx.x] = payload[threadIdx.x];
     if (partial && threadIdx.x == 0) {
       reinterpret_cast<uint4*>(target + 16)[0] = payload[0];  // the result word
       reinterpret_cast<unsigned*>(target)[2] = 0;             // the header's status
@@ -130,10 +132,11 @@ void mailbox(int variant, int gap_us) {
   cudaMemcpyFromSymbol(cyc.data(), g_fence_cycles, n * sizeof(unsigned long long));
   cudaMemcpyFromSymbol(ns.data(), g_fence_ns, n * sizeof(unsigned long long));
   cudaFreeHost(box);
-  std::printf("%-50s gap %4d us: round trip p50 %5.2f p99 %5.2f us; fence p50 %6llu cycles "
-              "%5llu ns, p90 %5llu ns\n",
-              kNames[variant], gap_us, pct(lat, 0.5), pct(lat, 0.99), pct(cyc, 0.5), pct(ns, 0.5),
-              pct(ns, 0.9));
+  std::printf(
+      "%-50s gap %4d us: round trip p50 %5.2f p99 %5.2f us; fence p50 %6llu cycles "
+      "%5llu ns, p90 %5llu ns\n",
+      kNames[variant], gap_us, pct(lat, 0.5), pct(lat, 0.99), pct(cyc, 0.5), pct(ns, 0.5),
+      pct(ns, 0.9));
 }
 
 }  // namespace
