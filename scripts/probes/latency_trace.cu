@@ -37,7 +37,7 @@ void trace(const char* name, PoolOptions o) {
                                 "total",
                                 "gpu: payload read",
                                 "gpu: hand-offs + task",
-                                "gpu: results copied",
+                                "gpu: results + hand-off",
                                 "gpu: FINISHED store",
                                 "link (2 trips + poll wait)"};
   std::vector<std::vector<double>> v(kPhases);

@@ -143,36 +143,40 @@ __device__ inline std::uint32_t deep_idle(
   }
 }
 
-// The block's three roles (docs/gpu.md, "Inside a block"): warp 0 loads (polls the ring, reads
-// payloads into shared memory, hands each task to the task threads), warp 1 publishes (copies
-// results back, stores FINISHED), and the remaining threads, the task threads, run task
-// bodies back to back. Publication and polling stall the warp that does them for a PCIe round
-// trip (~1 us; bench/results/h100/probes/fence_probe-*.txt); on their own warps the stalls
-// overlap the next task instead of delaying it.
+// The block's three roles (docs/gpu.md, "Inside a block"): warp 0, the loader, polls the ring
+// and reads payloads into shared memory; the task threads (every warp after the second) run
+// the tasks and write their results back into the slots; warp 1, the publisher, stores each
+// task's FINISHED. Polling and publication each stall the warp that does them for about a
+// PCIe round trip (~1 us; bench/results/h100/probes/fence_probe-*.txt); on warps of their own
+// the stalls overlap the tasks instead of delaying them.
+//
+// Hand-offs. The loader gives the task threads a run of slots at a time through named barrier
+// kFullBarrier (it arrives, they wait) and takes slots back a run at a time through
+// kFreeBarrier (they arrive, it waits), before it hands over the next run: so a run is loaded
+// while the previous one runs, and every shared-memory word passes between the two sides
+// through a barrier (compute-sanitizer racecheck models named barriers, not an mbarrier whose
+// producer does not wait: scripts/probes/mbarrier_racecheck_probe.cu). The publisher reads no
+// shared memory: it waits on one mbarrier per slot (task ended) and one for the block's end.
 inline constexpr unsigned kRoleWarps = 2;
 inline constexpr unsigned kRoleThreads = kRoleWarps * 32;
-// Named barrier 1: the task threads among themselves (BlockContext::sync uses it too; barrier 0,
-// __syncthreads, is used once, after the block's set-up).
-inline constexpr unsigned kTaskBarrier = BlockContext::kBarrier;
+inline constexpr unsigned kTaskBarrier = BlockContext::kBarrier;  // the task threads
+inline constexpr unsigned kFullBarrier = 2;                       // loader -> task threads
+inline constexpr unsigned kFreeBarrier = 3;                       // task threads -> loader
 
-// While a block has tasks in flight, its loader polls the ring only when the task threads have
-// at most this share of the ring still to run (a quarter: the scheduler refills the slots the
-// publisher frees meanwhile), and backs off up to kBusyPollBackoffNs: a block running long
-// tasks reads host memory a few times per task, not once a microsecond.
+// While the task threads run a run, the loader polls for the next one with back-off from
+// kFirstBackoffAfterTaskNs doubling up to kBusyPollBackoffNs: a block running long tasks reads
+// host memory a few times per run, not once a microsecond.
 inline constexpr unsigned kBusyPollBackoffNs = 16384;
 // The loader's first back-off after it loaded tasks: the scheduler needs about this long to
 // collect the slots and load the next tasks, and polling sooner only takes the line away from
 // the CPU's cache while it writes it.
 inline constexpr unsigned kFirstBackoffAfterTaskNs = 512;
-// How long the loader naps while it has nothing to do but wait for the task threads.
-inline constexpr unsigned kLoaderNapNs = 256;
 
-// Shared-memory barriers (mbarrier, sm_80+): one per ring slot and direction. Arrive is a
-// release and a completed wait an acquire, both at block scope (the PTX defaults of
-// mbarrier.arrive and mbarrier.test_wait/try_wait when no .sem/.scope is given).
 __device__ inline unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
+// mbarrier (sm_80+). Without .sem/.scope, PTX makes an arrival a release and a completed wait
+// an acquire, both at block scope.
 __device__ inline void mbar_init(std::uint64_t* bar, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(bar)), "r"(count)
                : "memory");
@@ -182,63 +186,65 @@ __device__ inline void mbar_arrive(std::uint64_t* bar) {
                    shared_address(bar))
                : "memory");
 }
-// Non-blocking: whether the phase of parity `parity` has completed.
+// Whether the phase of parity `parity` has completed; does not wait.
 __device__ inline bool mbar_test(std::uint64_t* bar, unsigned parity) {
   unsigned done;
   asm volatile(
-      "{\n\t.reg .pred p;\n\tmbarrier.test_wait.parity.shared::cta.b64 p, [%1], "
-      "%2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
+      "{\n\t.reg .pred p;\n\tmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
       : "=r"(done)
       : "r"(shared_address(bar)), "r"(parity)
       : "memory");
   return done != 0;
 }
-// Blocking: try_wait suspends the thread in hardware until the phase completes or a time
-// limit passes; the loop asks again after the limit.
-__device__ inline void mbar_wait(std::uint64_t* bar, unsigned parity) {
-  unsigned done = 0;
-  while (done == 0) {
-    asm volatile(
-        "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], "
-        "%2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-        : "=r"(done)
-        : "r"(shared_address(bar)), "r"(parity)
-        : "memory");
-  }
+// The same, but the thread may be suspended in hardware until the phase completes or a
+// system-dependent time limit passes.
+__device__ inline bool mbar_try_wait(std::uint64_t* bar, unsigned parity) {
+  unsigned done;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(done)
+      : "r"(shared_address(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
 }
-__device__ inline void task_barrier(unsigned threads) {
-  asm volatile("bar.sync %0, %1;" ::"n"(kTaskBarrier), "r"(threads) : "memory");
+// Named barriers: bar.sync waits, bar.arrive does not; `count` threads in all, whole warps.
+__device__ inline void named_sync(unsigned id, unsigned count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+__device__ inline void named_arrive(unsigned id, unsigned count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
-// The block's hand-offs, in shared memory.
+// The block's shared state besides the payloads.
 struct BlockShared {
-  std::uint64_t full[kMaxRingDepth];  // loader -> task threads: slot j's payload is loaded
   std::uint64_t done[kMaxRingDepth];  // task threads -> publisher: slot j's task has ended
-  std::uint32_t type[kMaxRingDepth];  // slot j's task type, payload size and status
+  std::uint64_t quit;                 // task threads -> publisher: the block ends
+  std::uint32_t type[kMaxRingDepth];  // slot j's task type and payload size (loader)
   std::uint32_t size[kMaxRingDepth];
-  std::uint32_t status[kMaxRingDepth];
-  std::uint32_t exit[kMaxRingDepth];  // 1: slot j holds no task but the block's EXIT
-  std::uint32_t started;              // tasks the task threads have begun (a hint)
-  std::uint32_t published;            // tasks the publisher has published (slots reusable)
+  // The run handed over (loader; read by the task threads after kFullBarrier): first slot,
+  // number of slots, and whether the block ends instead.
+  std::uint32_t run_first, run_count, run_exit;
 };
 
-// The loader (warp 0): waits until the slot at ring position `pos` is READY or EXIT and returns
-// the states of the ring from `pos` on (lane t < `usable`: slot (pos + t) % depth; other lanes
-// read nothing: their slots hold tasks in flight). One poll is one coalesced read of the ring's
-// control line. With tasks in flight (`in_flight()`), it polls every kFirstBackoffAfterTaskNs
-// doubling up to kBusyPollBackoffNs; with none, warm idle (doubling up to kMaxPollBackoffNs),
-// then deep idle (lane 0) after warm_idle_ns (the scheduler rings the doorbell only for blocks
-// with nothing in flight); a standby block stays in warm idle with a back-off of at most
-// kStandbyBackoffNs.
-template <class InFlight>
+// The loader: waits until the slot at ring position `pos` is READY or EXIT and returns the
+// states of the ring from `pos` on (lane t < `usable`: slot (pos + t) % depth; other lanes
+// read nothing: their slots are the run the task threads hold). One poll is one coalesced read
+// of the ring's control line. While `busy()` (the task threads hold a run), back-off from
+// `first_backoff` doubling up to kBusyPollBackoffNs; otherwise warm idle (doubling up to
+// kMaxPollBackoffNs), then deep idle (lane 0) after warm_idle_ns (the scheduler rings the
+// doorbell only for blocks with nothing in flight). A standby block stays in warm idle with a
+// back-off of at most kStandbyBackoffNs.
+template <class Busy>
 __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth, unsigned pos,
                                           unsigned usable, const ResidentArgs& a,
                                           unsigned long long& polls, unsigned first_backoff,
-                                          bool standby, InFlight in_flight) {
+                                          bool standby, Busy busy) {
   const unsigned lane = threadIdx.x;  // warp 0
   unsigned backoff = first_backoff;
   unsigned long long since = global_ns();
-  bool busy = in_flight();
+  bool was_busy = busy();
   for (;;) {
     std::uint32_t s = static_cast<std::uint32_t>(SlotState::idle);
     if (lane < usable) {
@@ -256,13 +262,13 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
       __nanosleep(kStandbyBackoffNs);
       continue;
     }
-    const bool busy_now = in_flight();  // uniform: lane 0's shared-memory read, shuffled
-    if (busy_now != busy) {             // the last task in flight was published (or none)
-      busy = busy_now;
+    const bool is_busy = busy();  // uniform: an mbarrier test by lane 0, shuffled
+    if (is_busy != was_busy) {    // the task threads ended their run
+      was_busy = is_busy;
       since = global_ns();
       backoff = first_backoff;
     }
-    if (busy) {
+    if (is_busy) {
       __nanosleep(backoff);
       backoff = backoff < kBusyPollBackoffNs ? backoff * 2 : kBusyPollBackoffNs;
       continue;
@@ -285,108 +291,99 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
   }
 }
 
-// Warp 0 of a block: moves READY slots into shared memory and hands them to the task threads,
-// in ring order, until it reads EXIT.
+// Warp 0: loads runs of READY slots into shared memory and hands them to the task threads, in
+// ring order, until it reads EXIT.
 template <std::uint32_t kWords>
 __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* states,
-                          unsigned char* ring, const ResidentArgs& a, bool standby) {
+                          unsigned char* ring, const ResidentArgs& a, unsigned task_threads,
+                          bool standby) {
   constexpr std::uint32_t kSlotWords = 1 + kWords;  // the header, then the payload
   const unsigned depth = a.ring_depth;
   const unsigned lane = threadIdx.x;
+  const unsigned pair = task_threads + 32;  // the named barriers' count: task threads + loader
   auto slot = [&](unsigned j) { return ring + kRingControlBytes + j * a.slot_stride; };
-  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block> published(sh.published);
-  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block> started(sh.started);
   unsigned long long polls = 0;
   unsigned pos = 0;          // the ring slot loaded next
-  std::uint32_t loaded = 0;  // tasks loaded so far (wraps; only differences are used)
+  unsigned held = 0;         // slots of the run the task threads hold (0: none)
+  unsigned held_last = 0;    // its last slot
+  std::uint32_t parity = 0;  // bit j: the parity of slot j's next done phase (lap parity)
   bool after_tasks = false;  // the last poll found tasks
   for (;;) {
-    // acquire, block scope: pairs with the publisher's release increment; the publisher's
-    // reads of the slots it published (their results in shared memory) happen before this
-    // warp overwrites them with new payloads. Lane 0 reads, the warp shares the value.
-    const std::uint32_t pub =
-        __shfl_sync(0xFFFFFFFFu, lane == 0 ? published.load(cuda::memory_order_acquire) : 0u, 0);
-    const unsigned in_flight = loaded - pub;
-    const unsigned usable = depth - in_flight;
-    // relaxed, block scope: a hint of how far the task threads are; nothing is read through it.
-    const unsigned waiting =
-        loaded -
-        __shfl_sync(0xFFFFFFFFu, lane == 0 ? started.load(cuda::memory_order_relaxed) : 0u, 0);
-    if (usable == 0 || (in_flight != 0 && waiting > depth / 4)) {
-      __nanosleep(kLoaderNapNs);  // the task threads have enough to do
-      continue;
+    // Whether the task threads still run the run they hold: its last task's done phase has
+    // not completed (a test, not a wait; the publisher is the one that waits on it).
+    auto busy = [&] {
+      const bool b = lane == 0 && held != 0 &&
+                     !mbar_test(&sh.done[held_last], ((parity >> held_last) & 1u) ^ 1u);
+      return __shfl_sync(0xFFFFFFFFu, b ? 1 : 0, 0) != 0;
+    };
+    if (held == depth) {  // no slot to poll: take the whole ring back first
+      named_sync(kFreeBarrier, pair);
+      held = 0;
     }
     if (after_tasks) __nanosleep(kFirstBackoffAfterTaskNs);  // see kFirstBackoffAfterTaskNs
-    const std::uint32_t s =
-        poll_ring(states, depth, pos, usable, a, polls, after_tasks ? 256u : 32u, standby, [&] {
-          const std::uint32_t p = __shfl_sync(
-              0xFFFFFFFFu, lane == 0 ? published.load(cuda::memory_order_relaxed) : 0u, 0);
-          return p != loaded;
-        });
-    // The run of READY slots from pos (lanes at or past `usable` read nothing: not READY).
+    const std::uint32_t s = poll_ring(states, depth, pos, depth - held, a, polls,
+                                      after_tasks ? 256u : 32u, standby, busy);
+    // The run of READY slots from pos (lanes at or past depth - held read nothing: not READY).
     const unsigned ready =
         __ballot_sync(0xFFFFFFFFu, s == static_cast<std::uint32_t>(SlotState::ready));
     const unsigned count = ~ready == 0u ? 32u : static_cast<unsigned>(__ffs(~ready)) - 1u;
     if (lane == 0) a.polls[blockIdx.x] = polls;  // only this thread writes it; read at the end
-    // The lanes' acquire loads happen before every lane's reads below.
-    __syncwarp();
-    if (count == 0) {  // EXIT at pos: the task threads end after the tasks before it
-      if (lane == 0) {
-        sh.exit[pos] = 1u;
-        mbar_arrive(&sh.full[pos]);  // release: exit[pos] is visible to the task threads
+    __syncwarp();  // the lanes' acquire loads happen before every lane's reads below
+    if (count != 0) {
+      WEFT_TRACE(0);
+      // Headers and payloads of the run in one coalesced pass (one round trip over PCIe), into
+      // slots the task threads gave back with the run before the one they hold.
+      for (unsigned i = lane; i < count * kSlotWords; i += 32) {
+        const unsigned t = i / kSlotWords, w = i % kSlotWords;
+        const unsigned j = (pos + t) % depth;
+        const uint4 word = reinterpret_cast<const uint4*>(slot(j))[w];
+        if (w == 0) {
+          sh.type[j] = word.x;  // SlotHeader: type, payload_size, status, reserved
+          sh.size[j] = word.y;
+        } else {
+          payloads[j * kWords + w - 1] = word;
+        }
       }
-      return;
+      WEFT_TRACE(1);
     }
-    WEFT_TRACE(0);
-    // Headers and payloads of the whole run in one coalesced pass (one round trip over PCIe).
-    for (unsigned i = lane; i < count * kSlotWords; i += 32) {
-      const unsigned t = i / kSlotWords, w = i % kSlotWords;
-      const unsigned j = (pos + t) % depth;
-      const uint4 word = reinterpret_cast<const uint4*>(slot(j))[w];
-      if (w == 0) {
-        sh.type[j] = word.x;  // SlotHeader: type, payload_size, status, reserved
-        sh.size[j] = word.y;
-        sh.exit[j] = 0u;
-      } else {
-        payloads[j * kWords + w - 1] = word;
-      }
-    }
-    __syncwarp();  // every lane's shared-memory writes happen before lane 0's arrivals
-    WEFT_TRACE(1);
+    // Take back the run the task threads hold (they arrive when they have ended it): its
+    // slots may be loaded again, and the run words below rewritten.
+    if (held != 0) named_sync(kFreeBarrier, pair);
     if (lane == 0) {
-      // release, block scope (each arrival): pairs with the task threads' acquire waits.
-      for (unsigned t = 0; t < count; ++t) mbar_arrive(&sh.full[(pos + t) % depth]);
+      sh.run_first = pos;
+      sh.run_count = count;
+      sh.run_exit = count == 0 ? 1u : 0u;  // EXIT at pos: the block ends after the runs before
     }
+    // Every lane's shared-memory writes (payloads, headers, run words) happen before the task
+    // threads' reads: they wait at this barrier; this warp does not.
+    named_arrive(kFullBarrier, pair);
+    if (count == 0) return;
+    for (unsigned t = 0; t < count; ++t) parity ^= 1u << ((pos + t) % depth);
+    held = count;
+    held_last = (pos + count - 1) % depth;
     pos = (pos + count) % depth;
-    loaded += count;
     after_tasks = true;
   }
 }
 
-// Warp 1 of a block: publishes each task as soon as the task threads end it, in ring order:
-// the results back into the slot, then FINISHED by one system-scope release store.
-template <std::uint32_t kWords>
-__device__ void publish_loop(BlockShared& sh, const uint4* payloads, std::uint32_t* states,
-                             unsigned char* ring, const ResidentArgs& a, std::size_t capacity) {
+// Warp 1: stores each task's FINISHED as soon as the task threads end it, in ring order, with
+// one system-scope release store; ends when the task threads end.
+__device__ inline void publish_loop(BlockShared& sh, std::uint32_t* states, const ResidentArgs& a) {
   const unsigned depth = a.ring_depth;
   const unsigned lane = threadIdx.x - 32;
-  auto slot = [&](unsigned j) { return ring + kRingControlBytes + j * a.slot_stride; };
-  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block> published(sh.published);
   unsigned pos = 0;
-  std::uint32_t parity = 0;  // bit j: the parity of slot j's next completed done phase
-  for (std::uint32_t n = 1;; ++n) {
-    mbar_wait(&sh.done[pos], (parity >> pos) & 1u);  // acquire: the task's writes (see below)
+  std::uint32_t parity = 0;  // bit j: the parity of slot j's next done phase
+  for (;;) {
+    // acquire, block scope (the completed wait): pairs with the task threads' arrival; the
+    // task's results and status (written into the slot by the task threads) and its
+    // global-memory writes happen before the release store below.
+    if (!mbar_try_wait(&sh.done[pos], (parity >> pos) & 1u)) {
+      // The task threads arrive on quit after their last done: a quit seen with this slot's
+      // task not ended means there is none (re-tested after quit, which orders the two).
+      if (mbar_test(&sh.quit, 0) && !mbar_test(&sh.done[pos], (parity >> pos) & 1u)) return;
+      continue;
+    }
     parity ^= 1u << pos;
-    if (sh.exit[pos] != 0u) return;
-    WEFT_TRACE(2);
-    const std::uint32_t size = sh.size[pos];
-    const std::uint32_t words = size <= capacity ? (size + 15) / 16 : 0;
-    auto* out = reinterpret_cast<uint4*>(slot(pos) + kSlotHeaderBytes);
-    for (std::uint32_t i = lane; i < words; i += 32) out[i] = payloads[pos * kWords + i];
-    if (lane == 0) reinterpret_cast<SlotHeader*>(slot(pos))->status = sh.status[pos];
-    // The lanes' result words happen before lane 0's release store (the warp barrier orders
-    // memory among its lanes; the release is cumulative).
-    __syncwarp();
     WEFT_TRACE(3);
     if (lane == 0) {
       cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(states[pos]);
@@ -398,15 +395,10 @@ __device__ void publish_loop(BlockShared& sh, const uint4* payloads, std::uint32
         state.compare_exchange_strong(expected, static_cast<std::uint32_t>(SlotState::finished),
                                       cuda::memory_order_release, cuda::memory_order_relaxed);
       } else {
-        // release, system scope: pairs with the scheduler's acquire load of FINISHED; the
-        // results (this warp's writes) and the task's global-memory writes (which happen
-        // before the task threads' arrival on done, acquired above) are visible to it.
+        // release, system scope: pairs with the scheduler's acquire load of FINISHED.
         state.store(static_cast<std::uint32_t>(SlotState::finished), cuda::memory_order_release);
       }
       WEFT_TRACE(4);
-      // release, block scope: pairs with the loader's acquire load; this warp's reads of the
-      // slot's shared memory happen before the loader reuses it.
-      published.store(n, cuda::memory_order_release);
     }
     __syncwarp();
     pos = (pos + 1) % depth;
@@ -428,51 +420,58 @@ __global__ void resident_kernel(ResidentArgs a) {
   unsigned char* ring =
       static_cast<unsigned char*>(a.rings) + static_cast<std::size_t>(block) * a.ring_stride;
   auto* states = reinterpret_cast<std::uint32_t*>(ring);
+  const unsigned threads = blockDim.x - kRoleThreads;  // task threads
   if (threadIdx.x == 0) {
-    for (unsigned j = 0; j < depth; ++j) {
-      mbar_init(&sh.full[j], 1);  // the loader's lane 0
-      mbar_init(&sh.done[j], 1);  // the task threads' first thread
-    }
-    sh.started = 0;
-    sh.published = 0;
+    for (unsigned j = 0; j < depth; ++j) mbar_init(&sh.done[j], 1);  // task thread 0
+    mbar_init(&sh.quit, 1);                                          // task thread 0
   }
-  __syncthreads();  // the barriers are initialised; the only block-wide barrier
+  __syncthreads();  // the mbarriers are initialised; the only block-wide barrier
   if (threadIdx.x < 32) {
-    load_loop<kWords>(sh, payloads, states, ring, a,
+    load_loop<kWords>(sh, payloads, states, ring, a, threads,
                       a.standby != nullptr && a.standby[blockIdx.x] != 0);
     return;
   }
   if (threadIdx.x < kRoleThreads) {
-    publish_loop<kWords>(sh, payloads, states, ring, a, Capacity);
+    publish_loop(sh, states, a);
     return;
   }
-  // The task threads.
-  const unsigned threads = blockDim.x - kRoleThreads;
+  // The task threads: run after run.
   const unsigned me = threadIdx.x - kRoleThreads;
-  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block> started(sh.started);
+  auto slot = [&](unsigned j) { return ring + kRingControlBytes + j * a.slot_stride; };
   const BlockContext ctx(static_cast<int>(me), static_cast<int>(threads), block, task_shared);
-  unsigned pos = 0;
-  std::uint32_t parity = 0;  // bit j: the parity of slot j's next completed full phase
-  for (std::uint32_t n = 1;; ++n) {
-    // acquire, block scope: pairs with the loader's arrival; the payload, type and size it
-    // wrote are visible.
-    mbar_wait(&sh.full[pos], (parity >> pos) & 1u);
-    parity ^= 1u << pos;
-    const bool exit = sh.exit[pos] != 0u;
-    if (!exit) {
-      if (me == 0) started.store(n, cuda::memory_order_relaxed);  // a hint for the loader
-      const std::uint32_t size = sh.size[pos];
-      const TaskStatus status =
-          size <= Capacity ? Types::dispatch(sh.type[pos], payloads + pos * kWords, size, ctx)
-                           : TaskStatus::bad_payload_size;
-      if (me == 0) sh.status[pos] = static_cast<std::uint32_t>(status);
+  for (;;) {
+    named_sync(kFullBarrier, threads + 32);  // the loader's run (it arrives)
+    if (sh.run_exit != 0u) {
+      if (me == 0) mbar_arrive(&sh.quit);  // release: after every done arrival before it
+      return;
     }
-    // Every task thread's payload (result) words and global-memory writes happen before the
-    // first thread's arrival (release, block scope), which the publisher acquires.
-    task_barrier(threads);
-    if (me == 0) mbar_arrive(&sh.done[pos]);
-    if (exit) return;  // the publisher sees exit[pos] and ends too
-    pos = (pos + 1) % depth;
+    const unsigned first = sh.run_first, count = sh.run_count;
+    for (unsigned t = 0; t < count; ++t) {
+      const unsigned j = (first + t) % depth;
+      const std::uint32_t size = sh.size[j];
+      uint4* mine = payloads + j * kWords;
+      const TaskStatus status = size <= Capacity ? Types::dispatch(sh.type[j], mine, size, ctx)
+                                                 : TaskStatus::bad_payload_size;
+      // Every task thread's result words and global-memory writes happen before the copy.
+      named_sync(kTaskBarrier, threads);
+      if (me < 32) {
+        WEFT_TRACE(2);
+        // The results back into the slot (posted writes over PCIe) by the first task warp.
+        const std::uint32_t words = size <= Capacity ? (size + 15) / 16 : 0;
+        auto* out = reinterpret_cast<uint4*>(slot(j) + kSlotHeaderBytes);
+        for (std::uint32_t i = me; i < words; i += 32) out[i] = mine[i];
+        if (me == 0)
+          reinterpret_cast<SlotHeader*>(slot(j))->status = static_cast<std::uint32_t>(status);
+        __syncwarp();  // the lanes' writes happen before lane 0's arrival
+        // release, block scope: pairs with the publisher's wait; with the barrier above, every
+        // task thread's writes for this task happen before the publisher's release store.
+        if (me == 0) mbar_arrive(&sh.done[j]);
+      }
+      // The next task may reuse the types' shared memory only after every thread left this
+      // one (the copy above reads only this slot's payload words).
+    }
+    // The run's slots go back to the loader (it waits for this).
+    named_arrive(kFreeBarrier, threads + 32);
   }
 }
 
