@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device-tool call for a change to the GPU pool: scripts/gpu-check.sh (tests, fault test,
 # host tests, compute-sanitizer), scripts/gpu-bench.sh (weft bench gpu-pool), then the latency
-# trace, the busy-fraction probe and the fence probe. Everything lands in $OUT as at most six files (the device
+# trace, the busy-fraction, fence and racecheck probes. Everything lands in $OUT as at most six files (the device
 # tool brings back eight): gpu-check.md, gpu-pool.{json,md,log}, probes.txt, and a summary
 # printed last. Pass the commit: WEFT_COMMIT=<hash> bash scripts/gpu-session.sh (the tree sent
 # to the GPU machine has no .git). About 5 minutes on an H100 machine from a fresh start.
@@ -18,6 +18,7 @@ probes=$(mktemp -d)
   $n -DWEFT_POOL_TRACE latency_trace.cu $s -o "$probes/latency_trace" &
   $n busy_probe.cu $s -o "$probes/busy_probe" &
   $n fence_probe.cu -o "$probes/fence_probe" &
+  $n mbarrier_racecheck_probe.cu -o "$probes/mbarrier_racecheck_probe" &
   wait
 ) > "$probes/build.log" 2>&1 &
 probe_build=$!
@@ -34,6 +35,11 @@ wait "$probe_build"
   timeout 90 "$probes/busy_probe" --short
   echo "== fence probe"
   timeout 60 "$probes/fence_probe"
+  echo "== which shared-memory hand-offs racecheck models (mbarrier_racecheck_probe)"
+  for v in 0 1 2 3 4 5 6 7 8; do
+    timeout 60 compute-sanitizer --tool racecheck "$probes/mbarrier_racecheck_probe" $v 2>&1 |
+      grep -E "variant|RACECHECK SUMMARY"
+  done
 } > "$out/probes.txt" 2>&1
 printf '\n== gpu-session summary ==\ngpu-check rc=%s, gpu-bench rc=%s\n' "$check_rc" "$bench_rc"
 if [ -f "$out/gpu-pool.json" ]; then
