@@ -171,6 +171,8 @@ inline constexpr unsigned kBusyPollBackoffNs = 16384;
 // collect the slots and load the next tasks, and polling sooner only takes the line away from
 // the CPU's cache while it writes it.
 inline constexpr unsigned kFirstBackoffAfterTaskNs = 512;
+// How long the loader naps while every slot holds a task the publisher has yet to publish.
+inline constexpr unsigned kLoaderNapNs = 128;
 
 __device__ inline unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -220,6 +222,7 @@ __device__ inline void named_arrive(unsigned id, unsigned count) {
 // The block's shared state besides the payloads.
 struct BlockShared {
   std::uint64_t done[kMaxRingDepth];  // task threads -> publisher: slot j's task has ended
+  std::uint64_t pub[kMaxRingDepth];   // publisher -> loader: slot j's FINISHED is stored
   std::uint64_t quit;                 // task threads -> publisher: the block ends
   std::uint32_t type[kMaxRingDepth];  // slot j's task type and payload size (loader)
   std::uint32_t size[kMaxRingDepth];
@@ -305,25 +308,48 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
   unsigned long long polls = 0;
   unsigned pos = 0;          // the ring slot loaded next
   unsigned held = 0;         // slots of the run the task threads hold (0: none)
-  unsigned held_last = 0;    // its last slot
-  std::uint32_t parity = 0;  // bit j: the parity of slot j's next done phase (lap parity)
-  bool after_tasks = false;  // the last poll found tasks
+  std::uint32_t loaded = 0;  // tasks loaded, and of them published (wrap; differences)
+  std::uint32_t published = 0;
+  unsigned oldest = 0;           // lane 0: the slot of the oldest task not known published
+  std::uint32_t pub_parity = 0;  // lane 0: bit j, the parity of slot j's next pub phase
+  bool after_tasks = false;      // the last poll found tasks
+  // Counts the tasks the publisher has published since (a test of each slot's pub mbarrier,
+  // in ring order; acquire, block scope: the publisher's FINISHED store happens before, so a
+  // READY read afterwards in that slot is a new task, never the old one still READY).
+  auto advance = [&] {
+    if (lane == 0) {
+      while (published != loaded && mbar_test(&sh.pub[oldest], (pub_parity >> oldest) & 1u)) {
+        pub_parity ^= 1u << oldest;
+        oldest = (oldest + 1) % depth;
+        ++published;
+      }
+    }
+    published = __shfl_sync(0xFFFFFFFFu, published, 0);
+  };
+  // Whether the block has tasks in flight (loaded, not yet published): no deep idle then.
+  auto busy = [&] {
+    advance();
+    return published != loaded;
+  };
   for (;;) {
-    // Whether the task threads still run the run they hold: its last task's done phase has
-    // not completed (a test, not a wait; the publisher is the one that waits on it).
-    auto busy = [&] {
-      const bool b = lane == 0 && held != 0 &&
-                     !mbar_test(&sh.done[held_last], ((parity >> held_last) & 1u) ^ 1u);
-      return __shfl_sync(0xFFFFFFFFu, b ? 1 : 0, 0) != 0;
-    };
-    if (held == depth) {  // no slot to poll: take the whole ring back first
-      named_sync(kFreeBarrier, pair);
-      held = 0;
+    // Slots not to load: those whose task is not yet published (their state may still read
+    // READY) and those of the run the task threads hold (given back only at kFreeBarrier):
+    // the last max(loaded - published, held) slots before pos.
+    advance();
+    const unsigned in_use = max(loaded - published, held);
+    if (in_use == depth) {
+      if (held != 0 && held >= loaded - published) {
+        named_sync(kFreeBarrier, pair);  // the task threads hold the whole ring: take it back
+        held = 0;
+      } else {
+        __nanosleep(kLoaderNapNs);  // the publisher has not caught up
+      }
+      continue;
     }
     if (after_tasks) __nanosleep(kFirstBackoffAfterTaskNs);  // see kFirstBackoffAfterTaskNs
-    const std::uint32_t s = poll_ring(states, depth, pos, depth - held, a, polls,
+    const std::uint32_t s = poll_ring(states, depth, pos, depth - in_use, a, polls,
                                       after_tasks ? 256u : 32u, standby, busy);
-    // The run of READY slots from pos (lanes at or past depth - held read nothing: not READY).
+    // The run of READY slots from pos (lanes at or past depth - in_use read nothing).
     const unsigned ready =
         __ballot_sync(0xFFFFFFFFu, s == static_cast<std::uint32_t>(SlotState::ready));
     const unsigned count = ~ready == 0u ? 32u : static_cast<unsigned>(__ffs(~ready)) - 1u;
@@ -358,9 +384,8 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     // threads' reads: they wait at this barrier; this warp does not.
     named_arrive(kFullBarrier, pair);
     if (count == 0) return;
-    for (unsigned t = 0; t < count; ++t) parity ^= 1u << ((pos + t) % depth);
+    loaded += count;
     held = count;
-    held_last = (pos + count - 1) % depth;
     pos = (pos + count) % depth;
     after_tasks = true;
   }
@@ -399,6 +424,8 @@ __device__ inline void publish_loop(BlockShared& sh, std::uint32_t* states, cons
         state.store(static_cast<std::uint32_t>(SlotState::finished), cuda::memory_order_release);
       }
       WEFT_TRACE(4);
+      // release, block scope: pairs with the loader's test; the store above happens before.
+      mbar_arrive(&sh.pub[pos]);
     }
     __syncwarp();
     pos = (pos + 1) % depth;
@@ -422,8 +449,11 @@ __global__ void resident_kernel(ResidentArgs a) {
   auto* states = reinterpret_cast<std::uint32_t*>(ring);
   const unsigned threads = blockDim.x - kRoleThreads;  // task threads
   if (threadIdx.x == 0) {
-    for (unsigned j = 0; j < depth; ++j) mbar_init(&sh.done[j], 1);  // task thread 0
-    mbar_init(&sh.quit, 1);                                          // task thread 0
+    for (unsigned j = 0; j < depth; ++j) {
+      mbar_init(&sh.done[j], 1);  // task thread 0
+      mbar_init(&sh.pub[j], 1);   // the publisher's lane 0
+    }
+    mbar_init(&sh.quit, 1);  // task thread 0
   }
   __syncthreads();  // the mbarriers are initialised; the only block-wide barrier
   if (threadIdx.x < 32) {
