@@ -3,10 +3,12 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -353,12 +355,29 @@ TEST(GpuPool, AnIdlePoolStopsPollingHostMemoryAndWakesForWork) {
   }
   pool.push_batch(batch, 0);
   std::set<int> blocks;
+  std::vector<int> per_block(pool.num_blocks(), 0);
   for (std::size_t k = 0; k < n; ++k) {
     const auto d = pool.pop();
     ASSERT_TRUE(d.ok());
-    blocks.insert(d.as<WhereAmI>().block);
+    const int b = d.as<WhereAmI>().block;
+    blocks.insert(b);
+    if (b >= 0 && static_cast<std::size_t>(b) < per_block.size()) ++per_block[b];
   }
-  EXPECT_GT(blocks.size(), pool.num_blocks() * 9 / 10) << "deep-idle blocks woke for the batch";
+  // Which blocks ran none, in ranges (each lane owns a contiguous range of blocks).
+  std::string idle_ranges;
+  for (std::size_t b = 0; b < per_block.size();) {
+    if (per_block[b] != 0) {
+      ++b;
+      continue;
+    }
+    std::size_t e = b;
+    while (e + 1 < per_block.size() && per_block[e + 1] == 0) ++e;
+    idle_ranges += " " + std::to_string(b) + (e > b ? "-" + std::to_string(e) : "");
+    b = e + 1;
+  }
+  EXPECT_GT(blocks.size(), pool.num_blocks() * 9 / 10)
+      << "deep-idle blocks woke for the batch; blocks that ran none:" << idle_ranges
+      << "; most tasks in one block: " << *std::max_element(per_block.begin(), per_block.end());
 }
 
 TEST(GpuPool, WatchdogTimesOutAStuckTaskAndShutdownDoesNotHang) {
