@@ -36,7 +36,7 @@ wait "$probe_build"
   echo "== fence probe"
   timeout 60 "$probes/fence_probe"
   echo "== which shared-memory hand-offs racecheck models (mbarrier_racecheck_probe)"
-  for v in 0 1 2 3 4 5 6 7 8; do
+  for v in 0 1 2 3 4 5 6 7 8 9 10; do
     timeout 60 compute-sanitizer --tool racecheck "$probes/mbarrier_racecheck_probe" $v 2>&1 |
       grep -E "variant|RACECHECK SUMMARY"
   done

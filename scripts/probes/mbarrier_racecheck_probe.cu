@@ -12,6 +12,8 @@
 //   6: named barrier 2: warp 0 bar.arrive (does not wait), warp 1 bar.sync
 //   7: as 0, the producer writing with st.relaxed.cta (morally strong: no data race)
 //   8: as 0, the consumer reading with ld.relaxed.cta
+//   9: the other way (write after read): warp 1 reads, bar.arrive 3; warp 0 bar.sync 3, writes
+//  10: as 9, warp 1 closing with bar.sync 1, 32 (a barrier of its own) before its bar.arrive
 // Build: nvcc -O2 -std=c++20 -gencode=arch=compute_90,code=sm_90 mbarrier_racecheck_probe.cu
 //   -o mbarrier_racecheck_probe; run: compute-sanitizer --tool racecheck ./mbarrier_racecheck_probe
 //   V
@@ -31,6 +33,7 @@ __global__ void handoff(int variant) {
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ cuda::barrier<cuda::thread_scope_block> bar;
   const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (threadIdx.x < 32) data[threadIdx.x] = static_cast<int>(threadIdx.x) + 1;  // for 9 and 10
   if (threadIdx.x == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem(&raw)),
                  "r"(variant == 5 ? 33 : 1)
@@ -38,6 +41,18 @@ __global__ void handoff(int variant) {
     init(&bar, variant == 2 ? 64 : variant == 4 ? 33 : 1);
   }
   __syncthreads();
+  if (variant == 9 || variant == 10) {
+    // data was written before the set-up barrier: warp 1 reads it, then warp 0 overwrites it.
+    if (warp == 1) {
+      atomicAdd(&g_sum, data[lane]);
+      if (variant == 10) asm volatile("bar.sync 1, 32;" ::: "memory");
+      asm volatile("bar.arrive 3, 64;" ::: "memory");
+    } else {
+      asm volatile("bar.sync 3, 64;" ::: "memory");
+      data[lane] = 0;
+    }
+    return;
+  }
   if (warp == 0) {  // the producer's writes
     if (variant == 7) {
       asm volatile("st.relaxed.cta.shared.b32 [%0], %1;" ::"r"(smem(&data[lane])),
