@@ -500,10 +500,11 @@ __global__ void resident_kernel(ResidentArgs a) {
       // The next task may reuse the types' shared memory only after every thread left this
       // one (the copy above reads only this slot's payload words).
     }
-    // The run's slots go back to the loader (it waits for this). The task barrier first: the
-    // first task warp's reads of the last result words then happen before it at a barrier
-    // every task thread completes (racecheck orders a bar.arrive's earlier reads only so;
-    // scripts/probes/mbarrier_racecheck_probe.cu, variants 9 and 10).
+    // The run's slots go back to the loader (it waits for this). The task barrier first:
+    // without it racecheck reported the first task warp's reads of the last result words
+    // against the loader's next writes of that slot (H100 run at 99243b9), although a bare
+    // read before a bar.arrive is not reported (scripts/probes/mbarrier_racecheck_probe.cu,
+    // variant 9); with it, none.
     named_sync(kTaskBarrier, threads);
     named_arrive(kFreeBarrier, threads + 32);
   }
