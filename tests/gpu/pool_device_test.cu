@@ -105,7 +105,23 @@ struct WaitForHost {  // spins until a word in host-mapped memory is non-zero: a
   }
 };
 
-using Types = TaskTypes<Double, Saxpy, WhereAmI, BlockSum, WaitForHost>;
+struct GatedWhere {  // reports the resident block that ran it, once a host-mapped word is set
+  static constexpr std::uint32_t kId = 6;
+  struct Payload {
+    const volatile int* gate;  // device address of pinned, mapped host memory
+    int block;
+  };
+  WEFT_HD static void run(Payload& p, const BlockContext& b) {
+    if (b.thread() == 0) {
+      p.block = b.block();
+#if defined(__CUDA_ARCH__)
+      while (*p.gate == 0) __nanosleep(2000);
+#endif
+    }
+  }
+};
+
+using Types = TaskTypes<Double, Saxpy, WhereAmI, BlockSum, WaitForHost, GatedWhere>;
 constexpr std::size_t kCap = 64;
 using GpuPool = Pool<Types, kCap>;
 
@@ -346,23 +362,36 @@ TEST(GpuPool, AnIdlePoolStopsPollingHostMemoryAndWakesForWork) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.as<Double>().result, 4u);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  // 200 us tasks, one per block: every lane's blocks must wake (a lane fills only its own idle
-  // blocks while the others are still waking up).
+  // One task per block, held until every task has had time to be placed: every lane's blocks
+  // must wake (a lane fills only its own idle blocks while another lane has most of its blocks
+  // idle). Held, not timed: a lane asleep for 20 ms can take more than 200 us to start on the
+  // H100 machine (latency_cold in bench/results/h100/gpu-pool.md), and tasks of 200 us then
+  // ended before it took any (two of eight runs at 1102bab-262b6ac: the two other lanes ran
+  // two tasks per block).
+  int* gate = nullptr;
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&gate), sizeof(int), cudaHostAllocMapped),
+            cudaSuccess);
+  *gate = 0;
+  int* device_gate = nullptr;
+  ASSERT_EQ(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_gate), gate, 0), cudaSuccess);
   const std::size_t n = pool.num_blocks();
   std::vector<GpuPool::Record> batch;
   for (std::size_t k = 0; k < n; ++k) {
-    batch.push_back(GpuPool::Record::make<WhereAmI>({-1, 0, 200'000}, k));
+    batch.push_back(GpuPool::Record::make<GatedWhere>({device_gate, -1}, k));
   }
   pool.push_batch(batch, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::atomic_ref<int>(*gate).store(1, std::memory_order_release);
   std::set<int> blocks;
   std::vector<int> per_block(pool.num_blocks(), 0);
   for (std::size_t k = 0; k < n; ++k) {
     const auto d = pool.pop();
     ASSERT_TRUE(d.ok());
-    const int b = d.as<WhereAmI>().block;
+    const int b = d.as<GatedWhere>().block;
     blocks.insert(b);
     if (b >= 0 && static_cast<std::size_t>(b) < per_block.size()) ++per_block[b];
   }
+  cudaFreeHost(gate);
   // Which blocks ran none, in ranges (each lane owns a contiguous range of blocks).
   std::string idle_ranges;
   for (std::size_t b = 0; b < per_block.size();) {
