@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -337,9 +338,26 @@ TEST(GpuPool, BadDeviceOptionsAreRejected) {
 
 TEST(GpuPool, AnIdlePoolStopsPollingHostMemoryAndWakesForWork) {
   REQUIRE_GPU();
+  // The gate of the batch below, allocated before the pool and freed after it: cudaFreeHost
+  // waits for the device, and the pool's kernel runs until the pool is destroyed.
+  int* gate = nullptr;
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&gate), sizeof(int), cudaHostAllocMapped),
+            cudaSuccess);
+  struct FreeHost {
+    void operator()(int* p) const { cudaFreeHost(p); }
+  };
+  const std::unique_ptr<int, FreeHost> gate_owner(gate);
+  *gate = 0;
+  int* device_gate = nullptr;
+  ASSERT_EQ(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_gate), gate, 0), cudaSuccess);
   PoolOptions o = device_options();
   o.warm_idle = std::chrono::microseconds(100);
   GpuPool pool(o);
+  // Opens the gate however the test ends, before the pool's destructor waits for its tasks.
+  struct OpenGate {
+    int* g;
+    ~OpenGate() { std::atomic_ref<int>(*g).store(1, std::memory_order_release); }
+  } const open_gate{gate};
   pool.push<Double>({1, 0});
   ASSERT_TRUE(pool.pop().ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // every block in deep idle
@@ -368,12 +386,6 @@ TEST(GpuPool, AnIdlePoolStopsPollingHostMemoryAndWakesForWork) {
   // H100 machine (latency_cold in bench/results/h100/gpu-pool.md), and tasks of 200 us then
   // ended before it took any (two of eight runs at 1102bab-262b6ac: the two other lanes ran
   // two tasks per block).
-  int* gate = nullptr;
-  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&gate), sizeof(int), cudaHostAllocMapped),
-            cudaSuccess);
-  *gate = 0;
-  int* device_gate = nullptr;
-  ASSERT_EQ(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_gate), gate, 0), cudaSuccess);
   const std::size_t n = pool.num_blocks();
   std::vector<GpuPool::Record> batch;
   for (std::size_t k = 0; k < n; ++k) {
@@ -391,7 +403,6 @@ TEST(GpuPool, AnIdlePoolStopsPollingHostMemoryAndWakesForWork) {
     blocks.insert(b);
     if (b >= 0 && static_cast<std::size_t>(b) < per_block.size()) ++per_block[b];
   }
-  cudaFreeHost(gate);
   // Which blocks ran none, in ranges (each lane owns a contiguous range of blocks).
   std::string idle_ranges;
   for (std::size_t b = 0; b < per_block.size();) {
