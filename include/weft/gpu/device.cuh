@@ -391,68 +391,44 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
   }
 }
 
-// Warp 1: stores each task's FINISHED as soon as the task threads end it, in ring order; ends
-// when the task threads end. One task: one system-scope release store by lane 0. Several
-// ended meanwhile (short tasks): a system-scope fence by every lane, then lane t stores slot
-// pos + t relaxed, all in one instruction, so that their states reach host memory in one
-// write (one cache-line invalidation for the scheduler instead of one per task).
+// Warp 1: stores each task's FINISHED as soon as the task threads end it, in ring order, with
+// one system-scope release store; ends when the task threads end.
 __device__ inline void publish_loop(BlockShared& sh, std::uint32_t* states, const ResidentArgs& a) {
   const unsigned depth = a.ring_depth;
   const unsigned lane = threadIdx.x - 32;
   unsigned pos = 0;
   std::uint32_t parity = 0;  // bit j: the parity of slot j's next done phase
-  constexpr unsigned kQuit = ~0u;
   for (;;) {
-    // Lane 0 decides for the warp: how many tasks from pos have ended (0: none yet).
-    unsigned ended = 0;
-    if (lane == 0) {
-      // acquire, block scope (each completed wait or test): pairs with the task threads'
-      // arrival; the task's results and status (written into the slot by the task threads)
-      // and its global-memory writes happen before the stores below.
-      if (mbar_try_wait(&sh.done[pos], (parity >> pos) & 1u)) {
-        ended = 1;
-        while (ended < depth) {
-          const unsigned j = (pos + ended) % depth;
-          if (!mbar_test(&sh.done[j], (parity >> j) & 1u)) break;
-          ++ended;
-        }
-      } else if (mbar_test(&sh.quit, 0) && !mbar_test(&sh.done[pos], (parity >> pos) & 1u)) {
-        // The task threads arrive on quit after their last done: a quit seen with this
-        // slot's task not ended means there is none (re-tested after quit, which orders them).
-        ended = kQuit;
-      }
+    // acquire, block scope (the completed wait): pairs with the task threads' arrival; the
+    // task's results and status (written into the slot by the task threads) and its
+    // global-memory writes happen before the release store below.
+    if (!mbar_try_wait(&sh.done[pos], (parity >> pos) & 1u)) {
+      // The task threads arrive on quit after their last done: a quit seen with this slot's
+      // task not ended means there is none (re-tested after quit, which orders the two).
+      if (mbar_test(&sh.quit, 0) && !mbar_test(&sh.done[pos], (parity >> pos) & 1u)) return;
+      continue;
     }
-    ended = __shfl_sync(0xFFFFFFFFu, ended, 0);
-    if (ended == kQuit) return;
-    if (ended == 0) continue;
-    __syncwarp();  // lane 0's acquires happen before every lane's stores below
+    parity ^= 1u << pos;
     WEFT_TRACE(3);
-    const unsigned j = (pos + lane) % depth;  // lane t publishes slot pos + t (t < ended)
-    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(states[j]);
-    constexpr auto kFinished = static_cast<std::uint32_t>(SlotState::finished);
-    if (a.watchdog) {
-      if (lane < ended) {
+    if (lane == 0) {
+      cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(states[pos]);
+      if (a.watchdog) {
         std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
-        // release, system scope: pairs with the scheduler's acquire load of FINISHED. A CAS (a
-        // round trip over PCIe) only with a watchdog: a scheduler that gave up on this task and
-        // shut down has stored EXIT meanwhile, and EXIT must stay (the loader finds it).
-        state.compare_exchange_strong(expected, kFinished, cuda::memory_order_release,
-                                      cuda::memory_order_relaxed);
+        // release, system scope: pairs with the scheduler's acquire load of FINISHED. A CAS
+        // (a round trip over PCIe) only with a watchdog: a scheduler that gave up on this task
+        // and shut down has stored EXIT meanwhile, and EXIT must stay (the loader finds it).
+        state.compare_exchange_strong(expected, static_cast<std::uint32_t>(SlotState::finished),
+                                      cuda::memory_order_release, cuda::memory_order_relaxed);
+      } else {
+        // release, system scope: pairs with the scheduler's acquire load of FINISHED.
+        state.store(static_cast<std::uint32_t>(SlotState::finished), cuda::memory_order_release);
       }
-    } else if (ended == 1) {
-      // release, system scope: pairs with the scheduler's acquire load of FINISHED.
-      if (lane == 0) state.store(kFinished, cuda::memory_order_release);
-    } else {
-      // acq_rel fence, system scope, by every lane, then relaxed stores: each lane's store is
-      // a release (fence then store in one thread) pairing with the scheduler's acquire load.
-      cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_system);
-      if (lane < ended) state.store(kFinished, cuda::memory_order_relaxed);
+      WEFT_TRACE(4);
+      // release, block scope: pairs with the loader's test; the store above happens before.
+      mbar_arrive(&sh.pub[pos]);
     }
-    WEFT_TRACE(4);
-    // release, block scope: pairs with the loader's test; this lane's store happens before.
-    if (lane < ended) mbar_arrive(&sh.pub[j]);
-    for (unsigned t = 0; t < ended; ++t) parity ^= 1u << ((pos + t) % depth);
-    pos = (pos + ended) % depth;
+    __syncwarp();
+    pos = (pos + 1) % depth;
   }
 }
 
