@@ -402,10 +402,18 @@ __device__ inline void publish_loop(BlockShared& sh, std::uint32_t* states, cons
     // acquire, block scope (the completed wait): pairs with the task threads' arrival; the
     // task's results and status (written into the slot by the task threads) and its
     // global-memory writes happen before the release store below.
-    if (!mbar_try_wait(&sh.done[pos], (parity >> pos) & 1u)) {
+    // Every lane waits (with lane 0 alone waiting, 67d4a79, one task's publication came 0.5 us
+    // later: bench/results/h100/probes/session-67d4a79.txt); lane 0's outcome decides for the
+    // warp, so that the lanes cannot take different branches, and lane 0 is the lane that
+    // stores below.
+    const bool ended =
+        __shfl_sync(0xFFFFFFFFu, mbar_try_wait(&sh.done[pos], (parity >> pos) & 1u) ? 1 : 0, 0);
+    if (!ended) {
       // The task threads arrive on quit after their last done: a quit seen with this slot's
       // task not ended means there is none (re-tested after quit, which orders the two).
-      if (mbar_test(&sh.quit, 0) && !mbar_test(&sh.done[pos], (parity >> pos) & 1u)) return;
+      const bool quit =
+          lane == 0 && mbar_test(&sh.quit, 0) && !mbar_test(&sh.done[pos], (parity >> pos) & 1u);
+      if (__shfl_sync(0xFFFFFFFFu, quit ? 1 : 0, 0) != 0) return;
       continue;
     }
     parity ^= 1u << pos;
