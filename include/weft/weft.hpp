@@ -13,3 +13,5 @@
 #include "weft/cpu/team.hpp"
 #include "weft/cpu/topology.hpp"
 #include "weft/error.hpp"
+#include "weft/graph/cost_model.hpp"
+#include "weft/graph/mincut.hpp"

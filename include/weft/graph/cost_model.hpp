@@ -1,0 +1,74 @@
+// weft/graph/cost_model.hpp - the predictors of the graph layer (DESIGN.md §3, seed 004):
+// time = a + b * size for a kernel on a device, and for a transfer in one direction
+// (size = bytes). Fitted by least squares from a calibration run, then refined after every
+// measured execution by recursive least squares (RLS) with a forgetting factor, so that a model
+// follows a machine whose behaviour drifts.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+namespace weft::graph {
+
+/// One measurement: the input size (elements or bytes) and the time it took, in seconds.
+struct CostSample {
+  double size = 0;
+  double seconds = 0;
+};
+
+/// A linear cost model, time = intercept + slope * size, with its RLS state. Not thread-safe:
+/// one owner updates it (the graph executor, under its own lock).
+///
+/// @code
+///   std::vector<weft::graph::CostSample> runs = calibrate(...);
+///   auto m = weft::graph::LinearCostModel::fit(runs);  // least squares
+///   double t = m.predict(1 << 20);                      // seconds for 2^20 elements
+///   m.update(1 << 20, measured_seconds);                // RLS step after a real run
+/// @endcode
+class LinearCostModel {
+ public:
+  /// The default forgetting factor: each update weighs the past by 0.98, so a model has an
+  /// effective memory of ~50 measurements.
+  static constexpr double kDefaultForgetting = 0.98;
+
+  /// A model with the given coefficients and no data behind them: the first updates move it
+  /// freely (a large initial covariance). Throws InvalidArgument for a forgetting factor
+  /// outside (0, 1] or non-finite coefficients.
+  LinearCostModel(double intercept, double slope, double forgetting = kDefaultForgetting);
+
+  /// The least-squares fit of `samples` (at least two distinct sizes), as the starting point of
+  /// RLS: its covariance is the inverse of the normal matrix, so the next updates weigh like
+  /// more samples of the same fit. Throws InvalidArgument for fewer than two distinct sizes, a
+  /// negative or non-finite size or time, or a bad forgetting factor.
+  static LinearCostModel fit(std::span<const CostSample> samples,
+                             double forgetting = kDefaultForgetting);
+
+  /// Predicted seconds for `size` (never negative: a negative line is clamped to 0).
+  [[nodiscard]] double predict(double size) const noexcept;
+
+  /// One RLS step with a new measurement. Throws InvalidArgument for a negative or non-finite
+  /// size or time (the model is then unchanged).
+  void update(double size, double seconds);
+
+  [[nodiscard]] double intercept() const noexcept { return theta_[0]; }
+  [[nodiscard]] double slope() const noexcept { return theta_[1]; }
+  [[nodiscard]] double forgetting() const noexcept { return lambda_; }
+  /// Measurements behind the model: the fit's samples plus every update.
+  [[nodiscard]] std::size_t observations() const noexcept { return observations_; }
+
+  /// Median of |predicted - measured| / measured over `samples` (those with a positive time);
+  /// 0 when there are none.
+  [[nodiscard]] double median_relative_error(std::span<const CostSample> samples) const;
+
+ private:
+  LinearCostModel(const double theta[2], const double p[2][2], double forgetting,
+                  std::size_t observations);
+
+  double theta_[2];  // intercept, slope
+  double p_[2][2];   // RLS covariance (symmetric)
+  double p_trace_limit_;
+  double lambda_;
+  std::size_t observations_ = 0;
+};
+
+}  // namespace weft::graph

@@ -1,0 +1,145 @@
+// Least squares and recursive least squares for the linear cost models
+// (include/weft/graph/cost_model.hpp). Two parameters: written out by hand, no linear-algebra
+// library needed (a 2x2 solve), which keeps the graph layer free of BLAS/LAPACK.
+#include "weft/graph/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "weft/error.hpp"
+
+namespace weft::graph {
+
+namespace {
+
+// The covariance of a model with no data behind it: large against any coefficient the
+// first measurements imply, so the first updates move it freely.
+constexpr double kUninformedCovariance = 1e12;
+
+void check_forgetting(double lambda) {
+  if (!(lambda > 0.0 && lambda <= 1.0)) {
+    throw InvalidArgument(
+        "weft::graph::LinearCostModel: forgetting factor must be in (0, 1] (got " +
+        std::to_string(lambda) + ")");
+  }
+}
+
+void check_sample(double size, double seconds, const char* what) {
+  if (!std::isfinite(size) || size < 0.0 || !std::isfinite(seconds) || seconds < 0.0) {
+    throw InvalidArgument(std::string("weft::graph::LinearCostModel::") + what +
+                          ": size and time must be finite and non-negative (got size " +
+                          std::to_string(size) + ", " + std::to_string(seconds) + " s)");
+  }
+}
+
+}  // namespace
+
+LinearCostModel::LinearCostModel(double intercept, double slope, double forgetting)
+    : theta_{intercept, slope},
+      p_{{kUninformedCovariance, 0.0}, {0.0, kUninformedCovariance}},
+      p_trace_limit_(2 * kUninformedCovariance),
+      lambda_(forgetting) {
+  check_forgetting(forgetting);
+  if (!std::isfinite(intercept) || !std::isfinite(slope)) {
+    throw InvalidArgument("weft::graph::LinearCostModel: coefficients must be finite");
+  }
+}
+
+LinearCostModel::LinearCostModel(const double theta[2], const double p[2][2], double forgetting,
+                                 std::size_t observations)
+    : theta_{theta[0], theta[1]},
+      p_{{p[0][0], p[0][1]}, {p[1][0], p[1][1]}},
+      // Forgetting divides the covariance by lambda at every update; along a direction no
+      // measurement excites (all sizes alike) it would grow without bound ("covariance
+      // wind-up") and one odd measurement would then throw the model anywhere. Bounded at
+      // 10^6 times the fit's own uncertainty: past it, an update does not forget.
+      p_trace_limit_(1e6 * (p[0][0] + p[1][1])),
+      lambda_(forgetting),
+      observations_(observations) {}
+
+LinearCostModel LinearCostModel::fit(std::span<const CostSample> samples, double forgetting) {
+  check_forgetting(forgetting);
+  if (samples.size() < 2) {
+    throw InvalidArgument("weft::graph::LinearCostModel::fit: needs at least two samples (got " +
+                          std::to_string(samples.size()) + ")");
+  }
+  // Centre the sizes first: the normal equations of raw sizes (up to ~1e9) are badly
+  // conditioned; centred they are not.
+  double mean_x = 0, mean_y = 0;
+  for (const CostSample& s : samples) {
+    check_sample(s.size, s.seconds, "fit");
+    mean_x += s.size;
+    mean_y += s.seconds;
+  }
+  const double n = static_cast<double>(samples.size());
+  mean_x /= n;
+  mean_y /= n;
+  double sxx = 0, sxy = 0;
+  for (const CostSample& s : samples) {
+    sxx += (s.size - mean_x) * (s.size - mean_x);
+    sxy += (s.size - mean_x) * (s.seconds - mean_y);
+  }
+  if (!(sxx > 0.0)) {
+    throw InvalidArgument(
+        "weft::graph::LinearCostModel::fit: the samples need at least two distinct sizes");
+  }
+  const double slope = sxy / sxx;
+  const double theta[2] = {mean_y - slope * mean_x, slope};
+  // The inverse of the normal matrix [[n, sum x], [sum x, sum x^2]], from the centred sums:
+  // its determinant is n * sxx.
+  const double sum_x = n * mean_x;
+  const double sum_xx = sxx + n * mean_x * mean_x;
+  const double det = n * sxx;
+  const double p[2][2] = {{sum_xx / det, -sum_x / det}, {-sum_x / det, n / det}};
+  return LinearCostModel(theta, p, forgetting, samples.size());
+}
+
+double LinearCostModel::predict(double size) const noexcept {
+  return std::max(0.0, theta_[0] + theta_[1] * size);
+}
+
+void LinearCostModel::update(double size, double seconds) {
+  check_sample(size, seconds, "update");
+  // RLS with forgetting factor lambda (e.g. Haykin, Adaptive Filter Theory, ch. 10):
+  //   k = P phi / (lambda + phi' P phi); theta += k (y - phi' theta);
+  //   P = (P - k phi' P) / lambda,  with phi = (1, size).
+  const double phi[2] = {1.0, size};
+  const double p_phi[2] = {p_[0][0] * phi[0] + p_[0][1] * phi[1],
+                           p_[1][0] * phi[0] + p_[1][1] * phi[1]};
+  const bool forget = p_[0][0] + p_[1][1] < p_trace_limit_;
+  const double lambda = forget ? lambda_ : 1.0;
+  const double denom = lambda + phi[0] * p_phi[0] + phi[1] * p_phi[1];
+  const double k[2] = {p_phi[0] / denom, p_phi[1] / denom};
+  const double error = seconds - (theta_[0] + theta_[1] * size);
+  theta_[0] += k[0] * error;
+  theta_[1] += k[1] * error;
+  double p[2][2];
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 2; ++j) p[i][j] = (p_[i][j] - k[i] * p_phi[j]) / lambda;
+  }
+  // Keep P symmetric (rounding would make it drift apart).
+  const double off = 0.5 * (p[0][1] + p[1][0]);
+  p_[0][0] = p[0][0];
+  p_[1][1] = p[1][1];
+  p_[0][1] = p_[1][0] = off;
+  ++observations_;
+}
+
+double LinearCostModel::median_relative_error(std::span<const CostSample> samples) const {
+  std::vector<double> errors;
+  errors.reserve(samples.size());
+  for (const CostSample& s : samples) {
+    if (s.seconds > 0.0) errors.push_back(std::abs(predict(s.size) - s.seconds) / s.seconds);
+  }
+  if (errors.empty()) return 0.0;
+  const auto mid = errors.begin() + static_cast<std::ptrdiff_t>(errors.size() / 2);
+  std::nth_element(errors.begin(), mid, errors.end());
+  if (errors.size() % 2 == 1) return *mid;
+  const double upper = *mid;
+  const double lower = *std::max_element(errors.begin(), mid);
+  return 0.5 * (lower + upper);
+}
+
+}  // namespace weft::graph

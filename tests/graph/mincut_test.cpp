@@ -1,0 +1,112 @@
+// The exact two-device mapper against brute force, and its bad input.
+#include "weft/graph/mincut.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "weft/error.hpp"
+
+using weft::InvalidArgument;
+using weft::graph::Device;
+using weft::graph::mapping_cost;
+using weft::graph::MappingProblem;
+using weft::graph::min_cut_mapping;
+
+namespace {
+
+double brute_force(const MappingProblem& p) {
+  const std::size_t n = p.nodes.size();
+  double best = INFINITY;
+  for (std::size_t mask = 0; mask < (std::size_t{1} << n); ++mask) {
+    std::vector<Device> d(n);
+    for (std::size_t i = 0; i < n; ++i) d[i] = (mask >> i) & 1 ? Device::gpu : Device::cpu;
+    best = std::min(best, mapping_cost(p, d));
+  }
+  return best;
+}
+
+constexpr double kInf = MappingProblem::kNoImplementation;
+
+}  // namespace
+
+TEST(MinCutMapping, MatchesBruteForceOnRandomDags) {
+  std::mt19937_64 rng(2026);
+  std::uniform_real_distribution<double> time(0.0, 10.0);
+  std::uniform_int_distribution<int> coin(0, 5);
+  for (int round = 0; round < 300; ++round) {
+    MappingProblem p;
+    const std::size_t n = 1 + round % 11;
+    for (std::size_t i = 0; i < n; ++i) {
+      MappingProblem::Node v{time(rng), time(rng)};
+      if (coin(rng) == 0) v.gpu = kInf;  // a fence
+      p.nodes.push_back(v);
+    }
+    for (std::size_t j = 1; j < n; ++j) {
+      for (std::size_t i = 0; i < j; ++i) {
+        if (coin(rng) < 2) p.edges.push_back({i, j, time(rng) / 2, time(rng) / 2});
+      }
+    }
+    const auto m = min_cut_mapping(p);
+    ASSERT_EQ(m.device.size(), n);
+    EXPECT_NEAR(m.cost, brute_force(p), 1e-9) << "round " << round << ", " << n << " nodes";
+    EXPECT_DOUBLE_EQ(m.cost, mapping_cost(p, m.device));
+    for (std::size_t i = 0; i < n; ++i) {
+      if (std::isinf(p.nodes[i].gpu)) {
+        EXPECT_EQ(m.device[i], Device::cpu) << "a fence went to the GPU";
+      }
+    }
+  }
+}
+
+TEST(MinCutMapping, AChainStaysOnTheGpuOnlyWhenItsGainCoversTheTransfers) {
+  // cpu-only source -> a -> b -> cpu-only sink. a and b each gain 3 on the GPU; moving the data
+  // there and back costs 4 each way: together (gain 6 < 8) they stay on the CPU; with gains of
+  // 5 each (10 > 8) both go to the GPU; never one alone (it would pay both transfers).
+  for (const double gain : {3.0, 5.0}) {
+    MappingProblem p;
+    p.nodes = {{1, kInf}, {10, 10 - gain}, {10, 10 - gain}, {1, kInf}};
+    p.edges = {{0, 1, 4, 4}, {1, 2, 4, 4}, {2, 3, 4, 4}};
+    const auto m = min_cut_mapping(p);
+    const Device expect = gain > 4 ? Device::gpu : Device::cpu;
+    EXPECT_EQ(m.device[1], expect) << "gain " << gain;
+    EXPECT_EQ(m.device[2], expect) << "gain " << gain;
+    EXPECT_EQ(m.device[0], Device::cpu);
+    EXPECT_EQ(m.device[3], Device::cpu);
+  }
+}
+
+TEST(MinCutMapping, TransferCostsAreDirectional) {
+  // a (CPU only) -> b: moving a's output to the GPU is cheap, so b goes there although the
+  // way back would be dear (nobody needs it back).
+  MappingProblem p;
+  p.nodes = {{1, kInf}, {10, 2}};
+  p.edges = {{0, 1, 1, 100}};
+  EXPECT_EQ(min_cut_mapping(p).device[1], Device::gpu);
+  p.edges = {{0, 1, 100, 1}};
+  EXPECT_EQ(min_cut_mapping(p).device[1], Device::cpu);
+}
+
+TEST(MinCutMapping, TiesGoToTheGpuAndEmptyProblemsAreFine) {
+  MappingProblem p;
+  p.nodes = {{5, 5}};
+  EXPECT_EQ(min_cut_mapping(p).device[0], Device::gpu);
+  EXPECT_TRUE(min_cut_mapping(MappingProblem{}).device.empty());
+}
+
+TEST(MinCutMapping, BadInputIsRejectedWithAReason) {
+  MappingProblem p;
+  p.nodes = {{1, 1}, {1, 1}};
+  p.edges = {{0, 2, 1, 1}};
+  EXPECT_THROW(min_cut_mapping(p), InvalidArgument);
+  p.edges = {{0, 1, -1, 1}};
+  EXPECT_THROW(min_cut_mapping(p), InvalidArgument);
+  p.edges = {};
+  p.nodes = {{kInf, kInf}};
+  EXPECT_THROW(min_cut_mapping(p), InvalidArgument);
+  p.nodes = {{std::nan(""), 1}};
+  EXPECT_THROW(min_cut_mapping(p), InvalidArgument);
+  EXPECT_THROW(mapping_cost(MappingProblem{{{1, 1}}, {}}, {}), InvalidArgument);
+}
