@@ -12,6 +12,10 @@ if(PkgConfig_FOUND)
   endif()
 endif()
 
+# ---- SQLite (optional: the graph layer's calibration store) ----
+find_package(SQLite3 QUIET)
+set(WEFT_HAVE_SQLITE ${SQLite3_FOUND})
+
 # ---- CUDA ----
 set(WEFT_HAVE_CUDA OFF)
 if(NOT WEFT_CUDA STREQUAL "OFF")

@@ -15,3 +15,4 @@
 #include "weft/error.hpp"
 #include "weft/graph/cost_model.hpp"
 #include "weft/graph/mincut.hpp"
+#include "weft/graph/model_store.hpp"

@@ -127,6 +127,37 @@ void LinearCostModel::update(double size, double seconds) {
   ++observations_;
 }
 
+LinearCostModel::State LinearCostModel::state() const noexcept {
+  State s;
+  s.intercept = theta_[0];
+  s.slope = theta_[1];
+  s.p00 = p_[0][0];
+  s.p01 = p_[0][1];
+  s.p11 = p_[1][1];
+  s.p_trace_limit = p_trace_limit_;
+  s.forgetting = lambda_;
+  s.observations = observations_;
+  return s;
+}
+
+LinearCostModel LinearCostModel::from_state(const State& s) {
+  check_forgetting(s.forgetting);
+  for (const double v : {s.intercept, s.slope, s.p00, s.p01, s.p11, s.p_trace_limit}) {
+    if (!std::isfinite(v)) {
+      throw InvalidArgument("weft::graph::LinearCostModel::from_state: non-finite value");
+    }
+  }
+  if (s.p00 < 0 || s.p11 < 0 || s.p01 * s.p01 > s.p00 * s.p11 * (1 + 1e-9)) {
+    throw InvalidArgument(
+        "weft::graph::LinearCostModel::from_state: the covariance is not positive semi-definite");
+  }
+  const double theta[2] = {s.intercept, s.slope};
+  const double p[2][2] = {{s.p00, s.p01}, {s.p01, s.p11}};
+  LinearCostModel m(theta, p, s.forgetting, s.observations);
+  m.p_trace_limit_ = s.p_trace_limit;
+  return m;
+}
+
 double LinearCostModel::median_relative_error(std::span<const CostSample> samples) const {
   std::vector<double> errors;
   errors.reserve(samples.size());

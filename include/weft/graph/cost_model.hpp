@@ -60,6 +60,19 @@ class LinearCostModel {
   /// 0 when there are none.
   [[nodiscard]] double median_relative_error(std::span<const CostSample> samples) const;
 
+  /// Everything a model is, for storing it and resuming its RLS exactly (ModelStore).
+  struct State {
+    double intercept = 0, slope = 0;
+    double p00 = 0, p01 = 0, p11 = 0;  // RLS covariance
+    double p_trace_limit = 0;          // the wind-up guard's bound
+    double forgetting = 1;
+    std::size_t observations = 0;
+  };
+  [[nodiscard]] State state() const noexcept;
+  /// The model `s` describes. Throws InvalidArgument for non-finite values, a covariance that
+  /// is not positive semi-definite, or a bad forgetting factor.
+  static LinearCostModel from_state(const State& s);
+
  private:
   LinearCostModel(const double theta[2], const double p[2][2], double forgetting,
                   std::size_t observations);
