@@ -30,4 +30,12 @@ int run_bench_gpu_pool(const BenchGpuArgs& args);
 
 int run_demo(bool quick);
 
+struct ModelsArgs {
+  std::string db;       // empty: default_models_path()
+  std::string machine;  // empty: every machine
+};
+/// $WEFT_MODELS_DB, else $XDG_DATA_HOME/weft/models.db, else ~/.local/share/weft/models.db.
+std::string default_models_path();
+int run_models(const ModelsArgs& args);
+
 }  // namespace weft::tools

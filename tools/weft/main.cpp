@@ -1,4 +1,5 @@
-// weft - the command-line tool: weft info | weft bench cpu | weft demo
+// weft - the command-line tool: weft info | weft bench cpu | weft bench gpu-pool | weft models |
+// weft demo
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -48,6 +49,14 @@ int main(int argc, char** argv) {
   bench_gpu->add_option("--machine", gpu_args.machine,
                         "Machine name recorded in the JSON (default: $WEFT_MACHINE or gpu)");
 
+  auto* models = app.add_subcommand(
+      "models", "List the cost models in the calibration store, with their fit error");
+  weft::tools::ModelsArgs models_args;
+  models->add_option("--db", models_args.db,
+                     "The store (default: $WEFT_MODELS_DB, else $XDG_DATA_HOME/weft/models.db, "
+                     "else ~/.local/share/weft/models.db)");
+  models->add_option("--machine", models_args.machine, "Only this machine's models");
+
   auto* demo = app.add_subcommand("demo", "Run the main showcase on whatever hardware is here");
   bool demo_quick = false;
   demo->add_flag("--quick", demo_quick, "Smaller problem sizes");
@@ -80,6 +89,7 @@ int main(int argc, char** argv) {
       return weft::tools::run_bench_gpu_pool(gpu_args);
     }
     if (demo->parsed()) return weft::tools::run_demo(demo_quick);
+    if (models->parsed()) return weft::tools::run_models(models_args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "weft: %s\n", e.what());
     return 1;

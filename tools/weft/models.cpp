@@ -1,0 +1,52 @@
+// weft models: the cost models in the calibration store (include/weft/graph/model_store.hpp).
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "commands.hpp"
+#include "weft/graph/model_store.hpp"
+
+namespace weft::tools {
+
+std::string default_models_path() {
+  if (const char* env = std::getenv("WEFT_MODELS_DB"); env != nullptr && *env != '\0') return env;
+  std::filesystem::path base;
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg != '\0') {
+    base = xdg;
+  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    base = std::filesystem::path(home) / ".local" / "share";
+  } else {
+    base = std::filesystem::current_path();
+  }
+  return (base / "weft" / "models.db").string();
+}
+
+int run_models(const ModelsArgs& args) {
+  const std::string path = args.db.empty() ? default_models_path() : args.db;
+  if (!std::filesystem::exists(path)) {
+    std::printf("no models: %s does not exist yet (weft calibrate writes it)\n", path.c_str());
+    return 0;
+  }
+  const weft::graph::ModelStore store(path);
+  const auto models = store.list(args.machine);
+  if (models.empty()) {
+    std::printf("no models in %s%s%s\n", path.c_str(), args.machine.empty() ? "" : " for ",
+                args.machine.c_str());
+    return 0;
+  }
+  std::printf(
+      "%s: %zu model(s); time = a + b * size (seconds; size in elements, bytes for "
+      "transfers)\n",
+      path.c_str(), models.size());
+  std::printf("%-16s %-8s %-24s %12s %12s %6s %9s  %s\n", "machine", "device", "kernel", "a (s)",
+              "b (s/unit)", "runs", "fit error", "updated");
+  for (const auto& m : models) {
+    std::printf("%-16s %-8s %-24s %12.4g %12.4g %6zu %8.1f%%  %s\n", m.key.machine.c_str(),
+                m.key.device.c_str(), m.key.kernel.c_str(), m.model.intercept(), m.model.slope(),
+                m.model.observations(), 100.0 * m.fit_error, m.updated.c_str());
+  }
+  return 0;
+}
+
+}  // namespace weft::tools
