@@ -94,6 +94,7 @@ struct WhereRun {
 };
 
 // Reports its block, then holds it until the gate opens.
+std::atomic<int> g_gate_where_started{0};
 struct GateWhere {
   static constexpr std::uint32_t kId = 8;
   struct Payload {
@@ -101,6 +102,7 @@ struct GateWhere {
   };
   static void run(Payload& p, const BlockContext& b) {
     p.block = b.block();
+    g_gate_where_started.fetch_add(1);
     while (!g_gate_open.load()) std::this_thread::yield();
   }
 };
@@ -279,12 +281,19 @@ TEST(Pool, ABatchSpreadsOverTheIdleBlocksOfEveryLaneBeforeQueueingInRings) {
   for (int round = 0; round < 20; ++round) {
     TestPool pool(PoolOptions{.host_blocks = 8, .scheduler_lanes = 2, .ring_depth = 4});
     g_gate_open = false;
+    g_gate_where_started = 0;
     std::vector<TestPool::Record> batch;
     for (int k = 0; k < 8; ++k) batch.push_back(TestPool::Record::make<GateWhere>({-1}));
     pool.push_batch(batch);
     // Until every block holds one, a lane must not queue a second task in its own rings
-    // while the other lane's blocks are idle.
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    // while the other lane's blocks are idle. The gate opens when all eight have started (each
+    // on a block of its own: the rule kept) or after 2 s (some queued behind another: the rule
+    // broken, and the check below fails). Not after a fixed 5 ms: on a loaded 2-core machine
+    // the lanes sometimes had not placed all eight by then, and tasks ended and freed blocks.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (g_gate_where_started.load() < 8 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
     g_gate_open = true;
     std::set<int> blocks;
     for (int k = 0; k < 8; ++k) blocks.insert(pool.pop().as<GateWhere>().block);
