@@ -16,3 +16,4 @@
 #include "weft/graph/cost_model.hpp"
 #include "weft/graph/mincut.hpp"
 #include "weft/graph/model_store.hpp"
+#include "weft/graph/policies.hpp"
