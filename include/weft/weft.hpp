@@ -17,3 +17,4 @@
 #include "weft/graph/mincut.hpp"
 #include "weft/graph/model_store.hpp"
 #include "weft/graph/policies.hpp"
+#include "weft/graph/schedule.hpp"

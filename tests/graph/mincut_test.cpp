@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "random_problems.hpp"
 #include "weft/error.hpp"
 
 using weft::InvalidArgument;
@@ -34,21 +35,9 @@ constexpr double kInf = MappingProblem::kNoImplementation;
 
 TEST(MinCutMapping, MatchesBruteForceOnRandomDags) {
   std::mt19937_64 rng(2026);
-  std::uniform_real_distribution<double> time(0.0, 10.0);
-  std::uniform_int_distribution<int> coin(0, 5);
   for (int round = 0; round < 300; ++round) {
-    MappingProblem p;
     const std::size_t n = 1 + round % 11;
-    for (std::size_t i = 0; i < n; ++i) {
-      MappingProblem::Node v{time(rng), time(rng)};
-      if (coin(rng) == 0) v.gpu = kInf;  // a fence
-      p.nodes.push_back(v);
-    }
-    for (std::size_t j = 1; j < n; ++j) {
-      for (std::size_t i = 0; i < j; ++i) {
-        if (coin(rng) < 2) p.edges.push_back({i, j, time(rng) / 2, time(rng) / 2});
-      }
-    }
+    const MappingProblem p = weft::graph::testing::random_dag(rng, n);
     const auto m = min_cut_mapping(p);
     ASSERT_EQ(m.device.size(), n);
     EXPECT_NEAR(m.cost, brute_force(p), 1e-9) << "round " << round << ", " << n << " nodes";

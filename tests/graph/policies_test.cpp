@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "random_problems.hpp"
 #include "weft/error.hpp"
 
 using weft::InvalidArgument;
@@ -83,21 +84,10 @@ TEST(MappingPolicies, PptmRemapsProducersOfANodeItSendsBackToTheCpu) {
 
 TEST(MappingPolicies, PptmNeverPutsAFenceOnTheGpuAndIsNeverBelowTheOptimum) {
   std::mt19937_64 rng(4);
-  std::uniform_real_distribution<double> time(0.0, 10.0);
-  std::uniform_int_distribution<int> coin(0, 4);
   int better_than_dmap = 0;
   for (int round = 0; round < 200; ++round) {
-    MappingProblem p;
     const std::size_t n = 2 + round % 12;
-    for (std::size_t i = 0; i < n; ++i) {
-      MappingProblem::Node v{time(rng), time(rng)};
-      if (coin(rng) == 0) v.gpu = kInf;
-      p.nodes.push_back(v);
-    }
-    for (std::size_t j = 1; j < n; ++j) {  // a tree: each node feeds one later node
-      std::uniform_int_distribution<std::size_t> consumer(j, n - 1);
-      p.edges.push_back({j - 1, consumer(rng), time(rng) / 2, time(rng) / 2});
-    }
+    const MappingProblem p = weft::graph::testing::random_tree(rng, n, {.fence_one_in = 5});
     const auto d = map_pptm(p);
     for (std::size_t i = 0; i < n; ++i) {
       if (p.nodes[i].gpu == kInf) {

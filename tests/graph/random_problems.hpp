@@ -1,0 +1,52 @@
+// Random mapping problems for the graph tests: node times in [0, 10) on each device, about one
+// node in `fence_one_in` without a GPU implementation, transfers in [0, 10 / transfer_divisor).
+#pragma once
+
+#include <random>
+
+#include "weft/graph/mincut.hpp"
+
+namespace weft::graph::testing {
+
+struct RandomProblemShape {
+  int fence_one_in = 6;
+  double transfer_divisor = 2;
+};
+
+inline MappingProblem random_nodes(std::mt19937_64& rng, std::size_t n, RandomProblemShape s) {
+  std::uniform_real_distribution<double> time(0.0, 10.0);
+  std::uniform_int_distribution<int> fence(0, s.fence_one_in - 1);
+  MappingProblem p;
+  for (std::size_t i = 0; i < n; ++i) {
+    MappingProblem::Node v{time(rng), time(rng)};
+    if (fence(rng) == 0) v.gpu = MappingProblem::kNoImplementation;
+    p.nodes.push_back(v);
+  }
+  return p;
+}
+
+/// A DAG: each pair i < j has an edge i -> j with probability 1/3.
+inline MappingProblem random_dag(std::mt19937_64& rng, std::size_t n, RandomProblemShape s = {}) {
+  MappingProblem p = random_nodes(rng, n, s);
+  std::uniform_real_distribution<double> transfer(0.0, 10.0 / s.transfer_divisor);
+  std::uniform_int_distribution<int> third(0, 2);
+  for (std::size_t j = 1; j < n; ++j) {
+    for (std::size_t i = 0; i < j; ++i) {
+      if (third(rng) == 0) p.edges.push_back({i, j, transfer(rng), transfer(rng)});
+    }
+  }
+  return p;
+}
+
+/// A tree toward the last node: node j - 1 feeds one node in [j, n).
+inline MappingProblem random_tree(std::mt19937_64& rng, std::size_t n, RandomProblemShape s = {}) {
+  MappingProblem p = random_nodes(rng, n, s);
+  std::uniform_real_distribution<double> transfer(0.0, 10.0 / s.transfer_divisor);
+  for (std::size_t j = 1; j < n; ++j) {
+    std::uniform_int_distribution<std::size_t> consumer(j, n - 1);
+    p.edges.push_back({j - 1, consumer(rng), transfer(rng), transfer(rng)});
+  }
+  return p;
+}
+
+}  // namespace weft::graph::testing
