@@ -14,6 +14,7 @@
 #include "weft/cpu/topology.hpp"
 #include "weft/error.hpp"
 #include "weft/graph/cost_model.hpp"
+#include "weft/graph/factor_ops.hpp"
 #include "weft/graph/mincut.hpp"
 #include "weft/graph/model_store.hpp"
 #include "weft/graph/policies.hpp"

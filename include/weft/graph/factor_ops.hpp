@@ -1,0 +1,44 @@
+// weft/graph/factor_ops.hpp - the CPU implementations of the quantitative-finance factor
+// operators the graph layer's applications compose (issue 4 §4, seed 004 §4.3): series of S
+// stocks over D days, windowed over time or taken across stocks on one day. Windowed operators
+// run in O(S * D) with running sums in double, whatever the window.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace weft::graph {
+
+/// S stocks x D days, stock-major: value(s, d) = values[s * days + d]. NaN marks "no value"
+/// (the first w - 1 days of a window of w, or propagated from an input).
+struct Series {
+  std::size_t stocks = 0;
+  std::size_t days = 0;
+  std::vector<float> values;
+
+  Series() = default;
+  Series(std::size_t s, std::size_t d, float fill = 0.0f)
+      : stocks(s), days(d), values(s * d, fill) {}
+  float& at(std::size_t s, std::size_t d) { return values[s * days + d]; }
+  [[nodiscard]] float at(std::size_t s, std::size_t d) const { return values[s * days + d]; }
+};
+
+/// Mean of the last `window` days (NaN before a full window, or when one of them is NaN).
+/// Throws InvalidArgument for a window of 0 or longer than the series.
+Series moving_mean(const Series& x, std::size_t window);
+/// Population standard deviation of the last `window` days (as moving_mean).
+Series moving_stddev(const Series& x, std::size_t window);
+/// Pearson correlation of x and y over the last `window` days (NaN where either is constant over
+/// the window). Throws InvalidArgument for series of different shapes, or as moving_mean.
+Series moving_correlation(const Series& x, const Series& y, std::size_t window);
+/// x(d) - x(d - lag) (NaN for the first `lag` days). Throws InvalidArgument for lag 0 or
+/// lag >= days.
+Series delta(const Series& x, std::size_t lag);
+/// Cross-sectional rank on each day, scaled to [0, 1] (0 the smallest; ties get their mean
+/// rank; NaN stays NaN and is not ranked; a day with one value gives it 0.5).
+Series rank(const Series& x);
+/// Cross-sectional scaling on each day: x / sum |x| (NaN ignored in the sum; a day whose sum is
+/// 0 gives 0).
+Series scale(const Series& x);
+
+}  // namespace weft::graph

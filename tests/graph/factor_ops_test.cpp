@@ -1,0 +1,127 @@
+// Factor operators against straightforward O(S * D * window) references.
+#include "weft/graph/factor_ops.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "weft/error.hpp"
+
+using weft::graph::Series;
+
+namespace {
+
+Series random_walks(std::size_t stocks, std::size_t days, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> step(0.0f, 1.0f);
+  Series x(stocks, days);
+  for (std::size_t s = 0; s < stocks; ++s) {
+    float v = 100.0f;
+    for (std::size_t d = 0; d < days; ++d) x.at(s, d) = v += step(rng);
+  }
+  return x;
+}
+
+// Both NaN, or within `tol` (relative to max(1, |expected|)).
+void expect_close(const Series& got, const Series& want, double tol, const char* what) {
+  ASSERT_EQ(got.values.size(), want.values.size());
+  for (std::size_t i = 0; i < got.values.size(); ++i) {
+    const double g = got.values[i], w = want.values[i];
+    if (std::isnan(w)) {
+      EXPECT_TRUE(std::isnan(g)) << what << " at " << i << ": " << g << ", expected NaN";
+    } else {
+      EXPECT_NEAR(g, w, tol * std::max(1.0, std::abs(w))) << what << " at " << i;
+    }
+  }
+}
+
+double window_mean(const Series& x, std::size_t s, std::size_t d, std::size_t w) {
+  double m = 0;
+  for (std::size_t k = d + 1 - w; k <= d; ++k) m += x.at(s, k);
+  return m / static_cast<double>(w);
+}
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+}  // namespace
+
+TEST(FactorOps, MovingMeanAndStddevMatchTheDefinition) {
+  Series x = random_walks(7, 300, 1);
+  x.at(3, 100) = kNaN;  // a hole: the windows over it are NaN
+  for (const std::size_t w : {1, 5, 20, 300}) {
+    Series mean(x.stocks, x.days, kNaN), sd(x.stocks, x.days, kNaN);
+    for (std::size_t s = 0; s < x.stocks; ++s) {
+      for (std::size_t d = w - 1; d < x.days; ++d) {
+        const double m = window_mean(x, s, d, w);
+        double v = 0;
+        for (std::size_t k = d + 1 - w; k <= d; ++k) v += (x.at(s, k) - m) * (x.at(s, k) - m);
+        mean.at(s, d) = static_cast<float>(m);  // NaN when the window holds the hole
+        sd.at(s, d) = static_cast<float>(std::sqrt(v / static_cast<double>(w)));
+      }
+    }
+    expect_close(weft::graph::moving_mean(x, w), mean, 1e-5, "moving_mean");
+    expect_close(weft::graph::moving_stddev(x, w), sd, 2e-3, "moving_stddev");
+  }
+}
+
+TEST(FactorOps, MovingCorrelationMatchesTheDefinition) {
+  const Series x = random_walks(5, 200, 2), y = random_walks(5, 200, 3);
+  const std::size_t w = 30;
+  Series want(x.stocks, x.days, kNaN);
+  for (std::size_t s = 0; s < x.stocks; ++s) {
+    for (std::size_t d = w - 1; d < x.days; ++d) {
+      const double mx = window_mean(x, s, d, w), my = window_mean(y, s, d, w);
+      double sxy = 0, sxx = 0, syy = 0;
+      for (std::size_t k = d + 1 - w; k <= d; ++k) {
+        sxy += (x.at(s, k) - mx) * (y.at(s, k) - my);
+        sxx += (x.at(s, k) - mx) * (x.at(s, k) - mx);
+        syy += (y.at(s, k) - my) * (y.at(s, k) - my);
+      }
+      want.at(s, d) = static_cast<float>(sxy / std::sqrt(sxx * syy));
+    }
+  }
+  expect_close(weft::graph::moving_correlation(x, y, w), want, 2e-3, "moving_correlation");
+  // A series with itself: 1; a constant series: no correlation.
+  const Series self = weft::graph::moving_correlation(x, x, w);
+  EXPECT_NEAR(self.at(0, 100), 1.0, 1e-4);
+  const Series flat(5, 200, 3.0f);
+  EXPECT_TRUE(std::isnan(weft::graph::moving_correlation(x, flat, w).at(0, 100)));
+}
+
+TEST(FactorOps, DeltaRankAndScale) {
+  Series x(4, 3);
+  // day 0: 3 1 2 2 (a tie); day 1: NaN 5 -5 0; day 2: 7 only ... others NaN
+  const float v[4][3] = {{3, kNaN, 7}, {1, 5, kNaN}, {2, -5, kNaN}, {2, 0, kNaN}};
+  for (std::size_t s = 0; s < 4; ++s) {
+    for (std::size_t d = 0; d < 3; ++d) x.at(s, d) = v[s][d];
+  }
+  const Series r = weft::graph::rank(x);
+  EXPECT_FLOAT_EQ(r.at(1, 0), 0.0f);
+  EXPECT_FLOAT_EQ(r.at(2, 0), 0.5f);  // tied with stock 3: mean of ranks 1 and 2, over 3
+  EXPECT_FLOAT_EQ(r.at(3, 0), 0.5f);
+  EXPECT_FLOAT_EQ(r.at(0, 0), 1.0f);
+  EXPECT_TRUE(std::isnan(r.at(0, 1)));
+  EXPECT_FLOAT_EQ(r.at(2, 1), 0.0f);
+  EXPECT_FLOAT_EQ(r.at(1, 1), 1.0f);
+  EXPECT_FLOAT_EQ(r.at(0, 2), 0.5f);  // alone on its day
+  const Series sc = weft::graph::scale(x);
+  EXPECT_FLOAT_EQ(sc.at(0, 0), 3.0f / 8.0f);
+  EXPECT_FLOAT_EQ(sc.at(2, 1), -0.5f);
+  EXPECT_FLOAT_EQ(sc.at(3, 1), 0.0f);
+  const Series dl = weft::graph::delta(x, 1);
+  EXPECT_TRUE(std::isnan(dl.at(1, 0)));
+  EXPECT_FLOAT_EQ(dl.at(1, 1), 4.0f);
+  EXPECT_FLOAT_EQ(dl.at(2, 1), -7.0f);
+}
+
+TEST(FactorOps, BadArgumentsAreRejected) {
+  const Series x = random_walks(2, 10, 4);
+  EXPECT_THROW(weft::graph::moving_mean(x, 0), weft::InvalidArgument);
+  EXPECT_THROW(weft::graph::moving_stddev(x, 11), weft::InvalidArgument);
+  EXPECT_THROW(weft::graph::moving_correlation(x, random_walks(3, 10, 5), 2),
+               weft::InvalidArgument);
+  EXPECT_THROW(weft::graph::delta(x, 0), weft::InvalidArgument);
+  EXPECT_THROW(weft::graph::delta(x, 10), weft::InvalidArgument);
+}
