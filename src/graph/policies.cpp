@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "dag.hpp"
 #include "weft/error.hpp"
 
 namespace weft::graph {
@@ -11,43 +12,6 @@ namespace weft::graph {
 namespace {
 
 bool gpu_capable(const MappingProblem::Node& v) { return std::isfinite(v.gpu); }
-
-void check_edges(const MappingProblem& p, const char* who) {
-  for (const auto& e : p.edges) {
-    if (e.from >= p.nodes.size() || e.to >= p.nodes.size()) {
-      throw InvalidArgument(std::string("weft::graph::") + who + ": an edge names node " +
-                            std::to_string(std::max(e.from, e.to)) + " of " +
-                            std::to_string(p.nodes.size()));
-    }
-  }
-}
-
-// Kahn's algorithm: producers before consumers. Throws on a cycle, naming a node on it.
-std::vector<std::size_t> topological_order(const MappingProblem& p) {
-  const std::size_t n = p.nodes.size();
-  std::vector<std::size_t> indegree(n, 0), order;
-  std::vector<std::vector<std::size_t>> out(n);
-  for (const auto& e : p.edges) {
-    out[e.from].push_back(e.to);
-    ++indegree[e.to];
-  }
-  order.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (indegree[i] == 0) order.push_back(i);
-  }
-  for (std::size_t k = 0; k < order.size(); ++k) {
-    for (const std::size_t c : out[order[k]]) {
-      if (--indegree[c] == 0) order.push_back(c);
-    }
-  }
-  if (order.size() != n) {
-    std::size_t on_cycle = 0;
-    while (indegree[on_cycle] == 0) ++on_cycle;
-    throw InvalidArgument("weft::graph::map_pptm: the graph has a cycle (through node " +
-                          std::to_string(on_cycle) + ")");
-  }
-  return order;
-}
 
 }  // namespace
 
@@ -70,14 +34,11 @@ std::vector<Device> map_d_map(const MappingProblem& problem) {
 }
 
 std::vector<Device> map_pptm(const MappingProblem& problem) {
-  check_edges(problem, "map_pptm");
   const std::size_t n = problem.nodes.size();
-  const std::vector<std::size_t> order = topological_order(problem);
-  std::vector<std::vector<const MappingProblem::Edge*>> in(n), out(n);
-  for (const auto& e : problem.edges) {
-    in[e.to].push_back(&e);
-    out[e.from].push_back(&e);
-  }
+  const detail::Dag g = detail::make_dag(problem, "map_pptm");
+  const auto& order = g.topo;
+  const auto& in = g.in;
+  const auto& out = g.out;
   // Accumulated gains, producers first.
   std::vector<double> acc(n, 0.0);
   for (const std::size_t v : order) {

@@ -6,45 +6,15 @@
 #include <queue>
 #include <string>
 
+#include "dag.hpp"
 #include "weft/error.hpp"
 
 namespace weft::graph {
 
 namespace {
 
-struct Graph {
-  std::vector<std::vector<const MappingProblem::Edge*>> in, out;
-  std::vector<std::size_t> topo;  // producers first
-};
-
-Graph build(const MappingProblem& p, const char* who) {
-  const std::size_t n = p.nodes.size();
-  Graph g;
-  g.in.resize(n);
-  g.out.resize(n);
-  std::vector<std::size_t> indegree(n, 0);
-  for (const auto& e : p.edges) {
-    if (e.from >= n || e.to >= n) {
-      throw InvalidArgument(std::string("weft::graph::") + who + ": an edge names node " +
-                            std::to_string(std::max(e.from, e.to)) + " of " + std::to_string(n));
-    }
-    g.out[e.from].push_back(&e);
-    g.in[e.to].push_back(&e);
-    ++indegree[e.to];
-  }
-  for (std::size_t i = 0; i < n; ++i) {
-    if (indegree[i] == 0) g.topo.push_back(i);
-  }
-  for (std::size_t k = 0; k < g.topo.size(); ++k) {
-    for (const auto* e : g.out[g.topo[k]]) {
-      if (--indegree[e->to] == 0) g.topo.push_back(e->to);
-    }
-  }
-  if (g.topo.size() != n) {
-    throw InvalidArgument(std::string("weft::graph::") + who + ": the graph has a cycle");
-  }
-  return g;
-}
+using detail::Dag;
+using detail::make_dag;
 
 double cost_on(const MappingProblem::Node& v, Device d) { return d == Device::cpu ? v.cpu : v.gpu; }
 
@@ -56,7 +26,7 @@ double mean_time(const MappingProblem::Node& v) {
 }
 
 // Upward ranks, outputs first.
-std::vector<double> upward_ranks(const MappingProblem& p, const Graph& g) {
+std::vector<double> upward_ranks(const MappingProblem& p, const Dag& g) {
   std::vector<double> rank(p.nodes.size(), 0.0);
   for (auto it = g.topo.rbegin(); it != g.topo.rend(); ++it) {
     double tail = 0;
@@ -70,7 +40,7 @@ std::vector<double> upward_ranks(const MappingProblem& p, const Graph& g) {
 
 // List scheduling: `choose(node, ready time on each device)` picks the device.
 template <class Choose>
-Schedule list_schedule(const MappingProblem& p, const Graph& g, Choose choose) {
+Schedule list_schedule(const MappingProblem& p, const Dag& g, Choose choose) {
   const std::size_t n = p.nodes.size();
   const std::vector<double> rank = upward_ranks(p, g);
   Schedule s;
@@ -125,12 +95,12 @@ Schedule simulate_schedule(const MappingProblem& problem, const std::vector<Devi
                             " is mapped to a device it has no implementation for");
     }
   }
-  const Graph g = build(problem, "simulate_schedule");
+  const Dag g = make_dag(problem, "simulate_schedule");
   return list_schedule(problem, g, [&](std::size_t v, const double*) { return device[v]; });
 }
 
 Schedule heft_schedule(const MappingProblem& problem) {
-  const Graph g = build(problem, "heft_schedule");
+  const Dag g = make_dag(problem, "heft_schedule");
   for (std::size_t i = 0; i < problem.nodes.size(); ++i) {
     const auto& v = problem.nodes[i];
     if (std::isnan(v.cpu) || std::isnan(v.gpu) || v.cpu < 0 || v.gpu < 0 ||
