@@ -49,6 +49,13 @@ class Timeout : public Error {
   using Error::Error;
 };
 
+/// An allocator could not find the memory asked for (device memory exhausted, or a configured
+/// limit reached). The message names the request and what the allocator held.
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A CUDA runtime or driver call failed. The message names the call, the CUDA error and the
 /// source location of the call.
 class CudaError : public Error {
