@@ -38,7 +38,8 @@ $(TSAN_BUILD)/CMakeCache.txt:
 	  -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_TOOLS=OFF -DWEFT_CUDA=OFF $(CMAKE_ARGS)
 
 build-tsan: deps $(TSAN_BUILD)/CMakeCache.txt
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target weft_cpu_tests weft_cpu_stress weft_gpu_host_tests
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target weft_cpu_tests weft_cpu_stress weft_gpu_host_tests \
+	  weft_graph_tests
 
 demo: build
 	$(BUILD)/tools/weft/weft demo

@@ -20,3 +20,5 @@ echo "ThreadSanitizer: weft_cpu_stress (x3, shuffled, scale $WEFT_STRESS_SCALE)"
 run "$build/tests/weft_cpu_stress" --gtest_brief=1 --gtest_repeat=3 --gtest_shuffle
 echo "ThreadSanitizer: weft_gpu_host_tests (the GPU pool's protocol on the host backend)"
 WEFT_STRESS_SCALE=0.1 run "$build/tests/weft_gpu_host_tests" --gtest_brief=1
+echo "ThreadSanitizer: weft_graph_tests (the graph runtime: dispatcher, executor, emulated device)"
+run "$build/tests/weft_graph_tests" --gtest_brief=1 --gtest_filter='Runtime*:Graph*'

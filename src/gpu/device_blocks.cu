@@ -10,22 +10,12 @@
 
 #include "weft/error.hpp"
 #include "weft/gpu/detail/block_runtime.hpp"
+#include "weft/gpu/detail/cuda_check.cuh"
 #include "weft/gpu/detail/slot.hpp"
 
 namespace weft::gpu::detail {
 
 namespace {
-
-[[noreturn]] void throw_cuda(const char* call, cudaError_t e, const char* file, int line) {
-  throw CudaError(call, static_cast<int>(e),
-                  std::string(call) + " failed: " + cudaGetErrorName(e) + " (" +
-                      cudaGetErrorString(e) + ") at " + file + ":" + std::to_string(line));
-}
-#define WEFT_CUDA_CHECK(call)                                                       \
-  do {                                                                              \
-    const cudaError_t weft_err_ = (call);                                           \
-    if (weft_err_ != cudaSuccess) throw_cuda(#call, weft_err_, __FILE__, __LINE__); \
-  } while (0)
 
 // Restores the calling thread's current device: the pool's set-up visits every GPU, and the
 // caller's cudaMalloc after constructing a pool must still go where it went before.

@@ -1,0 +1,143 @@
+// weft/graph/runtime.hpp - runs a Graph on the CPU executor and one device (DESIGN.md §3, KOS's
+// scheduler and dataflow executor): maps each node to the CPU or the GPU with a policy and the
+// cost models, then runs it as a scoreboard - a node starts when its producers are done (a GPU
+// node as soon as its GPU producers are enqueued: streams and events order them), data are
+// copied where a node needs them (MSI), and every measured node and transfer refines the models.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "weft/graph/bfc_allocator.hpp"
+#include "weft/graph/cost_models.hpp"
+#include "weft/graph/graph.hpp"
+#include "weft/graph/mincut.hpp"
+
+namespace weft::cpu {
+class Executor;
+}
+
+namespace weft::graph {
+
+namespace detail {
+class DeviceBackend;
+}
+
+/// How nodes are mapped. a_free: every node on the CPU; d_map: every node with a GPU
+/// implementation on the GPU; pptm: seed 004's proactive mapping; mincut: the cheapest mapping
+/// under the additive model; heft: earliest-finish-time list scheduling (schedule.hpp).
+enum class Policy { a_free, d_map, pptm, mincut, heft };
+inline constexpr Policy kAllPolicies[] = {Policy::a_free, Policy::d_map, Policy::pptm,
+                                          Policy::mincut, Policy::heft};
+[[nodiscard]] const char* to_string(Policy p) noexcept;
+/// "a_free", "a-free", "d_map", "d-map", "pptm", "mincut", "heft". Throws InvalidArgument
+/// listing the choices.
+[[nodiscard]] Policy parse_policy(std::string_view name);
+
+/// The device a runtime drives. automatic: CUDA device `cuda_device` if one is usable, else
+/// none; emulated: host memory and threads standing in for a GPU (tests, CI).
+enum class DeviceKind { automatic, cuda, emulated, none };
+
+struct RuntimeOptions {
+  DeviceKind device = DeviceKind::automatic;
+  int cuda_device = 0;
+  /// Streams GPU nodes are spread over (a GPU node takes its first GPU producer's stream).
+  int streams = 4;
+  /// Refine the cost models from every run's measurements.
+  bool learn = true;
+  /// The device memory allocator's regions.
+  BfcOptions memory;
+};
+
+/// One executed node. Times are seconds since the run started (GPU nodes: from CUDA events,
+/// placed on the host clock by an event recorded when the run started).
+struct NodeRecord {
+  std::size_t node = 0;
+  Device device = Device::cpu;
+  int lane = 0;  // CPU: the executor worker (or -1: the dispatcher); GPU: the stream
+  double start = 0, end = 0;
+  double predicted = 0;  // the model's time for the node on its device (0 without a model)
+  std::size_t size = 0;  // the bytes its arguments span (the models' size)
+};
+
+struct TransferRecord {
+  std::size_t data = 0;
+  bool to_device = true;
+  std::size_t bytes = 0;
+  int stream = 0;
+  double start = 0, end = 0;
+};
+
+struct RunReport {
+  std::string policy;  // the policy's name, or "forced"
+  std::vector<Device> mapping;
+  double seconds = 0;         // the whole run, wall clock, including the final copies back
+  double predicted_cost = 0;  // the additive model's cost of the mapping (0 without models)
+  std::size_t bytes_to_device = 0;
+  std::size_t bytes_to_host = 0;
+  std::vector<NodeRecord> nodes;  // in completion order
+  std::vector<TransferRecord> transfers;
+};
+
+/// Runs graphs. One run at a time (run() is not reentrant; calls from several threads are
+/// serialised by the caller). The executor must outlive the runtime; a graph run on a device
+/// keeps device copies of its data between runs (released with the graph, or by release()).
+///
+/// @code
+///   weft::cpu::Executor ex;
+///   weft::graph::Runtime rt(ex);
+///   auto report = rt.run(graph, weft::graph::Policy::pptm);
+/// @endcode
+class Runtime {
+ public:
+  explicit Runtime(cpu::Executor& executor, RuntimeOptions options = {});
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  [[nodiscard]] bool has_device() const noexcept;
+  /// "cuda:0 NVIDIA H100 ...", "emulated device", or "none (<why>)".
+  [[nodiscard]] std::string device_name() const;
+
+  [[nodiscard]] CostModels& models() noexcept { return models_; }
+  [[nodiscard]] const CostModels& models() const noexcept { return models_; }
+
+  /// The mapping problem of `graph` under the models: per node its predicted time on each
+  /// device (a graph input's transfer to the device, and a final output's back, are in its GPU
+  /// time), per data flow the transfer each way. Throws InvalidState naming a missing model.
+  [[nodiscard]] MappingProblem problem(const Graph& graph) const;
+  /// The policy's mapping of `graph` (everything on the CPU when there is no device). Throws
+  /// InvalidState for a missing model (a_free and d_map need none).
+  [[nodiscard]] std::vector<Device> map(const Graph& graph, Policy policy) const;
+
+  /// Runs `graph` once with the policy's mapping and returns what happened. Graph inputs are
+  /// taken from their host buffers; data the graph writes are in their host buffers when it
+  /// returns (graph-owned intermediates stay where they are: Graph::fetch). When a node throws,
+  /// the run stops issuing nodes, waits for those in flight, and throws weft::Error naming the
+  /// node with the original exception nested; every node has then run, failed or not run.
+  RunReport run(Graph& graph, Policy policy);
+  /// Runs with a given mapping. Throws InvalidArgument for a mapping of the wrong size, a node
+  /// mapped to a device it has no implementation for, or the GPU without a device.
+  RunReport run(Graph& graph, const std::vector<Device>& mapping);
+
+  /// Frees `graph`'s device copies (bringing back values that live only there).
+  void release(Graph& graph);
+
+  /// The device allocator's statistics (all zero without a device).
+  [[nodiscard]] BfcStats memory_stats() const;
+
+ private:
+  RunReport execute(Graph& graph, const std::vector<Device>& mapping, std::string policy);
+
+  cpu::Executor& executor_;
+  RuntimeOptions options_;
+  std::unique_ptr<detail::DeviceBackend> device_;
+  std::string no_device_why_;
+  std::shared_ptr<void> memory_;  // detail::DeviceMemory
+  CostModels models_;
+};
+
+}  // namespace weft::graph

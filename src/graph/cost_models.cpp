@@ -1,0 +1,89 @@
+#include "weft/graph/cost_models.hpp"
+
+#include <cmath>
+
+#include "weft/error.hpp"
+
+namespace weft::graph {
+
+namespace {
+
+constexpr std::size_t kRecent = 64;
+
+}  // namespace
+
+void CostModels::set(const std::string& device, const std::string& kernel, LinearCostModel model) {
+  entries_[{device, kernel}].model = std::move(model);
+}
+
+const LinearCostModel* CostModels::find(const std::string& device,
+                                        const std::string& kernel) const {
+  auto it = entries_.find({device, kernel});
+  return it == entries_.end() || !it->second.model ? nullptr : &*it->second.model;
+}
+
+double CostModels::predict(const std::string& device, const std::string& kernel,
+                           double size) const {
+  const LinearCostModel* m = find(device, kernel);
+  if (m == nullptr) {
+    throw InvalidState("weft::graph: no cost model for '" + kernel + "' on " + device +
+                       " (calibrate first: `weft calibrate`, or runs that measure it at two "
+                       "sizes)");
+  }
+  return m->predict(size);
+}
+
+void CostModels::observe(const std::string& device, const std::string& kernel, double size,
+                         double seconds) {
+  if (!(size >= 0) || !std::isfinite(size) || !(seconds >= 0) || !std::isfinite(seconds)) {
+    throw InvalidArgument("weft::graph::CostModels::observe: '" + kernel + "' on " + device +
+                          ": size " + std::to_string(size) + " and time " +
+                          std::to_string(seconds) + " must be finite and >= 0");
+  }
+  Entry& e = entries_[{device, kernel}];
+  e.recent.push_back({size, seconds});
+  if (e.recent.size() > kRecent) e.recent.erase(e.recent.begin());
+  if (e.model) {
+    e.model->update(size, seconds);
+    return;
+  }
+  for (const CostSample& s : e.recent) {
+    if (s.size != size) {
+      e.model = LinearCostModel::fit(e.recent);
+      return;
+    }
+  }
+}
+
+std::size_t CostModels::pending(const std::string& device, const std::string& kernel) const {
+  auto it = entries_.find({device, kernel});
+  return it == entries_.end() || it->second.model ? 0 : it->second.recent.size();
+}
+
+std::vector<std::pair<std::pair<std::string, std::string>, LinearCostModel>> CostModels::list()
+    const {
+  std::vector<std::pair<std::pair<std::string, std::string>, LinearCostModel>> out;
+  for (const auto& [key, e] : entries_) {
+    if (e.model) out.emplace_back(key, *e.model);
+  }
+  return out;
+}
+
+std::size_t CostModels::load(const ModelStore& store, const std::string& machine) {
+  std::size_t n = 0;
+  for (const StoredModel& m : store.list(machine)) {
+    if (m.key.machine != machine) continue;
+    entries_[{m.key.device, m.key.kernel}].model = m.model;
+    ++n;
+  }
+  return n;
+}
+
+void CostModels::save(ModelStore& store, const std::string& machine) const {
+  for (const auto& [key, e] : entries_) {
+    if (!e.model) continue;
+    store.put({machine, key.first, key.second}, *e.model, e.model->median_relative_error(e.recent));
+  }
+}
+
+}  // namespace weft::graph

@@ -1,0 +1,367 @@
+#include "dispatcher.hpp"
+
+#include <algorithm>
+
+#include "weft/cpu/executor.hpp"
+#include "weft/error.hpp"
+
+namespace weft::graph::detail {
+
+namespace {
+
+constexpr std::size_t kHost = Coherence::kHost;
+constexpr std::size_t kDevice0 = 1;
+
+std::string what_of(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& x) {
+    return x.what();
+  } catch (...) {
+    return "an exception not derived from std::exception";
+  }
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(GraphImpl& graph, const std::vector<Device>& mapping, DeviceBackend* device,
+                       DeviceMemory* memory, cpu::Executor& executor, const CostModels& models)
+    : g_(graph),
+      mapping_(mapping),
+      device_(device),
+      memory_(memory),
+      executor_(executor),
+      models_(models),
+      nodes_(graph.nodes.size()),
+      data_(graph.data.size()),
+      futures_(graph.nodes.size()) {}
+
+double Dispatcher::since_start() const {
+  return std::chrono::duration<double>(Clock::now() - t0_).count();
+}
+
+void Dispatcher::fail(std::exception_ptr e) {
+  if (!error_) error_ = e;
+}
+
+void Dispatcher::start_inputs() {
+  // A new run's inputs are what their host buffers hold now.
+  for (DataEntry& d : g_.data) {
+    if (d.read_before_written) d.copies.reset_to(kHost);
+  }
+}
+
+void Dispatcher::satisfy(std::size_t consumer) {
+  if (--nodes_[consumer].unsatisfied == 0) ready_.push_back(consumer);
+}
+
+int Dispatcher::stream_for(std::size_t node) {
+  for (std::size_t p : g_.nodes[node].producers) {
+    if (mapping_[p] == Device::gpu) return nodes_[p].stream;  // stay on the chain's stream
+  }
+  const int s = next_stream_;
+  next_stream_ = (next_stream_ + 1) % device_->streams();
+  return s;
+}
+
+void Dispatcher::copy_back(std::size_t data, int stream) {
+  DataEntry& d = g_.data[data];
+  DataState& ds = data_[data];
+  if (ds.device_ready && ds.device_ready_stream != stream) device_->wait(stream, *ds.device_ready);
+  PendingTransfer t{data, false, stream, device_->record(stream), 0};
+  device_->copy_to_host(stream, d.host, d.device, d.bytes);
+  t.end = device_->record(stream);
+  transfers_.push_back(t);
+  bytes_to_host_ += d.bytes;
+  ds.host_copy_in_flight = true;
+  ++in_flight_device_;
+  device_->on_host(stream, [inbox = inbox_, data](std::exception_ptr e) {
+    inbox->post({Message::Kind::copy_landed, data, e});
+  });
+}
+
+void Dispatcher::start_cpu(std::size_t node) {
+  const NodeEntry& n = g_.nodes[node];
+  for (const Arg& a : n.args) {
+    const std::size_t i = a.data.index();
+    DataEntry& d = g_.data[i];
+    DataState& ds = data_[i];
+    if (a.access != Access::write) {
+      const std::size_t source = d.copies.read_at(kHost, "data '" + d.name + "'");
+      if (source == kDevice0) copy_back(i, std::max(ds.device_ready_stream, 0));
+      if (ds.host_copy_in_flight) {
+        ds.host_waiters.push_back(node);
+        ++nodes_[node].copies_awaited;
+      }
+    }
+    if (a.access != Access::read) d.copies.write_at(kHost);
+  }
+  if (nodes_[node].copies_awaited == 0) submit_cpu(node);
+}
+
+void Dispatcher::submit_cpu(std::size_t node) {
+  std::vector<void*> pointers;
+  std::vector<std::size_t> bytes;
+  for (const Arg& a : g_.nodes[node].args) {
+    pointers.push_back(g_.data[a.data.index()].host);
+    bytes.push_back(g_.data[a.data.index()].bytes);
+  }
+  futures_[node] = executor_.submit(
+      [this, inbox = inbox_, node, pointers = std::move(pointers), bytes = std::move(bytes)] {
+        Message m{Message::Kind::node_finished, node, nullptr};
+        m.lane = executor_.this_worker_index();
+        m.start = since_start();
+        try {
+          CpuCall call;
+          call.pointers = pointers;
+          call.bytes = bytes;
+          call.executor = &executor_;
+          g_.nodes[node].kernel.cpu(call);
+        } catch (...) {
+          m.error = std::current_exception();
+        }
+        m.end = since_start();
+        inbox->post(std::move(m));  // the last use of `this`
+      });
+  ++in_flight_cpu_;
+}
+
+void Dispatcher::start_gpu(std::size_t node) {
+  const NodeEntry& n = g_.nodes[node];
+  NodeState& ns = nodes_[node];
+  const int s = stream_for(node);
+  ns.stream = s;
+  for (std::size_t p : n.producers) {
+    if (mapping_[p] == Device::gpu && nodes_[p].stream != s) device_->wait(s, nodes_[p].end);
+  }
+  std::vector<void*> pointers;
+  std::vector<std::size_t> bytes;
+  for (const Arg& a : n.args) {
+    const std::size_t i = a.data.index();
+    DataEntry& d = g_.data[i];
+    DataState& ds = data_[i];
+    if (d.device == nullptr) d.device = memory_->allocator->allocate(d.bytes);
+    if (a.access != Access::write) {
+      const std::size_t source = d.copies.read_at(kDevice0, "data '" + d.name + "'");
+      if (source == kHost) {
+        PendingTransfer t{i, true, s, device_->record(s), 0};
+        device_->copy_to_device(s, d.device, d.host, d.bytes);
+        t.end = device_->record(s);
+        transfers_.push_back(t);
+        bytes_to_device_ += d.bytes;
+        ds.device_ready = t.end;
+        ds.device_ready_stream = s;
+      } else if (ds.device_ready && ds.device_ready_stream != s) {
+        device_->wait(s, *ds.device_ready);  // a copy in made on another stream
+      }
+    }
+    if (a.access != Access::read) d.copies.write_at(kDevice0);
+    pointers.push_back(d.device);
+    bytes.push_back(d.bytes);
+  }
+  ns.start = device_->record(s);
+  device_->launch(s, n.kernel, std::move(pointers), std::move(bytes), &executor_);
+  ns.end = device_->record(s);
+  for (const Arg& a : n.args) {
+    if (a.access == Access::read) continue;
+    data_[a.data.index()].device_ready = ns.end;
+    data_[a.data.index()].device_ready_stream = s;
+  }
+  ++in_flight_device_;
+  device_->on_host(s, [inbox = inbox_, node](std::exception_ptr e) {
+    inbox->post({Message::Kind::node_finished, node, e});
+  });
+  // GPU consumers may be enqueued behind it at once: the stream order and events keep them
+  // after it.
+  for (std::size_t c : g_.consumers[node]) {
+    if (mapping_[c] == Device::gpu) satisfy(c);
+  }
+}
+
+void Dispatcher::handle(const Message& m) {
+  if (m.kind == Message::Kind::copy_landed) {
+    --in_flight_device_;
+    if (m.error) fail(m.error);
+    DataState& ds = data_[m.index];
+    ds.host_copy_in_flight = false;
+    for (std::size_t waiter : ds.host_waiters) {
+      if (--nodes_[waiter].copies_awaited == 0 && !error_) submit_cpu(waiter);
+    }
+    ds.host_waiters.clear();
+    return;
+  }
+  const std::size_t node = m.index;
+  const bool on_gpu = mapping_[node] == Device::gpu;
+  --(on_gpu ? in_flight_device_ : in_flight_cpu_);
+  futures_[node] = {};
+  if (m.error) {
+    try {
+      std::rethrow_exception(m.error);
+    } catch (...) {
+      try {
+        std::throw_with_nested(Error("weft::graph: " + g_.describe(node) + " failed on the " +
+                                     (on_gpu ? "GPU" : "CPU") + ": " + what_of(m.error)));
+      } catch (...) {
+        fail(std::current_exception());
+      }
+    }
+  }
+  nodes_[node].finished = true;
+  ++finished_;
+  if (!on_gpu) {
+    NodeRecord r;
+    r.node = node;
+    r.device = Device::cpu;
+    r.lane = m.lane;
+    r.start = m.start;
+    r.end = m.end;
+    records_.push_back(r);
+  }
+  for (std::size_t c : g_.consumers[node]) {
+    if (!on_gpu || mapping_[c] == Device::cpu) satisfy(c);
+  }
+}
+
+void Dispatcher::wait_for_messages(std::vector<Message>& out) {
+  {
+    std::unique_lock lock(inbox_->mutex);
+    inbox_->cv.wait_for(lock, std::chrono::milliseconds(10),
+                        [&] { return !inbox_->messages.empty(); });
+    out.swap(inbox_->messages);
+  }
+  if (!out.empty()) return;
+  // Nothing came for a while: a failed device never runs the callbacks this run waits for,
+  // and a CPU task cancelled by an executor shutdown never reports.
+  if (device_ != nullptr && !device_failed_ && in_flight_device_ > 0) {
+    try {
+      device_->check();
+    } catch (...) {
+      device_failed_ = true;
+      fail(std::current_exception());
+    }
+  }
+  for (std::size_t node = 0; node < futures_.size(); ++node) {
+    if (!futures_[node].valid() || !futures_[node].ready()) continue;
+    std::lock_guard lock(inbox_->mutex);
+    const auto& pending = inbox_->messages;
+    const bool reported = std::any_of(pending.begin(), pending.end(), [&](const Message& m) {
+      return m.kind == Message::Kind::node_finished && m.index == node;
+    });
+    if (reported) continue;
+    try {
+      futures_[node].get();  // throws ShutDown: the task was cancelled
+      continue;              // (it ran and its message was handled meanwhile)
+    } catch (...) {
+      out.push_back({Message::Kind::node_finished, node, std::current_exception()});
+    }
+  }
+}
+
+void Dispatcher::finish_outputs() {
+  for (std::size_t i = 0; i < g_.data.size(); ++i) {
+    DataEntry& d = g_.data[i];
+    if (d.owned || !d.written || d.copies.valid(kHost)) continue;
+    (void)d.copies.read_at(kHost, "data '" + d.name + "'");
+    copy_back(i, std::max(data_[i].device_ready_stream, 0));
+  }
+}
+
+double Dispatcher::predicted(std::size_t node, Device d) const {
+  const NodeEntry& n = g_.nodes[node];
+  const LinearCostModel* m = models_.find(d == Device::gpu ? "gpu" : "cpu", n.kernel.name);
+  if (m == nullptr) return 0;
+  std::size_t size = 0;
+  for (const Arg& a : n.args) size += g_.data[a.data.index()].bytes;
+  return m->predict(static_cast<double>(size));
+}
+
+void Dispatcher::collect_times(RunReport& report) {
+  if (device_ != nullptr && ref_ && !device_failed_) {
+    auto at = [&](Event e) { return ref_host_ + device_->elapsed_ms(*ref_, e) / 1000.0; };
+    for (std::size_t node = 0; node < nodes_.size(); ++node) {
+      if (mapping_[node] != Device::gpu || !nodes_[node].finished) continue;
+      NodeRecord r;
+      r.node = node;
+      r.device = Device::gpu;
+      r.lane = nodes_[node].stream;
+      r.start = at(nodes_[node].start);
+      r.end = at(nodes_[node].end);
+      records_.push_back(r);
+    }
+    for (const PendingTransfer& t : transfers_) {
+      report.transfers.push_back(
+          {t.data, t.to_device, g_.data[t.data].bytes, t.stream, at(t.start), at(t.end)});
+    }
+  }
+  for (NodeRecord& r : records_) {
+    r.predicted = predicted(r.node, r.device);
+    for (const Arg& a : g_.nodes[r.node].args) r.size += g_.data[a.data.index()].bytes;
+  }
+  std::sort(records_.begin(), records_.end(),
+            [](const NodeRecord& a, const NodeRecord& b) { return a.end < b.end; });
+  report.nodes = std::move(records_);
+  report.bytes_to_device = bytes_to_device_;
+  report.bytes_to_host = bytes_to_host_;
+}
+
+void Dispatcher::run(RunReport& report) {
+  t0_ = Clock::now();
+  if (device_ != nullptr) {
+    ref_ = device_->record(0);
+    ref_host_ = since_start();
+  }
+  start_inputs();
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    nodes_[i].unsatisfied = g_.nodes[i].producers.size();
+    if (nodes_[i].unsatisfied == 0) ready_.push_back(i);
+  }
+  std::vector<Message> messages;
+  bool outputs_started = false;
+  for (;;) {
+    while (!ready_.empty() && !error_) {
+      const std::size_t node = ready_.front();
+      ready_.erase(ready_.begin());
+      try {
+        if (mapping_[node] == Device::gpu) {
+          start_gpu(node);
+        } else {
+          start_cpu(node);
+        }
+      } catch (...) {
+        fail(std::current_exception());
+      }
+    }
+    if (!error_ && finished_ == nodes_.size() && !outputs_started) {
+      outputs_started = true;
+      try {
+        finish_outputs();
+      } catch (...) {
+        fail(std::current_exception());
+      }
+    }
+    const std::size_t awaited = in_flight_cpu_ + (device_failed_ ? 0 : in_flight_device_);
+    if (awaited == 0) break;
+    wait_for_messages(messages);
+    for (const Message& m : messages) handle(m);
+    messages.clear();
+  }
+  if (!error_ && finished_ != nodes_.size()) {
+    fail(std::make_exception_ptr(InvalidState(
+        "weft::graph: the run stopped with " + std::to_string(nodes_.size() - finished_) +
+        " nodes never ready (a dependency the scoreboard cannot satisfy)")));
+  }
+  if (device_ != nullptr && !device_failed_) {
+    try {
+      device_->synchronize();
+    } catch (...) {
+      device_failed_ = true;
+      fail(std::current_exception());
+    }
+  }
+  report.seconds = since_start();
+  collect_times(report);
+  if (device_ != nullptr) device_->reset_events();
+  if (error_) std::rethrow_exception(error_);
+}
+
+}  // namespace weft::graph::detail

@@ -1,0 +1,127 @@
+// One run of a graph with a given mapping (src/graph only): the scoreboard of seed 004's
+// dataflow executor. The dispatcher is the calling thread; it alone touches the graph's data
+// states, the allocator and the device backend. CPU nodes run on the executor, GPU nodes are
+// enqueued on the backend's streams; both report back through one mutex-protected inbox.
+//
+// When a node may start:
+//   - a CPU node: every producer has finished (a GPU producer: its stream's host callback ran),
+//     and every copy back to the host it needs has landed;
+//   - a GPU node: every GPU producer has been enqueued (the node's stream waits for producers'
+//     end events on other streams) and every CPU producer has finished.
+// Where a datum's valid copy lives is the MSI bookkeeping of detail::Coherence; each datum also
+// remembers the event after which its device copy is ready (the writer's end, or the copy in)
+// and whether a copy back to the host is in flight (CPU readers wait for it).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "device_backend.hpp"
+#include "graph_impl.hpp"
+#include "weft/cpu/future.hpp"
+#include "weft/graph/cost_models.hpp"
+#include "weft/graph/runtime.hpp"
+
+namespace weft::graph::detail {
+
+class Dispatcher {
+ public:
+  Dispatcher(GraphImpl& graph, const std::vector<Device>& mapping, DeviceBackend* device,
+             DeviceMemory* memory, cpu::Executor& executor, const CostModels& models);
+  /// Runs the graph; fills `report`. Throws the first failure (a node's, nested in a
+  /// weft::Error naming it, or the device's) after everything in flight has ended.
+  void run(RunReport& report);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  using Event = DeviceBackend::Event;
+
+  struct NodeState {
+    std::size_t unsatisfied = 0;  // producers not yet satisfying this node
+    std::size_t copies_awaited = 0;
+    int stream = -1;
+    Event start{}, end{};
+    bool finished = false;
+  };
+  struct DataState {
+    std::optional<Event> device_ready;
+    int device_ready_stream = -1;
+    bool host_copy_in_flight = false;
+    std::vector<std::size_t> host_waiters;  // CPU nodes waiting for that copy
+  };
+  struct Message {
+    enum class Kind { node_finished, copy_landed } kind;
+    std::size_t index;  // node or data
+    std::exception_ptr error;
+    double start = 0, end = 0;  // CPU nodes: seconds since the run began
+    int lane = -1;
+  };
+  struct PendingTransfer {
+    std::size_t data;
+    bool to_device;
+    int stream;
+    Event start, end;
+  };
+
+  struct Inbox {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::vector<Message> messages;
+    // Notifies under the lock: once the dispatcher has seen the last message it may end the
+    // run and destroy what the poster would still touch after unlocking.
+    void post(Message m) {
+      std::lock_guard lock(mutex);
+      messages.push_back(std::move(m));
+      cv.notify_one();
+    }
+  };
+
+  void start_inputs();
+  void satisfy(std::size_t consumer);
+  void start_cpu(std::size_t node);
+  void submit_cpu(std::size_t node);
+  void start_gpu(std::size_t node);
+  void copy_back(std::size_t data, int stream);
+  void handle(const Message& m);
+  void wait_for_messages(std::vector<Message>& out);
+  void fail(std::exception_ptr e);
+  void finish_outputs();
+  void collect_times(RunReport& report);
+  [[nodiscard]] double since_start() const;
+  [[nodiscard]] int stream_for(std::size_t node);
+  [[nodiscard]] double predicted(std::size_t node, Device d) const;
+
+  GraphImpl& g_;
+  const std::vector<Device>& mapping_;
+  DeviceBackend* device_;
+  DeviceMemory* memory_;
+  cpu::Executor& executor_;
+  const CostModels& models_;
+  std::vector<NodeState> nodes_;
+  std::vector<DataState> data_;
+  std::vector<PendingTransfer> transfers_;
+  std::vector<NodeRecord> records_;
+  std::vector<std::size_t> ready_;
+  std::size_t finished_ = 0;
+  std::size_t in_flight_cpu_ = 0;           // CPU tasks whose message is due
+  std::size_t in_flight_device_ = 0;        // GPU nodes and copies whose message is due
+  std::vector<cpu::Future<void>> futures_;  // per node, while its CPU task is in flight
+  std::size_t bytes_to_device_ = 0, bytes_to_host_ = 0;
+  int next_stream_ = 0;
+  bool device_failed_ = false;
+  std::exception_ptr error_;
+  Clock::time_point t0_;
+  std::optional<Event> ref_;  // recorded on stream 0 when the run began
+  double ref_host_ = 0;       // the host clock then
+
+  // Shared with the device's callbacks: a failed device may still call one after the run.
+  std::shared_ptr<Inbox> inbox_ = std::make_shared<Inbox>();
+};
+
+}  // namespace weft::graph::detail

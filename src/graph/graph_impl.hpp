@@ -1,0 +1,74 @@
+// What a Graph holds (src/graph only): its data with their copies, its nodes with their
+// dependencies. The runtime reads and updates it through detail::GraphAccess.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weft/graph/bfc_allocator.hpp"
+#include "weft/graph/detail/coherence.hpp"
+#include "weft/graph/graph.hpp"
+
+namespace weft::graph::detail {
+
+/// A device's memory as a graph's data copies see it: where copies are allocated, and how one
+/// is brought back synchronously (Graph::fetch).
+struct DeviceMemory {
+  std::shared_ptr<BfcAllocator> allocator;
+  std::function<void(void* host, const void* device, std::size_t bytes)> copy_to_host;
+};
+
+struct DataEntry {
+  std::string name;
+  std::size_t bytes = 0;
+  void* host = nullptr;
+  std::unique_ptr<std::byte[]> owned;  // set for data the graph owns
+  Coherence copies{2};                 // host, device 0
+  void* device = nullptr;              // device 0's copy, from memory->allocator
+  // Build-time dependency tracking (sequential semantics).
+  std::ptrdiff_t last_writer = -1;
+  std::vector<std::size_t> readers_since_write;
+  // Derived: whether any node writes it, and whether some node reads it before any writes it.
+  bool written = false;
+  bool read_before_written = false;
+};
+
+struct NodeEntry {
+  Kernel kernel;
+  std::vector<Arg> args;
+  std::string label;
+  std::vector<std::size_t> producers;  // ascending, unique
+  // Producers whose output this node reads: (producer, data index), for transfer costs.
+  std::vector<std::pair<std::size_t, std::size_t>> flows;
+};
+
+struct GraphImpl {
+  GraphImpl();
+  ~GraphImpl();
+
+  [[nodiscard]] DataEntry& entry(Data d, const std::string& who);
+  [[nodiscard]] std::size_t node_index(NodeId n, const char* who) const;
+  [[nodiscard]] std::string describe(std::size_t node) const;
+  [[nodiscard]] bool reaches(std::size_t from, std::size_t to) const;
+  /// Frees every device copy (their values on the device are lost: a copy that was the only
+  /// valid one is first brought back to the host).
+  void release_device_copies();
+
+  std::uint64_t id;
+  std::vector<DataEntry> data;
+  std::vector<NodeEntry> nodes;
+  std::vector<std::vector<std::size_t>> consumers;  // inverse of producers
+  std::shared_ptr<DeviceMemory> memory;             // set by the first run on a device
+  bool running = false;
+};
+
+struct GraphAccess {
+  static GraphImpl& impl(Graph& g) { return *g.impl_; }
+  static const GraphImpl& impl(const Graph& g) { return *g.impl_; }
+};
+
+}  // namespace weft::graph::detail

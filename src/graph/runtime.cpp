@@ -1,0 +1,262 @@
+#include "weft/graph/runtime.hpp"
+
+#include <limits>
+
+#include "device_backend.hpp"
+#include "dispatcher.hpp"
+#include "graph_impl.hpp"
+#include "weft/cpu/executor.hpp"
+#include "weft/error.hpp"
+#include "weft/graph/policies.hpp"
+#include "weft/graph/schedule.hpp"
+
+namespace weft::graph {
+
+const char* to_string(Policy p) noexcept {
+  switch (p) {
+    case Policy::a_free:
+      return "a_free";
+    case Policy::d_map:
+      return "d_map";
+    case Policy::pptm:
+      return "pptm";
+    case Policy::mincut:
+      return "mincut";
+    case Policy::heft:
+      return "heft";
+  }
+  return "?";
+}
+
+Policy parse_policy(std::string_view name) {
+  for (Policy p : kAllPolicies) {
+    std::string n = to_string(p);
+    if (name == n) return p;
+    for (char& c : n) c = c == '_' ? '-' : c;
+    if (name == n) return p;
+  }
+  throw InvalidArgument("weft::graph: unknown policy '" + std::string(name) +
+                        "' (choose a_free, d_map, pptm, mincut or heft)");
+}
+
+namespace {
+
+std::size_t node_size(const detail::NodeEntry& n, const detail::GraphImpl& g) {
+  std::size_t size = 0;
+  for (const Arg& a : n.args) size += g.data[a.data.index()].bytes;
+  return size;
+}
+
+}  // namespace
+
+Runtime::Runtime(cpu::Executor& executor, RuntimeOptions options)
+    : executor_(executor), options_(options) {
+  if (options_.streams < 1) {
+    throw InvalidArgument("weft::graph::RuntimeOptions::streams must be >= 1 (got " +
+                          std::to_string(options_.streams) + ")");
+  }
+  switch (options_.device) {
+    case DeviceKind::none:
+      no_device_why_ = "none asked for";
+      break;
+    case DeviceKind::emulated:
+      device_ = detail::make_emulated_device(options_.streams);
+      break;
+    case DeviceKind::cuda:
+    case DeviceKind::automatic:
+      device_ = detail::make_cuda_device(options_.cuda_device, options_.streams, no_device_why_);
+      if (!device_ && options_.device == DeviceKind::cuda) {
+        throw InvalidArgument("weft::graph::Runtime: DeviceKind::cuda, but " + no_device_why_);
+      }
+      break;
+  }
+  if (device_) {
+    auto memory = std::make_shared<detail::DeviceMemory>();
+    memory->allocator = std::make_shared<BfcAllocator>(device_->backing(), options_.memory);
+    detail::DeviceBackend* dev = device_.get();
+    memory->copy_to_host = [dev](void* host, const void* device, std::size_t bytes) {
+      dev->copy_to_host_now(host, device, bytes);
+    };
+    memory_ = memory;
+  }
+}
+
+Runtime::~Runtime() {
+  // Graphs may outlive the runtime: their device copies are then freed with them, but nothing
+  // can bring a value back from the device any more.
+  if (memory_) {
+    static_cast<detail::DeviceMemory*>(memory_.get())->copy_to_host = [](void*, const void*,
+                                                                         std::size_t) {
+      throw InvalidState(
+          "weft::graph::Graph::fetch: the value lives only on the device of a runtime that no "
+          "longer exists (release() the graph before destroying its runtime)");
+    };
+  }
+}
+
+bool Runtime::has_device() const noexcept { return device_ != nullptr; }
+
+std::string Runtime::device_name() const {
+  return device_ ? device_->name() : "none (" + no_device_why_ + ")";
+}
+
+BfcStats Runtime::memory_stats() const {
+  if (!memory_) return {};
+  return static_cast<detail::DeviceMemory*>(memory_.get())->allocator->stats();
+}
+
+MappingProblem Runtime::problem(const Graph& graph) const {
+  const auto& g = detail::GraphAccess::impl(graph);
+  const double inf = MappingProblem::kNoImplementation;
+  auto h2d = [&](std::size_t bytes) { return models_.predict("gpu", kTransferToDevice, bytes); };
+  auto d2h = [&](std::size_t bytes) { return models_.predict("gpu", kTransferToHost, bytes); };
+  MappingProblem p;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const detail::NodeEntry& n = g.nodes[i];
+    const auto size = static_cast<double>(node_size(n, g));
+    MappingProblem::Node node;
+    node.cpu = n.kernel.cpu ? models_.predict("cpu", n.kernel.name, size) : inf;
+    node.gpu = inf;
+    if (n.kernel.gpu) {
+      node.gpu = models_.predict("gpu", n.kernel.name, size);
+      for (const Arg& a : n.args) {
+        const detail::DataEntry& d = g.data[a.data.index()];
+        bool produced = false;
+        for (const auto& [producer, data] : n.flows) produced |= data == a.data.index();
+        if (a.access != Access::write && !produced) node.gpu += h2d(d.bytes);  // a graph input
+        if (a.access != Access::read && !d.owned &&
+            d.last_writer == static_cast<std::ptrdiff_t>(i)) {
+          node.gpu += d2h(d.bytes);  // a final output, back to its host buffer
+        }
+      }
+    }
+    p.nodes.push_back(node);
+    for (std::size_t producer : n.producers) {
+      MappingProblem::Edge e{producer, i, 0.0, 0.0};
+      for (const auto& [from, data] : n.flows) {
+        if (from != producer) continue;
+        e.to_gpu += h2d(g.data[data].bytes);
+        e.to_cpu += d2h(g.data[data].bytes);
+      }
+      p.edges.push_back(e);  // an ordering-only dependency costs nothing
+    }
+  }
+  return p;
+}
+
+std::vector<Device> Runtime::map(const Graph& graph, Policy policy) const {
+  const auto& g = detail::GraphAccess::impl(graph);
+  if (!device_ || policy == Policy::a_free || policy == Policy::d_map) {
+    std::vector<Device> m;
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+      const Kernel& k = g.nodes[i].kernel;
+      const bool gpu = device_ && (policy == Policy::d_map ? static_cast<bool>(k.gpu) : !k.cpu);
+      if (!gpu && !k.cpu) {
+        throw InvalidArgument("weft::graph::Runtime::map: " + g.describe(i) +
+                              " has no CPU implementation and there is no device (" +
+                              device_name() + ")");
+      }
+      m.push_back(gpu ? Device::gpu : Device::cpu);
+    }
+    return m;
+  }
+  const MappingProblem p = problem(graph);
+  switch (policy) {
+    case Policy::pptm:
+      return map_pptm(p);
+    case Policy::mincut:
+      return min_cut_mapping(p).device;
+    case Policy::heft:
+      return heft_schedule(p).device;
+    default:
+      break;
+  }
+  return {};
+}
+
+RunReport Runtime::run(Graph& graph, Policy policy) {
+  return execute(graph, map(graph, policy), to_string(policy));
+}
+
+RunReport Runtime::run(Graph& graph, const std::vector<Device>& mapping) {
+  return execute(graph, mapping, "forced");
+}
+
+RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std::string policy) {
+  auto& g = detail::GraphAccess::impl(graph);
+  if (mapping.size() != g.nodes.size()) {
+    throw InvalidArgument("weft::graph::Runtime::run: a mapping of " +
+                          std::to_string(mapping.size()) + " nodes for a graph of " +
+                          std::to_string(g.nodes.size()));
+  }
+  bool uses_gpu = false;
+  for (std::size_t i = 0; i < mapping.size(); ++i) {
+    const Kernel& k = g.nodes[i].kernel;
+    if (mapping[i] == Device::gpu) {
+      uses_gpu = true;
+      if (!k.gpu) {
+        throw InvalidArgument("weft::graph::Runtime::run: " + g.describe(i) +
+                              " is mapped to the GPU, but kernel '" + k.name +
+                              "' has no GPU implementation (it is a fence)");
+      }
+      if (!device_) {
+        throw InvalidArgument("weft::graph::Runtime::run: " + g.describe(i) +
+                              " is mapped to the GPU, but the runtime has no device (" +
+                              device_name() + ")");
+      }
+    } else if (!k.cpu) {
+      throw InvalidArgument("weft::graph::Runtime::run: " + g.describe(i) +
+                            " is mapped to the CPU, but kernel '" + k.name +
+                            "' has no CPU implementation");
+    }
+  }
+  if (g.running) throw InvalidState("weft::graph::Runtime::run: the graph is already running");
+  auto* memory = static_cast<detail::DeviceMemory*>(memory_.get());
+  if (uses_gpu) {
+    if (g.memory && g.memory.get() != memory) {
+      throw InvalidState(
+          "weft::graph::Runtime::run: the graph holds device copies of another runtime; "
+          "release() it there first");
+    }
+    g.memory = std::static_pointer_cast<detail::DeviceMemory>(memory_);
+  }
+  RunReport report;
+  report.policy = std::move(policy);
+  report.mapping = mapping;
+  try {
+    report.predicted_cost = mapping_cost(problem(graph), mapping);
+  } catch (const InvalidState&) {
+    report.predicted_cost = 0;  // no models yet
+  }
+  g.running = true;
+  try {
+    detail::Dispatcher d(g, mapping, device_.get(), memory, executor_, models_);
+    d.run(report);
+  } catch (...) {
+    g.running = false;
+    throw;
+  }
+  g.running = false;
+  if (options_.learn) {
+    for (const NodeRecord& n : report.nodes) {
+      models_.observe(n.device == Device::gpu ? "gpu" : "cpu", g.nodes[n.node].kernel.name,
+                      static_cast<double>(n.size), n.end - n.start);
+    }
+    for (const TransferRecord& t : report.transfers) {
+      models_.observe("gpu", t.to_device ? kTransferToDevice : kTransferToHost,
+                      static_cast<double>(t.bytes), t.end - t.start);
+    }
+  }
+  return report;
+}
+
+void Runtime::release(Graph& graph) {
+  auto& g = detail::GraphAccess::impl(graph);
+  if (g.running) throw InvalidState("weft::graph::Runtime::release: the graph is running");
+  if (g.memory && g.memory.get() == memory_.get()) {
+    g.release_device_copies();
+    g.memory.reset();
+  }
+}
+
+}  // namespace weft::graph

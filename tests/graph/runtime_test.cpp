@@ -1,0 +1,424 @@
+// The graph runtime on the emulated device (CI's GPU path): every mapping gives the same
+// results, data cross between host and device only where a node needs them, repeated runs reuse
+// device memory, independent nodes overlap, failures are reported once and stop the run.
+#include "weft/graph/runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <numeric>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "weft/cpu/executor.hpp"
+#include "weft/error.hpp"
+
+namespace {
+
+using weft::graph::CpuCall;
+using weft::graph::Data;
+using weft::graph::Device;
+using weft::graph::DeviceKind;
+using weft::graph::Graph;
+using weft::graph::Kernel;
+using weft::graph::Policy;
+using weft::graph::read;
+using weft::graph::read_write;
+using weft::graph::Runtime;
+using weft::graph::RuntimeOptions;
+using weft::graph::write;
+
+constexpr auto kCpu = Device::cpu;
+constexpr auto kGpu = Device::gpu;
+
+// A GPU implementation that must never be called: on the emulated device the CPU one runs.
+void not_on_emulated(const weft::graph::GpuCall&) {
+  throw std::logic_error("the emulated device ran a GPU implementation");
+}
+
+// out[i] = a * in[i] + b
+Kernel affine(float a, float b) {
+  return {"affine",
+          [a, b](const CpuCall& c) {
+            const float* in = c.get<float>(0);
+            float* out = c.get<float>(1);
+            for (std::size_t i = 0; i < c.count<float>(0); ++i) out[i] = a * in[i] + b;
+          },
+          not_on_emulated,
+          {}};
+}
+// out = x + y
+Kernel add() {
+  return {"add",
+          [](const CpuCall& c) {
+            for (std::size_t i = 0; i < c.count<float>(0); ++i) {
+              c.get<float>(2)[i] = c.get<float>(0)[i] + c.get<float>(1)[i];
+            }
+          },
+          not_on_emulated,
+          {}};
+}
+// out[i] = mean of in (a fence: CPU only, like seed 004's AVG)
+Kernel avg() {
+  return {"avg",
+          [](const CpuCall& c) {
+            const std::size_t n = c.count<float>(0);
+            const double s = std::accumulate(c.get<float>(0), c.get<float>(0) + n, 0.0);
+            for (std::size_t i = 0; i < c.count<float>(1); ++i) c.get<float>(1)[i] = float(s / n);
+          },
+          {},
+          {}};
+}
+
+RuntimeOptions emulated(int streams = 3) {
+  RuntimeOptions o;
+  o.device = DeviceKind::emulated;
+  o.streams = streams;
+  o.memory.first_region = 1 << 20;
+  return o;
+}
+
+// in -> a1 -> a2 -+-> add -> avg(fence) -> a4 -> out
+//          \-> a3 -+
+struct Diamond {
+  static constexpr std::size_t kN = 1000;
+  std::vector<float> in = std::vector<float>(kN), out = std::vector<float>(kN);
+  Graph g;
+  Data d_in, t1, t2, t3, t4, t5, d_out;
+  Diamond() {
+    for (std::size_t i = 0; i < kN; ++i) in[i] = float(i % 17) * 0.5f;
+    d_in = g.add_data("in", in.data(), kN * sizeof(float));
+    d_out = g.add_data("out", out.data(), kN * sizeof(float));
+    t1 = g.add_data("t1", kN * sizeof(float));
+    t2 = g.add_data("t2", kN * sizeof(float));
+    t3 = g.add_data("t3", kN * sizeof(float));
+    t4 = g.add_data("t4", kN * sizeof(float));
+    t5 = g.add_data("t5", kN * sizeof(float));
+    g.add_node(affine(2, 1), {read(d_in), write(t1)}, "a1");
+    g.add_node(affine(1, -3), {read(t1), write(t2)}, "a2");
+    g.add_node(affine(0.5f, 0), {read(t1), write(t3)}, "a3");
+    g.add_node(add(), {read(t2), read(t3), write(t4)}, "add");
+    g.add_node(avg(), {read(t4), write(t5)}, "avg");
+    g.add_node(affine(3, 2), {read(t5), write(d_out)}, "a4");
+  }
+  [[nodiscard]] std::vector<float> expected() const {
+    double s = 0;
+    for (float x : in) {
+      const float t1v = 2 * x + 1;
+      s += (t1v - 3) + 0.5f * t1v;
+    }
+    return std::vector<float>(kN, 3 * float(s / kN) + 2);
+  }
+};
+
+void expect_near_all(const std::vector<float>& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], 1e-3f * std::abs(want[i]) + 1e-3f) << "at " << i;
+  }
+}
+
+TEST(Runtime, EveryMappingGivesTheSameResult) {
+  weft::cpu::Executor ex;
+  Runtime rt(ex, emulated());
+  Diamond d;
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 40; ++trial) {
+    std::vector<Device> m(6);
+    for (std::size_t i = 0; i < 6; ++i) m[i] = rng() % 2 ? kGpu : kCpu;
+    m[4] = kCpu;  // the fence
+    std::fill(d.out.begin(), d.out.end(), -1.0f);
+    const auto report = rt.run(d.g, m);
+    expect_near_all(d.out, d.expected());
+    EXPECT_EQ(report.nodes.size(), 6u);
+    for (const auto& r : report.nodes) EXPECT_EQ(r.device, m[r.node]) << "node " << r.node;
+  }
+}
+
+TEST(Runtime, DataCrossOnlyWhereANodeNeedsThem) {
+  weft::cpu::Executor ex;
+  Runtime rt(ex, emulated());
+  Diamond d;
+  const std::size_t b = Diamond::kN * sizeof(float);
+  // All on the CPU: nothing moves.
+  auto r = rt.run(d.g, Policy::a_free);
+  EXPECT_EQ(r.bytes_to_device + r.bytes_to_host, 0u);
+  // D-Map: `in` goes over once, t4 comes back for the fence, t5 goes over, `out` comes back.
+  r = rt.run(d.g, Policy::d_map);
+  EXPECT_EQ(r.mapping, (std::vector<Device>{kGpu, kGpu, kGpu, kGpu, kCpu, kGpu}));
+  EXPECT_EQ(r.bytes_to_device, 2 * b);
+  EXPECT_EQ(r.bytes_to_host, 2 * b);
+  EXPECT_EQ(r.transfers.size(), 4u);
+  expect_near_all(d.out, d.expected());
+  // a1 on the GPU feeds a2 on the CPU and a3 on the GPU: t1 comes back once; add on the CPU
+  // needs t3 back too.
+  r = rt.run(d.g, std::vector<Device>{kGpu, kCpu, kGpu, kCpu, kCpu, kCpu});
+  EXPECT_EQ(r.bytes_to_device, b);    // in
+  EXPECT_EQ(r.bytes_to_host, 2 * b);  // t1, t3
+  expect_near_all(d.out, d.expected());
+}
+
+TEST(Runtime, ReadersOnSeveralStreamsShareOneCopyIn) {
+  weft::cpu::Executor ex;
+  Runtime rt(ex, emulated(4));
+  std::vector<float> in(256, 2.0f);
+  Graph g;
+  auto x = g.add_data("x", in.data(), in.size() * 4);
+  std::vector<Data> outs;
+  for (int i = 0; i < 4; ++i) {
+    outs.push_back(g.add_data("o" + std::to_string(i), in.size() * 4));
+    g.add_node(affine(float(i), 0), {read(x), write(outs.back())});
+  }
+  const auto r = rt.run(g, Policy::d_map);
+  EXPECT_EQ(r.bytes_to_device, in.size() * 4);
+  std::set<int> lanes;
+  for (const auto& n : r.nodes) lanes.insert(n.lane);
+  EXPECT_EQ(lanes.size(), 4u);  // four independent nodes, four streams
+  for (int i = 0; i < 4; ++i) {
+    const float* o = static_cast<const float*>(g.fetch(outs[i]));
+    ASSERT_EQ(o[0], 2.0f * float(i));
+    ASSERT_EQ(o[255], 2.0f * float(i));
+  }
+}
+
+TEST(Runtime, RepeatedRunsTakeNewInputsAndReuseDeviceMemory) {
+  weft::cpu::Executor ex;
+  Runtime rt(ex, emulated());
+  Diamond d;
+  (void)rt.run(d.g, Policy::d_map);
+  const auto after_first = rt.memory_stats();
+  EXPECT_GT(after_first.bytes_in_use, 0u);
+  for (int run = 0; run < 20; ++run) {
+    for (std::size_t i = 0; i < Diamond::kN; ++i) d.in[i] = float((i * 7 + run) % 23);
+    (void)rt.run(d.g, run % 2 ? Policy::d_map : Policy::a_free);
+    expect_near_all(d.out, d.expected());
+  }
+  EXPECT_EQ(rt.memory_stats().backing_allocations, after_first.backing_allocations);
+  EXPECT_EQ(rt.memory_stats().allocations, after_first.allocations);
+  rt.release(d.g);
+  EXPECT_EQ(rt.memory_stats().bytes_in_use, 0u);
+}
+
+TEST(Runtime, IntermediatesLeftOnTheDeviceComeBackOnFetch) {
+  weft::cpu::Executor ex;
+  Runtime rt(ex, emulated());
+  Diamond d;
+  (void)rt.run(d.g, Policy::d_map);
+  const float* t3 = static_cast<const float*>(d.g.fetch(d.t3));
+  EXPECT_FLOAT_EQ(t3[5], 0.5f * (2 * d.in[5] + 1));
+}
+
+// Two nodes that can only finish if they run at the same time (each waits for the other).
+Kernel rendezvous(std::atomic<int>& arrived, std::atomic<bool>& met) {
+  return {"rendezvous",
+          [&](const CpuCall&) {
+            arrived.fetch_add(1);
+            const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+            while (arrived.load() < 2 && std::chrono::steady_clock::now() < until) {
+              std::this_thread::yield();
+            }
+            if (arrived.load() >= 2) met = true;
+          },
+          not_on_emulated,
+          {}};
+}
+
+TEST(Runtime, IndependentNodesOverlapOnTheCpuAndAcrossDevices) {
+  weft::cpu::Executor ex(weft::cpu::ExecutorOptions{.workers = 2});
+  Runtime rt(ex, emulated());
+  for (auto mapping : {std::vector<Device>{kCpu, kCpu}, std::vector<Device>{kCpu, kGpu},
+                       std::vector<Device>{kGpu, kGpu}}) {
+    std::atomic<int> arrived{0};
+    std::atomic<bool> met{false};
+    Graph g;
+    g.add_node(rendezvous(arrived, met), {});
+    g.add_node(rendezvous(arrived, met), {});
+    (void)rt.run(g, mapping);
+    EXPECT_TRUE(met.load()) << "nodes " << int(mapping[0]) << int(mapping[1]) << " ran apart";
+  }
+}
+
+TEST(Runtime, AFailingNodeStopsTheRunNamesItAndTheGraphRunsAgain) {
+  for (Device where : {kCpu, kGpu}) {
+    weft::cpu::Executor ex;
+    Runtime rt(ex, emulated());
+    Diamond d;
+    bool fail = true;
+    std::atomic<int> consumer_runs{0};
+    Kernel flaky{"flaky",
+                 [&](const CpuCall& c) {
+                   if (fail) throw std::runtime_error("sensor offline");
+                   std::copy_n(c.get<float>(0), c.count<float>(0), c.get<float>(1));
+                 },
+                 not_on_emulated,
+                 {}};
+    Kernel count{"count", [&](const CpuCall&) { consumer_runs.fetch_add(1); }, {}, {}};
+    auto y = d.g.add_data("y", Diamond::kN * 4);
+    d.g.add_node(flaky, {read(d.d_out), write(y)}, "flaky-node");
+    d.g.add_node(count, {read(y)}, "after");
+    std::vector<Device> m{kGpu, kCpu, kGpu, kCpu, kCpu, kCpu, where, kCpu};
+    try {
+      (void)rt.run(d.g, m);
+      FAIL() << "no error";
+    } catch (const weft::Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("flaky-node"), std::string::npos) << what;
+      EXPECT_NE(what.find("sensor offline"), std::string::npos) << what;
+      try {
+        std::rethrow_if_nested(e);
+        ADD_FAILURE() << "the original exception is not nested";
+      } catch (const std::runtime_error& original) {
+        EXPECT_STREQ(original.what(), "sensor offline");
+      }
+    }
+    EXPECT_EQ(consumer_runs.load(), 0);
+    fail = false;
+    (void)rt.run(d.g, m);
+    EXPECT_EQ(consumer_runs.load(), 1);
+    expect_near_all(d.out, d.expected());
+  }
+}
+
+TEST(Runtime, RefusesMappingsItCannotRunBeforeRunningAnything) {
+  weft::cpu::Executor ex;
+  Runtime rt(ex, emulated());
+  Diamond d;
+  std::vector<Device> fence_on_gpu(6, kGpu);
+  try {
+    (void)rt.run(d.g, fence_on_gpu);
+    FAIL();
+  } catch (const weft::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("'avg'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fence"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)rt.run(d.g, std::vector<Device>(5, kCpu)), weft::InvalidArgument);
+  RuntimeOptions none;
+  none.device = DeviceKind::none;
+  Runtime cpu_only(ex, none);
+  EXPECT_FALSE(cpu_only.has_device());
+  EXPECT_THROW((void)cpu_only.run(d.g, std::vector<Device>{kGpu, kCpu, kCpu, kCpu, kCpu, kCpu}),
+               weft::InvalidArgument);
+  // Without a device every policy maps everything to the CPU.
+  EXPECT_EQ(cpu_only.map(d.g, Policy::d_map), std::vector<Device>(6, kCpu));
+  // PPTM needs models: a clear error before anything runs.
+  try {
+    (void)rt.run(d.g, Policy::pptm);
+    FAIL();
+  } catch (const weft::InvalidState& e) {
+    EXPECT_NE(std::string(e.what()).find("no cost model"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Runtime, RunsTeachTheModelsOnceTwoSizesWereSeen) {
+  weft::cpu::Executor ex;
+  Runtime rt(ex, emulated());
+  Diamond small;
+  (void)rt.run(small.g, Policy::d_map);
+  EXPECT_EQ(rt.models().find("gpu", "affine"), nullptr);  // one size so far
+  EXPECT_GT(rt.models().pending("gpu", "affine"), 0u);
+  // A second size.
+  std::vector<float> in(4 * Diamond::kN, 1.0f), out(4 * Diamond::kN);
+  Graph g;
+  auto x = g.add_data("x", in.data(), in.size() * 4);
+  auto y = g.add_data("y", out.data(), out.size() * 4);
+  g.add_node(affine(1, 1), {read(x), write(y)});
+  (void)rt.run(g, Policy::d_map);
+  (void)rt.run(g, Policy::a_free);
+  (void)rt.run(small.g, Policy::a_free);
+  for (const char* dev : {"cpu", "gpu"}) {
+    EXPECT_NE(rt.models().find(dev, "affine"), nullptr) << dev;
+  }
+  EXPECT_NE(rt.models().find("gpu", weft::graph::kTransferToDevice), nullptr);
+  EXPECT_NE(rt.models().find("gpu", weft::graph::kTransferToHost), nullptr);
+  // Every node's record has the model's prediction once there is one.
+  const auto r = rt.run(g, Policy::d_map);
+  EXPECT_GT(r.nodes.at(0).predicted, 0.0);
+  EXPECT_EQ(r.nodes.at(0).size, 2 * in.size() * 4);
+}
+
+TEST(Runtime, RecordsEachNodeOnceAndConsumersStartAfterTheirProducersEnd) {
+  weft::cpu::Executor ex;
+  Runtime rt(ex, emulated());
+  Diamond d;
+  const auto r = rt.run(d.g, std::vector<Device>{kGpu, kCpu, kGpu, kCpu, kCpu, kGpu});
+  std::vector<int> seen(6, 0);
+  std::vector<double> start(6), end(6);
+  for (const auto& n : r.nodes) {
+    ++seen[n.node];
+    start[n.node] = n.start;
+    end[n.node] = n.end;
+    EXPECT_LE(n.start, n.end);
+    EXPECT_GE(n.start, 0.0);
+    EXPECT_LE(n.end, r.seconds + 1e-3);
+  }
+  EXPECT_EQ(seen, std::vector<int>(6, 1));
+  for (std::size_t c = 0; c < 6; ++c) {
+    for (std::size_t p : d.g.producers({c})) {
+      EXPECT_LE(end[p], start[c] + 2e-3) << p << " -> " << c;  // event times are approximate
+    }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// Random graphs over a few buffers with random access patterns and mappings, kernels that sleep
+// a random few microseconds (so streams, workers and copies interleave differently each run):
+// the result must be what running the nodes one by one in program order gives.
+TEST(RuntimeStress, RandomGraphsAndMappingsMatchProgramOrder) {
+  weft::cpu::Executor ex(weft::cpu::ExecutorOptions{.workers = 3});
+  Runtime rt(ex, emulated(3));
+  std::mt19937 rng(11);
+  constexpr std::size_t kBuffers = 5, kLen = 64;
+  for (int trial = 0; trial < 150; ++trial) {
+    std::vector<std::vector<float>> bufs(kBuffers, std::vector<float>(kLen));
+    for (auto& b : bufs) {
+      for (auto& x : b) x = float(rng() % 100) / 10.0f;
+    }
+    auto reference = bufs;
+    Graph g;
+    std::vector<Data> data;
+    for (std::size_t i = 0; i < kBuffers; ++i) {
+      data.push_back(g.add_data("b" + std::to_string(i), bufs[i].data(), kLen * 4));
+    }
+    const int nodes = 4 + int(rng() % 10);
+    std::vector<Device> mapping;
+    for (int n = 0; n < nodes; ++n) {
+      const std::size_t src = rng() % kBuffers;
+      std::size_t dst = rng() % kBuffers;
+      if (dst == src) dst = (dst + 1) % kBuffers;
+      const float a = float(rng() % 3) - 1.0f, b = float(rng() % 5);
+      const unsigned sleep_us = rng() % 3 == 0 ? rng() % 200 : 0;
+      const bool fence = rng() % 5 == 0;
+      const bool in_place = rng() % 3 == 0;
+      auto body = [a, b, sleep_us, in_place](const CpuCall& c) {
+        if (sleep_us != 0) std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+        const float* in = c.get<float>(0);
+        float* out = c.get<float>(1);
+        for (std::size_t i = 0; i < kLen; ++i) out[i] = (in_place ? out[i] : 0.0f) + a * in[i] + b;
+      };
+      Kernel k{"step", body, fence ? weft::graph::GpuCallFn{} : not_on_emulated, {}};
+      g.add_node(k, {read(data[src]), in_place ? read_write(data[dst]) : write(data[dst])});
+      mapping.push_back(!fence && rng() % 2 ? kGpu : kCpu);
+      CpuCall ref;  // program order, on the reference buffers
+      std::vector<void*> ptrs{reference[src].data(), reference[dst].data()};
+      std::vector<std::size_t> bytes{kLen * 4, kLen * 4};
+      ref.pointers = ptrs;
+      ref.bytes = bytes;
+      body(ref);
+    }
+    (void)rt.run(g, mapping);
+    for (std::size_t i = 0; i < kBuffers; ++i) {
+      for (std::size_t j = 0; j < kLen; ++j) {
+        ASSERT_FLOAT_EQ(bufs[i][j], reference[i][j]) << "trial " << trial << " buffer " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
