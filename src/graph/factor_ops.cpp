@@ -24,14 +24,16 @@ void check_window(const Series& x, std::size_t window, const char* who) {
   }
 }
 
-// Runs f(stock, day, sums) over every full window, with running sums of the `k` sequences
-// get(stock, day) returns (an array of k doubles; NaN anywhere makes the window NaN).
+// Runs emit(stock, day, sums) over every full window of the rows [s0, s1), with running sums
+// of the K sequences get(stock, day) returns (an array of K doubles; NaN anywhere makes the
+// window NaN).
 template <std::size_t K, class Get, class Emit>
-void sliding(const Series& x, std::size_t window, Get get, Emit emit) {
-  for (std::size_t s = 0; s < x.stocks; ++s) {
+void sliding(std::size_t days, std::size_t window, std::size_t s0, std::size_t s1, Get get,
+             Emit emit) {
+  for (std::size_t s = s0; s < s1; ++s) {
     double sum[K] = {};
     std::size_t nans = 0;  // NaN inputs inside the window
-    for (std::size_t d = 0; d < x.days; ++d) {
+    for (std::size_t d = 0; d < days; ++d) {
       const auto in = get(s, d);
       bool nan = false;
       for (std::size_t k = 0; k < K; ++k) nan = nan || std::isnan(in[k]);
@@ -57,47 +59,45 @@ void sliding(const Series& x, std::size_t window, Get get, Emit emit) {
 
 }  // namespace
 
-Series moving_mean(const Series& x, std::size_t window) {
-  check_window(x, window, "moving_mean");
-  Series r(x.stocks, x.days, kNaN);
+namespace detail {
+
+void moving_mean_rows(const float* x, float* r, std::size_t days, std::size_t window,
+                      std::size_t s0, std::size_t s1) {
+  std::fill(r + s0 * days, r + s1 * days, kNaN);
   const double n = static_cast<double>(window);
   sliding<1>(
-      x, window, [&](std::size_t s, std::size_t d) { return std::array<double, 1>{x.at(s, d)}; },
+      days, window, s0, s1,
+      [&](std::size_t s, std::size_t d) { return std::array<double, 1>{x[s * days + d]}; },
       [&](std::size_t s, std::size_t d, const double* sum) {
-        r.at(s, d) = static_cast<float>(sum[0] / n);
+        r[s * days + d] = static_cast<float>(sum[0] / n);
       });
-  return r;
 }
 
-Series moving_stddev(const Series& x, std::size_t window) {
-  check_window(x, window, "moving_stddev");
-  Series r(x.stocks, x.days, kNaN);
+void moving_stddev_rows(const float* x, float* r, std::size_t days, std::size_t window,
+                        std::size_t s0, std::size_t s1) {
+  std::fill(r + s0 * days, r + s1 * days, kNaN);
   const double n = static_cast<double>(window);
   sliding<2>(
-      x, window,
+      days, window, s0, s1,
       [&](std::size_t s, std::size_t d) {
-        const double v = x.at(s, d);
+        const double v = x[s * days + d];
         return std::array<double, 2>{v, v * v};
       },
       [&](std::size_t s, std::size_t d, const double* sum) {
         const double mean = sum[0] / n;
         // Running sums can leave a tiny negative variance for a constant window.
-        r.at(s, d) = static_cast<float>(std::sqrt(std::max(0.0, sum[1] / n - mean * mean)));
+        r[s * days + d] = static_cast<float>(std::sqrt(std::max(0.0, sum[1] / n - mean * mean)));
       });
-  return r;
 }
 
-Series moving_correlation(const Series& x, const Series& y, std::size_t window) {
-  if (x.stocks != y.stocks || x.days != y.days) {
-    throw InvalidArgument("weft::graph::moving_correlation: series of different shapes");
-  }
-  check_window(x, window, "moving_correlation");
-  Series r(x.stocks, x.days, kNaN);
+void moving_correlation_rows(const float* x, const float* y, float* r, std::size_t days,
+                             std::size_t window, std::size_t s0, std::size_t s1) {
+  std::fill(r + s0 * days, r + s1 * days, kNaN);
   const double n = static_cast<double>(window);
   sliding<5>(
-      x, window,
+      days, window, s0, s1,
       [&](std::size_t s, std::size_t d) {
-        const double a = x.at(s, d), b = y.at(s, d);
+        const double a = x[s * days + d], b = y[s * days + d];
         return std::array<double, 5>{a, b, a * a, b * b, a * b};
       },
       [&](std::size_t s, std::size_t d, const double* sum) {
@@ -107,8 +107,125 @@ Series moving_correlation(const Series& x, const Series& y, std::size_t window) 
         // A (numerically) constant series over the window has no correlation.
         const double scale_a = std::max(1.0, sum[2] / n), scale_b = std::max(1.0, sum[3] / n);
         if (va <= 1e-12 * scale_a || vb <= 1e-12 * scale_b) return;
-        r.at(s, d) = static_cast<float>(std::clamp(cov / std::sqrt(va * vb), -1.0, 1.0));
+        r[s * days + d] = static_cast<float>(std::clamp(cov / std::sqrt(va * vb), -1.0, 1.0));
       });
+}
+
+void delta_rows(const float* x, float* r, std::size_t days, std::size_t lag, std::size_t s0,
+                std::size_t s1) {
+  for (std::size_t s = s0; s < s1; ++s) {
+    const float* xs = x + s * days;
+    float* rs = r + s * days;
+    std::fill(rs, rs + lag, kNaN);
+    for (std::size_t d = lag; d < days; ++d) rs[d] = xs[d] - xs[d - lag];
+  }
+}
+
+void rank_days(const float* x, float* r, std::size_t stocks, std::size_t days, std::size_t d0,
+               std::size_t d1) {
+  // Days in blocks: one pass over the stocks gathers a block's values (a cache line per stock)
+  // instead of touching every stock's line once per day.
+  constexpr std::size_t kBlock = 16;
+  std::vector<float> values(kBlock * stocks);
+  std::vector<std::size_t> order;
+  for (std::size_t b = d0; b < d1; b += kBlock) {
+    const std::size_t nb = std::min(kBlock, d1 - b);
+    for (std::size_t s = 0; s < stocks; ++s) {
+      for (std::size_t k = 0; k < nb; ++k) values[k * stocks + s] = x[s * days + b + k];
+    }
+    for (std::size_t k = 0; k < nb; ++k) {
+      const float* v = values.data() + k * stocks;
+      order.clear();
+      for (std::size_t s = 0; s < stocks; ++s) {
+        if (!std::isnan(v[s])) order.push_back(s);
+      }
+      std::sort(order.begin(), order.end(),
+                [&](std::size_t a, std::size_t c) { return v[a] < v[c]; });
+      const std::size_t n = order.size();
+      for (std::size_t s = 0; s < stocks; ++s) {
+        if (std::isnan(v[s])) r[s * days + b + k] = kNaN;
+      }
+      for (std::size_t i = 0; i < n;) {
+        std::size_t j = i;
+        while (j + 1 < n && v[order[j + 1]] == v[order[i]]) ++j;
+        const double mean_rank = 0.5 * static_cast<double>(i + j);  // ties: their mean rank
+        const float rv = n > 1 ? static_cast<float>(mean_rank / static_cast<double>(n - 1)) : 0.5f;
+        for (std::size_t q = i; q <= j; ++q) r[order[q] * days + b + k] = rv;
+        i = j + 1;
+      }
+    }
+  }
+}
+
+// Per day of [d0, d1): the sum of |x| (scale) or the mean (average) over the stocks with a
+// value, the stocks visited row by row so that each reads a contiguous run of days.
+template <class Finish>
+void per_day(const float* x, float* r, std::size_t stocks, std::size_t days, std::size_t d0,
+             std::size_t d1, bool absolute, Finish finish) {
+  std::vector<double> sum(d1 - d0, 0.0);
+  std::vector<std::size_t> count(d1 - d0, 0);
+  for (std::size_t s = 0; s < stocks; ++s) {
+    const float* xs = x + s * days;
+    for (std::size_t d = d0; d < d1; ++d) {
+      if (std::isnan(xs[d])) continue;
+      sum[d - d0] += absolute ? std::abs(static_cast<double>(xs[d])) : xs[d];
+      ++count[d - d0];
+    }
+  }
+  for (std::size_t s = 0; s < stocks; ++s) {
+    for (std::size_t d = d0; d < d1; ++d) {
+      r[s * days + d] = finish(x[s * days + d], sum[d - d0], count[d - d0]);
+    }
+  }
+}
+
+void scale_days(const float* x, float* r, std::size_t stocks, std::size_t days, std::size_t d0,
+                std::size_t d1) {
+  per_day(x, r, stocks, days, d0, d1, true, [](float v, double sum, std::size_t) {
+    if (std::isnan(v)) return kNaN;
+    return sum > 0 ? static_cast<float>(v / sum) : 0.0f;
+  });
+}
+
+void average_days(const float* x, float* r, std::size_t stocks, std::size_t days, std::size_t d0,
+                  std::size_t d1) {
+  per_day(x, r, stocks, days, d0, d1, false, [](float, double sum, std::size_t n) {
+    return n > 0 ? static_cast<float>(sum / static_cast<double>(n)) : kNaN;
+  });
+}
+
+}  // namespace detail
+
+namespace {
+
+void check_shapes(const Series& x, const Series& y, const char* who) {
+  if (x.stocks != y.stocks || x.days != y.days) {
+    throw InvalidArgument(std::string("weft::graph::") + who + ": series of different shapes");
+  }
+}
+
+}  // namespace
+
+Series moving_mean(const Series& x, std::size_t window) {
+  check_window(x, window, "moving_mean");
+  Series r(x.stocks, x.days);
+  detail::moving_mean_rows(x.values.data(), r.values.data(), x.days, window, 0, x.stocks);
+  return r;
+}
+
+Series moving_stddev(const Series& x, std::size_t window) {
+  check_window(x, window, "moving_stddev");
+  Series r(x.stocks, x.days);
+  detail::moving_stddev_rows(x.values.data(), r.values.data(), x.days, window, 0, x.stocks);
+  return r;
+}
+
+Series moving_correlation(const Series& x, const Series& y, std::size_t window) {
+  check_shapes(x, y, "moving_correlation");
+  check_window(x, window, "moving_correlation");
+  Series r(x.stocks, x.days);
+  detail::moving_correlation_rows(x.values.data(), y.values.data(), r.values.data(), x.days, window,
+                                  0, x.stocks);
   return r;
 }
 
@@ -117,49 +234,40 @@ Series delta(const Series& x, std::size_t lag) {
     throw InvalidArgument("weft::graph::delta: lag " + std::to_string(lag) + " outside [1, " +
                           std::to_string(x.days) + ") days");
   }
-  Series r(x.stocks, x.days, kNaN);
-  for (std::size_t s = 0; s < x.stocks; ++s) {
-    for (std::size_t d = lag; d < x.days; ++d) r.at(s, d) = x.at(s, d) - x.at(s, d - lag);
-  }
+  Series r(x.stocks, x.days);
+  detail::delta_rows(x.values.data(), r.values.data(), x.days, lag, 0, x.stocks);
   return r;
 }
 
 Series rank(const Series& x) {
-  Series r(x.stocks, x.days, kNaN);
-  std::vector<std::size_t> order;
-  for (std::size_t d = 0; d < x.days; ++d) {
-    order.clear();
-    for (std::size_t s = 0; s < x.stocks; ++s) {
-      if (!std::isnan(x.at(s, d))) order.push_back(s);
-    }
-    std::sort(order.begin(), order.end(),
-              [&](std::size_t a, std::size_t b) { return x.at(a, d) < x.at(b, d); });
-    const std::size_t n = order.size();
-    for (std::size_t i = 0; i < n;) {
-      std::size_t j = i;
-      while (j + 1 < n && x.at(order[j + 1], d) == x.at(order[i], d)) ++j;
-      const double mean_rank = 0.5 * static_cast<double>(i + j);  // ties: their mean rank
-      const float v = n > 1 ? static_cast<float>(mean_rank / static_cast<double>(n - 1)) : 0.5f;
-      for (std::size_t k = i; k <= j; ++k) r.at(order[k], d) = v;
-      i = j + 1;
-    }
-  }
+  Series r(x.stocks, x.days);
+  detail::rank_days(x.values.data(), r.values.data(), x.stocks, x.days, 0, x.days);
   return r;
 }
 
 Series scale(const Series& x) {
-  Series r(x.stocks, x.days, kNaN);
-  for (std::size_t d = 0; d < x.days; ++d) {
-    double sum = 0;
-    for (std::size_t s = 0; s < x.stocks; ++s) {
-      if (!std::isnan(x.at(s, d))) sum += std::abs(static_cast<double>(x.at(s, d)));
-    }
-    for (std::size_t s = 0; s < x.stocks; ++s) {
-      const float v = x.at(s, d);
-      if (std::isnan(v)) continue;
-      r.at(s, d) = sum > 0 ? static_cast<float>(v / sum) : 0.0f;
-    }
-  }
+  Series r(x.stocks, x.days);
+  detail::scale_days(x.values.data(), r.values.data(), x.stocks, x.days, 0, x.days);
+  return r;
+}
+
+Series average(const Series& x) {
+  Series r(x.stocks, x.days);
+  detail::average_days(x.values.data(), r.values.data(), x.stocks, x.days, 0, x.days);
+  return r;
+}
+
+Series multiply(const Series& x, const Series& y) {
+  check_shapes(x, y, "multiply");
+  Series r(x.stocks, x.days);
+  for (std::size_t i = 0; i < r.values.size(); ++i) r.values[i] = x.values[i] * y.values[i];
+  return r;
+}
+
+Series subtract(const Series& x, const Series& y) {
+  check_shapes(x, y, "subtract");
+  Series r(x.stocks, x.days);
+  for (std::size_t i = 0; i < r.values.size(); ++i) r.values[i] = x.values[i] - y.values[i];
   return r;
 }
 

@@ -125,3 +125,48 @@ TEST(FactorOps, BadArgumentsAreRejected) {
   EXPECT_THROW(weft::graph::delta(x, 0), weft::InvalidArgument);
   EXPECT_THROW(weft::graph::delta(x, 10), weft::InvalidArgument);
 }
+
+TEST(FactorOps, RankScaleAndAverageOverManyDaysMatchTheDefinition) {
+  // More days than the CPU core's block of 16, integer values (ties) and holes.
+  Series x = random_walks(50, 37, 7);
+  for (auto& v : x.values) v = std::round(v / 4.0f);
+  for (std::size_t i = 0; i < x.values.size(); i += 13) x.values[i] = kNaN;
+  const Series r = weft::graph::rank(x), sc = weft::graph::scale(x), av = weft::graph::average(x);
+  Series want_r(x.stocks, x.days, kNaN), want_sc(x.stocks, x.days, kNaN),
+      want_av(x.stocks, x.days, kNaN);
+  for (std::size_t d = 0; d < x.days; ++d) {
+    double n = 0, abs_sum = 0, sum = 0;
+    for (std::size_t s = 0; s < x.stocks; ++s) {
+      if (std::isnan(x.at(s, d))) continue;
+      ++n;
+      abs_sum += std::abs(x.at(s, d));
+      sum += x.at(s, d);
+    }
+    for (std::size_t s = 0; s < x.stocks; ++s) {
+      want_av.at(s, d) = static_cast<float>(sum / n);
+      const float v = x.at(s, d);
+      if (std::isnan(v)) continue;
+      double less = 0, equal = 0;
+      for (std::size_t t = 0; t < x.stocks; ++t) {
+        less += x.at(t, d) < v;
+        equal += x.at(t, d) == v;
+      }
+      want_r.at(s, d) = static_cast<float>((less + (equal - 1) / 2) / (n - 1));
+      want_sc.at(s, d) = static_cast<float>(v / abs_sum);
+    }
+  }
+  expect_close(r, want_r, 1e-6, "rank");
+  expect_close(sc, want_sc, 1e-6, "scale");
+  expect_close(av, want_av, 1e-5, "average");
+}
+
+TEST(FactorOps, ElementWiseOperatorsPropagateHoles) {
+  Series x = random_walks(3, 10, 2), y = random_walks(3, 10, 3);
+  y.at(1, 4) = kNaN;
+  const Series m = weft::graph::multiply(x, y), d = weft::graph::subtract(x, y);
+  EXPECT_FLOAT_EQ(m.at(2, 7), x.at(2, 7) * y.at(2, 7));
+  EXPECT_FLOAT_EQ(d.at(0, 9), x.at(0, 9) - y.at(0, 9));
+  EXPECT_TRUE(std::isnan(m.at(1, 4)));
+  EXPECT_TRUE(std::isnan(d.at(1, 4)));
+  EXPECT_THROW((void)weft::graph::multiply(x, Series(3, 9)), weft::InvalidArgument);
+}

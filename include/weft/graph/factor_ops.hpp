@@ -40,5 +40,30 @@ Series rank(const Series& x);
 /// Cross-sectional scaling on each day: x / sum |x| (NaN ignored in the sum; a day whose sum is
 /// 0 gives 0).
 Series scale(const Series& x);
+/// AVG, the applications' fence (it has no GPU implementation): each value replaced by its
+/// day's cross-sectional mean over the stocks with a value (NaN when none has).
+Series average(const Series& x);
+/// Element-wise x * y and x - y (NaN propagates). Throw InvalidArgument for different shapes.
+Series multiply(const Series& x, const Series& y);
+Series subtract(const Series& x, const Series& y);
+
+namespace detail {
+// The operators' CPU cores on raw stock-major arrays, over rows [s0, s1) (windowed, per stock)
+// or days [d0, d1) (cross-sectional), so that the graph's kernels split them across workers.
+void moving_mean_rows(const float* x, float* r, std::size_t days, std::size_t window,
+                      std::size_t s0, std::size_t s1);
+void moving_stddev_rows(const float* x, float* r, std::size_t days, std::size_t window,
+                        std::size_t s0, std::size_t s1);
+void moving_correlation_rows(const float* x, const float* y, float* r, std::size_t days,
+                             std::size_t window, std::size_t s0, std::size_t s1);
+void delta_rows(const float* x, float* r, std::size_t days, std::size_t lag, std::size_t s0,
+                std::size_t s1);
+void rank_days(const float* x, float* r, std::size_t stocks, std::size_t days, std::size_t d0,
+               std::size_t d1);
+void scale_days(const float* x, float* r, std::size_t stocks, std::size_t days, std::size_t d0,
+                std::size_t d1);
+void average_days(const float* x, float* r, std::size_t stocks, std::size_t days, std::size_t d0,
+                  std::size_t d1);
+}  // namespace detail
 
 }  // namespace weft::graph
