@@ -1,0 +1,41 @@
+// weft/graph/factor_kernels.hpp - the factor operators as graph kernels (issue 4 §4, seed 004
+// §4.2.2): each has a CPU implementation (the cores of factor_ops.hpp split across the
+// executor's workers) and, except AVG (the fence), a GPU one (CUDA, factor_kernels.cu). All data
+// are float series of one Shape, stock-major.
+#pragma once
+
+#include <cstddef>
+
+#include "weft/graph/graph.hpp"
+
+namespace weft::graph::kernels {
+
+/// S stocks x D days of floats.
+struct Shape {
+  std::size_t stocks = 0;
+  std::size_t days = 0;
+  [[nodiscard]] std::size_t count() const noexcept { return stocks * days; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return count() * sizeof(float); }
+};
+
+// Arguments: the inputs read, then the output written; every argument of Shape::bytes()
+// (checked when the node is added). Kernel names are the operator's ("moving_mean", ...), so
+// nodes of one operator share cost models whatever their window. Throw InvalidArgument for an
+// empty shape, a window of 0 or longer than the days, a lag of 0 or >= the days.
+Kernel moving_mean(Shape shape, std::size_t window);
+Kernel moving_stddev(Shape shape, std::size_t window);
+Kernel moving_correlation(Shape shape, std::size_t window);  // x, y -> r
+Kernel delta(Shape shape, std::size_t lag);
+Kernel rank(Shape shape);
+Kernel scale(Shape shape);
+Kernel multiply(Shape shape);  // x, y -> x * y
+Kernel subtract(Shape shape);  // x, y -> x - y
+/// AVG: the fence, CPU only.
+Kernel average(Shape shape);
+
+/// Whether the GPU implementations were compiled (weft built with CUDA). Without them the
+/// kernels still declare one, so that mappings and the emulated device treat them as
+/// GPU-capable; calling it on a CUDA stream is then an error.
+bool gpu_compiled() noexcept;
+
+}  // namespace weft::graph::kernels

@@ -1,0 +1,230 @@
+// The factor operators as graph kernels: CPU implementations split over the executor's workers
+// (rows for windowed operators, blocks of days for cross-sectional ones, chunks for element-wise
+// ones), GPU implementations from factor_gpu.hpp.
+#include "weft/graph/factor_kernels.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "factor_gpu.hpp"
+#include "weft/cpu/executor.hpp"
+#include "weft/cpu/parallel.hpp"
+#include "weft/error.hpp"
+#include "weft/graph/factor_ops.hpp"
+
+namespace weft::graph::kernels {
+
+namespace {
+
+void check_shape(Shape shape, const char* who) {
+  if (shape.stocks == 0 || shape.days == 0) {
+    throw InvalidArgument(std::string("weft::graph::kernels::") + who + ": an empty shape (" +
+                          std::to_string(shape.stocks) + " stocks x " + std::to_string(shape.days) +
+                          " days)");
+  }
+}
+
+void check_window(Shape shape, std::size_t window, const char* who) {
+  check_shape(shape, who);
+  if (window == 0 || window > shape.days) {
+    throw InvalidArgument(std::string("weft::graph::kernels::") + who + ": window " +
+                          std::to_string(window) + " outside [1, " + std::to_string(shape.days) +
+                          "] days");
+  }
+}
+
+// Every argument is one series of `shape`; `args` of them.
+std::function<void(std::span<const std::size_t>)> same_shape(Shape shape, std::size_t args,
+                                                             std::string name) {
+  return [shape, args, name](std::span<const std::size_t> bytes) {
+    if (bytes.size() != args) {
+      throw InvalidArgument(name + " takes " + std::to_string(args) + " arguments, got " +
+                            std::to_string(bytes.size()));
+    }
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      if (bytes[i] != shape.bytes()) {
+        throw InvalidArgument(name + ": argument " + std::to_string(i) + " has " +
+                              std::to_string(bytes[i]) + " bytes, the shape " +
+                              std::to_string(shape.stocks) + " x " + std::to_string(shape.days) +
+                              " needs " + std::to_string(shape.bytes()));
+      }
+    }
+  };
+}
+
+// Runs f(begin, end) over [0, n) split across the call's executor (or inline without one).
+template <class F>
+void split(const CpuCall& c, std::size_t n, F f) {
+  if (c.executor == nullptr || n < 2) {
+    f(std::size_t{0}, n);
+    return;
+  }
+  cpu::parallel_for_range(*c.executor, 0, static_cast<std::int64_t>(n),
+                          [&](std::int64_t b, std::int64_t e) {
+                            f(static_cast<std::size_t>(b), static_cast<std::size_t>(e));
+                          });
+}
+
+// Cross-sectional operators split days in multiples of 16 (the rank core's block).
+template <class F>
+void split_days(const CpuCall& c, std::size_t days, F f) {
+  const std::size_t blocks = (days + 15) / 16;
+  split(c, blocks, [&](std::size_t b, std::size_t e) { f(b * 16, std::min(days, e * 16)); });
+}
+
+Kernel unary(const char* name, Shape shape, CpuCallFn cpu, GpuCallFn gpu) {
+  return {name, std::move(cpu), std::move(gpu), same_shape(shape, 2, name)};
+}
+
+Kernel binary(const char* name, Shape shape, CpuCallFn cpu, GpuCallFn gpu) {
+  return {name, std::move(cpu), std::move(gpu), same_shape(shape, 3, name)};
+}
+
+}  // namespace
+
+bool gpu_compiled() noexcept { return detail::gpu::compiled(); }
+
+Kernel moving_mean(Shape shape, std::size_t window) {
+  check_window(shape, window, "moving_mean");
+  return unary(
+      "moving_mean", shape,
+      [=](const CpuCall& c) {
+        split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
+          graph::detail::moving_mean_rows(c.get<float>(0), c.get<float>(1), shape.days, window, s0,
+                                          s1);
+        });
+      },
+      [=](const GpuCall& c) {
+        detail::gpu::moving_mean(c.get<float>(0), c.get<float>(1), shape.stocks, shape.days, window,
+                                 c.stream);
+      });
+}
+
+Kernel moving_stddev(Shape shape, std::size_t window) {
+  check_window(shape, window, "moving_stddev");
+  return unary(
+      "moving_stddev", shape,
+      [=](const CpuCall& c) {
+        split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
+          graph::detail::moving_stddev_rows(c.get<float>(0), c.get<float>(1), shape.days, window,
+                                            s0, s1);
+        });
+      },
+      [=](const GpuCall& c) {
+        detail::gpu::moving_stddev(c.get<float>(0), c.get<float>(1), shape.stocks, shape.days,
+                                   window, c.stream);
+      });
+}
+
+Kernel moving_correlation(Shape shape, std::size_t window) {
+  check_window(shape, window, "moving_correlation");
+  return binary(
+      "moving_correlation", shape,
+      [=](const CpuCall& c) {
+        split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
+          graph::detail::moving_correlation_rows(c.get<float>(0), c.get<float>(1), c.get<float>(2),
+                                                 shape.days, window, s0, s1);
+        });
+      },
+      [=](const GpuCall& c) {
+        detail::gpu::moving_correlation(c.get<float>(0), c.get<float>(1), c.get<float>(2),
+                                        shape.stocks, shape.days, window, c.stream);
+      });
+}
+
+Kernel delta(Shape shape, std::size_t lag) {
+  check_shape(shape, "delta");
+  if (lag == 0 || lag >= shape.days) {
+    throw InvalidArgument("weft::graph::kernels::delta: lag " + std::to_string(lag) +
+                          " outside [1, " + std::to_string(shape.days) + ") days");
+  }
+  return unary(
+      "delta", shape,
+      [=](const CpuCall& c) {
+        split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
+          graph::detail::delta_rows(c.get<float>(0), c.get<float>(1), shape.days, lag, s0, s1);
+        });
+      },
+      [=](const GpuCall& c) {
+        detail::gpu::delta(c.get<float>(0), c.get<float>(1), shape.stocks, shape.days, lag,
+                           c.stream);
+      });
+}
+
+Kernel rank(Shape shape) {
+  check_shape(shape, "rank");
+  return unary(
+      "rank", shape,
+      [=](const CpuCall& c) {
+        split_days(c, shape.days, [&](std::size_t d0, std::size_t d1) {
+          graph::detail::rank_days(c.get<float>(0), c.get<float>(1), shape.stocks, shape.days, d0,
+                                   d1);
+        });
+      },
+      [=](const GpuCall& c) {
+        detail::gpu::rank(c.get<float>(0), c.get<float>(1), shape.stocks, shape.days, c.stream);
+      });
+}
+
+Kernel scale(Shape shape) {
+  check_shape(shape, "scale");
+  return unary(
+      "scale", shape,
+      [=](const CpuCall& c) {
+        split_days(c, shape.days, [&](std::size_t d0, std::size_t d1) {
+          graph::detail::scale_days(c.get<float>(0), c.get<float>(1), shape.stocks, shape.days, d0,
+                                    d1);
+        });
+      },
+      [=](const GpuCall& c) {
+        detail::gpu::scale(c.get<float>(0), c.get<float>(1), shape.stocks, shape.days, c.stream);
+      });
+}
+
+Kernel multiply(Shape shape) {
+  check_shape(shape, "multiply");
+  return binary(
+      "multiply", shape,
+      [=](const CpuCall& c) {
+        split(c, shape.count(), [&](std::size_t b, std::size_t e) {
+          const float *x = c.get<float>(0), *y = c.get<float>(1);
+          float* r = c.get<float>(2);
+          for (std::size_t i = b; i < e; ++i) r[i] = x[i] * y[i];
+        });
+      },
+      [=](const GpuCall& c) {
+        detail::gpu::multiply(c.get<float>(0), c.get<float>(1), c.get<float>(2), shape.count(),
+                              c.stream);
+      });
+}
+
+Kernel subtract(Shape shape) {
+  check_shape(shape, "subtract");
+  return binary(
+      "subtract", shape,
+      [=](const CpuCall& c) {
+        split(c, shape.count(), [&](std::size_t b, std::size_t e) {
+          const float *x = c.get<float>(0), *y = c.get<float>(1);
+          float* r = c.get<float>(2);
+          for (std::size_t i = b; i < e; ++i) r[i] = x[i] - y[i];
+        });
+      },
+      [=](const GpuCall& c) {
+        detail::gpu::subtract(c.get<float>(0), c.get<float>(1), c.get<float>(2), shape.count(),
+                              c.stream);
+      });
+}
+
+Kernel average(Shape shape) {
+  check_shape(shape, "average");
+  return unary("average", shape,
+               [=](const CpuCall& c) {
+                 split_days(c, shape.days, [&](std::size_t d0, std::size_t d1) {
+                   graph::detail::average_days(c.get<float>(0), c.get<float>(1), shape.stocks,
+                                               shape.days, d0, d1);
+                 });
+               },
+               {});
+}
+
+}  // namespace weft::graph::kernels

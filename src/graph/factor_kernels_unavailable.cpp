@@ -1,0 +1,32 @@
+// Built instead of factor_kernels.cu when weft is configured without CUDA: the kernels keep a
+// GPU implementation (mappings and the emulated device treat them as GPU-capable), which
+// refuses to run.
+#include "factor_gpu.hpp"
+#include "weft/error.hpp"
+
+namespace weft::graph::detail::gpu {
+
+namespace {
+[[noreturn]] void unavailable() {
+  throw InvalidState("weft::graph::kernels: weft was built without CUDA; no GPU implementation");
+}
+}  // namespace
+
+bool compiled() noexcept { return false; }
+void moving_mean(const float*, float*, std::size_t, std::size_t, std::size_t, void*) {
+  unavailable();
+}
+void moving_stddev(const float*, float*, std::size_t, std::size_t, std::size_t, void*) {
+  unavailable();
+}
+void moving_correlation(const float*, const float*, float*, std::size_t, std::size_t, std::size_t,
+                        void*) {
+  unavailable();
+}
+void delta(const float*, float*, std::size_t, std::size_t, std::size_t, void*) { unavailable(); }
+void rank(const float*, float*, std::size_t, std::size_t, void*) { unavailable(); }
+void scale(const float*, float*, std::size_t, std::size_t, void*) { unavailable(); }
+void multiply(const float*, const float*, float*, std::size_t, void*) { unavailable(); }
+void subtract(const float*, const float*, float*, std::size_t, void*) { unavailable(); }
+
+}  // namespace weft::graph::detail::gpu
