@@ -221,6 +221,14 @@ const std::vector<Arg>& Graph::args(NodeId n) const {
 const std::vector<std::size_t>& Graph::producers(NodeId n) const {
   return impl_->nodes[impl_->node_index(n, "producers")].producers;
 }
+Data Graph::data_at(std::size_t index) const {
+  if (index >= impl_->data.size()) {
+    throw InvalidArgument("weft::graph::Graph::data_at: data " + std::to_string(index) +
+                          " does not exist (the graph has " + std::to_string(impl_->data.size()) +
+                          ")");
+  }
+  return Data(impl_->id, index);
+}
 const std::string& Graph::name(Data d) const {
   return impl_->entry(d, "weft::graph::Graph::name").name;
 }

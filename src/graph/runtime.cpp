@@ -174,6 +174,38 @@ std::vector<Device> Runtime::map(const Graph& graph, Policy policy) const {
   return {};
 }
 
+std::size_t Runtime::planned_transfer_bytes(const Graph& graph,
+                                            const std::vector<Device>& mapping) const {
+  const auto& g = detail::GraphAccess::impl(graph);
+  if (mapping.size() != g.nodes.size()) {
+    throw InvalidArgument("weft::graph::Runtime::planned_transfer_bytes: a mapping of " +
+                          std::to_string(mapping.size()) + " nodes for a graph of " +
+                          std::to_string(g.nodes.size()));
+  }
+  // The dispatcher's copy decisions depend only on each datum's accesses in program order
+  // (dependencies keep that order per datum), so replaying them in node order gives its bytes.
+  std::vector<detail::Coherence> copies(g.data.size(), detail::Coherence(2));
+  for (std::size_t i = 0; i < g.data.size(); ++i) copies[i].reset_to(detail::Coherence::kHost);
+  std::size_t bytes = 0;
+  for (std::size_t n = 0; n < g.nodes.size(); ++n) {
+    const std::size_t at = mapping[n] == Device::gpu ? 1 : detail::Coherence::kHost;
+    for (const Arg& a : g.nodes[n].args) {
+      const std::size_t i = a.data.index();
+      if (a.access != Access::write &&
+          copies[i].read_at(at, "data '" + g.data[i].name + "'") != detail::Coherence::kNone) {
+        bytes += g.data[i].bytes;
+      }
+      if (a.access != Access::read) copies[i].write_at(at);
+    }
+  }
+  for (std::size_t i = 0; i < g.data.size(); ++i) {
+    if (!g.data[i].owned && g.data[i].written && !copies[i].valid(detail::Coherence::kHost)) {
+      bytes += g.data[i].bytes;
+    }
+  }
+  return bytes;
+}
+
 RunReport Runtime::run(Graph& graph, Policy policy) {
   return execute(graph, map(graph, policy), to_string(policy));
 }

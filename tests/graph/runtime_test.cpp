@@ -2,6 +2,7 @@
 // results, data cross between host and device only where a node needs them, repeated runs reuse
 // device memory, independent nodes overlap, failures are reported once and stop the run.
 #include "weft/graph/runtime.hpp"
+#include "weft/graph/trace.hpp"
 
 #include <gtest/gtest.h>
 
@@ -419,6 +420,46 @@ TEST(RuntimeStress, RandomGraphsAndMappingsMatchProgramOrder) {
       }
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Runtime, PlannedTransferBytesAreWhatRunsMove) {
+  weft::cpu::Executor ex;
+  Runtime rt(ex, emulated());
+  Diamond d;
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 30; ++trial) {
+    std::vector<Device> m(6);
+    for (auto& x : m) x = rng() % 2 ? kGpu : kCpu;
+    m[4] = kCpu;
+    const auto r = rt.run(d.g, m);
+    EXPECT_EQ(rt.planned_transfer_bytes(d.g, m), r.bytes_to_device + r.bytes_to_host);
+  }
+}
+
+TEST(Runtime, TracesHoldEveryNodeAndCopy) {
+  weft::cpu::Executor ex;
+  Runtime rt(ex, emulated());
+  Diamond d;
+  const auto r = rt.run(d.g, Policy::d_map);
+  const std::string trace = weft::graph::chrome_trace(d.g, r);
+  const auto events = [&](const std::string& needle) {
+    std::size_t n = 0;
+    for (auto p = trace.find(needle); p != std::string::npos; p = trace.find(needle, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(events("\"ph\":\"X\""), r.nodes.size() + r.transfers.size());
+  EXPECT_EQ(events("\"cat\":\"copy\""), 4u);
+  EXPECT_NE(trace.find("\"name\":\"a1\""), std::string::npos);
+  EXPECT_NE(trace.find("h2d in"), std::string::npos);
+  EXPECT_NE(trace.find("GPU stream"), std::string::npos);
+  const std::string svg = weft::graph::svg_timeline(d.g, r);
+  std::size_t rects = 0;
+  for (auto p = svg.find("<rect"); p != std::string::npos; p = svg.find("<rect", p + 1)) ++rects;
+  EXPECT_EQ(rects, r.nodes.size() + r.transfers.size());
 }
 
 }  // namespace

@@ -1,7 +1,12 @@
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
+
+namespace weft::cpu {
+class Executor;
+}
 
 namespace weft::tools {
 
@@ -28,7 +33,38 @@ struct BenchGpuArgs {
 };
 int run_bench_gpu_pool(const BenchGpuArgs& args);
 
-int run_demo(bool quick);
+/// The graph layer's commands: weft bench graph, weft graph explain|run, weft calibrate.
+struct GraphArgs {
+  bool quick = false;
+  std::string json_path;
+  int samples = 0;
+  std::string device = "auto";  // auto, cuda, emulated, none
+  std::vector<std::string> apps;
+  std::string app = "factor5";
+  std::string size = "32m";
+  std::vector<std::string> sizes;
+  std::string policy = "pptm";
+  std::string trace, svg, trace_dir;
+  std::string db;       // empty: default_models_path()
+  std::string machine;  // the models' key: $WEFT_MACHINE, else the host name
+  std::string command;
+};
+/// "32m" -> 32'000'000; "4000000" -> 4'000'000. Throws InvalidArgument otherwise.
+std::size_t parse_size(const std::string& text);
+std::string default_machine();
+int run_bench_graph(const GraphArgs& args);
+int run_graph_explain(const GraphArgs& args);
+int run_graph_run(const GraphArgs& args);
+int run_calibrate(const GraphArgs& args);
+
+struct DemoArgs {
+  bool quick = false;
+  std::string trace;  // the factor pipeline's Chrome trace (and .svg beside it)
+};
+int run_demo(const DemoArgs& args);
+/// The demo's graph section: factor5 calibrated, mapped by PPTM (each node with why), run against
+/// D-Map, verified. Returns whether both results matched the reference.
+bool run_graph_demo(cpu::Executor& ex, bool quick, const std::string& trace);
 
 struct ModelsArgs {
   std::string db;       // empty: default_models_path()

@@ -1,6 +1,7 @@
 // weft demo: the main job, run by `make demo`. The CPU showcase (the BOTS kernels on weft's
 // executor, each verified against its sequential reference, with the speed-up), then, when a
-// GPU is usable, the GPU pool on irregular fine-grained tasks against a launch per task.
+// GPU is usable, the GPU pool on irregular fine-grained tasks against a launch per task; then
+// a factor pipeline of the graph layer, mapped by PPTM, against D-Map.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -34,7 +35,8 @@ double best_of(int runs, const std::function<void()>& f) {
 }
 }  // namespace
 
-int run_demo(bool quick) {
+int run_demo(const DemoArgs& args) {
+  const bool quick = args.quick;
   using namespace weft::bench::cpu;
   const cpu::CpuTopology topo = cpu::describe_cpu_topology();
   cpu::Executor ex;
@@ -147,6 +149,8 @@ int run_demo(bool quick) {
 #else
   std::printf("skipped: this weft was built without CUDA\n");
 #endif
+  std::printf("\n== Graph: a factor pipeline mapped to CPU and GPU by PPTM ==\n");
+  all_ok = run_graph_demo(ex, quick, args.trace) && all_ok;
   return all_ok ? 0 : 1;
 }
 

@@ -1,5 +1,5 @@
-// weft - the command-line tool: weft info | weft bench cpu | weft bench gpu-pool | weft models |
-// weft demo
+// weft - the command-line tool: weft info | weft bench cpu|gpu-pool|graph | weft graph
+// explain|run | weft calibrate | weft models | weft demo
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -49,6 +49,69 @@ int main(int argc, char** argv) {
   bench_gpu->add_option("--machine", gpu_args.machine,
                         "Machine name recorded in the JSON (default: $WEFT_MACHINE or gpu)");
 
+  weft::tools::GraphArgs graph_args;
+  graph_args.machine = weft::tools::default_machine();
+  const auto apps_check = CLI::IsMember({"factor1", "factor2", "factor3", "factor4", "factor5"});
+  auto* bench_graph = bench->add_subcommand(
+      "graph",
+      "Graph layer: five factor pipelines at 32m and 320m floats, PPTM vs A-Free, D-Map, min cut, "
+      "HEFT (calibrates the models first)");
+  bench_graph->add_flag("--quick", graph_args.quick, "1m and 4m floats, 3 samples (a smoke run)");
+  bench_graph->add_option("--json", graph_args.json_path,
+                          "Write results to FILE (schema of RESULTS.md) and FILE with .md");
+  bench_graph->add_option("--samples", graph_args.samples, "Measured runs per policy (>= 1)")
+      ->check(CLI::Range(1, 1000));
+  bench_graph
+      ->add_option("--device", graph_args.device,
+                   "auto (the GPU; refused without one) or emulated (smoke runs only)")
+      ->check(CLI::IsMember({"auto", "emulated"}));
+  bench_graph->add_option("--app", graph_args.apps, "Only these applications (repeatable)")
+      ->check(apps_check);
+  bench_graph->add_option("--sizes", graph_args.sizes,
+                          "Floats in total per size, e.g. --sizes 32m 320m (default)");
+  bench_graph->add_option("--trace-dir", graph_args.trace_dir,
+                          "Write a Chrome trace and an SVG timeline per app, size and policy");
+  bench_graph->add_option("--machine", graph_args.machine,
+                          "Machine name for the JSON and the models (default: $WEFT_MACHINE or "
+                          "the host name)");
+
+  auto* graph = app.add_subcommand("graph", "Inspect and run the factor pipelines' graphs");
+  graph->require_subcommand(1);
+  auto add_common = [&](CLI::App* c) {
+    c->add_option("--app", graph_args.app, "The application (default factor5)")->check(apps_check);
+    c->add_option("--size", graph_args.size, "Floats in total over the five series (default 32m)");
+    c->add_option("--device", graph_args.device, "auto, cuda, emulated or none")
+        ->check(CLI::IsMember({"auto", "cuda", "emulated", "none"}));
+    c->add_option("--db", graph_args.db, "The calibration store (default as for `weft models`)");
+    c->add_option("--machine", graph_args.machine, "The models' machine (default: host name)");
+  };
+  auto* explain = graph->add_subcommand(
+      "explain",
+      "For an application and size: each node's predicted times, and each policy's mapping, "
+      "predicted time and transfer bytes");
+  add_common(explain);
+  auto* graph_run = graph->add_subcommand(
+      "run", "Run an application once with a policy, check it, print (and trace) what ran where");
+  add_common(graph_run);
+  graph_run->add_option("--policy", graph_args.policy, "a_free, d_map, pptm, mincut or heft")
+      ->check(CLI::IsMember({"a_free", "d_map", "pptm", "mincut", "heft"}));
+  graph_run->add_option("--trace", graph_args.trace, "Write Chrome trace-event JSON to FILE");
+  graph_run->add_option("--svg", graph_args.svg, "Write an SVG timeline to FILE");
+
+  auto* calibrate = app.add_subcommand(
+      "calibrate",
+      "Measure every factor kernel on the CPU and the GPU and every transfer at two or more "
+      "sizes, fit the cost models and store them");
+  graph_args.sizes = {};
+  calibrate->add_option("--sizes", graph_args.sizes, "Floats in total per size (default 4m 32m)");
+  calibrate->add_option("--app", graph_args.apps, "Only these applications' kernels")
+      ->check(apps_check);
+  calibrate->add_option("--device", graph_args.device, "auto, cuda or emulated")
+      ->check(CLI::IsMember({"auto", "cuda", "emulated"}));
+  calibrate->add_option("--db", graph_args.db, "The store (default as for `weft models`)");
+  calibrate->add_option("--machine", graph_args.machine,
+                        "The models' machine (default: host name)");
+
   auto* models = app.add_subcommand(
       "models", "List the cost models in the calibration store, with their fit error");
   weft::tools::ModelsArgs models_args;
@@ -58,8 +121,10 @@ int main(int argc, char** argv) {
   models->add_option("--machine", models_args.machine, "Only this machine's models");
 
   auto* demo = app.add_subcommand("demo", "Run the main showcase on whatever hardware is here");
-  bool demo_quick = false;
-  demo->add_flag("--quick", demo_quick, "Smaller problem sizes");
+  weft::tools::DemoArgs demo_args;
+  demo->add_flag("--quick", demo_args.quick, "Smaller problem sizes");
+  demo->add_option("--trace", demo_args.trace,
+                   "Write the factor pipeline's Chrome trace to FILE (and an SVG beside it)");
 
   try {
     app.parse(argc, argv);
@@ -88,7 +153,17 @@ int main(int argc, char** argv) {
       gpu_args.command = command;
       return weft::tools::run_bench_gpu_pool(gpu_args);
     }
-    if (demo->parsed()) return weft::tools::run_demo(demo_quick);
+    if (demo->parsed()) return weft::tools::run_demo(demo_args);
+    std::string command = "weft";
+    for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+    graph_args.command = command;
+    if (bench_graph->parsed()) return weft::tools::run_bench_graph(graph_args);
+    if (explain->parsed()) return weft::tools::run_graph_explain(graph_args);
+    if (graph_run->parsed()) return weft::tools::run_graph_run(graph_args);
+    if (calibrate->parsed()) {
+      if (graph_args.sizes.empty()) graph_args.sizes = {"4m", "32m"};
+      return weft::tools::run_calibrate(graph_args);
+    }
     if (models->parsed()) return weft::tools::run_models(models_args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "weft: %s\n", e.what());

@@ -146,6 +146,9 @@ class Graph {
   [[nodiscard]] const std::vector<Arg>& args(NodeId n) const;
   /// The nodes `n` depends on (from data and explicit edges), each once, ascending.
   [[nodiscard]] const std::vector<std::size_t>& producers(NodeId n) const;
+  /// The handle of the data registered `index`-th (as RunReport records name data). Throws
+  /// InvalidArgument when there is no such data.
+  [[nodiscard]] Data data_at(std::size_t index) const;
   [[nodiscard]] const std::string& name(Data d) const;
   [[nodiscard]] std::size_t bytes(Data d) const;
 

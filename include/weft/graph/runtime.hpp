@@ -102,6 +102,9 @@ class Runtime {
   /// "cuda:0 NVIDIA H100 ...", "emulated device", or "none (<why>)".
   [[nodiscard]] std::string device_name() const;
 
+  /// Whether runs refine the models (RuntimeOptions::learn); e.g. off for cold first runs.
+  void set_learning(bool on) noexcept { options_.learn = on; }
+
   [[nodiscard]] CostModels& models() noexcept { return models_; }
   [[nodiscard]] const CostModels& models() const noexcept { return models_; }
 
@@ -112,6 +115,12 @@ class Runtime {
   /// The policy's mapping of `graph` (everything on the CPU when there is no device). Throws
   /// InvalidState for a missing model (a_free and d_map need none).
   [[nodiscard]] std::vector<Device> map(const Graph& graph, Policy policy) const;
+
+  /// The bytes `mapping` would move between host and device in one run (graph inputs to the
+  /// GPU nodes that read them, data a node needs from the other device, outputs back), exactly
+  /// as a run moves them. Throws InvalidArgument for a mapping of the wrong size.
+  [[nodiscard]] std::size_t planned_transfer_bytes(const Graph& graph,
+                                                   const std::vector<Device>& mapping) const;
 
   /// Runs `graph` once with the policy's mapping and returns what happened. Graph inputs are
   /// taken from their host buffers; data the graph writes are in their host buffers when it

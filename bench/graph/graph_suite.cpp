@@ -1,0 +1,204 @@
+#include "graph/graph_suite.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "pipelines.hpp"
+#include "weft/cpu/executor.hpp"
+#include "weft/error.hpp"
+#include "weft/graph/model_store.hpp"
+#include "weft/graph/runtime.hpp"
+#include "weft/graph/trace.hpp"
+
+namespace weft::bench::graph {
+
+namespace wg = weft::graph;
+
+std::string size_label(std::size_t total) {
+  return std::to_string((total + 500'000) / 1'000'000) + "m";
+}
+
+std::string mapping_string(const std::vector<wg::Device>& m) {
+  std::string s;
+  for (wg::Device d : m) s += d == wg::Device::gpu ? 'G' : 'C';
+  return s;
+}
+
+namespace {
+
+const wg::Policy kContenders[] = {wg::Policy::pptm, wg::Policy::a_free, wg::Policy::d_map,
+                                  wg::Policy::mincut, wg::Policy::heft};
+
+// Per (device, kernel): |predicted - measured| / measured of every node in the timed runs.
+using Errors = std::map<std::string, std::vector<double>>;
+
+void collect_errors(const wg::Graph& g, const wg::RunReport& r, Errors& errors) {
+  for (const wg::NodeRecord& n : r.nodes) {
+    const double measured = n.end - n.start;
+    if (n.predicted <= 0 || measured <= 0) continue;
+    const std::string key = std::string(n.device == wg::Device::gpu ? "gpu_" : "cpu_") +
+                            g.kernel(wg::NodeId{n.node}).name;
+    errors[key].push_back(std::abs(n.predicted - measured) / measured);
+  }
+}
+
+struct AppResult {
+  std::map<wg::Policy, std::size_t> bytes;
+  std::map<wg::Policy, double> median_seconds;
+};
+
+}  // namespace
+
+void calibrate(wg::Runtime& rt, const std::vector<std::string>& names,
+               std::vector<std::size_t> totals) {
+  std::sort(totals.begin(), totals.end());
+  for (std::size_t total : totals) {
+    factors::Market market = factors::generate_market(factors::shape_for_total(total), 42);
+    for (const auto& app : factors::applications()) {
+      if (!names.empty() && std::find(names.begin(), names.end(), app.name) == names.end()) {
+        continue;
+      }
+      factors::BuiltApp built = app.build(market);
+      for (wg::Policy p : {wg::Policy::a_free, wg::Policy::d_map}) {
+        rt.set_learning(false);
+        (void)rt.run(*built.graph, p);
+        rt.set_learning(true);
+        for (int k = 0; k < 2; ++k) (void)rt.run(*built.graph, p);
+      }
+      rt.release(*built.graph);
+      std::fprintf(stderr, "[calibrate] %s at %s\n", app.name.c_str(), size_label(total).c_str());
+    }
+  }
+}
+
+Suite run_graph_suite(const GraphSuiteOptions& o) {
+  SuiteOptions so;
+  so.samples = o.samples;
+  so.warmups = 1;
+  so.settle_ms = 20;
+  Suite suite("graph", so);
+  cpu::Executor executor;
+  wg::RuntimeOptions ro;
+  ro.device = o.device == "emulated" ? wg::DeviceKind::emulated : wg::DeviceKind::cuda;
+  wg::Runtime rt(executor, ro);
+  std::fprintf(stderr, "[graph] device: %s, %zu CPU workers\n", rt.device_name().c_str(),
+               executor.num_workers());
+  suite.set_gpu(rt.device_name(), 1);
+  std::vector<const factors::Application*> apps;
+  for (const auto& a : factors::applications()) {
+    if (o.apps.empty() || std::find(o.apps.begin(), o.apps.end(), a.name) != o.apps.end()) {
+      apps.push_back(&a);
+    }
+  }
+  std::vector<std::size_t> totals = o.totals;
+  std::sort(totals.begin(), totals.end());
+
+  calibrate(rt, o.apps, totals);
+
+  Errors errors;
+  std::map<std::string, AppResult> results;  // by benchmark name
+  for (std::size_t total : totals) {
+    const factors::Shape shape = factors::shape_for_total(total);
+    factors::Market market = factors::generate_market(shape, 7);
+    for (const auto* app : apps) {
+      const std::string name = app->name + "_" + size_label(total);
+      const double t0 = now_seconds();
+      const wg::Series want = app->reference(market);
+      std::fprintf(stderr, "[graph] %s: %zu stocks x %zu days, reference in %.2f s\n", name.c_str(),
+                   shape.stocks, shape.days, now_seconds() - t0);
+      factors::BuiltApp built = app->build(market);
+      AppResult& result = results[name];
+      std::vector<Contender> contenders;
+      for (wg::Policy p : kContenders) {
+        const std::vector<wg::Device> mapping = rt.map(*built.graph, p);
+        std::fprintf(stderr, "[graph]   %-7s %s (predicted %.4f s)\n", wg::to_string(p),
+                     mapping_string(mapping).c_str(),
+                     wg::mapping_cost(rt.problem(*built.graph), mapping));
+        contenders.push_back(
+            {p == wg::Policy::pptm ? "weft" : wg::to_string(p), [&, p, mapping] {
+               std::fill(built.output.begin(), built.output.end(), -1.0f);
+               const wg::RunReport r = rt.run(*built.graph, mapping);
+               result.bytes[p] = r.bytes_to_device + r.bytes_to_host;
+               collect_errors(*built.graph, r, errors);
+               return Outcome{r.seconds, factors::compare(built.output, want).ok()};
+             }});
+      }
+      suite.compare(name, "s", Better::lower, contenders);
+      const auto& cmps = suite.comparisons();
+      result.median_seconds[wg::Policy::pptm] = cmps.back().weft;
+      for (auto it = cmps.end() - 4; it != cmps.end(); ++it) {
+        result.median_seconds[wg::parse_policy(it->peer)] = it->peer_value;
+      }
+      if (!o.trace_dir.empty()) {
+        std::filesystem::create_directories(o.trace_dir);
+        for (wg::Policy p : {wg::Policy::pptm, wg::Policy::d_map}) {
+          const wg::RunReport r = rt.run(*built.graph, rt.map(*built.graph, p));
+          const std::string base = o.trace_dir + "/" + name + "_" + wg::to_string(p);
+          wg::write_text_file(base + ".trace.json", wg::chrome_trace(*built.graph, r));
+          wg::write_text_file(base + ".svg", wg::svg_timeline(*built.graph, r));
+        }
+      }
+      rt.release(*built.graph);
+    }
+  }
+
+  // The figures.
+  const std::string largest = size_label(totals.back());
+  std::vector<double> gains;
+  std::size_t pptm_bytes = 0, dmap_bytes = 0;
+  double worst_over_best = 0;
+  for (const auto& [name, r] : results) {
+    pptm_bytes += r.bytes.at(wg::Policy::pptm);
+    dmap_bytes += r.bytes.at(wg::Policy::d_map);
+    double best = r.median_seconds.begin()->second;
+    for (const auto& [p, t] : r.median_seconds) best = std::min(best, t);
+    const double over_best = r.median_seconds.at(wg::Policy::pptm) / best;
+    worst_over_best = std::max(worst_over_best, over_best);
+    suite.add_metric({"pptm_over_best_" + name, "x", Better::lower, {over_best}});
+    suite.add_metric({"transfer_bytes_pptm_" + name,
+                      "B",
+                      Better::lower,
+                      {static_cast<double>(r.bytes.at(wg::Policy::pptm))}});
+    suite.add_metric({"transfer_bytes_dmap_" + name,
+                      "B",
+                      Better::lower,
+                      {static_cast<double>(r.bytes.at(wg::Policy::d_map))}});
+    if (name.size() > largest.size() &&
+        name.compare(name.size() - largest.size(), largest.size(), largest) == 0) {
+      const double d = r.median_seconds.at(wg::Policy::d_map);
+      gains.push_back((d - r.median_seconds.at(wg::Policy::pptm)) / d);
+    }
+  }
+  double mean_gain = 0;
+  for (double g : gains) mean_gain += g / static_cast<double>(gains.size());
+  suite.add_metric({"pptm_gain_over_dmap_" + largest, "fraction", Better::higher, {mean_gain}});
+  suite.add_metric({"transfer_bytes_ratio_pptm_dmap",
+                    "x",
+                    Better::lower,
+                    {dmap_bytes == 0 ? 0.0 : static_cast<double>(pptm_bytes) / dmap_bytes}});
+  suite.add_metric({"pptm_over_best_max", "x", Better::lower, {worst_over_best}});
+  std::vector<double> all, per_kernel;
+  for (const auto& [key, v] : errors) {
+    const double m = median(v);
+    per_kernel.push_back(m);
+    all.insert(all.end(), v.begin(), v.end());
+    suite.add_metric({"prediction_error_" + key, "fraction", Better::lower, {m}});
+  }
+  suite.add_metric({"prediction_error_median", "fraction", Better::lower, {median(all)}});
+  suite.add_metric(
+      {"prediction_error_worst_kernel",
+       "fraction",
+       Better::lower,
+       {per_kernel.empty() ? 0.0 : *std::max_element(per_kernel.begin(), per_kernel.end())}});
+  if (!o.models_db.empty()) {
+    wg::ModelStore store(o.models_db);
+    rt.models().save(store, o.machine);
+  }
+  return suite;
+}
+
+}  // namespace weft::bench::graph

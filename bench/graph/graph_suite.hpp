@@ -1,0 +1,43 @@
+// bench/graph/graph_suite.hpp - `weft bench graph` (issue 4 §4): the five factor pipelines at
+// two sizes, each run with the mappings of PPTM (weft's), A-Free, D-Map, the minimum cut and
+// HEFT, alternating in one process, every run checked against the sequential reference; the
+// cost models calibrated first in the same process, their prediction error reported.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "harness/harness.hpp"
+#include "weft/graph/runtime.hpp"
+
+namespace weft::bench::graph {
+
+struct GraphSuiteOptions {
+  /// Floats in total over the five input series; each gives a label "<n/1e6>m".
+  std::vector<std::size_t> totals = {32'000'000, 320'000'000};
+  int samples = 5;
+  /// "auto" (the CUDA device; refused without one), "emulated" (smoke runs; figures meaningless).
+  std::string device = "auto";
+  std::vector<std::string> apps;  // empty: all five
+  std::string trace_dir;          // non-empty: a Chrome trace and an SVG per app, size and policy
+  std::string models_db;          // non-empty: store the models there after the run
+  std::string machine;            // the models' machine key
+};
+
+/// Calibrates `runtime`'s cost models: each application at each size (floats in total) with
+/// every node on the CPU, then every GPU-capable node on the GPU; the first (cold) run of each
+/// teaches nothing, the next two do. Prints progress on stderr.
+void calibrate(weft::graph::Runtime& runtime, const std::vector<std::string>& apps,
+               std::vector<std::size_t> totals);
+
+/// Runs the suite. Throws weft::Error when the device asked for is not there.
+Suite run_graph_suite(const GraphSuiteOptions& options);
+
+/// One letter per node: C (CPU) or G (GPU).
+std::string mapping_string(const std::vector<weft::graph::Device>& mapping);
+
+/// "32m" for 32'000'000.
+std::string size_label(std::size_t total);
+
+}  // namespace weft::bench::graph

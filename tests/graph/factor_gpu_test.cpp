@@ -1,0 +1,114 @@
+// The factor operators' CUDA implementations against the CPU references, alone (with holes and
+// ties) and composed in the five pipelines. Skipped, and reported so, without a usable GPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "pipelines.hpp"
+#include "weft/cpu/executor.hpp"
+#include "weft/graph/factor_kernels.hpp"
+#include "weft/graph/runtime.hpp"
+
+namespace {
+
+using weft::graph::Device;
+using weft::graph::Policy;
+using weft::graph::Series;
+namespace gk = weft::graph::kernels;
+
+struct GpuRuntime {
+  weft::cpu::Executor ex;
+  std::unique_ptr<weft::graph::Runtime> rt;
+  GpuRuntime() {
+    weft::graph::RuntimeOptions o;
+    o.device = weft::graph::DeviceKind::automatic;
+    rt = std::make_unique<weft::graph::Runtime>(ex, o);
+  }
+};
+
+#define SKIP_WITHOUT_GPU(r) \
+  if (!(r).rt->has_device()) GTEST_SKIP() << "SKIPPED: " << (r).rt->device_name()
+
+Series holes_and_ties(std::size_t stocks, std::size_t days, unsigned seed) {
+  std::mt19937 rng(seed);
+  Series x(stocks, days);
+  for (auto& v : x.values) v = float(int(rng() % 41) - 20) * 0.25f;  // many ties, zeros
+  for (std::size_t i = 0; i < x.values.size(); i += 97) x.values[i] = NAN;
+  return x;
+}
+
+// Runs one kernel node on the GPU over `inputs` and returns its output.
+Series run_on_gpu(weft::graph::Runtime& rt, weft::graph::Kernel k, std::vector<Series> inputs) {
+  weft::graph::Graph g;
+  std::vector<weft::graph::Arg> args;
+  for (Series& s : inputs) {
+    args.push_back(weft::graph::read(g.add_data("in", s.values.data(), s.values.size() * 4)));
+  }
+  Series out(inputs[0].stocks, inputs[0].days, -1.0f);
+  args.push_back(weft::graph::write(g.add_data("out", out.values.data(), out.values.size() * 4)));
+  g.add_node(std::move(k), args);
+  const auto report = rt.run(g, std::vector<Device>{Device::gpu});
+  EXPECT_EQ(report.nodes.at(0).device, Device::gpu);
+  return out;
+}
+
+void expect_matches(const Series& got, const Series& want, const char* what) {
+  std::size_t mismatched = 0;
+  for (std::size_t i = 0; i < got.values.size(); ++i) {
+    const float g = got.values[i], w = want.values[i];
+    const bool bad = std::isnan(g) != std::isnan(w) ||
+                     (!std::isnan(w) && std::abs(g - w) > 1e-4f * std::max(1.0f, std::abs(w)));
+    if (bad && mismatched++ < 5) {
+      ADD_FAILURE() << what << " at " << i << ": got " << g << ", expected " << w;
+    }
+  }
+  EXPECT_EQ(mismatched, 0u) << what;
+}
+
+TEST(FactorGpu, EachOperatorMatchesItsCpuReference) {
+  GpuRuntime r;
+  SKIP_WITHOUT_GPU(r);
+  ASSERT_TRUE(gk::gpu_compiled());
+  const std::size_t S = 301, D = 257;
+  const gk::Shape shape{S, D};
+  Series x = holes_and_ties(S, D, 1), y = holes_and_ties(S, D, 2);
+  factors::Market m = factors::generate_market(shape, 3);
+  Series close(S, D), volume(S, D);
+  close.values = m.close;
+  volume.values = m.volume;
+  auto& rt = *r.rt;
+  namespace g = weft::graph;
+  expect_matches(run_on_gpu(rt, gk::moving_mean(shape, 10), {close}), g::moving_mean(close, 10),
+                 "moving_mean");
+  expect_matches(run_on_gpu(rt, gk::moving_stddev(shape, 20), {close}), g::moving_stddev(close, 20),
+                 "moving_stddev");
+  expect_matches(run_on_gpu(rt, gk::moving_correlation(shape, 10), {close, volume}),
+                 g::moving_correlation(close, volume, 10), "moving_correlation");
+  expect_matches(run_on_gpu(rt, gk::moving_mean(shape, 5), {x}), g::moving_mean(x, 5),
+                 "moving_mean with holes");
+  expect_matches(run_on_gpu(rt, gk::delta(shape, 3), {x}), g::delta(x, 3), "delta");
+  expect_matches(run_on_gpu(rt, gk::rank(shape), {x}), g::rank(x), "rank with ties and holes");
+  expect_matches(run_on_gpu(rt, gk::rank(shape), {close}), g::rank(close), "rank");
+  expect_matches(run_on_gpu(rt, gk::scale(shape), {x}), g::scale(x), "scale");
+  expect_matches(run_on_gpu(rt, gk::multiply(shape), {x, y}), g::multiply(x, y), "multiply");
+  expect_matches(run_on_gpu(rt, gk::subtract(shape), {x, y}), g::subtract(x, y), "subtract");
+}
+
+TEST(FactorGpu, EveryPipelineMatchesItsReferenceUnderEveryPolicy) {
+  GpuRuntime r;
+  SKIP_WITHOUT_GPU(r);
+  factors::Market market = factors::generate_market({1000, 700}, 4);
+  for (const auto& app : factors::applications()) {
+    const Series want = app.reference(market);
+    factors::BuiltApp built = app.build(market);
+    for (Policy p : {Policy::a_free, Policy::d_map}) {
+      (void)r.rt->run(*built.graph, p);
+      const auto cmp = factors::compare(built.output, want);
+      EXPECT_TRUE(cmp.ok()) << app.name << " " << weft::graph::to_string(p) << ": "
+                            << cmp.mismatched << " mismatched, max error " << cmp.max_abs_error;
+    }
+  }
+}
+
+}  // namespace
