@@ -25,7 +25,8 @@ std::string what_of(std::exception_ptr e) {
 }  // namespace
 
 Dispatcher::Dispatcher(GraphImpl& graph, const std::vector<Device>& mapping, DeviceBackend* device,
-                       DeviceMemory* memory, cpu::Executor& executor, const CostModels& models)
+                       DeviceMemory* memory, cpu::Executor& executor, const CostModels& models,
+                       int compute_streams, int cpu_nodes_at_once)
     : g_(graph),
       mapping_(mapping),
       device_(device),
@@ -34,7 +35,11 @@ Dispatcher::Dispatcher(GraphImpl& graph, const std::vector<Device>& mapping, Dev
       models_(models),
       nodes_(graph.nodes.size()),
       data_(graph.data.size()),
-      futures_(graph.nodes.size()) {}
+      futures_(graph.nodes.size()),
+      compute_streams_(compute_streams),
+      copy_in_(compute_streams),
+      copy_out_(compute_streams + 1),
+      cpu_limit_(cpu_nodes_at_once == 0 ? SIZE_MAX : static_cast<std::size_t>(cpu_nodes_at_once)) {}
 
 double Dispatcher::since_start() const {
   return std::chrono::duration<double>(Clock::now() - t0_).count();
@@ -60,7 +65,7 @@ int Dispatcher::stream_for(std::size_t node) {
     if (mapping_[p] == Device::gpu) return nodes_[p].stream;  // stay on the chain's stream
   }
   const int s = next_stream_;
-  next_stream_ = (next_stream_ + 1) % device_->streams();
+  next_stream_ = (next_stream_ + 1) % compute_streams_;
   return s;
 }
 
@@ -88,7 +93,7 @@ void Dispatcher::start_cpu(std::size_t node) {
     DataState& ds = data_[i];
     if (a.access != Access::write) {
       const std::size_t source = d.copies.read_at(kHost, "data '" + d.name + "'");
-      if (source == kDevice0) copy_back(i, std::max(ds.device_ready_stream, 0));
+      if (source == kDevice0) copy_back(i, copy_out_);
       if (ds.host_copy_in_flight) {
         ds.host_waiters.push_back(node);
         ++nodes_[node].copies_awaited;
@@ -100,6 +105,10 @@ void Dispatcher::start_cpu(std::size_t node) {
 }
 
 void Dispatcher::submit_cpu(std::size_t node) {
+  if (in_flight_cpu_ >= cpu_limit_) {
+    cpu_queue_.push_back(node);  // its turn comes when a running CPU node finishes
+    return;
+  }
   std::vector<void*> pointers;
   std::vector<std::size_t> bytes;
   for (const Arg& a : g_.nodes[node].args) {
@@ -144,15 +153,18 @@ void Dispatcher::start_gpu(std::size_t node) {
     if (a.access != Access::write) {
       const std::size_t source = d.copies.read_at(kDevice0, "data '" + d.name + "'");
       if (source == kHost) {
-        PendingTransfer t{i, true, s, device_->record(s), 0};
-        device_->copy_to_device(s, d.device, d.host, d.bytes);
-        t.end = device_->record(s);
+        // The host copy is final (its CPU producers have finished), and no kernel still reads
+        // the device copy it replaces (the host writer that invalidated it waited for them).
+        PendingTransfer t{i, true, copy_in_, device_->record(copy_in_), 0};
+        device_->copy_to_device(copy_in_, d.device, d.host, d.bytes);
+        t.end = device_->record(copy_in_);
         transfers_.push_back(t);
         bytes_to_device_ += d.bytes;
         ds.device_ready = t.end;
-        ds.device_ready_stream = s;
-      } else if (ds.device_ready && ds.device_ready_stream != s) {
-        device_->wait(s, *ds.device_ready);  // a copy in made on another stream
+        ds.device_ready_stream = copy_in_;
+      }
+      if (ds.device_ready && ds.device_ready_stream != s) {
+        device_->wait(s, *ds.device_ready);  // a copy in, or a kernel on another stream
       }
     }
     if (a.access != Access::read) d.copies.write_at(kDevice0);
@@ -194,6 +206,11 @@ void Dispatcher::handle(const Message& m) {
   const bool on_gpu = mapping_[node] == Device::gpu;
   --(on_gpu ? in_flight_device_ : in_flight_cpu_);
   futures_[node] = {};
+  if (!on_gpu && !cpu_queue_.empty() && !m.error && !error_) {
+    const std::size_t next = cpu_queue_.front();
+    cpu_queue_.erase(cpu_queue_.begin());
+    submit_cpu(next);
+  }
   if (m.error) {
     try {
       std::rethrow_exception(m.error);
@@ -262,7 +279,7 @@ void Dispatcher::finish_outputs() {
     DataEntry& d = g_.data[i];
     if (d.owned || !d.written || d.copies.valid(kHost)) continue;
     (void)d.copies.read_at(kHost, "data '" + d.name + "'");
-    copy_back(i, std::max(data_[i].device_ready_stream, 0));
+    copy_back(i, copy_out_);
   }
 }
 

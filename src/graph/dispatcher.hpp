@@ -5,9 +5,12 @@
 //
 // When a node may start:
 //   - a CPU node: every producer has finished (a GPU producer: its stream's host callback ran),
-//     and every copy back to the host it needs has landed;
+//     every copy back to the host it needs has landed, and fewer than cpu_nodes_at_once CPU
+//     nodes are running (they queue in the order they became ready);
 //   - a GPU node: every GPU producer has been enqueued (the node's stream waits for producers'
 //     end events on other streams) and every CPU producer has finished.
+// Kernels go on the compute streams; copies to the device on a stream of their own, copies back
+// on another, each ordered after what it needs by events.
 // Where a datum's valid copy lives is the MSI bookkeeping of detail::Coherence; each datum also
 // remembers the event after which its device copy is ready (the writer's end, or the copy in)
 // and whether a copy back to the host is in flight (CPU readers wait for it).
@@ -33,7 +36,8 @@ namespace weft::graph::detail {
 class Dispatcher {
  public:
   Dispatcher(GraphImpl& graph, const std::vector<Device>& mapping, DeviceBackend* device,
-             DeviceMemory* memory, cpu::Executor& executor, const CostModels& models);
+             DeviceMemory* memory, cpu::Executor& executor, const CostModels& models,
+             int compute_streams, int cpu_nodes_at_once);
   /// Runs the graph; fills `report`. Throws the first failure (a node's, nested in a
   /// weft::Error naming it, or the device's) after everything in flight has ended.
   void run(RunReport& report);
@@ -114,6 +118,10 @@ class Dispatcher {
   std::vector<cpu::Future<void>> futures_;  // per node, while its CPU task is in flight
   std::size_t bytes_to_device_ = 0, bytes_to_host_ = 0;
   int next_stream_ = 0;
+  int compute_streams_;                 // streams [0, compute_streams_) run kernels
+  int copy_in_, copy_out_;              // the copy streams
+  std::size_t cpu_limit_;               // CPU nodes at once (SIZE_MAX: no limit)
+  std::vector<std::size_t> cpu_queue_;  // CPU nodes ready, waiting for a turn
   bool device_failed_ = false;
   std::exception_ptr error_;
   Clock::time_point t0_;

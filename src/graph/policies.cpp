@@ -47,7 +47,9 @@ std::vector<Device> map_pptm(const MappingProblem& problem) {
     double a = node.cpu - node.gpu;
     for (const auto* e : in[v]) {
       if (gpu_capable(problem.nodes[e->from])) {
-        a += acc[e->from];  // the producer's chain continues into this node
+        // A chain continues through a producer that feeds this node alone. A shared producer's
+        // placement does not hang on any one consumer: its gain is its own, passed to none.
+        if (out[e->from].size() == 1) a += acc[e->from];
       } else {
         a -= e->to_gpu;  // data from a fence must cross to the GPU
       }

@@ -51,20 +51,25 @@ std::size_t node_size(const detail::NodeEntry& n, const detail::GraphImpl& g) {
 
 Runtime::Runtime(cpu::Executor& executor, RuntimeOptions options)
     : executor_(executor), options_(options) {
-  if (options_.streams < 1) {
-    throw InvalidArgument("weft::graph::RuntimeOptions::streams must be >= 1 (got " +
-                          std::to_string(options_.streams) + ")");
+  if (options_.compute_streams < 1) {
+    throw InvalidArgument("weft::graph::RuntimeOptions::compute_streams must be >= 1 (got " +
+                          std::to_string(options_.compute_streams) + ")");
   }
+  if (options_.cpu_nodes_at_once < 0) {
+    throw InvalidArgument("weft::graph::RuntimeOptions::cpu_nodes_at_once must be >= 0 (got " +
+                          std::to_string(options_.cpu_nodes_at_once) + ")");
+  }
+  const int streams = options_.compute_streams + 2;  // and one each for copies in and out
   switch (options_.device) {
     case DeviceKind::none:
       no_device_why_ = "none asked for";
       break;
     case DeviceKind::emulated:
-      device_ = detail::make_emulated_device(options_.streams);
+      device_ = detail::make_emulated_device(streams);
       break;
     case DeviceKind::cuda:
     case DeviceKind::automatic:
-      device_ = detail::make_cuda_device(options_.cuda_device, options_.streams, no_device_why_);
+      device_ = detail::make_cuda_device(options_.cuda_device, streams, no_device_why_);
       if (!device_ && options_.device == DeviceKind::cuda) {
         throw InvalidArgument("weft::graph::Runtime: DeviceKind::cuda, but " + no_device_why_);
       }
@@ -262,7 +267,8 @@ RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std
   }
   g.running = true;
   try {
-    detail::Dispatcher d(g, mapping, device_.get(), memory, executor_, models_);
+    detail::Dispatcher d(g, mapping, device_.get(), memory, executor_, models_,
+                         options_.compute_streams, options_.cpu_nodes_at_once);
     d.run(report);
   } catch (...) {
     g.running = false;

@@ -75,10 +75,11 @@ Kernel avg() {
           {}};
 }
 
-RuntimeOptions emulated(int streams = 3) {
+RuntimeOptions emulated(int compute_streams = 3, int cpu_nodes_at_once = 1) {
   RuntimeOptions o;
   o.device = DeviceKind::emulated;
-  o.streams = streams;
+  o.compute_streams = compute_streams;
+  o.cpu_nodes_at_once = cpu_nodes_at_once;
   o.memory.first_region = 1 << 20;
   return o;
 }
@@ -165,7 +166,7 @@ TEST(Runtime, DataCrossOnlyWhereANodeNeedsThem) {
 
 TEST(Runtime, ReadersOnSeveralStreamsShareOneCopyIn) {
   weft::cpu::Executor ex;
-  Runtime rt(ex, emulated(4));
+  Runtime rt(ex, emulated(4, 0));
   std::vector<float> in(256, 2.0f);
   Graph g;
   auto x = g.add_data("x", in.data(), in.size() * 4);
@@ -228,9 +229,9 @@ Kernel rendezvous(std::atomic<int>& arrived, std::atomic<bool>& met) {
           {}};
 }
 
-TEST(Runtime, IndependentNodesOverlapOnTheCpuAndAcrossDevices) {
+TEST(Runtime, IndependentNodesOverlapWhereTheOptionsAllow) {
   weft::cpu::Executor ex(weft::cpu::ExecutorOptions{.workers = 2});
-  Runtime rt(ex, emulated());
+  Runtime wide(ex, emulated(2, 2));
   for (auto mapping : {std::vector<Device>{kCpu, kCpu}, std::vector<Device>{kCpu, kGpu},
                        std::vector<Device>{kGpu, kGpu}}) {
     std::atomic<int> arrived{0};
@@ -238,9 +239,37 @@ TEST(Runtime, IndependentNodesOverlapOnTheCpuAndAcrossDevices) {
     Graph g;
     g.add_node(rendezvous(arrived, met), {});
     g.add_node(rendezvous(arrived, met), {});
-    (void)rt.run(g, mapping);
+    (void)wide.run(g, mapping);
     EXPECT_TRUE(met.load()) << "nodes " << int(mapping[0]) << int(mapping[1]) << " ran apart";
   }
+}
+
+// By default a device runs one node at a time (each node has all of it, as the models assume);
+// the CPU and the GPU still overlap.
+TEST(Runtime, ByDefaultEachDeviceRunsOneNodeAtATime) {
+  weft::cpu::Executor ex(weft::cpu::ExecutorOptions{.workers = 2});
+  Runtime rt(ex, emulated(1, 1));
+  std::atomic<int> running{0}, most{0};
+  Kernel k{"busy",
+           [&](const CpuCall&) {
+             const int now = running.fetch_add(1) + 1;
+             int seen = most.load();
+             while (now > seen && !most.compare_exchange_weak(seen, now)) {
+             }
+             std::this_thread::sleep_for(std::chrono::milliseconds(2));
+             running.fetch_sub(1);
+           },
+           not_on_emulated,
+           {}};
+  Graph g;
+  for (int i = 0; i < 6; ++i) g.add_node(k, {});
+  (void)rt.run(g, std::vector<Device>(6, kCpu));
+  EXPECT_EQ(most.load(), 1);
+  (void)rt.run(g, std::vector<Device>(6, kGpu));
+  EXPECT_EQ(most.load(), 1);
+  most = 0;
+  (void)rt.run(g, std::vector<Device>{kCpu, kGpu, kCpu, kGpu, kCpu, kGpu});
+  EXPECT_EQ(most.load(), 2);  // one on each device at once
 }
 
 TEST(Runtime, AFailingNodeStopsTheRunNamesItAndTheGraphRunsAgain) {
@@ -373,10 +402,11 @@ namespace {
 // the result must be what running the nodes one by one in program order gives.
 TEST(RuntimeStress, RandomGraphsAndMappingsMatchProgramOrder) {
   weft::cpu::Executor ex(weft::cpu::ExecutorOptions{.workers = 3});
-  Runtime rt(ex, emulated(3));
+  Runtime wide(ex, emulated(3, 0)), one_at_a_time(ex, emulated(1, 1));
   std::mt19937 rng(11);
   constexpr std::size_t kBuffers = 5, kLen = 64;
-  for (int trial = 0; trial < 150; ++trial) {
+  for (int trial = 0; trial < 200; ++trial) {
+    Runtime& rt = trial % 2 ? wide : one_at_a_time;
     std::vector<std::vector<float>> bufs(kBuffers, std::vector<float>(kLen));
     for (auto& b : bufs) {
       for (auto& x : b) x = float(rng() % 100) / 10.0f;

@@ -45,7 +45,14 @@ struct RuntimeOptions {
   DeviceKind device = DeviceKind::automatic;
   int cuda_device = 0;
   /// Streams GPU nodes are spread over (a GPU node takes its first GPU producer's stream).
-  int streams = 4;
+  /// Copies have two streams of their own (in, out), so they overlap the kernels. The default,
+  /// one, runs GPU nodes one at a time, as the cost models and the schedulers assume (a bulk
+  /// kernel fills the GPU; two at once would each measure the other's time).
+  int compute_streams = 1;
+  /// CPU nodes running at once; 0: no limit. The default, one, gives each CPU node every
+  /// worker for its parallel loops, as the models assume: nodes measured while sharing the
+  /// workers would teach the models times that depend on what ran beside them.
+  int cpu_nodes_at_once = 1;
   /// Refine the cost models from every run's measurements.
   bool learn = true;
   /// The device memory allocator's regions.
