@@ -119,6 +119,17 @@ class CudaDevice final : public DeviceBackend {
     for (cudaStream_t s : streams_) WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
   }
   void reset_events() override { used_ = 0; }
+  bool pin(void* host, std::size_t bytes) override {
+    WEFT_CUDA_CHECK(cudaSetDevice(ordinal_));
+    if (cudaHostRegister(host, bytes, cudaHostRegisterPortable) != cudaSuccess) {
+      cudaGetLastError();  // already registered by its owner, or refused: not sticky
+      return false;
+    }
+    return true;
+  }
+  [[nodiscard]] std::function<void(void*)> unpinner() const override {
+    return [](void* host) { cudaHostUnregister(host); };  // a clean-up path: nothing to report
+  }
   void copy_to_host_now(void* host, const void* device, std::size_t bytes) override {
     WEFT_CUDA_CHECK(cudaSetDevice(ordinal_));
     WEFT_CUDA_CHECK(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));

@@ -58,6 +58,14 @@ class DeviceBackend {
   virtual void synchronize() = 0;
   /// Forgets every event (after synchronize; the next run records new ones).
   virtual void reset_events() = 0;
+  /// Page-locks a host buffer so that copies to and from it are DMA transfers that run
+  /// asynchronously (pageable copies are staged by the driver and block the calling thread).
+  /// Returns false when the buffer was not pinned by this call (already registered by its
+  /// owner, or the system refused): copies still work, only slower. Not during a run.
+  virtual bool pin(void* host, std::size_t bytes) = 0;
+  /// What undoes a pin() that returned true: a function that does not need this backend (a
+  /// graph may outlive its runtime, and unpins its buffers when it dies).
+  [[nodiscard]] virtual std::function<void(void* host)> unpinner() const = 0;
   /// A synchronous copy back (Graph::fetch, after a run).
   virtual void copy_to_host_now(void* host, const void* device, std::size_t bytes) = 0;
 };

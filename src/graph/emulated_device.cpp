@@ -114,6 +114,10 @@ class EmulatedDevice final : public DeviceBackend {
     events_.clear();
     for (auto& s : streams_) s->error = nullptr;
   }
+  bool pin(void*, std::size_t) override { return false; }  // host memory already
+  [[nodiscard]] std::function<void(void*)> unpinner() const override {
+    return [](void*) {};
+  }
   void copy_to_host_now(void* host, const void* device, std::size_t bytes) override {
     std::memcpy(host, device, bytes);
   }

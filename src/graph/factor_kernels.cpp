@@ -72,11 +72,17 @@ void split_days(const CpuCall& c, std::size_t days, F f) {
   split(c, blocks, [&](std::size_t b, std::size_t e) { f(b * 16, std::min(days, e * 16)); });
 }
 
-Kernel unary(const char* name, Shape shape, CpuCallFn cpu, GpuCallFn gpu) {
+// A windowed operator's name carries its window: on the GPU each output sums its window, so
+// the time per byte depends on it, and nodes of different windows need models of their own.
+std::string windowed(const char* name, std::size_t window) {
+  return std::string(name) += "/" + std::to_string(window);
+}
+
+Kernel unary(const std::string& name, Shape shape, CpuCallFn cpu, GpuCallFn gpu) {
   return {name, std::move(cpu), std::move(gpu), same_shape(shape, 2, name)};
 }
 
-Kernel binary(const char* name, Shape shape, CpuCallFn cpu, GpuCallFn gpu) {
+Kernel binary(const std::string& name, Shape shape, CpuCallFn cpu, GpuCallFn gpu) {
   return {name, std::move(cpu), std::move(gpu), same_shape(shape, 3, name)};
 }
 
@@ -87,7 +93,7 @@ bool gpu_compiled() noexcept { return detail::gpu::compiled(); }
 Kernel moving_mean(Shape shape, std::size_t window) {
   check_window(shape, window, "moving_mean");
   return unary(
-      "moving_mean", shape,
+      windowed("moving_mean", window), shape,
       [=](const CpuCall& c) {
         split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
           graph::detail::moving_mean_rows(c.get<float>(0), c.get<float>(1), shape.days, window, s0,
@@ -103,7 +109,7 @@ Kernel moving_mean(Shape shape, std::size_t window) {
 Kernel moving_stddev(Shape shape, std::size_t window) {
   check_window(shape, window, "moving_stddev");
   return unary(
-      "moving_stddev", shape,
+      windowed("moving_stddev", window), shape,
       [=](const CpuCall& c) {
         split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
           graph::detail::moving_stddev_rows(c.get<float>(0), c.get<float>(1), shape.days, window,
@@ -119,7 +125,7 @@ Kernel moving_stddev(Shape shape, std::size_t window) {
 Kernel moving_correlation(Shape shape, std::size_t window) {
   check_window(shape, window, "moving_correlation");
   return binary(
-      "moving_correlation", shape,
+      windowed("moving_correlation", window), shape,
       [=](const CpuCall& c) {
         split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
           graph::detail::moving_correlation_rows(c.get<float>(0), c.get<float>(1), c.get<float>(2),

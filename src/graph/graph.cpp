@@ -23,6 +23,13 @@ GraphImpl::~GraphImpl() {
   if (!memory) return;
   for (DataEntry& d : data) {
     if (d.device != nullptr) memory->allocator->deallocate(d.device);
+    if (d.pinned) memory->unpin(d.host);  // before an owned buffer is freed
+  }
+}
+
+void GraphImpl::pin_host_buffers() {
+  for (DataEntry& d : data) {
+    if (!d.pinned) d.pinned = memory->pin(d.host, d.bytes);
   }
 }
 
@@ -70,14 +77,17 @@ bool GraphImpl::reaches(std::size_t from, std::size_t to) const {
 void GraphImpl::release_device_copies() {
   if (!memory) return;
   for (DataEntry& d : data) {
-    if (d.device == nullptr) continue;
-    if (!d.copies.valid(Coherence::kHost) && d.copies.valid(1)) {
-      memory->copy_to_host(d.host, d.device, d.bytes);
-      d.copies.reset_to(Coherence::kHost);
+    if (d.device != nullptr) {
+      if (!d.copies.valid(Coherence::kHost) && d.copies.valid(1)) {
+        memory->copy_to_host(d.host, d.device, d.bytes);
+        d.copies.reset_to(Coherence::kHost);
+      }
+      memory->allocator->deallocate(d.device);
+      d.device = nullptr;
+      if (d.copies.valid(Coherence::kHost)) d.copies.reset_to(Coherence::kHost);
     }
-    memory->allocator->deallocate(d.device);
-    d.device = nullptr;
-    if (d.copies.valid(Coherence::kHost)) d.copies.reset_to(Coherence::kHost);
+    if (d.pinned) memory->unpin(d.host);
+    d.pinned = false;
   }
 }
 

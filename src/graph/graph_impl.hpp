@@ -20,6 +20,8 @@ namespace weft::graph::detail {
 struct DeviceMemory {
   std::shared_ptr<BfcAllocator> allocator;
   std::function<void(void* host, const void* device, std::size_t bytes)> copy_to_host;
+  std::function<bool(void* host, std::size_t bytes)> pin;  // see DeviceBackend::pin
+  std::function<void(void* host)> unpin;
 };
 
 struct DataEntry {
@@ -29,6 +31,7 @@ struct DataEntry {
   std::unique_ptr<std::byte[]> owned;  // set for data the graph owns
   Coherence copies{2};                 // host, device 0
   void* device = nullptr;              // device 0's copy, from memory->allocator
+  bool pinned = false;                 // the host buffer was page-locked by memory->pin
   // Build-time dependency tracking (sequential semantics).
   std::ptrdiff_t last_writer = -1;
   std::vector<std::size_t> readers_since_write;
@@ -55,8 +58,10 @@ struct GraphImpl {
   [[nodiscard]] std::string describe(std::size_t node) const;
   [[nodiscard]] bool reaches(std::size_t from, std::size_t to) const;
   /// Frees every device copy (their values on the device are lost: a copy that was the only
-  /// valid one is first brought back to the host).
+  /// valid one is first brought back to the host) and unpins the host buffers.
   void release_device_copies();
+  /// Page-locks every host buffer not yet pinned (before a run that uses the device).
+  void pin_host_buffers();
 
   std::uint64_t id;
   std::vector<DataEntry> data;

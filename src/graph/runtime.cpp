@@ -82,6 +82,8 @@ Runtime::Runtime(cpu::Executor& executor, RuntimeOptions options)
     memory->copy_to_host = [dev](void* host, const void* device, std::size_t bytes) {
       dev->copy_to_host_now(host, device, bytes);
     };
+    memory->pin = [dev](void* host, std::size_t bytes) { return dev->pin(host, bytes); };
+    memory->unpin = dev->unpinner();
     memory_ = memory;
   }
 }
@@ -256,6 +258,7 @@ RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std
           "release() it there first");
     }
     g.memory = std::static_pointer_cast<detail::DeviceMemory>(memory_);
+    g.pin_host_buffers();  // once per buffer; outside the run's time
   }
   RunReport report;
   report.policy = std::move(policy);

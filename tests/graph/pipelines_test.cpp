@@ -99,11 +99,12 @@ TEST(Pipelines, MarketCsvRoundTripsAndBadFilesAreNamed) {
 void h100_like_models(Runtime& rt) {
   auto& m = rt.models();
   const double per_byte_cpu_cheap = 1e-10, per_byte_transfer = 1e-10;
-  for (const char* k : {"delta", "multiply", "subtract", "scale", "moving_mean"}) {
+  for (const char* k : {"delta", "multiply", "subtract", "scale", "moving_mean/5"}) {
     m.set("cpu", k, LinearCostModel(1e-5, per_byte_cpu_cheap));
     m.set("gpu", k, LinearCostModel(1e-5, per_byte_cpu_cheap / 20));
   }
-  for (const char* k : {"rank", "moving_correlation", "moving_stddev"}) {
+  for (const char* k :
+       {"rank", "moving_correlation/10", "moving_correlation/20", "moving_stddev/20"}) {
     m.set("cpu", k, LinearCostModel(1e-5, 30 * per_byte_cpu_cheap));
     m.set("gpu", k, LinearCostModel(1e-5, per_byte_cpu_cheap / 5));
   }

@@ -191,7 +191,7 @@ int run_calibrate(const GraphArgs& a) {
 int run_bench_graph(const GraphArgs& a) {
   bench::graph::GraphSuiteOptions o;
   o.device = a.device == "emulated" ? "emulated" : "auto";
-  o.samples = a.samples > 0 ? a.samples : (a.quick ? 3 : 5);
+  o.samples = a.samples > 0 ? a.samples : (a.quick ? 3 : 7);
   if (a.quick) o.totals = {1'000'000, 4'000'000};
   if (!a.sizes.empty()) {
     o.totals.clear();

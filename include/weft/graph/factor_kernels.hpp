@@ -19,8 +19,9 @@ struct Shape {
 };
 
 // Arguments: the inputs read, then the output written; every argument of Shape::bytes()
-// (checked when the node is added). Kernel names are the operator's ("moving_mean", ...), so
-// nodes of one operator share cost models whatever their window. Throw InvalidArgument for an
+// (checked when the node is added). Kernel names are the operator's ("delta", "rank", ...), with
+// the window for windowed ones ("moving_mean/10"): on the GPU their time per byte grows with
+// the window, so each window has cost models of its own. Throw InvalidArgument for an
 // empty shape, a window of 0 or longer than the days, a lag of 0 or >= the days.
 Kernel moving_mean(Shape shape, std::size_t window);
 Kernel moving_stddev(Shape shape, std::size_t window);
