@@ -59,10 +59,17 @@ void split(const CpuCall& c, std::size_t n, F f) {
     f(std::size_t{0}, n);
     return;
   }
-  cpu::parallel_for_range(*c.executor, 0, static_cast<std::int64_t>(n),
-                          [&](std::int64_t b, std::int64_t e) {
-                            f(static_cast<std::size_t>(b), static_cast<std::size_t>(e));
-                          });
+  // Dynamic chunks, ~8 per worker: the dispatcher and CUDA's callback thread share the cores
+  // with the workers, and a static part whose worker is delayed would set the node's time.
+  const auto workers = static_cast<std::int64_t>(c.executor->num_workers());
+  const std::int64_t grain =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(n) / (8 * workers));
+  cpu::parallel_for_range(
+      *c.executor, 0, static_cast<std::int64_t>(n),
+      [&](std::int64_t b, std::int64_t e) {
+        f(static_cast<std::size_t>(b), static_cast<std::size_t>(e));
+      },
+      cpu::Schedule::dynamic(grain));
 }
 
 // Cross-sectional operators split days in multiples of 16 (the rank core's block).
