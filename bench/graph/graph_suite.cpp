@@ -47,6 +47,7 @@ void collect_errors(const wg::Graph& g, const wg::RunReport& r, Errors& errors) 
 }
 
 struct AppResult {
+  bool pptm_is_dmap = false;  // the same mapping: any difference in time is noise
   std::map<wg::Policy, std::size_t> bytes;
   std::map<wg::Policy, double> median_seconds;
 };
@@ -113,6 +114,8 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
       factors::BuiltApp built = app->build(market);
       AppResult& result = results[name];
       std::vector<Contender> contenders;
+      result.pptm_is_dmap =
+          rt.map(*built.graph, wg::Policy::pptm) == rt.map(*built.graph, wg::Policy::d_map);
       for (wg::Policy p : kContenders) {
         const std::vector<wg::Device> mapping = rt.map(*built.graph, p);
         std::fprintf(stderr, "[graph]   %-7s %s (predicted %.4f s)\n", wg::to_string(p),

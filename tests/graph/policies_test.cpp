@@ -82,6 +82,20 @@ TEST(MappingPolicies, PptmRemapsProducersOfANodeItSendsBackToTheCpu) {
   EXPECT_DOUBLE_EQ(mapping_cost(p, map_pptm(p)), min_cut_mapping(p).cost);
 }
 
+// A shared producer's gain is passed to none of its consumers (factor1's shape): P gains 9 and
+// feeds the fence F and the output O; O gains 0.05 but must take F's result over (2). With P's
+// gain inherited, O would go to the GPU (7.05 > 0): cost 6.95 against the optimum's 5.
+TEST(MappingPolicies, PptmPassesNoSharedProducersGainToItsConsumers) {
+  MappingProblem p;
+  p.nodes = {{10, 1}, {1, kInf}, {1, 0.95}};  // P, F, O
+  // P -> F crosses back (2); P -> O is free back (F already brings P's data to the host).
+  p.edges = {{0, 1, 2, 2}, {0, 2, 2, 0}, {1, 2, 2, 2}};
+  const auto pptm = map_pptm(p);
+  EXPECT_EQ(pptm, (std::vector<Device>{Device::gpu, Device::cpu, Device::cpu}));
+  EXPECT_DOUBLE_EQ(mapping_cost(p, pptm), 5.0);
+  EXPECT_EQ(pptm, min_cut_mapping(p).device);
+}
+
 TEST(MappingPolicies, PptmNeverPutsAFenceOnTheGpuAndIsNeverBelowTheOptimum) {
   std::mt19937_64 rng(4);
   int better_than_dmap = 0;

@@ -18,8 +18,9 @@ std::vector<Device> map_a_free(const MappingProblem& problem);
 std::vector<Device> map_d_map(const MappingProblem& problem);
 
 /// PPTM (seed 004, §2.2): a node's gain is its CPU time minus its GPU time; gains accumulate
-/// from the graph's inputs toward its outputs along chains of GPU-capable nodes (a producer's
-/// accumulated gain is added to its consumer's; data coming from a fence subtracts its
+/// from the graph's inputs toward its outputs along chains of GPU-capable nodes (the
+/// accumulated gain of a producer that feeds only this node is added to its own; a shared
+/// producer's is passed to none of its consumers; data coming from a fence subtracts its
 /// host-to-device transfer). Then, consumers first: a fence goes to the CPU; a node whose
 /// consumers all went to the GPU stays with them (the chain); an output goes to the GPU when its
 /// accumulated gain is positive (its read-back belongs in its GPU time); a node feeding a
