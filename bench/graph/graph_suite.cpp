@@ -162,8 +162,8 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
     const double over_best = r.median_seconds.at(wg::Policy::pptm) / best;
     worst_over_best = std::max(worst_over_best, over_best);
     suite.add_metric({"pptm_over_best_" + name, "x", Better::lower, {over_best}});
-    suite.add_metric({"pptm_same_mapping_as_dmap_" + name, "bool", Better::lower,
-                      {r.pptm_is_dmap ? 1.0 : 0.0}});
+    suite.add_metric(
+        {"pptm_same_mapping_as_dmap_" + name, "bool", Better::lower, {r.pptm_is_dmap ? 1.0 : 0.0}});
     suite.add_metric({"transfer_bytes_pptm_" + name,
                       "B",
                       Better::lower,

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -271,13 +273,22 @@ class DeviceBlocks final : public BlockRuntime {
                        std::to_string(b.device) + ": tasks must use managed or pinned memory";
           continue;
         }
+        // Peer access lasts as long as the contexts: a pair this process enabled is not asked
+        // again (a second pool would get cudaErrorPeerAccessAlreadyEnabled, harmless, but an
+        // API error compute-sanitizer reports). After a cudaDeviceReset the record is stale;
+        // the pool then finds out when a task touches another GPU's memory.
+        static std::mutex enabled_mutex;
+        static std::set<std::pair<int, int>> enabled;
+        const std::lock_guard lock(enabled_mutex);
+        if (enabled.count({a.device, b.device}) != 0) continue;
         WEFT_CUDA_CHECK(cudaSetDevice(a.device));
         const cudaError_t e = cudaDeviceEnablePeerAccess(b.device, 0);
         if (e == cudaErrorPeerAccessAlreadyEnabled) {
-          (void)cudaGetLastError();  // clear it: enabled before (by the user or a pool)
+          (void)cudaGetLastError();  // clear it: enabled before, by the user
         } else if (e != cudaSuccess) {
           throw_cuda("cudaDeviceEnablePeerAccess", e, __FILE__, __LINE__);
         }
+        enabled.insert({a.device, b.device});
       }
     }
     if (peer_note_.empty() && launches_.size() > 1) peer_note_ = "; peer access between all";
