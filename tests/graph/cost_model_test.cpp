@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <vector>
 
 #include "weft/error.hpp"
+#include "weft/graph/cost_models.hpp"
+#include "weft/graph/model_store.hpp"
 
 using weft::InvalidArgument;
 using weft::graph::CostSample;
@@ -153,3 +156,37 @@ TEST(LinearCostModel, BadInputIsRejectedWithAReason) {
     EXPECT_NE(std::string(e.what()).find("distinct sizes"), std::string::npos) << e.what();
   }
 }
+
+namespace {
+
+TEST(CostModels, FitAfterTwoSizesThenRefineAndSurviveTheStore) {
+  weft::graph::CostModels m;
+  EXPECT_THROW((void)m.predict("gpu", "rank", 1e6), weft::InvalidState);
+  m.observe("gpu", "rank", 1e6, 0.001);
+  m.observe("gpu", "rank", 1e6, 0.001);
+  EXPECT_EQ(m.find("gpu", "rank"), nullptr);  // one size: no line yet
+  EXPECT_EQ(m.pending("gpu", "rank"), 2u);
+  m.observe("gpu", "rank", 3e6, 0.003);
+  ASSERT_NE(m.find("gpu", "rank"), nullptr);
+  EXPECT_EQ(m.pending("gpu", "rank"), 0u);
+  EXPECT_NEAR(m.predict("gpu", "rank", 2e6), 0.002, 1e-9);
+  EXPECT_THROW(m.observe("gpu", "rank", -1, 0.1), weft::InvalidArgument);
+  EXPECT_EQ(m.list().size(), 1u);
+  if (!weft::graph::ModelStore::available()) GTEST_SKIP() << "built without SQLite";
+  const std::string path = ::testing::TempDir() + "cost_models_test.db";
+  std::remove(path.c_str());
+  {
+    weft::graph::ModelStore store(path);
+    m.save(store, "node-a");
+  }
+  weft::graph::ModelStore store(path);
+  weft::graph::CostModels back;
+  EXPECT_EQ(back.load(store, "node-b"), 0u);
+  EXPECT_EQ(back.load(store, "node-a"), 1u);
+  EXPECT_NEAR(back.predict("gpu", "rank", 2e6), 0.002, 1e-9);
+  const auto stored = store.get({"node-a", "gpu", "rank"});
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_LT(stored->fit_error, 1e-6);  // the line goes through its measurements
+}
+
+}  // namespace
