@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <queue>
 #include <string>
 
@@ -122,13 +123,23 @@ double mapping_cost(const MappingProblem& problem, const std::vector<Device>& de
   for (std::size_t i = 0; i < device.size(); ++i) {
     cost += device[i] == Device::cpu ? problem.nodes[i].cpu : problem.nodes[i].gpu;
   }
+  // Per shared datum: the largest crossing cost each way, paid once.
+  std::map<std::pair<std::size_t, std::size_t>, std::pair<double, double>> shared;
   for (const auto& e : problem.edges) {
     if (e.from >= device.size() || e.to >= device.size()) {
       throw InvalidArgument("weft::graph::mapping_cost: an edge names a node that does not exist");
     }
-    if (device[e.from] == Device::cpu && device[e.to] == Device::gpu) cost += e.to_gpu;
-    if (device[e.from] == Device::gpu && device[e.to] == Device::cpu) cost += e.to_cpu;
+    const bool in = device[e.from] == Device::cpu && device[e.to] == Device::gpu;
+    const bool back = device[e.from] == Device::gpu && device[e.to] == Device::cpu;
+    if (e.datum == MappingProblem::kNoDatum) {
+      cost += in ? e.to_gpu : back ? e.to_cpu : 0.0;
+      continue;
+    }
+    auto& [paid_in, paid_back] = shared[{e.from, e.datum}];
+    if (in) paid_in = std::max(paid_in, e.to_gpu);
+    if (back) paid_back = std::max(paid_back, e.to_cpu);
   }
+  for (const auto& [key, paid] : shared) cost += paid.first + paid.second;
   return cost;
 }
 
@@ -164,16 +175,40 @@ Mapping min_cut_mapping(const MappingProblem& problem) {
   // on the source side (CPU) it cuts node -> sink: its CPU time. An edge from -> to with `from`
   // on the CPU and `to` on the GPU cuts the arc from -> to (host to device); the other way
   // round, the arc to -> from (device to host).
+  //
+  // A datum shared by several edges of one producer p gets two auxiliary nodes, so that each
+  // direction is cut once: "a host copy is needed" A (consumer c -> A infinite: a CPU consumer
+  // puts A on the source side; A -> p with the device-to-host cost: cut when p is on the GPU)
+  // and "a device copy is needed" B (B -> c infinite: a GPU consumer puts B on the sink side;
+  // p -> B with the host-to-device cost: cut when p is on the CPU).
+  std::map<std::pair<std::size_t, std::size_t>, std::vector<const MappingProblem::Edge*>> groups;
+  for (const auto& e : problem.edges) {
+    if (e.datum != MappingProblem::kNoDatum && e.from != e.to)
+      groups[{e.from, e.datum}].push_back(&e);
+  }
   const std::size_t s = n, t = n + 1;
-  MaxFlow flow(n + 2);
+  MaxFlow flow(n + 2 + 2 * groups.size());
   for (std::size_t i = 0; i < n; ++i) {
     flow.add_arc(s, i, cap(problem.nodes[i].gpu));
     flow.add_arc(i, t, cap(problem.nodes[i].cpu));
   }
   for (const auto& e : problem.edges) {
-    if (e.from == e.to) continue;  // never cut
+    if (e.from == e.to || e.datum != MappingProblem::kNoDatum) continue;  // never cut / grouped
     flow.add_arc(e.from, e.to, cap(e.to_gpu));
     flow.add_arc(e.to, e.from, cap(e.to_cpu));
+  }
+  std::size_t aux = n + 2;
+  for (const auto& [key, edges] : groups) {
+    const std::size_t host_copy = aux++, device_copy = aux++;
+    double in = 0, back = 0;
+    for (const auto* e : edges) {
+      in = std::max(in, e->to_gpu);
+      back = std::max(back, e->to_cpu);
+      flow.add_arc(e->to, host_copy, finite);
+      flow.add_arc(device_copy, e->to, finite);
+    }
+    flow.add_arc(host_copy, key.first, cap(back));
+    flow.add_arc(key.first, device_copy, cap(in));
   }
   flow.run(s, t);
   // The residual source side is the smallest minimum cut's source side: nodes not reachable

@@ -1,7 +1,9 @@
 // Mapping policies (include/weft/graph/policies.hpp).
 #include "weft/graph/policies.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "dag.hpp"
@@ -72,10 +74,17 @@ std::vector<Device> map_pptm(const MappingProblem& problem) {
       d[v] = acc[v] > 0 ? Device::gpu : Device::cpu;
       continue;
     }
-    double back = 0;  // device-to-host transfers to the consumers on the CPU
+    double back = 0;                       // device-to-host transfers to the consumers on the CPU
+    std::map<std::size_t, double> shared;  // a datum read by several: copied back once
     for (const auto* e : out[v]) {
-      if (d[e->to] == Device::cpu) back += e->to_cpu;
+      if (d[e->to] != Device::cpu) continue;
+      if (e->datum == MappingProblem::kNoDatum) {
+        back += e->to_cpu;
+      } else {
+        shared[e->datum] = std::max(shared[e->datum], e->to_cpu);
+      }
     }
+    for (const auto& [datum, cost] : shared) back += cost;
     if (back == 0) {
       d[v] = Device::gpu;  // every consumer is on the GPU: the chain keeps this node
     } else {

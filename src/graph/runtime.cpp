@@ -139,13 +139,15 @@ MappingProblem Runtime::problem(const Graph& graph) const {
     }
     p.nodes.push_back(node);
     for (std::size_t producer : n.producers) {
-      MappingProblem::Edge e{producer, i, 0.0, 0.0};
+      bool flows = false;
       for (const auto& [from, data] : n.flows) {
         if (from != producer) continue;
-        e.to_gpu += h2d(g.data[data].bytes);
-        e.to_cpu += d2h(g.data[data].bytes);
+        // One edge per datum, grouped by it: read by several nodes on the other device, it is
+        // copied (and paid for) once.
+        p.edges.push_back({producer, i, h2d(g.data[data].bytes), d2h(g.data[data].bytes), data});
+        flows = true;
       }
-      p.edges.push_back(e);  // an ordering-only dependency costs nothing
+      if (!flows) p.edges.push_back({producer, i, 0.0, 0.0});  // ordering only: costs nothing
     }
   }
   return p;

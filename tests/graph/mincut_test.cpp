@@ -1,5 +1,6 @@
 // The exact two-device mapper against brute force, and its bad input.
 #include "weft/graph/mincut.hpp"
+#include "weft/graph/policies.hpp"
 
 #include <gtest/gtest.h>
 
@@ -48,6 +49,31 @@ TEST(MinCutMapping, MatchesBruteForceOnRandomDags) {
       }
     }
   }
+}
+
+TEST(MinCutMapping, MatchesBruteForceWithDataSharedBySeveralConsumers) {
+  std::mt19937_64 rng(77);
+  for (int round = 0; round < 300; ++round) {
+    const std::size_t n = 2 + round % 10;
+    const MappingProblem p = weft::graph::testing::random_dag(rng, n, {.share_one_in = 2});
+    const auto m = min_cut_mapping(p);
+    EXPECT_NEAR(m.cost, brute_force(p), 1e-9) << "round " << round << ", " << n << " nodes";
+  }
+}
+
+// P's result is read by three fences: copied back once (3), not three times (9).
+TEST(MinCutMapping, ADatumReadByManyIsPaidOnceEachWay) {
+  MappingProblem p;
+  p.nodes = {{10, 5}, {1, kInf}, {1, kInf}, {1, kInf}};
+  for (std::size_t c = 1; c <= 3; ++c) p.edges.push_back({0, c, 3, 3, /*datum=*/7});
+  const std::vector<Device> gpu_first{Device::gpu, Device::cpu, Device::cpu, Device::cpu};
+  EXPECT_DOUBLE_EQ(mapping_cost(p, gpu_first), 5 + 3 + 3);
+  EXPECT_EQ(min_cut_mapping(p).device, gpu_first);
+  EXPECT_EQ(weft::graph::map_pptm(p), gpu_first);
+  for (auto& e : p.edges) e.datum = MappingProblem::kNoDatum;  // three separate copies
+  EXPECT_DOUBLE_EQ(mapping_cost(p, gpu_first), 5 + 9 + 3);
+  EXPECT_EQ(min_cut_mapping(p).device[0], Device::cpu);
+  EXPECT_EQ(weft::graph::map_pptm(p)[0], Device::cpu);
 }
 
 TEST(MinCutMapping, AChainStaysOnTheGpuOnlyWhenItsGainCoversTheTransfers) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <random>
+#include <vector>
 
 #include "weft/graph/mincut.hpp"
 
@@ -11,6 +12,9 @@ namespace weft::graph::testing {
 struct RandomProblemShape {
   int fence_one_in = 6;
   double transfer_divisor = 2;
+  /// random_dag: about one producer in `share_one_in` sends one datum to all its consumers
+  /// (edges grouped by MappingProblem::Edge::datum, one cost each way); 0: none.
+  int share_one_in = 0;
 };
 
 inline MappingProblem random_nodes(std::mt19937_64& rng, std::size_t n, RandomProblemShape s) {
@@ -30,9 +34,22 @@ inline MappingProblem random_dag(std::mt19937_64& rng, std::size_t n, RandomProb
   MappingProblem p = random_nodes(rng, n, s);
   std::uniform_real_distribution<double> transfer(0.0, 10.0 / s.transfer_divisor);
   std::uniform_int_distribution<int> third(0, 2);
+  std::vector<MappingProblem::Edge> shared(n);  // per producer: its datum's edge, if shared
+  for (std::size_t i = 0; i < n; ++i) {
+    if (s.share_one_in > 0 && static_cast<int>(rng() % s.share_one_in) == 0) {
+      shared[i] = {i, 0, transfer(rng), transfer(rng), i};
+    }
+  }
   for (std::size_t j = 1; j < n; ++j) {
     for (std::size_t i = 0; i < j; ++i) {
-      if (third(rng) == 0) p.edges.push_back({i, j, transfer(rng), transfer(rng)});
+      if (third(rng) != 0) continue;
+      if (shared[i].datum != MappingProblem::kNoDatum) {
+        MappingProblem::Edge e = shared[i];
+        e.to = j;
+        p.edges.push_back(e);
+      } else {
+        p.edges.push_back({i, j, transfer(rng), transfer(rng)});
+      }
     }
   }
   return p;

@@ -26,13 +26,18 @@ struct MappingProblem {
   };
   /// Data flowing from node `from` to node `to`: `to_gpu` is paid when `from` is on the CPU and
   /// `to` on the GPU (host to device), `to_cpu` in the other case (device to host).
+  /// Edges with the same `from` and the same `datum` (not kNoDatum) carry one piece of data to
+  /// several consumers: each direction is paid once for the group (the largest of its edges'
+  /// costs), as the runtime copies a datum once however many nodes on the other device read it.
   struct Edge {
     std::size_t from = 0;
     std::size_t to = 0;
     double to_gpu = 0;
     double to_cpu = 0;
+    std::size_t datum = static_cast<std::size_t>(-1);
   };
   static constexpr double kNoImplementation = std::numeric_limits<double>::infinity();
+  static constexpr std::size_t kNoDatum = static_cast<std::size_t>(-1);
 
   std::vector<Node> nodes;
   std::vector<Edge> edges;
