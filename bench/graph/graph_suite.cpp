@@ -35,14 +35,40 @@ const wg::Policy kContenders[] = {wg::Policy::pptm, wg::Policy::a_free, wg::Poli
 
 // Per (device, kernel): |predicted - measured| / measured of every node in the timed runs.
 using Errors = std::map<std::string, std::vector<double>>;
+// Per (device_kernel, size): measured and predicted seconds, to tell a biased model (medians
+// apart) from a noisy machine (measurements spread) in the log.
+using Observations = std::map<std::pair<std::string, std::size_t>,
+                              std::pair<std::vector<double>, std::vector<double>>>;
 
-void collect_errors(const wg::Graph& g, const wg::RunReport& r, Errors& errors) {
+void collect_errors(const wg::Graph& g, const wg::RunReport& r, Errors& errors,
+                    Observations& seen) {
   for (const wg::NodeRecord& n : r.nodes) {
     const double measured = n.end - n.start;
     if (n.predicted <= 0 || measured <= 0) continue;
     const std::string key = std::string(n.device == wg::Device::gpu ? "gpu_" : "cpu_") +
                             g.kernel(wg::NodeId{n.node}).name;
     errors[key].push_back(std::abs(n.predicted - measured) / measured);
+    auto& [m, p] = seen[{key, n.size}];
+    m.push_back(measured);
+    p.push_back(n.predicted);
+  }
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+void print_observations(const Observations& seen) {
+  std::fprintf(stderr,
+               "[graph] per kernel and size: measured p10 / median / p90 ms, predicted "
+               "median ms, (predicted - measured) / measured of the medians\n");
+  for (const auto& [key, v] : seen) {
+    const double med = quantile(v.first, 0.5), pred = quantile(v.second, 0.5);
+    std::fprintf(stderr, "[graph]   %-28s %12zu B  n=%3zu  %9.3f %9.3f %9.3f  %9.3f  %+.3f\n",
+                 key.first.c_str(), key.second, v.first.size(), quantile(v.first, 0.1) * 1e3,
+                 med * 1e3, quantile(v.first, 0.9) * 1e3, pred * 1e3, (pred - med) / med);
   }
 }
 
@@ -101,6 +127,7 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
   calibrate(rt, o.apps, totals);
 
   Errors errors;
+  Observations seen;
   std::map<std::string, AppResult> results;  // by benchmark name
   for (std::size_t total : totals) {
     const factors::Shape shape = factors::shape_for_total(total);
@@ -126,7 +153,7 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
                std::fill(built.output.begin(), built.output.end(), -1.0f);
                const wg::RunReport r = rt.run(*built.graph, mapping);
                result.bytes[p] = r.bytes_to_device + r.bytes_to_host;
-               collect_errors(*built.graph, r, errors);
+               collect_errors(*built.graph, r, errors, seen);
                return Outcome{r.seconds, factors::compare(built.output, want).ok()};
              }});
       }
@@ -186,6 +213,7 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
                     Better::lower,
                     {dmap_bytes == 0 ? 0.0 : static_cast<double>(pptm_bytes) / dmap_bytes}});
   suite.add_metric({"pptm_over_best_max", "x", Better::lower, {worst_over_best}});
+  print_observations(seen);
   std::vector<double> all, per_kernel;
   for (const auto& [key, v] : errors) {
     const double m = median(v);
