@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda_check.hpp"
 #include "pool_demo.hpp"
+#include "weft/gpu/detail/cuda_check.cuh"
 #include "weft/gpu/device.cuh"
 #include "weft/gpu/pool.hpp"
 
@@ -135,25 +135,25 @@ bool run_gpu_demo(bool quick) {
   };
 
   float *dx = nullptr, *dy = nullptr, *dout = nullptr;
-  WEFT_BENCH_CUDA(cudaMalloc(&dx, sizeof(float) * total));
-  WEFT_BENCH_CUDA(cudaMalloc(&dy, sizeof(float) * total));
-  WEFT_BENCH_CUDA(cudaMalloc(&dout, sizeof(float) * tasks));
-  WEFT_BENCH_CUDA(cudaMemcpy(dx, x.data(), sizeof(float) * total, cudaMemcpyHostToDevice));
-  WEFT_BENCH_CUDA(cudaMemcpy(dy, y.data(), sizeof(float) * total, cudaMemcpyHostToDevice));
+  WEFT_CUDA_CHECK(cudaMalloc(&dx, sizeof(float) * total));
+  WEFT_CUDA_CHECK(cudaMalloc(&dy, sizeof(float) * total));
+  WEFT_CUDA_CHECK(cudaMalloc(&dout, sizeof(float) * tasks));
+  WEFT_CUDA_CHECK(cudaMemcpy(dx, x.data(), sizeof(float) * total, cudaMemcpyHostToDevice));
+  WEFT_CUDA_CHECK(cudaMemcpy(dy, y.data(), sizeof(float) * total, cudaMemcpyHostToDevice));
 
   // One kernel launch per task (a stream, back to back), before any pool exists: the pool's
   // resident kernel would keep other kernels waiting.
   cudaStream_t stream;
-  WEFT_BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const auto l0 = std::chrono::steady_clock::now();
   for (int t = 0; t < tasks; ++t) {
     segment_dot_kernel<<<1, 128, 0, stream>>>(dx, dy, begin[t], len[t], dout + t);
   }
-  WEFT_BENCH_CUDA(cudaStreamSynchronize(stream));
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
   const double launch_s = seconds_since(l0);
   std::vector<float> launched(tasks);
-  WEFT_BENCH_CUDA(cudaMemcpy(launched.data(), dout, sizeof(float) * tasks, cudaMemcpyDeviceToHost));
-  WEFT_BENCH_CUDA(cudaStreamDestroy(stream));
+  WEFT_CUDA_CHECK(cudaMemcpy(launched.data(), dout, sizeof(float) * tasks, cudaMemcpyDeviceToHost));
+  WEFT_CUDA_CHECK(cudaStreamDestroy(stream));
   int launch_wrong = 0;
   for (int t = 0; t < tasks; ++t) launch_wrong += close(launched[t], t) ? 0 : 1;
 

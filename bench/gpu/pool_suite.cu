@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "cuda_check.hpp"
 #include "pool_suite.hpp"
+#include "weft/gpu/detail/cuda_check.cuh"
 #include "weft/gpu/device.cuh"
 #include "weft/gpu/pool.hpp"
 
@@ -211,13 +211,13 @@ double pinned_bandwidth() {
   constexpr std::size_t kBytes = std::size_t{256} << 20;
   void* h = nullptr;
   void* d = nullptr;
-  WEFT_BENCH_CUDA(cudaHostAlloc(&h, kBytes, cudaHostAllocDefault));
-  WEFT_BENCH_CUDA(cudaMalloc(&d, kBytes));
+  WEFT_CUDA_CHECK(cudaHostAlloc(&h, kBytes, cudaHostAllocDefault));
+  WEFT_CUDA_CHECK(cudaMalloc(&d, kBytes));
   std::memset(h, 1, kBytes);
   std::vector<double> t;
   for (int i = 0; i < 6; ++i) {
     t.push_back(
-        time_seconds([&] { WEFT_BENCH_CUDA(cudaMemcpy(d, h, kBytes, cudaMemcpyHostToDevice)); }));
+        time_seconds([&] { WEFT_CUDA_CHECK(cudaMemcpy(d, h, kBytes, cudaMemcpyHostToDevice)); }));
   }
   cudaFree(d);
   cudaFreeHost(h);
@@ -296,9 +296,9 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
   // timed region), and the launch peers run on an otherwise idle GPU.
   auto make_pool = [] { return std::make_unique<EmptyPool>(device_options()); };
   int gpus = 0;
-  WEFT_BENCH_CUDA(cudaGetDeviceCount(&gpus));
+  WEFT_CUDA_CHECK(cudaGetDeviceCount(&gpus));
   cudaDeviceProp prop{};
-  WEFT_BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
+  WEFT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   suite.set_gpu(prop.name, gpus);
   // Before any pool exists: cudaFree synchronizes the device, which waits for a resident
   // kernel until its pool is destroyed.
@@ -311,22 +311,22 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
 
   // Per-task cost, in microseconds, of the same empty tasks as launches.
   cudaStream_t stream;
-  WEFT_BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   std::vector<cudaStream_t> streams(16);
-  for (auto& s : streams) WEFT_BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  for (auto& s : streams) WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cudaGraph_t graph;
   cudaGraphExec_t graph_exec;
   constexpr int kGraphNodes = 1000;
-  WEFT_BENCH_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  WEFT_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
   for (int i = 0; i < kGraphNodes; ++i) empty_kernel<<<1, 32, 0, stream>>>();
-  WEFT_BENCH_CUDA(cudaStreamEndCapture(stream, &graph));
-  WEFT_BENCH_CUDA(cudaGraphInstantiate(&graph_exec, graph, 0));
+  WEFT_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  WEFT_CUDA_CHECK(cudaGraphInstantiate(&graph_exec, graph, 0));
 
   auto launch_sync = [&] {
     const double t = time_seconds([&] {
       for (int i = 0; i < n_launch / 10; ++i) {
         empty_kernel<<<1, 32, 0, stream>>>();
-        WEFT_BENCH_CUDA(cudaStreamSynchronize(stream));
+        WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
       }
     });
     return Outcome{t / (n_launch / 10) * 1e6, cudaGetLastError() == cudaSuccess};
@@ -334,22 +334,22 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
   auto launch_async = [&] {
     const double t = time_seconds([&] {
       for (int i = 0; i < n_launch; ++i) empty_kernel<<<1, 32, 0, stream>>>();
-      WEFT_BENCH_CUDA(cudaStreamSynchronize(stream));
+      WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
     });
     return Outcome{t / n_launch * 1e6, cudaGetLastError() == cudaSuccess};
   };
   auto streams16 = [&] {
     const double t = time_seconds([&] {
       for (int i = 0; i < n_launch; ++i) empty_kernel<<<1, 32, 0, streams[i % 16]>>>();
-      for (auto& s : streams) WEFT_BENCH_CUDA(cudaStreamSynchronize(s));
+      for (auto& s : streams) WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
     });
     return Outcome{t / n_launch * 1e6, cudaGetLastError() == cudaSuccess};
   };
   auto graph_replay = [&] {
     const int replays = std::max(1, n_launch / kGraphNodes);
     const double t = time_seconds([&] {
-      for (int r = 0; r < replays; ++r) WEFT_BENCH_CUDA(cudaGraphLaunch(graph_exec, stream));
-      WEFT_BENCH_CUDA(cudaStreamSynchronize(stream));
+      for (int r = 0; r < replays; ++r) WEFT_CUDA_CHECK(cudaGraphLaunch(graph_exec, stream));
+      WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
     });
     return Outcome{t / (replays * kGraphNodes) * 1e6, true};
   };

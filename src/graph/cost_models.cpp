@@ -70,9 +70,12 @@ std::vector<std::pair<std::pair<std::string, std::string>, LinearCostModel>> Cos
 }
 
 std::size_t CostModels::load(const ModelStore& store, const std::string& machine) {
+  if (machine.empty()) {
+    // list("") would be every machine's models, overwriting one another.
+    throw InvalidArgument("weft::graph::CostModels::load: an empty machine name");
+  }
   std::size_t n = 0;
   for (const StoredModel& m : store.list(machine)) {
-    if (m.key.machine != machine) continue;
     entries_[{m.key.device, m.key.kernel}].model = m.model;
     ++n;
   }

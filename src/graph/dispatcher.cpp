@@ -12,13 +12,23 @@ namespace {
 constexpr std::size_t kHost = Coherence::kHost;
 constexpr std::size_t kDevice0 = 1;
 
-std::string what_of(std::exception_ptr e) {
+// A weft::Error saying `what`, with the exception being handled nested in it.
+std::exception_ptr error_nesting_current(const std::string& what) {
   try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& x) {
-    return x.what();
+    std::throw_with_nested(Error(what));
   } catch (...) {
-    return "an exception not derived from std::exception";
+    return std::current_exception();
+  }
+}
+
+// `original` nested in a weft::Error saying `context` and what the original said.
+std::exception_ptr nested_in_error(std::exception_ptr original, const std::string& context) {
+  try {
+    std::rethrow_exception(original);
+  } catch (const std::exception& x) {
+    return error_nesting_current(context + ": " + x.what());
+  } catch (...) {
+    return error_nesting_current(context + ": an exception not derived from std::exception");
   }
 }
 
@@ -208,20 +218,12 @@ void Dispatcher::handle(const Message& m) {
   futures_[node] = {};
   if (!on_gpu && !cpu_queue_.empty() && !m.error && !error_) {
     const std::size_t next = cpu_queue_.front();
-    cpu_queue_.erase(cpu_queue_.begin());
+    cpu_queue_.pop_front();
     submit_cpu(next);
   }
   if (m.error) {
-    try {
-      std::rethrow_exception(m.error);
-    } catch (...) {
-      try {
-        std::throw_with_nested(Error("weft::graph: " + g_.describe(node) + " failed on the " +
-                                     (on_gpu ? "GPU" : "CPU") + ": " + what_of(m.error)));
-      } catch (...) {
-        fail(std::current_exception());
-      }
-    }
+    fail(nested_in_error(m.error, "weft::graph: " + g_.describe(node) + " failed on the " +
+                                      (on_gpu ? "GPU" : "CPU")));
   }
   nodes_[node].finished = true;
   ++finished_;
@@ -285,11 +287,8 @@ void Dispatcher::finish_outputs() {
 
 double Dispatcher::predicted(std::size_t node, Device d) const {
   const NodeEntry& n = g_.nodes[node];
-  const LinearCostModel* m = models_.find(d == Device::gpu ? "gpu" : "cpu", n.kernel.name);
-  if (m == nullptr) return 0;
-  std::size_t size = 0;
-  for (const Arg& a : n.args) size += g_.data[a.data.index()].bytes;
-  return m->predict(static_cast<double>(size));
+  const LinearCostModel* m = models_.find(to_string(d), n.kernel.name);
+  return m == nullptr ? 0 : m->predict(static_cast<double>(n.bytes));
 }
 
 void Dispatcher::collect_times(RunReport& report) {
@@ -312,7 +311,7 @@ void Dispatcher::collect_times(RunReport& report) {
   }
   for (NodeRecord& r : records_) {
     r.predicted = predicted(r.node, r.device);
-    for (const Arg& a : g_.nodes[r.node].args) r.size += g_.data[a.data.index()].bytes;
+    r.size = g_.nodes[r.node].bytes;
   }
   std::sort(records_.begin(), records_.end(),
             [](const NodeRecord& a, const NodeRecord& b) { return a.end < b.end; });
@@ -337,7 +336,7 @@ void Dispatcher::run(RunReport& report) {
   for (;;) {
     while (!ready_.empty() && !error_) {
       const std::size_t node = ready_.front();
-      ready_.erase(ready_.begin());
+      ready_.pop_front();
       try {
         if (mapping_[node] == Device::gpu) {
           start_gpu(node);

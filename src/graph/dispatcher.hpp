@@ -19,6 +19,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -111,17 +112,17 @@ class Dispatcher {
   std::vector<DataState> data_;
   std::vector<PendingTransfer> transfers_;
   std::vector<NodeRecord> records_;
-  std::vector<std::size_t> ready_;
+  std::deque<std::size_t> ready_;
   std::size_t finished_ = 0;
   std::size_t in_flight_cpu_ = 0;           // CPU tasks whose message is due
   std::size_t in_flight_device_ = 0;        // GPU nodes and copies whose message is due
   std::vector<cpu::Future<void>> futures_;  // per node, while its CPU task is in flight
   std::size_t bytes_to_device_ = 0, bytes_to_host_ = 0;
   int next_stream_ = 0;
-  int compute_streams_;                 // streams [0, compute_streams_) run kernels
-  int copy_in_, copy_out_;              // the copy streams
-  std::size_t cpu_limit_;               // CPU nodes at once (SIZE_MAX: no limit)
-  std::vector<std::size_t> cpu_queue_;  // CPU nodes ready, waiting for a turn
+  int compute_streams_;                // streams [0, compute_streams_) run kernels
+  int copy_in_, copy_out_;             // the copy streams
+  std::size_t cpu_limit_;              // CPU nodes at once (SIZE_MAX: no limit)
+  std::deque<std::size_t> cpu_queue_;  // CPU nodes ready, waiting for a turn
   bool device_failed_ = false;
   std::exception_ptr error_;
   Clock::time_point t0_;

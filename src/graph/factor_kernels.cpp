@@ -59,8 +59,10 @@ void split(const CpuCall& c, std::size_t n, F f) {
     f(std::size_t{0}, n);
     return;
   }
-  // Dynamic chunks, ~8 per worker: the dispatcher and CUDA's callback thread share the cores
-  // with the workers, and a static part whose worker is delayed would set the node's time.
+  // Dynamic chunks, ~8 per worker, as a precaution: the dispatcher and CUDA's callback thread
+  // share the cores with the workers, and a static part whose worker is delayed would set the
+  // node's time. (Not shown to matter: the H100 runs before and after varied as much between
+  // machine instances as between the two.)
   const auto workers = static_cast<std::int64_t>(c.executor->num_workers());
   const std::int64_t grain =
       std::max<std::int64_t>(1, static_cast<std::int64_t>(n) / (8 * workers));

@@ -162,6 +162,7 @@ NodeId Graph::add_node(Kernel kernel, std::vector<Arg> args, std::string label) 
   }
   detail::NodeEntry n;
   n.label = std::move(label);
+  for (std::size_t b : bytes) n.bytes += b;
   for (const Arg& a : args) {
     detail::DataEntry& e = g.data[a.data.index()];
     if (a.access != Access::write) {  // reads after the last writer

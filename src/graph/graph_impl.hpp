@@ -44,6 +44,7 @@ struct NodeEntry {
   Kernel kernel;
   std::vector<Arg> args;
   std::string label;
+  std::size_t bytes = 0;               // what its arguments span: the cost models' size
   std::vector<std::size_t> producers;  // ascending, unique
   // Producers whose output this node reads: (producer, data index), for transfer costs.
   std::vector<std::pair<std::size_t, std::size_t>> flows;

@@ -39,16 +39,6 @@ Policy parse_policy(std::string_view name) {
                         "' (choose a_free, d_map, pptm, mincut or heft)");
 }
 
-namespace {
-
-std::size_t node_size(const detail::NodeEntry& n, const detail::GraphImpl& g) {
-  std::size_t size = 0;
-  for (const Arg& a : n.args) size += g.data[a.data.index()].bytes;
-  return size;
-}
-
-}  // namespace
-
 Runtime::Runtime(cpu::Executor& executor, RuntimeOptions options)
     : executor_(executor), options_(options) {
   if (options_.compute_streams < 1) {
@@ -92,8 +82,7 @@ Runtime::~Runtime() {
   // Graphs may outlive the runtime: their device copies are then freed with them, but nothing
   // can bring a value back from the device any more.
   if (memory_) {
-    static_cast<detail::DeviceMemory*>(memory_.get())->copy_to_host = [](void*, const void*,
-                                                                         std::size_t) {
+    memory_->copy_to_host = [](void*, const void*, std::size_t) {
       throw InvalidState(
           "weft::graph::Graph::fetch: the value lives only on the device of a runtime that no "
           "longer exists (release() the graph before destroying its runtime)");
@@ -109,7 +98,7 @@ std::string Runtime::device_name() const {
 
 BfcStats Runtime::memory_stats() const {
   if (!memory_) return {};
-  return static_cast<detail::DeviceMemory*>(memory_.get())->allocator->stats();
+  return memory_->allocator->stats();
 }
 
 MappingProblem Runtime::problem(const Graph& graph) const {
@@ -120,7 +109,7 @@ MappingProblem Runtime::problem(const Graph& graph) const {
   MappingProblem p;
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const detail::NodeEntry& n = g.nodes[i];
-    const auto size = static_cast<double>(node_size(n, g));
+    const auto size = static_cast<double>(n.bytes);
     MappingProblem::Node node;
     node.cpu = n.kernel.cpu ? models_.predict("cpu", n.kernel.name, size) : inf;
     node.gpu = inf;
@@ -152,6 +141,19 @@ MappingProblem Runtime::problem(const Graph& graph) const {
   }
   return p;
 }
+
+namespace {
+
+void check_mapping_size(const detail::GraphImpl& g, const std::vector<Device>& mapping,
+                        const char* who) {
+  if (mapping.size() != g.nodes.size()) {
+    throw InvalidArgument(std::string("weft::graph::Runtime::") + who + ": a mapping of " +
+                          std::to_string(mapping.size()) + " nodes for a graph of " +
+                          std::to_string(g.nodes.size()));
+  }
+}
+
+}  // namespace
 
 std::vector<Device> Runtime::map(const Graph& graph, Policy policy) const {
   const auto& g = detail::GraphAccess::impl(graph);
@@ -186,11 +188,7 @@ std::vector<Device> Runtime::map(const Graph& graph, Policy policy) const {
 std::size_t Runtime::planned_transfer_bytes(const Graph& graph,
                                             const std::vector<Device>& mapping) const {
   const auto& g = detail::GraphAccess::impl(graph);
-  if (mapping.size() != g.nodes.size()) {
-    throw InvalidArgument("weft::graph::Runtime::planned_transfer_bytes: a mapping of " +
-                          std::to_string(mapping.size()) + " nodes for a graph of " +
-                          std::to_string(g.nodes.size()));
-  }
+  check_mapping_size(g, mapping, "planned_transfer_bytes");
   // The dispatcher's copy decisions depend only on each datum's accesses in program order
   // (dependencies keep that order per datum), so replaying them in node order gives its bytes.
   std::vector<detail::Coherence> copies(g.data.size(), detail::Coherence(2));
@@ -225,11 +223,7 @@ RunReport Runtime::run(Graph& graph, const std::vector<Device>& mapping) {
 
 RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std::string policy) {
   auto& g = detail::GraphAccess::impl(graph);
-  if (mapping.size() != g.nodes.size()) {
-    throw InvalidArgument("weft::graph::Runtime::run: a mapping of " +
-                          std::to_string(mapping.size()) + " nodes for a graph of " +
-                          std::to_string(g.nodes.size()));
-  }
+  check_mapping_size(g, mapping, "run");
   bool uses_gpu = false;
   for (std::size_t i = 0; i < mapping.size(); ++i) {
     const Kernel& k = g.nodes[i].kernel;
@@ -252,14 +246,13 @@ RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std
     }
   }
   if (g.running) throw InvalidState("weft::graph::Runtime::run: the graph is already running");
-  auto* memory = static_cast<detail::DeviceMemory*>(memory_.get());
   if (uses_gpu) {
-    if (g.memory && g.memory.get() != memory) {
+    if (g.memory && g.memory != memory_) {
       throw InvalidState(
           "weft::graph::Runtime::run: the graph holds device copies of another runtime; "
           "release() it there first");
     }
-    g.memory = std::static_pointer_cast<detail::DeviceMemory>(memory_);
+    g.memory = memory_;
     g.pin_host_buffers();  // once per buffer; outside the run's time
   }
   RunReport report;
@@ -272,7 +265,7 @@ RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std
   }
   g.running = true;
   try {
-    detail::Dispatcher d(g, mapping, device_.get(), memory, executor_, models_,
+    detail::Dispatcher d(g, mapping, device_.get(), memory_.get(), executor_, models_,
                          options_.compute_streams, options_.cpu_nodes_at_once);
     d.run(report);
   } catch (...) {
@@ -282,8 +275,8 @@ RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std
   g.running = false;
   if (options_.learn) {
     for (const NodeRecord& n : report.nodes) {
-      models_.observe(n.device == Device::gpu ? "gpu" : "cpu", g.nodes[n.node].kernel.name,
-                      static_cast<double>(n.size), n.end - n.start);
+      models_.observe(to_string(n.device), g.nodes[n.node].kernel.name, static_cast<double>(n.size),
+                      n.end - n.start);
     }
     for (const TransferRecord& t : report.transfers) {
       models_.observe("gpu", t.to_device ? kTransferToDevice : kTransferToHost,
@@ -296,7 +289,7 @@ RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std
 void Runtime::release(Graph& graph) {
   auto& g = detail::GraphAccess::impl(graph);
   if (g.running) throw InvalidState("weft::graph::Runtime::release: the graph is running");
-  if (g.memory && g.memory.get() == memory_.get()) {
+  if (g.memory && g.memory == memory_) {
     g.release_device_copies();
     g.memory.reset();
   }

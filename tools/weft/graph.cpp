@@ -200,8 +200,9 @@ int run_bench_graph(const GraphArgs& a) {
   o.apps = a.apps;
   o.trace_dir = a.trace_dir;
   o.machine = a.machine;
-  std::string machine = std::getenv("WEFT_MACHINE") != nullptr ? std::getenv("WEFT_MACHINE") : "";
-  if (machine.empty()) setenv("WEFT_MACHINE", a.machine.c_str(), 1);
+  // The JSON's machine and the models' key are one name (--machine, else $WEFT_MACHINE, else the
+  // host name: default_machine()).
+  setenv("WEFT_MACHINE", a.machine.c_str(), 1);
   const bench::Suite suite = bench::graph::run_graph_suite(o);
   std::printf("%s", suite.to_markdown(a.command).c_str());
   if (!a.json_path.empty()) {

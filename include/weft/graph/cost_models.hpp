@@ -51,7 +51,7 @@ class CostModels {
       const;
 
   /// Loads every model of `machine` from `store` (replacing those of the same keys); returns
-  /// how many.
+  /// how many. Throws InvalidArgument for an empty machine name.
   std::size_t load(const ModelStore& store, const std::string& machine);
   /// Stores every model under `machine`, each with its fit error over the measurements it saw
   /// most recently (up to 64).

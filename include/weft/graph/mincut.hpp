@@ -14,6 +14,11 @@ namespace weft::graph {
 
 enum class Device { cpu, gpu };
 
+/// "cpu" or "gpu" (also the device part of a cost model's key).
+[[nodiscard]] constexpr const char* to_string(Device d) noexcept {
+  return d == Device::gpu ? "gpu" : "cpu";
+}
+
 /// A two-device mapping problem. Costs are seconds (any non-negative unit works).
 struct MappingProblem {
   /// Per node: its time on the CPU and on the GPU. A node without a GPU implementation (a

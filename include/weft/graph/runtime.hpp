@@ -24,7 +24,8 @@ namespace weft::graph {
 
 namespace detail {
 class DeviceBackend;
-}
+struct DeviceMemory;
+}  // namespace detail
 
 /// How nodes are mapped. a_free: every node on the CPU; d_map: every node with a GPU
 /// implementation on the GPU; pptm: seed 004's proactive mapping; mincut: the cheapest mapping
@@ -152,7 +153,7 @@ class Runtime {
   RuntimeOptions options_;
   std::unique_ptr<detail::DeviceBackend> device_;
   std::string no_device_why_;
-  std::shared_ptr<void> memory_;  // detail::DeviceMemory
+  std::shared_ptr<detail::DeviceMemory> memory_;  // shared with the graphs run on the device
   CostModels models_;
 };
 
