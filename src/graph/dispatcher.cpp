@@ -91,7 +91,7 @@ void Dispatcher::copy_back(std::size_t data, int stream) {
   ds.host_copy_in_flight = true;
   ++in_flight_device_;
   device_->on_host(stream, [inbox = inbox_, data](std::exception_ptr e) {
-    inbox->post({Message::Kind::copy_landed, data, e});
+    inbox->post({Message::Kind::copy_landed, data, std::move(e)});
   });
 }
 
@@ -191,7 +191,7 @@ void Dispatcher::start_gpu(std::size_t node) {
   }
   ++in_flight_device_;
   device_->on_host(s, [inbox = inbox_, node](std::exception_ptr e) {
-    inbox->post({Message::Kind::node_finished, node, e});
+    inbox->post({Message::Kind::node_finished, node, std::move(e)});
   });
   // GPU consumers may be enqueued behind it at once: the stream order and events keep them
   // after it.

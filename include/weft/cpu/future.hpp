@@ -47,7 +47,10 @@ class FutureState {
 
   R take() {
     wait();
-    if (error_) std::rethrow_exception(error_);
+    // The exception is moved out, not shared: the worker may drop the last reference to this
+    // state after the caller has caught and read the exception, and libstdc++'s exception
+    // reference count is invisible to ThreadSanitizer. Moved, the caller holds the only one.
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
     if constexpr (!std::is_void_v<R>) return std::move(*value_);
   }
 
@@ -65,16 +68,22 @@ struct FutureTask {
   F fn;
 
   void operator()() {
+    // The error is published after the handler is left: inside it this worker still holds the
+    // caught exception, and would drop that hold after the waiter may already be reading it.
+    std::exception_ptr error;
     try {
       if constexpr (std::is_void_v<R>) {
         fn();
         state->set_value();
+        return;
       } else {
         state->set_value(fn());
+        return;
       }
     } catch (...) {
-      state->set_error(std::current_exception());
+      error = std::current_exception();
     }
+    state->set_error(std::move(error));
   }
   void on_cancel() noexcept {
     state->set_error(std::make_exception_ptr(
