@@ -111,6 +111,7 @@ ExecutorStats Executor::stats() const noexcept {
     s.tasks_inline += w->tasks_inline.get();
     s.steals += w->steals.get();
     s.sleeps += w->sleeps.get();
+    s.found_without_wakeup += w->found_without_wakeup.get();
   }
   return s;
 }
@@ -279,7 +280,20 @@ detail::Task* Executor::idle_search(detail::Worker& w, detail::Latch* latch) {
     return nullptr;
   }
   w.sleeps.bump();
-  detail::parker_at(w.parker).park();
+  detail::Parker& parker = detail::parker_at(w.parker);
+  while (!parker.park()) {
+    // The sleep timed out (detail::kParkLimit) with no wake-up. Still registered, look once for
+    // what a lost wake-up would have left, then sleep again: one look, not the rounds above,
+    // keeps an idle pool's periodic re-checks cheap.
+    if (latch != nullptr && latch->done()) break;
+    // seq_cst: as the check before the sleep.
+    if (stopping_.load(std::memory_order_seq_cst)) break;
+    if (detail::Task* t = find_task(w)) {
+      w.found_without_wakeup.bump();
+      unregister_sleeper(w.parker);
+      return t;
+    }
+  }
   unregister_sleeper(w.parker);
   return nullptr;
 }

@@ -130,10 +130,12 @@ int run_demo(const DemoArgs& args) {
   const auto st = ex.stats();
   std::printf(
       "\nexecutor: %llu tasks queued and run, %llu run at once (bounded-queue spawning), "
-      "%llu steals, %llu sleeps\n",
+      "%llu steals, %llu sleeps, %llu tasks found by a sleeper's re-check instead of a "
+      "wake-up\n",
       static_cast<unsigned long long>(st.tasks_run),
       static_cast<unsigned long long>(st.tasks_inline), static_cast<unsigned long long>(st.steals),
-      static_cast<unsigned long long>(st.sleeps));
+      static_cast<unsigned long long>(st.sleeps),
+      static_cast<unsigned long long>(st.found_without_wakeup));
   std::printf(
       "(sequential = the same kernel with plain recursion/loops; multisort against "
       "std::sort)\n");

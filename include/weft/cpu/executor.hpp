@@ -33,6 +33,9 @@ struct ExecutorStats {
   std::uint64_t tasks_inline = 0;  // spawns executed at once (work-first)
   std::uint64_t steals = 0;
   std::uint64_t sleeps = 0;  // times a worker went to sleep
+  // Tasks a sleeping worker found on one of its periodic re-checks (detail::kParkLimit) rather
+  // than through a wake-up: a wake-up that came late (it raced the re-check) or never came.
+  std::uint64_t found_without_wakeup = 0;
 };
 
 class Executor {

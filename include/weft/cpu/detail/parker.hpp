@@ -6,32 +6,40 @@
 // waiter without touching the (possibly already destroyed) object the waiter waited on. Parkers
 // live for the whole process, so a stale index only causes a spurious wake-up, which every wait
 // loop tolerates by re-checking its condition.
+//
+// Sleeping is bounded (kParkLimit): every caller re-checks what it waits for after park()
+// returns, so a wake-up lost anywhere below us (a kernel, a C library, a protocol bug of ours)
+// costs at most that long instead of a hang. On Linux the token is a futex word with the
+// kernel's timed wait; the wake path is one exchange and, only when the owner sleeps, one
+// FUTEX_WAKE, as with std::atomic::notify_one.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace weft::cpu::detail {
 
+/// The longest one park() sleeps before returning to let its caller re-check.
+inline constexpr std::chrono::milliseconds kParkLimit{50};
+
 class alignas(64) Parker {
  public:
-  /// Takes the token, sleeping until one is available. Owner thread only.
-  void park() noexcept {
-    // acquire pairs with the release in unpark(): what the unparker wrote before waking us is
-    // visible when we return.
-    while (token_.exchange(0, std::memory_order_acquire) == 0) {
-      token_.wait(0, std::memory_order_acquire);
-    }
-  }
+  /// Takes the token if it is set, else sleeps until it is set or `limit` has passed. Returns
+  /// whether the token was taken (false: timed out; the caller re-checks its condition).
+  /// Owner thread only.
+  bool park(std::chrono::nanoseconds limit = kParkLimit) noexcept;
   /// Sets the token and wakes the owner if it sleeps. Any thread.
-  void unpark() noexcept {
-    // release pairs with the acquire exchange in park().
-    token_.store(1, std::memory_order_release);
-    token_.notify_one();
-  }
+  void unpark() noexcept;
+
+  /// Times park() returned by its limit instead of a token, over all Parkers (diagnostic).
+  static std::uint64_t timeouts() noexcept;
 
  private:
-  std::atomic<std::uint32_t> token_{0};
+  static constexpr std::uint32_t kEmpty = 0;
+  static constexpr std::uint32_t kNotified = 1;
+  static constexpr std::uint32_t kParked = 2;  // the owner sleeps (or is about to)
+  std::atomic<std::uint32_t> state_{kEmpty};
 };
 
 /// Index (>= 1) of the calling thread's Parker; assigned on first use, recycled at thread exit.

@@ -48,6 +48,7 @@ struct Worker {
   OwnerCounter tasks_inline;
   OwnerCounter steals;
   OwnerCounter sleeps;
+  OwnerCounter found_without_wakeup;
 
   std::uint64_t next_random() noexcept {
     rng ^= rng << 13;
