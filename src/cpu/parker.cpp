@@ -10,39 +10,12 @@
 #include <mutex>
 #include <vector>
 
-#if defined(__linux__)
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <ctime>
-#endif
-
 namespace weft::cpu::detail {
 
 namespace {
 
 // relaxed: a statistic, read by whoever asks after the fact.
 std::atomic<std::uint64_t> g_park_timeouts{0};
-
-#if defined(__linux__)
-// Sleeps while *word == expected, at most `limit` (spurious returns allowed: the caller loops).
-// The kernel compares the word and queues us under one lock, so a wake between our last check
-// and the sleep is never lost (the compare fails and we return at once).
-void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
-                std::chrono::nanoseconds limit) noexcept {
-  const auto ns = limit.count() > 0 ? limit.count() : 1;
-  timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
-  // Relative timeout: FUTEX_WAIT (unlike FUTEX_WAIT_BITSET) measures it on CLOCK_MONOTONIC.
-  (void)syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected,
-                &ts, nullptr, 0);
-}
-void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept {
-  (void)syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr,
-                nullptr, 0);
-}
-#endif
 
 constexpr std::uint32_t kChunkBits = 8;
 constexpr std::uint32_t kChunkSize = 1u << kChunkBits;
@@ -97,7 +70,6 @@ bool Parker::park(std::chrono::nanoseconds limit) noexcept {
   // what the unparker wrote before waking us is visible when we return true.
   std::uint32_t s = kNotified;
   if (state_.compare_exchange_strong(s, kEmpty, std::memory_order_acquire)) return true;
-#if defined(__linux__)
   // s is kEmpty: only the owner ever stores kParked. Announce the sleep; a token that arrives
   // between the check above and this CAS makes it fail (s becomes kNotified).
   if (!state_.compare_exchange_strong(s, kParked, std::memory_order_acquire)) {
@@ -108,7 +80,7 @@ bool Parker::park(std::chrono::nanoseconds limit) noexcept {
   }
   const auto deadline = std::chrono::steady_clock::now() + limit;
   for (;;) {
-    futex_wait(state_, kParked, deadline - std::chrono::steady_clock::now());
+    futex_wait_for(state_, kParked, deadline - std::chrono::steady_clock::now());
     s = kNotified;
     if (state_.compare_exchange_strong(s, kEmpty, std::memory_order_acquire)) return true;
     if (std::chrono::steady_clock::now() >= deadline) {
@@ -121,27 +93,14 @@ bool Parker::park(std::chrono::nanoseconds limit) noexcept {
       state_.exchange(kEmpty, std::memory_order_acquire);  // s was kNotified: take it
       return true;
     }
-    // Woken early without a token (a signal, a spurious futex return): sleep the rest.
+    // Woken early without a token (a signal, a spurious return): sleep the rest.
   }
-#else
-  // Elsewhere std::atomic::wait, which cannot time out: the bound does not apply.
-  (void)limit;
-  while (state_.exchange(kEmpty, std::memory_order_acquire) != kNotified) {
-    state_.wait(kEmpty, std::memory_order_acquire);
-  }
-  return true;
-#endif
 }
 
 void Parker::unpark() noexcept {
   // release: pairs with the acquire takes in park(). An exchange (a read-modify-write) always
   // sees the owner's latest announcement, so no store-load fence is needed to decide to wake.
-#if defined(__linux__)
   if (state_.exchange(kNotified, std::memory_order_release) == kParked) futex_wake_one(state_);
-#else
-  state_.store(kNotified, std::memory_order_release);
-  state_.notify_one();
-#endif
 }
 
 std::uint64_t Parker::timeouts() noexcept {

@@ -1,5 +1,7 @@
 #include "weft/cpu/team.hpp"
+
 #include "weft/cpu/detail/cpu_relax.hpp"
+#include "weft/cpu/detail/futex.hpp"
 
 #include <exception>
 #include <string>
@@ -19,7 +21,7 @@ Team::Team(std::size_t size, std::int64_t first, std::int64_t last)
     : size_(size),
       part_(first, last, static_cast<std::int64_t>(size)),
       channels_(std::make_unique<Channel[]>(size * kTeamTags)),
-      barrier_(static_cast<std::ptrdiff_t>(size)) {}
+      barrier_(static_cast<std::uint32_t>(size)) {}
 
 std::size_t Team::rank() const noexcept { return tl_team_rank; }
 void Team::set_rank_of_this_thread(std::size_t r) noexcept { tl_team_rank = r; }
@@ -51,9 +53,15 @@ void Team::wait_on(Channel& c) {
       std::this_thread::yield();
     }
   }
-  while (c.posted.load(std::memory_order_acquire) == want) {
-    c.posted.wait(want, std::memory_order_acquire);
+  for (;;) {
+    // seq_cst, with signal_to()'s increment and load: either the sender sees our flag and
+    // wakes us, or we see its post here (the store-load pairs of a Dekker handshake). Also an
+    // acquire, as the loads above.
+    c.sleeping.store(1, std::memory_order_seq_cst);
+    if (c.posted.load(std::memory_order_seq_cst) != want) break;
+    detail::futex_wait_for(c.posted, want, detail::kParkLimit);  // bounded: then re-check
   }
+  c.sleeping.store(0, std::memory_order_relaxed);  // the receiver's own flag; senders only read
   ++c.consumed;
 }
 
@@ -61,9 +69,10 @@ void Team::wait_signal(int tag) { wait_on(channel(rank(), tag)); }
 
 void Team::signal_to(std::size_t r, int tag) {
   Channel& c = channel(r, tag);
-  // release: pairs with the acquire loads in wait_on().
-  c.posted.fetch_add(1, std::memory_order_release);
-  c.posted.notify_one();
+  // seq_cst: release for the receiver's acquire loads in wait_on(), and ordered before the
+  // load of its sleeping flag (see wait_on()).
+  c.posted.fetch_add(1, std::memory_order_seq_cst);
+  if (c.sleeping.load(std::memory_order_seq_cst) != 0) detail::futex_wake_one(c.posted);
 }
 
 void Team::wait_prev(int tag) {
@@ -99,6 +108,37 @@ void Team::iter_post(std::int64_t i, int tag) {
 }
 
 void Team::barrier() { barrier_.arrive_and_wait(); }
+
+void Team::Barrier::arrive_and_wait() noexcept {
+  // acquire: a participant that passes sees the writes of every participant before its arrival
+  // (they release into arrived_, the last arrival acquires them all and releases generation_).
+  const std::uint32_t gen = generation_.load(std::memory_order_acquire);
+  // acq_rel: the arrivals form one release sequence the last arrival acquires.
+  if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == size_) {
+    // relaxed: ordered before the generation's release; nobody arrives again before seeing it.
+    arrived_.store(0, std::memory_order_relaxed);
+    // seq_cst: release for the waiters, and ordered before the load of sleepers_ (with the
+    // waiters' increment of sleepers_ and re-check of generation_: one sees the other).
+    generation_.fetch_add(1, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) != 0) detail::futex_wake_all(generation_);
+    return;
+  }
+  for (int spin = 0; spin < 2048; ++spin) {
+    if (generation_.load(std::memory_order_acquire) != gen) return;
+    if (spin < 1024) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  // seq_cst: see the last arrival's; acquire as above.
+  while (generation_.load(std::memory_order_seq_cst) == gen) {
+    detail::futex_wait_for(generation_, gen, detail::kParkLimit);  // bounded: then re-check
+  }
+  // relaxed: a count for the last arrival's wake decision; a stale one costs one spare wake.
+  sleepers_.fetch_sub(1, std::memory_order_relaxed);
+}
 
 void run_team_erased(Executor& ex, std::size_t size, std::int64_t first, std::int64_t last,
                      void (*body)(void*, Team&), void* ctx) {

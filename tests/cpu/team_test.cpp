@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
+
+#include "weft/cpu/detail/futex.hpp"
 
 namespace weft::cpu {
 namespace {
@@ -75,6 +79,38 @@ TEST(Team, OwnerOfFollowsTheStaticPartition) {
     checked.fetch_add(1);
   });
   EXPECT_EQ(checked.load(), 3);
+}
+
+// Phases separated by barriers, where now and then one participant arrives 2 ms late so the
+// others fall asleep in the barrier, and a pipeline where the sender is late so the receiver
+// sleeps. Every phase must see all writes of the one before; and a sleeper must be woken by
+// the arrival, not by its 50 ms limit (a wake-up that never came): with 2 ms delays, more than
+// a few timeouts mean lost wake-ups, not a slow machine.
+TEST(Team, BarrierAndSignalsWakeSleepersOnTime) {
+  Executor ex(ExecutorOptions{.workers = 3});
+  constexpr int kPhases = 120;
+  constexpr int kLateEvery = 6;  // 20 late phases
+  std::vector<std::atomic<int>> done(3);
+  const std::uint64_t timeouts_before = detail::futex_timeouts();
+  run_team(ex, 3, [&](Team& t) {
+    const std::size_t me = t.rank();
+    for (int phase = 1; phase <= kPhases; ++phase) {
+      if (phase % kLateEvery == 0 && static_cast<std::size_t>(phase / kLateEvery) % 3 == me) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      done[me].store(phase, std::memory_order_relaxed);
+      t.barrier();
+      for (const auto& d : done) ASSERT_GE(d.load(std::memory_order_relaxed), phase);
+      t.barrier();  // nobody starts the next phase's write before all have checked
+    }
+    for (int block = 0; block < 20; ++block) {
+      t.wait_prev();
+      if (me == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      t.signal_next();
+    }
+  });
+  EXPECT_LT(detail::futex_timeouts() - timeouts_before, 8u)
+      << "sleepers waited out their limit: wake-ups were lost";
 }
 
 TEST(Team, RejectsSizesThatCannotRunAtOnce) {

@@ -23,7 +23,6 @@
 #pragma once
 
 #include <atomic>
-#include <barrier>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -73,8 +72,22 @@ class Team {
 
  private:
   struct alignas(64) Channel {
-    std::atomic<std::uint32_t> posted{0};  // written by senders, polled by the receiver
-    std::uint32_t consumed = 0;            // receiver only
+    std::atomic<std::uint32_t> posted{0};    // written by senders, polled by the receiver
+    std::atomic<std::uint32_t> sleeping{0};  // 1 while the receiver sleeps (or is about to)
+    std::uint32_t consumed = 0;              // receiver only
+  };
+  // A central-counter barrier whose sleep is bounded like every sleep in the executor
+  // (std::barrier's waits are not).
+  class Barrier {
+   public:
+    explicit Barrier(std::uint32_t size) noexcept : size_(size) {}
+    void arrive_and_wait() noexcept;
+
+   private:
+    std::uint32_t size_;
+    std::atomic<std::uint32_t> arrived_{0};
+    std::atomic<std::uint32_t> generation_{0};
+    std::atomic<std::uint32_t> sleepers_{0};
   };
   Channel& channel(std::size_t rank, int tag);
   void wait_on(Channel& c);
@@ -82,7 +95,7 @@ class Team {
   std::size_t size_;
   StaticPartition part_;
   std::unique_ptr<Channel[]> channels_;  // size_ * kTeamTags
-  std::barrier<> barrier_;
+  Barrier barrier_;
 };
 
 /// Runs body(team) on `size` participants at once and returns when all have returned.

@@ -7,21 +7,19 @@
 // live for the whole process, so a stale index only causes a spurious wake-up, which every wait
 // loop tolerates by re-checking its condition.
 //
-// Sleeping is bounded (kParkLimit): every caller re-checks what it waits for after park()
-// returns, so a wake-up lost anywhere below us (a kernel, a C library, a protocol bug of ours)
-// costs at most that long instead of a hang. On Linux the token is a futex word with the
-// kernel's timed wait; the wake path is one exchange and, only when the owner sleeps, one
-// FUTEX_WAKE, as with std::atomic::notify_one.
+// Sleeping is bounded (kParkLimit, detail/futex.hpp): every caller re-checks what it waits for
+// after park() returns, so a wake-up lost anywhere below us costs at most that long instead of
+// a hang. The wake path is one exchange and, only when the owner sleeps, one futex wake, as
+// with std::atomic::notify_one.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 
-namespace weft::cpu::detail {
+#include "weft/cpu/detail/futex.hpp"
 
-/// The longest one park() sleeps before returning to let its caller re-check.
-inline constexpr std::chrono::milliseconds kParkLimit{50};
+namespace weft::cpu::detail {
 
 class alignas(64) Parker {
  public:
