@@ -142,7 +142,9 @@ inline int substitution(char a, char b) {
 }
 
 // ---- LU-like wavefront: row i of plane k from plane k-1 and row i-1 of plane k ----
-inline void lu_row(Grid& g, int k, int i) {
+// Not inlined, as the SparseLU kernels: weft's and OpenMP's sweeps call one machine-code copy,
+// so the comparison measures the pipelines, not two compilations of the loop.
+[[gnu::noinline]] inline void lu_row(Grid& g, int k, int i) {
   const int n = g.n;
   double* cur = g.v.data() + (static_cast<std::size_t>(k) * n + i) * n;
   const double* below = cur - static_cast<std::size_t>(n) * n;
