@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <tuple>
 
 #include "pipelines.hpp"
 #include "weft/cpu/executor.hpp"
@@ -39,9 +40,13 @@ using Errors = std::map<std::string, std::vector<double>>;
 // apart) from a noisy machine (measurements spread) in the log.
 using Observations = std::map<std::pair<std::string, std::size_t>,
                               std::pair<std::vector<double>, std::vector<double>>>;
+// The same per (device_kernel, size, policy): a CPU kernel beside transfers (a mixed mapping)
+// may run slower than alone (CPU-only), which one model per kernel cannot tell apart.
+using ObservationsByPolicy =
+    std::map<std::tuple<std::string, std::size_t, std::string>, std::vector<double>>;
 
-void collect_errors(const wg::Graph& g, const wg::RunReport& r, Errors& errors,
-                    Observations& seen) {
+void collect_errors(const wg::Graph& g, const wg::RunReport& r, const char* policy, Errors& errors,
+                    Observations& seen, ObservationsByPolicy& by_policy) {
   for (const wg::NodeRecord& n : r.nodes) {
     const double measured = n.end - n.start;
     if (n.predicted <= 0 || measured <= 0) continue;
@@ -51,6 +56,7 @@ void collect_errors(const wg::Graph& g, const wg::RunReport& r, Errors& errors,
     auto& [m, p] = seen[{key, n.size}];
     m.push_back(measured);
     p.push_back(n.predicted);
+    by_policy[{key, n.size, policy}].push_back(measured);
   }
 }
 
@@ -58,6 +64,22 @@ double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+}
+
+void print_by_policy(const ObservationsByPolicy& by_policy) {
+  std::fprintf(stderr, "[graph] per kernel, size and policy: measured median ms (n)\n");
+  std::string last;
+  for (const auto& [key, v] : by_policy) {
+    const auto& [kernel, size, policy] = key;
+    const std::string row = kernel + " " + std::to_string(size);
+    if (row != last) {
+      if (!last.empty()) std::fprintf(stderr, "\n");
+      std::fprintf(stderr, "[graph]   %-28s %12zu B ", kernel.c_str(), size);
+      last = row;
+    }
+    std::fprintf(stderr, "  %s %.3f (%zu)", policy.c_str(), quantile(v, 0.5) * 1e3, v.size());
+  }
+  if (!last.empty()) std::fprintf(stderr, "\n");
 }
 
 void print_observations(const Observations& seen) {
@@ -129,6 +151,7 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
 
   Errors errors;
   Observations seen;
+  ObservationsByPolicy by_policy;
   std::map<std::string, AppResult> results;  // by benchmark name
   for (std::size_t total : totals) {
     const factors::Shape shape = factors::shape_for_total(total);
@@ -155,7 +178,7 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
                std::fill(built.output.begin(), built.output.end(), -1.0f);
                const wg::RunReport r = rt.run(*built.graph, mapping);
                result.bytes[p] = r.bytes_to_device + r.bytes_to_host;
-               collect_errors(*built.graph, r, errors, seen);
+               collect_errors(*built.graph, r, wg::to_string(p), errors, seen, by_policy);
                return Outcome{r.seconds, factors::compare(built.output, want).ok()};
              }});
       }
@@ -215,6 +238,7 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
                     {dmap_bytes == 0 ? 0.0 : static_cast<double>(pptm_bytes) / dmap_bytes}});
   suite.add_metric({"pptm_over_best_max", "x", Better::lower, {worst_over_best}});
   print_observations(seen);
+  print_by_policy(by_policy);
   std::vector<double> all, per_kernel;
   for (const auto& [key, v] : errors) {
     const double m = median(v);
