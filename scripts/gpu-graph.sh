@@ -57,6 +57,11 @@ step() {  # name, command...
   step tool_graph_run timeout 200 $build/tools/weft/weft graph run --app factor5 --size 4m \
     --policy d_map --device cuda
   step tool_demo_quick timeout 300 $build/tools/weft/weft demo --quick
+  # The calibration store on this machine (SQLite's library without its header: the API is
+  # declared by weft, see src/graph/sqlite3_declarations.hpp).
+  step tool_calibrate_and_models bash -c "$build/tools/weft/weft calibrate --sizes 1m 4m \
+    --device cuda --db $logs/models.db --machine $WEFT_MACHINE && \
+    $build/tools/weft/weft models --db $logs/models.db --machine $WEFT_MACHINE"
   for tool in memcheck racecheck synccheck; do
     step "sanitizer_$tool" timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 \
       $build/tests/weft_graph_gpu_tests --gtest_filter='*EachOperator*'

@@ -2,7 +2,11 @@
 // dozen calls, wrapped in two small RAII types, need no C++ wrapper library.
 #include "weft/graph/model_store.hpp"
 
+#if WEFT_SQLITE_OWN_DECLARATIONS
+#include "sqlite3_declarations.hpp"  // the library without its header (see there)
+#else
 #include <sqlite3.h>
+#endif
 
 #include <chrono>
 #include <ctime>
