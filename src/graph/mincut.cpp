@@ -140,6 +140,18 @@ double mapping_cost(const MappingProblem& problem, const std::vector<Device>& de
     if (back) paid_back = std::max(paid_back, e.to_cpu);
   }
   for (const auto& [key, paid] : shared) cost += paid.first + paid.second;
+  for (const auto& in : problem.inputs) {
+    for (std::size_t r : in.readers) {
+      if (r >= device.size()) {
+        throw InvalidArgument(
+            "weft::graph::mapping_cost: a shared input names a node that does not exist");
+      }
+    }
+    if (std::any_of(in.readers.begin(), in.readers.end(),
+                    [&](std::size_t r) { return device[r] == Device::gpu; })) {
+      cost += in.to_gpu;  // copied once for every reader on the GPU
+    }
+  }
   return cost;
 }
 
@@ -170,6 +182,16 @@ Mapping min_cut_mapping(const MappingProblem& problem) {
     if (std::isfinite(e.to_gpu)) finite += e.to_gpu;
     if (std::isfinite(e.to_cpu)) finite += e.to_cpu;
   }
+  for (const auto& in : problem.inputs) {
+    for (std::size_t r : in.readers) {
+      if (r >= n) {
+        throw InvalidArgument("weft::graph::min_cut_mapping: a shared input names node " +
+                              std::to_string(r) + " of " + std::to_string(n));
+      }
+    }
+    check_cost(in.to_gpu, "a shared input's host-to-device transfer");
+    if (std::isfinite(in.to_gpu)) finite += in.to_gpu;
+  }
   auto cap = [&](double c) { return std::isinf(c) ? finite : c; };
   // Source = CPU, sink = GPU. A node on the sink side (GPU) cuts source -> node: its GPU time;
   // on the source side (CPU) it cuts node -> sink: its CPU time. An edge from -> to with `from`
@@ -186,8 +208,11 @@ Mapping min_cut_mapping(const MappingProblem& problem) {
     if (e.datum != MappingProblem::kNoDatum && e.from != e.to)
       groups[{e.from, e.datum}].push_back(&e);
   }
+  // A shared graph input is a datum whose producer is the host itself, i.e. the source: one
+  // auxiliary node C per input, source -> C with the host-to-device cost and C -> reader
+  // infinite. A reader on the GPU side puts C there too, cutting source -> C once.
   const std::size_t s = n, t = n + 1;
-  MaxFlow flow(n + 2 + 2 * groups.size());
+  MaxFlow flow(n + 2 + 2 * groups.size() + problem.inputs.size());
   for (std::size_t i = 0; i < n; ++i) {
     flow.add_arc(s, i, cap(problem.nodes[i].gpu));
     flow.add_arc(i, t, cap(problem.nodes[i].cpu));
@@ -209,6 +234,11 @@ Mapping min_cut_mapping(const MappingProblem& problem) {
     }
     flow.add_arc(host_copy, key.first, cap(back));
     flow.add_arc(key.first, device_copy, cap(in));
+  }
+  for (const auto& in : problem.inputs) {
+    const std::size_t device_copy = aux++;
+    flow.add_arc(s, device_copy, cap(in.to_gpu));
+    for (std::size_t r : in.readers) flow.add_arc(device_copy, r, finite);
   }
   flow.run(s, t);
   // The residual source side is the smallest minimum cut's source side: nodes not reachable

@@ -41,12 +41,29 @@ std::vector<Device> map_pptm(const MappingProblem& problem) {
   const auto& order = g.topo;
   const auto& in = g.in;
   const auto& out = g.out;
+  // A shared graph input is copied once for all its readers on the GPU: each GPU-capable reader
+  // is charged an equal share of it (PPTM decides node by node, so the copy is amortised over
+  // the readers that may take it; with a single reader this is the reader's own input cost).
+  std::vector<double> input_share(n, 0.0);
+  for (const auto& in : problem.inputs) {
+    std::size_t capable = 0;
+    for (std::size_t r : in.readers) {
+      if (r >= n) {
+        throw InvalidArgument("weft::graph::map_pptm: a shared input names node " +
+                              std::to_string(r) + " of " + std::to_string(n));
+      }
+      capable += gpu_capable(problem.nodes[r]) ? 1 : 0;
+    }
+    for (std::size_t r : in.readers) {
+      if (gpu_capable(problem.nodes[r])) input_share[r] += in.to_gpu / static_cast<double>(capable);
+    }
+  }
   // Accumulated gains, producers first.
   std::vector<double> acc(n, 0.0);
   for (const std::size_t v : order) {
     const auto& node = problem.nodes[v];
     if (!gpu_capable(node)) continue;  // a fence gains nothing and passes nothing on
-    double a = node.cpu - node.gpu;
+    double a = node.cpu - node.gpu - input_share[v];
     for (const auto* e : in[v]) {
       if (gpu_capable(problem.nodes[e->from])) {
         // A chain continues through a producer that feeds this node alone. A shared producer's

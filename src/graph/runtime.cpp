@@ -1,6 +1,9 @@
 #include "weft/graph/runtime.hpp"
 
+#include <algorithm>
 #include <limits>
+#include <map>
+#include <vector>
 
 #include "device_backend.hpp"
 #include "dispatcher.hpp"
@@ -106,7 +109,30 @@ MappingProblem Runtime::problem(const Graph& graph) const {
   const double inf = MappingProblem::kNoImplementation;
   auto h2d = [&](std::size_t bytes) { return models_.predict("gpu", kTransferToDevice, bytes); };
   auto d2h = [&](std::size_t bytes) { return models_.predict("gpu", kTransferToHost, bytes); };
+  // A node reads a graph input when it reads a datum no earlier node wrote (no flow brings
+  // it). Read by several GPU-capable nodes, the input is copied once for all of them (the
+  // runtime keeps one device copy): a shared input of the problem. Read by one, its copy is
+  // part of that node's GPU cost.
+  auto is_graph_input = [&](const detail::NodeEntry& n, const Arg& a) {
+    if (a.access == Access::write) return false;
+    for (const auto& [producer, data] : n.flows) {
+      if (data == a.data.index()) return false;
+    }
+    return true;
+  };
+  std::map<std::size_t, std::vector<std::size_t>> input_readers;  // datum -> GPU-capable readers
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!g.nodes[i].kernel.gpu) continue;
+    for (const Arg& a : g.nodes[i].args) {
+      if (!is_graph_input(g.nodes[i], a)) continue;
+      auto& readers = input_readers[a.data.index()];
+      if (readers.empty() || readers.back() != i) readers.push_back(i);  // once per node
+    }
+  }
   MappingProblem p;
+  for (const auto& [datum, readers] : input_readers) {
+    if (readers.size() > 1) p.inputs.push_back({readers, h2d(g.data[datum].bytes)});
+  }
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const detail::NodeEntry& n = g.nodes[i];
     const auto size = static_cast<double>(n.bytes);
@@ -115,11 +141,14 @@ MappingProblem Runtime::problem(const Graph& graph) const {
     node.gpu = inf;
     if (n.kernel.gpu) {
       node.gpu = models_.predict("gpu", n.kernel.name, size);
+      std::vector<std::size_t> charged;  // a datum passed twice to one node is copied once
       for (const Arg& a : n.args) {
         const detail::DataEntry& d = g.data[a.data.index()];
-        bool produced = false;
-        for (const auto& [producer, data] : n.flows) produced |= data == a.data.index();
-        if (a.access != Access::write && !produced) node.gpu += h2d(d.bytes);  // a graph input
+        if (is_graph_input(n, a) && input_readers.at(a.data.index()).size() == 1 &&
+            std::find(charged.begin(), charged.end(), a.data.index()) == charged.end()) {
+          node.gpu += h2d(d.bytes);  // an input only this node reads
+          charged.push_back(a.data.index());
+        }
         if (a.access != Access::read && !d.owned &&
             d.last_writer == static_cast<std::ptrdiff_t>(i)) {
           node.gpu += d2h(d.bytes);  // a final output, back to its host buffer

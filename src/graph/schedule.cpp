@@ -38,7 +38,8 @@ std::vector<double> upward_ranks(const MappingProblem& p, const Dag& g) {
   return rank;
 }
 
-// List scheduling: `choose(node, ready time on each device)` picks the device.
+// List scheduling: `choose(node, ready time on each device, extra time on each device)` picks
+// the device.
 template <class Choose>
 Schedule list_schedule(const MappingProblem& p, const Dag& g, Choose choose) {
   const std::size_t n = p.nodes.size();
@@ -56,6 +57,25 @@ Schedule list_schedule(const MappingProblem& p, const Dag& g, Choose choose) {
   for (std::size_t i = 0; i < n; ++i) {
     if (waiting[i] == 0) ready.push(i);
   }
+  // Shared graph inputs: the first reader placed on the GPU copies one in (its time counts
+  // in that reader's duration, as an unshared input's does in its gpu cost); later GPU
+  // readers find it there.
+  std::vector<std::vector<std::size_t>> inputs_of(n);
+  for (std::size_t k = 0; k < p.inputs.size(); ++k) {
+    for (std::size_t r : p.inputs[k].readers) {
+      if (r >= n) {
+        throw InvalidArgument("weft::graph: a shared input names node " + std::to_string(r) +
+                              " of " + std::to_string(n));
+      }
+      inputs_of[r].push_back(k);
+    }
+  }
+  std::vector<bool> input_on_gpu(p.inputs.size(), false);
+  auto copy_in = [&](std::size_t v) {
+    double t = 0;
+    for (std::size_t k : inputs_of[v]) t += input_on_gpu[k] ? 0.0 : p.inputs[k].to_gpu;
+    return t;
+  };
   double free_at[2] = {0.0, 0.0};  // when the CPU and the GPU are next free
   while (!ready.empty()) {
     const std::size_t v = ready.top();
@@ -68,11 +88,15 @@ Schedule list_schedule(const MappingProblem& p, const Dag& g, Choose choose) {
       inputs[1] = std::max(inputs[1], s.finish[e->from] + (from == Device::cpu ? e->to_gpu : 0.0));
     }
     const double at[2] = {std::max(inputs[0], free_at[0]), std::max(inputs[1], free_at[1])};
-    const Device d = choose(v, at);
+    const double extra[2] = {0.0, copy_in(v)};
+    const Device d = choose(v, at, extra);
     const int k = d == Device::cpu ? 0 : 1;
     s.device[v] = d;
     s.start[v] = at[k];
-    s.finish[v] = at[k] + cost_on(p.nodes[v], d);
+    s.finish[v] = at[k] + cost_on(p.nodes[v], d) + extra[k];
+    if (d == Device::gpu) {
+      for (std::size_t i : inputs_of[v]) input_on_gpu[i] = true;
+    }
     free_at[k] = s.finish[v];
     s.makespan = std::max(s.makespan, s.finish[v]);
     for (const auto* e : g.out[v]) {
@@ -96,7 +120,8 @@ Schedule simulate_schedule(const MappingProblem& problem, const std::vector<Devi
     }
   }
   const Dag g = make_dag(problem, "simulate_schedule");
-  return list_schedule(problem, g, [&](std::size_t v, const double*) { return device[v]; });
+  return list_schedule(problem, g,
+                       [&](std::size_t v, const double*, const double*) { return device[v]; });
 }
 
 Schedule heft_schedule(const MappingProblem& problem) {
@@ -109,9 +134,10 @@ Schedule heft_schedule(const MappingProblem& problem) {
                             " needs a non-negative time on at least one device");
     }
   }
-  return list_schedule(problem, g, [&](std::size_t v, const double* at) {
+  return list_schedule(problem, g, [&](std::size_t v, const double* at, const double* extra) {
     const auto& node = problem.nodes[v];
-    const double cpu = at[0] + node.cpu, gpu = at[1] + node.gpu;  // earliest finish times
+    // Earliest finish times (a shared input not yet on the GPU is copied in first).
+    const double cpu = at[0] + node.cpu + extra[0], gpu = at[1] + node.gpu + extra[1];
     return gpu < cpu ? Device::gpu : Device::cpu;
   });
 }

@@ -1,6 +1,7 @@
 // The exact two-device mapper against brute force, and its bad input.
 #include "weft/graph/mincut.hpp"
 #include "weft/graph/policies.hpp"
+#include "weft/graph/schedule.hpp"
 
 #include <gtest/gtest.h>
 
@@ -59,6 +60,41 @@ TEST(MinCutMapping, MatchesBruteForceWithDataSharedBySeveralConsumers) {
     const auto m = min_cut_mapping(p);
     EXPECT_NEAR(m.cost, brute_force(p), 1e-9) << "round " << round << ", " << n << " nodes";
   }
+}
+
+TEST(MinCutMapping, MatchesBruteForceWithSharedGraphInputs) {
+  std::mt19937_64 rng(4242);
+  for (int round = 0; round < 300; ++round) {
+    const std::size_t n = 2 + round % 10;
+    const MappingProblem p =
+        weft::graph::testing::random_dag(rng, n, {.share_one_in = 3, .shared_inputs = 2});
+    const auto m = min_cut_mapping(p);
+    EXPECT_NEAR(m.cost, brute_force(p), 1e-9) << "round " << round << ", " << n << " nodes";
+  }
+}
+
+// One input (8 to copy in) read by three nodes that each gain 3 on the GPU: charged per reader
+// (24) no node would go; copied once for all (8 < 9) all three do.
+TEST(MinCutMapping, AGraphInputReadByManyIsCopiedInOnce) {
+  MappingProblem p;
+  p.nodes = {{5, 2}, {5, 2}, {5, 2}};
+  p.inputs.push_back({{0, 1, 2}, 8});
+  const std::vector<Device> all_gpu(3, Device::gpu), all_cpu(3, Device::cpu);
+  EXPECT_DOUBLE_EQ(mapping_cost(p, all_gpu), 3 * 2 + 8);
+  EXPECT_DOUBLE_EQ(mapping_cost(p, all_cpu), 3 * 5);
+  EXPECT_DOUBLE_EQ(mapping_cost(p, {Device::gpu, Device::cpu, Device::cpu}), 2 + 8 + 10);
+  EXPECT_EQ(min_cut_mapping(p).device, all_gpu);
+  EXPECT_EQ(weft::graph::map_pptm(p), all_gpu);  // each reader's share: 8 / 3 < its gain 3
+  // A schedule copies the input in before its first GPU reader only: 8 + 2 + 2 + 2 on the GPU.
+  EXPECT_DOUBLE_EQ(weft::graph::simulate_schedule(p, all_gpu).makespan, 14);
+  p.inputs[0].to_gpu = 10;  // above the three gains together
+  EXPECT_EQ(min_cut_mapping(p).device, all_cpu);
+  EXPECT_EQ(weft::graph::map_pptm(p), all_cpu);
+  p.inputs[0].readers = {0, 1, 7};
+  EXPECT_THROW(min_cut_mapping(p), InvalidArgument);
+  EXPECT_THROW(mapping_cost(p, all_gpu), InvalidArgument);
+  EXPECT_THROW(weft::graph::map_pptm(p), InvalidArgument);
+  EXPECT_THROW(weft::graph::heft_schedule(p), InvalidArgument);
 }
 
 // P's result is read by three fences: copied back once (3), not three times (9).

@@ -2,6 +2,7 @@
 // node in `fence_one_in` without a GPU implementation, transfers in [0, 10 / transfer_divisor).
 #pragma once
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -15,6 +16,9 @@ struct RandomProblemShape {
   /// random_dag: about one producer in `share_one_in` sends one datum to all its consumers
   /// (edges grouped by MappingProblem::Edge::datum, one cost each way); 0: none.
   int share_one_in = 0;
+  /// random_dag: this many shared graph inputs (MappingProblem::inputs), each read by 2-4
+  /// random nodes, copied in once whatever number of its readers is on the GPU.
+  int shared_inputs = 0;
 };
 
 inline MappingProblem random_nodes(std::mt19937_64& rng, std::size_t n, RandomProblemShape s) {
@@ -51,6 +55,18 @@ inline MappingProblem random_dag(std::mt19937_64& rng, std::size_t n, RandomProb
         p.edges.push_back({i, j, transfer(rng), transfer(rng)});
       }
     }
+  }
+  for (int k = 0; k < s.shared_inputs && n > 0; ++k) {
+    MappingProblem::SharedInput in;
+    in.to_gpu = 2 * transfer(rng);  // inputs are larger than most intermediates
+    const std::size_t readers = 2 + rng() % 3;
+    for (std::size_t r = 0; r < readers; ++r) {
+      const std::size_t v = rng() % n;
+      if (std::find(in.readers.begin(), in.readers.end(), v) == in.readers.end()) {
+        in.readers.push_back(v);
+      }
+    }
+    p.inputs.push_back(in);
   }
   return p;
 }

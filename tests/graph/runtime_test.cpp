@@ -187,6 +187,38 @@ TEST(Runtime, ReadersOnSeveralStreamsShareOneCopyIn) {
   }
 }
 
+// The mapping problem charges a graph input read by several GPU-capable nodes once (as the
+// run above copies it once), and an input read by one node in that node's GPU cost.
+TEST(Runtime, TheProblemChargesAnInputReadByManyOnce) {
+  using weft::graph::LinearCostModel;
+  weft::cpu::Executor ex(weft::cpu::ExecutorOptions{.workers = 2});
+  Runtime rt(ex, emulated());
+  std::vector<float> shared(256, 1.0f), own(256, 1.0f);
+  Graph g;
+  auto x = g.add_data("x", shared.data(), shared.size() * 4);
+  auto y = g.add_data("y", own.data(), own.size() * 4);
+  auto t0 = g.add_data("t0", 1024), t1 = g.add_data("t1", 1024), t2 = g.add_data("t2", 1024);
+  g.add_node(affine(1, 0), {read(x), write(t0)});
+  g.add_node(affine(2, 0), {read(x), write(t1)});
+  g.add_node(add(), {read(t0), read(y), write(t2)});
+  rt.models().set("cpu", "affine", LinearCostModel(1.0, 0));
+  rt.models().set("gpu", "affine", LinearCostModel(0.5, 0));
+  rt.models().set("cpu", "add", LinearCostModel(1.0, 0));
+  rt.models().set("gpu", "add", LinearCostModel(0.5, 0));
+  rt.models().set("gpu", weft::graph::kTransferToDevice, LinearCostModel(0, 1e-3));  // 1.024
+  rt.models().set("gpu", weft::graph::kTransferToHost, LinearCostModel(0, 0));
+  const auto p = rt.problem(g);
+  ASSERT_EQ(p.inputs.size(), 1u);  // x: read by two nodes; y: by one (in that node's cost)
+  EXPECT_EQ(p.inputs[0].readers, (std::vector<std::size_t>{0, 1}));
+  EXPECT_DOUBLE_EQ(p.inputs[0].to_gpu, 1.024);
+  EXPECT_DOUBLE_EQ(p.nodes[0].gpu, 0.5);
+  EXPECT_DOUBLE_EQ(p.nodes[2].gpu, 0.5 + 1.024);  // y's copy
+  const std::vector<Device> all_gpu(3, kGpu);
+  EXPECT_DOUBLE_EQ(weft::graph::mapping_cost(p, all_gpu), 3 * 0.5 + 2 * 1.024);
+  // The run copies x once and y once (t0-t2 are the graph's own: nothing comes back).
+  EXPECT_EQ(rt.planned_transfer_bytes(g, all_gpu), 2 * 1024u);
+}
+
 TEST(Runtime, RepeatedRunsTakeNewInputsAndReuseDeviceMemory) {
   weft::cpu::Executor ex;
   Runtime rt(ex, emulated());

@@ -41,11 +41,20 @@ struct MappingProblem {
     double to_cpu = 0;
     std::size_t datum = static_cast<std::size_t>(-1);
   };
+  /// A graph input (data on the host that no node produces) read by several nodes: its
+  /// host-to-device copy, `to_gpu`, is paid once when any of `readers` is on the GPU, as the
+  /// runtime copies it once for all of them. An input with one reader may instead be part of
+  /// that reader's gpu cost.
+  struct SharedInput {
+    std::vector<std::size_t> readers;
+    double to_gpu = 0;
+  };
   static constexpr double kNoImplementation = std::numeric_limits<double>::infinity();
   static constexpr std::size_t kNoDatum = static_cast<std::size_t>(-1);
 
   std::vector<Node> nodes;
   std::vector<Edge> edges;
+  std::vector<SharedInput> inputs;
 };
 
 struct Mapping {
