@@ -85,12 +85,17 @@ void print_by_policy(const ObservationsByPolicy& by_policy) {
 void print_observations(const Observations& seen) {
   std::fprintf(stderr,
                "[graph] per kernel and size: measured p10 / median / p90 ms, predicted "
-               "median ms, (predicted - measured) / measured of the medians\n");
+               "median ms, (predicted - measured) / measured of the medians, and the first and "
+               "last prediction ms (a model that starts off and converges shows as first far "
+               "from last)\n");
   for (const auto& [key, v] : seen) {
     const double med = quantile(v.first, 0.5), pred = quantile(v.second, 0.5);
-    std::fprintf(stderr, "[graph]   %-28s %12zu B  n=%3zu  %9.3f %9.3f %9.3f  %9.3f  %+.3f\n",
+    std::fprintf(stderr,
+                 "[graph]   %-28s %12zu B  n=%3zu  %9.3f %9.3f %9.3f  %9.3f  %+.3f  %9.3f -> "
+                 "%9.3f\n",
                  key.first.c_str(), key.second, v.first.size(), quantile(v.first, 0.1) * 1e3,
-                 med * 1e3, quantile(v.first, 0.9) * 1e3, pred * 1e3, (pred - med) / med);
+                 med * 1e3, quantile(v.first, 0.9) * 1e3, pred * 1e3, (pred - med) / med,
+                 v.second.front() * 1e3, v.second.back() * 1e3);
   }
 }
 
