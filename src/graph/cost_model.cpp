@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,8 @@ LinearCostModel::LinearCostModel(double intercept, double slope, double forgetti
     : theta_{intercept, slope},
       p_{{kUninformedCovariance, 0.0}, {0.0, kUninformedCovariance}},
       p_trace_limit_(2 * kUninformedCovariance),
-      lambda_(forgetting) {
+      lambda_(forgetting),
+      spread_(std::numeric_limits<double>::infinity()) {
   check_forgetting(forgetting);
   if (!std::isfinite(intercept) || !std::isfinite(slope)) {
     throw InvalidArgument("weft::graph::LinearCostModel: coefficients must be finite");
@@ -57,7 +59,8 @@ LinearCostModel::LinearCostModel(const double theta[2], const double p[2][2], do
       // 10^6 times the fit's own uncertainty: past it, an update does not forget.
       p_trace_limit_(1e6 * (p[0][0] + p[1][1])),
       lambda_(forgetting),
-      observations_(observations) {}
+      observations_(observations),
+      spread_(std::numeric_limits<double>::infinity()) {}
 
 LinearCostModel LinearCostModel::fit(std::span<const CostSample> samples, double forgetting) {
   check_forgetting(forgetting);
@@ -93,7 +96,19 @@ LinearCostModel LinearCostModel::fit(std::span<const CostSample> samples, double
   const double sum_xx = sxx + n * mean_x * mean_x;
   const double det = n * sxx;
   const double p[2][2] = {{sum_xx / det, -sum_x / det}, {-sum_x / det, n / det}};
-  return LinearCostModel(theta, p, forgetting, samples.size());
+  LinearCostModel m(theta, p, forgetting, samples.size());
+  // The spread starts as the fit's own: the mean relative residual.
+  double spread = 0;
+  std::size_t counted = 0;
+  for (const CostSample& s : samples) {
+    const double fitted = m.predict(s.size);
+    if (fitted > 0) {
+      spread += std::abs(s.seconds - fitted) / fitted;
+      ++counted;
+    }
+  }
+  if (counted > 0) m.spread_ = std::max(kMinSpread, spread / static_cast<double>(counted));
+  return m;
 }
 
 double LinearCostModel::predict(double size) const noexcept {
@@ -112,7 +127,21 @@ void LinearCostModel::update(double size, double seconds) {
   const double lambda = forget ? lambda_ : 1.0;
   const double denom = lambda + phi[0] * p_phi[0] + phi[1] * p_phi[1];
   const double k[2] = {p_phi[0] / denom, p_phi[1] / denom};
-  const double error = seconds - (theta_[0] + theta_[1] * size);
+  const double predicted = theta_[0] + theta_[1] * size;
+  double error = seconds - predicted;
+  if (predicted > 0) {
+    // Huber: an error beyond kClip spreads moves the model as one of kClip spreads would. The
+    // spread follows the clipped errors, so a machine that really changed widens it by
+    // kSpreadWeight * (kClip - 1) = 10% per measurement until the model follows.
+    if (std::isfinite(spread_)) {
+      const double limit = kClip * spread_ * predicted;
+      error = std::clamp(error, -limit, limit);
+      spread_ += kSpreadWeight * (std::abs(error) / predicted - spread_);
+    } else {
+      spread_ = std::abs(error) / predicted;  // the first measurement a prediction met
+    }
+    spread_ = std::max(kMinSpread, spread_);
+  }
   theta_[0] += k[0] * error;
   theta_[1] += k[1] * error;
   double p[2][2];
@@ -137,6 +166,7 @@ LinearCostModel::State LinearCostModel::state() const noexcept {
   s.p_trace_limit = p_trace_limit_;
   s.forgetting = lambda_;
   s.observations = observations_;
+  s.spread = spread_;
   return s;
 }
 
@@ -151,10 +181,16 @@ LinearCostModel LinearCostModel::from_state(const State& s) {
     throw InvalidArgument(
         "weft::graph::LinearCostModel::from_state: the covariance is not positive semi-definite");
   }
+  if (std::isnan(s.spread) || s.spread < 0) {
+    throw InvalidArgument(
+        "weft::graph::LinearCostModel::from_state: the spread must be non-negative (infinite: "
+        "unknown)");
+  }
   const double theta[2] = {s.intercept, s.slope};
   const double p[2][2] = {{s.p00, s.p01}, {s.p01, s.p11}};
   LinearCostModel m(theta, p, s.forgetting, s.observations);
   m.p_trace_limit_ = s.p_trace_limit;
+  m.spread_ = s.spread;
   return m;
 }
 

@@ -33,12 +33,18 @@ CREATE TABLE IF NOT EXISTS cost_models (
   observations INTEGER NOT NULL,
   fit_error REAL NOT NULL,
   updated TEXT NOT NULL,
+  spread REAL NOT NULL DEFAULT 9e999,
   PRIMARY KEY (machine, device, kernel)
 );)sql";
 
+// Added after the first stores were written: a store without it gets it, infinite (9e999 is
+// SQLite's infinity) for the rows already there, i.e. "not known yet".
+constexpr const char* kAddSpread =
+    "ALTER TABLE cost_models ADD COLUMN spread REAL NOT NULL DEFAULT 9e999";
+
 constexpr const char* kColumns =
     "machine, device, kernel, intercept, slope, p00, p01, p11, p_trace_limit, forgetting, "
-    "observations, fit_error, updated";
+    "observations, fit_error, updated, spread";
 
 std::string utc_now() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -128,6 +134,7 @@ StoredModel read_row(const Statement& s) {
   st.p_trace_limit = s.column_real(8);
   st.forgetting = s.column_real(9);
   st.observations = static_cast<std::size_t>(s.column_integer(10));
+  st.spread = s.column_real(13);
   m.model = LinearCostModel::from_state(st);
   m.fit_error = s.column_real(11);
   m.updated = s.column_text(12);
@@ -149,6 +156,13 @@ ModelStore::ModelStore(const std::string& path) : db_(std::make_unique<Db>()) {
   // synchronous=FULL: a committed put survives a power cut, not only a crash of this process.
   db_->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", "setting the journal mode");
   db_->exec(kSchema, "creating the table");
+  bool has_spread = false;
+  {
+    Statement columns(db_->handle, "PRAGMA table_info(cost_models)", db_->path);
+    for (int rc; (rc = columns.step()) == SQLITE_ROW;)
+      has_spread |= columns.column_text(1) == "spread";
+  }
+  if (!has_spread) db_->exec(kAddSpread, "adding the spread column");
 }
 
 ModelStore::~ModelStore() = default;
@@ -159,7 +173,7 @@ void ModelStore::put(const ModelKey& key, const LinearCostModel& model, double f
   // One statement is one transaction (autocommit): all of the row or none of it.
   Statement s(db_->handle,
               std::string("INSERT OR REPLACE INTO cost_models (") + kColumns +
-                  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
               db_->path);
   bind_key(s, key);
   s.real(4, st.intercept);
@@ -172,6 +186,7 @@ void ModelStore::put(const ModelKey& key, const LinearCostModel& model, double f
   s.integer(11, static_cast<std::int64_t>(st.observations));
   s.real(12, fit_error);
   s.text(13, utc_now());
+  s.real(14, st.spread);
   if (s.step() != SQLITE_DONE) db_->fail("storing " + key.kernel + " on " + key.device);
 }
 

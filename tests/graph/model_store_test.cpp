@@ -7,12 +7,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "weft/error.hpp"
+
+#if WEFT_TEST_SQLITE_DIRECT
+#include <sqlite3.h>
+#endif
 
 using weft::graph::CostSample;
 using weft::graph::LinearCostModel;
@@ -80,8 +85,43 @@ TEST(ModelStore, StoresAndResumesAModelExactly) {
   resumed.update(8e6, 5e-3);
   EXPECT_DOUBLE_EQ(resumed.intercept(), m.intercept());
   EXPECT_DOUBLE_EQ(resumed.slope(), m.slope());
+  EXPECT_DOUBLE_EQ(resumed.spread(), m.spread());  // the clipping's scale came back too
   EXPECT_FALSE(reopened.get({"node-a", "gpu0", "other"}).has_value());
 }
+
+#if WEFT_TEST_SQLITE_DIRECT
+// A store written before models kept their spread: opening it adds the column, and its models
+// come back with the spread unknown (infinite: no clipping until they have seen a measurement).
+TEST(ModelStore, AStoreWithoutTheSpreadColumnIsUpgraded) {
+  REQUIRE_SQLITE();
+  TempDb db;
+  {
+    sqlite3* h = nullptr;
+    ASSERT_EQ(sqlite3_open(db.path.string().c_str(), &h), SQLITE_OK);
+    const char* old_schema =
+        "CREATE TABLE cost_models (machine TEXT NOT NULL, device TEXT NOT NULL, kernel TEXT NOT "
+        "NULL, intercept REAL NOT NULL, slope REAL NOT NULL, p00 REAL NOT NULL, p01 REAL NOT "
+        "NULL, p11 REAL NOT NULL, p_trace_limit REAL NOT NULL, forgetting REAL NOT NULL, "
+        "observations INTEGER NOT NULL, fit_error REAL NOT NULL, updated TEXT NOT NULL, "
+        "PRIMARY KEY (machine, device, kernel));"
+        "INSERT INTO cost_models VALUES ('m', 'cpu', 'old', 1e-4, 2e-9, 1, 0, 1e-18, 1e6, 0.98, "
+        "5, 0.01, '2026-01-01T00:00:00Z');";
+    ASSERT_EQ(sqlite3_exec(h, old_schema, nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(h);
+  }
+  ModelStore store(db.path.string());
+  const auto old = store.get({"m", "cpu", "old"});
+  ASSERT_TRUE(old.has_value());
+  EXPECT_DOUBLE_EQ(old->model.slope(), 2e-9);
+  EXPECT_TRUE(std::isinf(old->model.spread()));
+  store.put({"m", "cpu", "new"}, sample_model(1e-9), 0.02);
+  const auto fresh = store.get({"m", "cpu", "new"});
+  ASSERT_TRUE(fresh.has_value());
+  EXPECT_DOUBLE_EQ(fresh->model.spread(), sample_model(1e-9).spread());
+  ModelStore again(db.path.string());  // the upgraded store opens as it is
+  EXPECT_EQ(again.list("m").size(), 2u);
+}
+#endif
 
 TEST(ModelStore, PutReplacesListFiltersAndOrdersEraseRemoves) {
   REQUIRE_SQLITE();

@@ -2,10 +2,13 @@
 // time = a + b * size for a kernel on a device, and for a transfer in one direction
 // (size = bytes). Fitted by least squares from a calibration run, then refined after every
 // measured execution by recursive least squares (RLS) with a forgetting factor, so that a model
-// follows a machine whose behaviour drifts.
+// follows a machine whose behaviour drifts. The RLS step is robust (Huber's clipping of the
+// error): measured times have a long upper tail (a kernel disturbed by a neighbour, a page
+// fault), and plain least squares follows the tail's mean, not the typical run.
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <span>
 
 namespace weft::graph {
@@ -46,9 +49,21 @@ class LinearCostModel {
   /// Predicted seconds for `size` (never negative: a negative line is clamped to 0).
   [[nodiscard]] double predict(double size) const noexcept;
 
-  /// One RLS step with a new measurement. Throws InvalidArgument for a negative or non-finite
+  /// One RLS step with a new measurement, its error (measured - predicted) clipped to
+  /// kClip * spread() of the prediction. Throws InvalidArgument for a negative or non-finite
   /// size or time (the model is then unchanged).
   void update(double size, double seconds);
+
+  /// Errors beyond this many spreads count as this many (Huber's clipping).
+  static constexpr double kClip = 2.0;
+  /// The spread never falls below this (a few percent is every machine's jitter).
+  static constexpr double kMinSpread = 0.02;
+  /// Weight of the newest measurement in the spread (a window of about ten).
+  static constexpr double kSpreadWeight = 0.1;
+  /// The typical |measured - predicted| / predicted of recent measurements (a running mean of
+  /// the clipped errors; at least kMinSpread): how far the model lets one measurement pull it.
+  /// Infinite (no clipping) for a model without measurements behind it.
+  [[nodiscard]] double spread() const noexcept { return spread_; }
 
   [[nodiscard]] double intercept() const noexcept { return theta_[0]; }
   [[nodiscard]] double slope() const noexcept { return theta_[1]; }
@@ -67,6 +82,7 @@ class LinearCostModel {
     double p_trace_limit = 0;          // the wind-up guard's bound
     double forgetting = 1;
     std::size_t observations = 0;
+    double spread = std::numeric_limits<double>::infinity();  // infinite: not known yet
   };
   [[nodiscard]] State state() const noexcept;
   /// The model `s` describes. Throws InvalidArgument for non-finite values, a covariance that
@@ -82,6 +98,7 @@ class LinearCostModel {
   double p_trace_limit_;
   double lambda_;
   std::size_t observations_ = 0;
+  double spread_;
 };
 
 }  // namespace weft::graph
