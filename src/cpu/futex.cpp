@@ -13,27 +13,18 @@
 
 namespace weft::cpu::detail {
 
-namespace {
-// relaxed: a statistic, read after the fact.
-std::atomic<std::uint64_t> g_timeouts{0};
-}  // namespace
-
-std::uint64_t futex_timeouts() noexcept { return g_timeouts.load(std::memory_order_relaxed); }
-
 #if defined(__linux__)
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
 
-void futex_wait_for(std::atomic<std::uint32_t>& word, std::uint32_t expected,
+bool futex_wait_for(std::atomic<std::uint32_t>& word, std::uint32_t expected,
                     std::chrono::nanoseconds limit) noexcept {
   const auto ns = limit.count() > 0 ? limit.count() : 1;
   timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
   // A relative timeout: FUTEX_WAIT (unlike FUTEX_WAIT_BITSET) measures it on CLOCK_MONOTONIC.
   // Every outcome (woken, timed out, EAGAIN because the word changed, EINTR) is a return.
-  if (syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, &ts,
-              nullptr, 0) == -1 &&
-      errno == ETIMEDOUT) {
-    g_timeouts.fetch_add(1, std::memory_order_relaxed);
-  }
+  return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected,
+                 &ts, nullptr, 0) == -1 &&
+         errno == ETIMEDOUT;
 }
 void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept {
   (void)syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr,
@@ -44,9 +35,10 @@ void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept {
                 nullptr, nullptr, 0);
 }
 #else
-void futex_wait_for(std::atomic<std::uint32_t>& word, std::uint32_t expected,
+bool futex_wait_for(std::atomic<std::uint32_t>& word, std::uint32_t expected,
                     std::chrono::nanoseconds) noexcept {
   word.wait(expected, std::memory_order_acquire);
+  return false;
 }
 void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept { word.notify_one(); }
 void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept { word.notify_all(); }

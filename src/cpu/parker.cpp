@@ -80,7 +80,7 @@ bool Parker::park(std::chrono::nanoseconds limit) noexcept {
   }
   const auto deadline = std::chrono::steady_clock::now() + limit;
   for (;;) {
-    futex_wait_for(state_, kParked, deadline - std::chrono::steady_clock::now());
+    (void)futex_wait_for(state_, kParked, deadline - std::chrono::steady_clock::now());
     s = kNotified;
     if (state_.compare_exchange_strong(s, kEmpty, std::memory_order_acquire)) return true;
     if (std::chrono::steady_clock::now() >= deadline) {

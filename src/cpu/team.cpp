@@ -14,6 +14,10 @@ namespace weft::cpu {
 namespace {
 thread_local std::size_t tl_team_rank = 0;
 
+// relaxed: a statistic, read after the fact.
+std::atomic<std::uint64_t> g_team_timeouts{0};
+void count_team_timeout() noexcept { g_team_timeouts.fetch_add(1, std::memory_order_relaxed); }
+
 using detail::cpu_relax;
 }  // namespace
 
@@ -24,6 +28,10 @@ Team::Team(std::size_t size, std::int64_t first, std::int64_t last)
       barrier_(static_cast<std::uint32_t>(size)) {}
 
 std::size_t Team::rank() const noexcept { return tl_team_rank; }
+
+std::uint64_t Team::sleep_timeouts() noexcept {
+  return g_team_timeouts.load(std::memory_order_relaxed);
+}
 void Team::set_rank_of_this_thread(std::size_t r) noexcept { tl_team_rank = r; }
 
 Team::Channel& Team::channel(std::size_t rank, int tag) {
@@ -59,7 +67,8 @@ void Team::wait_on(Channel& c) {
     // acquire, as the loads above.
     c.sleeping.store(1, std::memory_order_seq_cst);
     if (c.posted.load(std::memory_order_seq_cst) != want) break;
-    detail::futex_wait_for(c.posted, want, detail::kParkLimit);  // bounded: then re-check
+    // Bounded: then re-check.
+    if (detail::futex_wait_for(c.posted, want, detail::kParkLimit)) count_team_timeout();
   }
   c.sleeping.store(0, std::memory_order_relaxed);  // the receiver's own flag; senders only read
   ++c.consumed;
@@ -134,7 +143,8 @@ void Team::Barrier::arrive_and_wait() noexcept {
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   // seq_cst: see the last arrival's; acquire as above.
   while (generation_.load(std::memory_order_seq_cst) == gen) {
-    detail::futex_wait_for(generation_, gen, detail::kParkLimit);  // bounded: then re-check
+    // Bounded: then re-check.
+    if (detail::futex_wait_for(generation_, gen, detail::kParkLimit)) count_team_timeout();
   }
   // relaxed: a count for the last arrival's wake decision; a stale one costs one spare wake.
   sleepers_.fetch_sub(1, std::memory_order_relaxed);

@@ -7,8 +7,6 @@
 #include <thread>
 #include <vector>
 
-#include "weft/cpu/detail/futex.hpp"
-
 namespace weft::cpu {
 namespace {
 
@@ -91,7 +89,7 @@ TEST(Team, BarrierAndSignalsWakeSleepersOnTime) {
   constexpr int kPhases = 120;
   constexpr int kLateEvery = 6;  // 20 late phases
   std::vector<std::atomic<int>> done(3);
-  const std::uint64_t timeouts_before = detail::futex_timeouts();
+  const std::uint64_t timeouts_before = Team::sleep_timeouts();
   run_team(ex, 3, [&](Team& t) {
     const std::size_t me = t.rank();
     for (int phase = 1; phase <= kPhases; ++phase) {
@@ -109,7 +107,7 @@ TEST(Team, BarrierAndSignalsWakeSleepersOnTime) {
       t.signal_next();
     }
   });
-  EXPECT_LT(detail::futex_timeouts() - timeouts_before, 8u)
+  EXPECT_LT(Team::sleep_timeouts() - timeouts_before, 8u)
       << "sleepers waited out their limit: wake-ups were lost";
 }
 

@@ -67,6 +67,11 @@ class Team {
   /// All participants meet here.
   void barrier();
 
+  /// Waits of any team in this process (wait_prev, iter_wait, wait_signal, barrier) whose sleep
+  /// ended by its 50 ms limit rather than a wake-up (a diagnostic: with partners that keep each
+  /// other waiting less than that, a timeout is a lost wake-up).
+  static std::uint64_t sleep_timeouts() noexcept;
+
   // For run_team.
   void set_rank_of_this_thread(std::size_t r) noexcept;
 

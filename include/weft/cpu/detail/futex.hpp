@@ -18,12 +18,11 @@ inline constexpr std::chrono::milliseconds kParkLimit{50};
 
 /// Sleeps while `word` holds `expected`, at most `limit`. May return early (spuriously): the
 /// caller re-checks. A wake between the caller's last check and the sleep is not lost: the
-/// kernel compares the word and queues the sleeper under one lock.
-void futex_wait_for(std::atomic<std::uint32_t>& word, std::uint32_t expected,
+/// kernel compares the word and queues the sleeper under one lock. Returns true when the sleep
+/// ended by its limit (the caller may count it: with partners that keep it waiting less than the
+/// limit, a timeout is a lost wake-up).
+bool futex_wait_for(std::atomic<std::uint32_t>& word, std::uint32_t expected,
                     std::chrono::nanoseconds limit) noexcept;
-/// Sleeps of futex_wait_for that ended by their limit, process-wide (a diagnostic: with
-/// participants that keep their partners waiting less than the limit, a timeout is a lost wake).
-std::uint64_t futex_timeouts() noexcept;
 /// Wakes one / every thread sleeping on `word`.
 void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept;
 void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept;
