@@ -1,4 +1,5 @@
 // weft models: the cost models in the calibration store (include/weft/graph/model_store.hpp).
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -39,12 +40,17 @@ int run_models(const ModelsArgs& args) {
       "%s: %zu model(s); time = a + b * size (seconds; size in elements, bytes for "
       "transfers)\n",
       path.c_str(), models.size());
-  std::printf("%-16s %-8s %-24s %12s %12s %6s %9s  %s\n", "machine", "device", "kernel", "a (s)",
-              "b (s/unit)", "runs", "fit error", "updated");
+  std::printf("%-16s %-8s %-24s %12s %12s %6s %9s %7s  %s\n", "machine", "device", "kernel",
+              "a (s)", "b (s/unit)", "runs", "fit error", "spread", "updated");
   for (const auto& m : models) {
-    std::printf("%-16s %-8s %-24s %12.4g %12.4g %6zu %8.1f%%  %s\n", m.key.machine.c_str(),
+    // The spread: the typical |measured - predicted| / predicted of recent runs ("-": none yet).
+    char spread[16] = "      -";
+    if (std::isfinite(m.model.spread())) {
+      std::snprintf(spread, sizeof spread, "%6.1f%%", 100.0 * m.model.spread());
+    }
+    std::printf("%-16s %-8s %-24s %12.4g %12.4g %6zu %8.1f%% %7s  %s\n", m.key.machine.c_str(),
                 m.key.device.c_str(), m.key.kernel.c_str(), m.model.intercept(), m.model.slope(),
-                m.model.observations(), 100.0 * m.fit_error, m.updated.c_str());
+                m.model.observations(), 100.0 * m.fit_error, spread, m.updated.c_str());
   }
   return 0;
 }
