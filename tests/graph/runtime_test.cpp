@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -73,6 +74,13 @@ Kernel avg() {
           },
           {},
           {}};
+}
+
+// "<prefix><i>", appended: GCC 12 warns falsely (-Wrestrict, PR 105651) on "o" + to_string(i).
+std::string numbered(const char* prefix, std::size_t i) {
+  std::string s = prefix;
+  s += std::to_string(i);
+  return s;
 }
 
 RuntimeOptions emulated(int compute_streams = 3, int cpu_nodes_at_once = 1) {
@@ -172,7 +180,7 @@ TEST(Runtime, ReadersOnSeveralStreamsShareOneCopyIn) {
   auto x = g.add_data("x", in.data(), in.size() * 4);
   std::vector<Data> outs;
   for (int i = 0; i < 4; ++i) {
-    outs.push_back(g.add_data("o" + std::to_string(i), in.size() * 4));
+    outs.push_back(g.add_data(numbered("o", i), in.size() * 4));
     g.add_node(affine(float(i), 0), {read(x), write(outs.back())});
   }
   const auto r = rt.run(g, Policy::d_map);
@@ -447,7 +455,7 @@ TEST(RuntimeStress, RandomGraphsAndMappingsMatchProgramOrder) {
     Graph g;
     std::vector<Data> data;
     for (std::size_t i = 0; i < kBuffers; ++i) {
-      data.push_back(g.add_data("b" + std::to_string(i), bufs[i].data(), kLen * 4));
+      data.push_back(g.add_data(numbered("b", i), bufs[i].data(), kLen * 4));
     }
     const int nodes = 4 + int(rng() % 10);
     std::vector<Device> mapping;
