@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The graph layer on the GPU machine (device tool), as it is (no installs), for sm_90.
 #   bash scripts/gpu-graph.sh check   build; the factor kernels' GPU tests, the graph tests, the
+#                                     CPU executor's tests and stress (x3), the
 #                                     weft tool's graph commands on the GPU, compute-sanitizer
 #                                     memcheck/racecheck/synccheck on the GPU tests; then
 #                                     scripts/gpu-check.sh (the pool; skipped with
@@ -19,7 +20,7 @@ configure_and_build() {
   cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DWEFT_BUILD_TOOLS=ON -DWEFT_BUILD_BENCH=ON -DWEFT_BUILD_TESTS=ON > "$logs/configure.log" 2>&1 &&
     cmake --build $build -j "$(nproc)" --target weft_cli weft_graph_tests weft_graph_gpu_tests \
-      > "$logs/build.log" 2>&1
+      weft_cpu_tests weft_cpu_stress > "$logs/build.log" 2>&1
 }
 
 if [ "$mode" = bench ]; then
@@ -54,6 +55,11 @@ step() {  # name, command...
   step build configure_and_build
   step graph_gpu_tests timeout 300 $build/tests/weft_graph_gpu_tests
   step graph_tests timeout 300 $build/tests/weft_graph_tests --gtest_brief=1
+  # The CPU executor on this machine's cores and compiler (its sleeps are futex waits; GCC 13's
+  # libstdc++ lost a wake-up here once, in the pool's host backend).
+  step cpu_tests_x3 timeout 300 $build/tests/weft_cpu_tests --gtest_brief=1 --gtest_repeat=3
+  step cpu_stress_x3 timeout 400 $build/tests/weft_cpu_stress --gtest_brief=1 --gtest_repeat=3 \
+    --gtest_shuffle
   step tool_graph_run timeout 200 $build/tools/weft/weft graph run --app factor5 --size 4m \
     --policy d_map --device cuda
   step tool_demo_quick timeout 300 $build/tools/weft/weft demo --quick
