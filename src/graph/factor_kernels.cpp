@@ -84,7 +84,10 @@ void split_days(const CpuCall& c, std::size_t days, F f) {
 // A windowed operator's name carries its window: on the GPU each output sums its window, so
 // the time per byte depends on it, and nodes of different windows need models of their own.
 std::string windowed(const char* name, std::size_t window) {
-  return std::string(name) += "/" + std::to_string(window);
+  std::string s = name;  // appended: GCC 12 warns falsely (-Wrestrict) on "/" + to_string(..)
+  s += '/';
+  s += std::to_string(window);
+  return s;
 }
 
 Kernel unary(const std::string& name, Shape shape, CpuCallFn cpu, GpuCallFn gpu) {

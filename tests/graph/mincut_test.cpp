@@ -159,5 +159,5 @@ TEST(MinCutMapping, BadInputIsRejectedWithAReason) {
   EXPECT_THROW(min_cut_mapping(p), InvalidArgument);
   p.nodes = {{std::nan(""), 1}};
   EXPECT_THROW(min_cut_mapping(p), InvalidArgument);
-  EXPECT_THROW(mapping_cost(MappingProblem{{{1, 1}}, {}}, {}), InvalidArgument);
+  EXPECT_THROW(mapping_cost(MappingProblem{{{1, 1}}, {}, {}}, {}), InvalidArgument);
 }
