@@ -18,7 +18,20 @@ thread_local std::size_t tl_team_rank = 0;
 std::atomic<std::uint64_t> g_team_timeouts{0};
 void count_team_timeout() noexcept { g_team_timeouts.fetch_add(1, std::memory_order_relaxed); }
 
-using detail::cpu_relax;
+// The spin before a participant sleeps: 1024 pauses, then 1024 yields. Returns whether `done`
+// became true meanwhile.
+template <class Done>
+bool spin_until(Done done) {
+  for (int spin = 0; spin < 2048; ++spin) {
+    if (done()) return true;
+    if (spin < 1024) {
+      detail::cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  return false;
+}
 }  // namespace
 
 Team::Team(std::size_t size, std::int64_t first, std::int64_t last)
@@ -50,16 +63,9 @@ void Team::wait_on(Channel& c) {
   const std::uint32_t want = c.consumed;
   // acquire: pairs with the release fetch_add in signal_to(): the sender's writes (the block
   // it produced) are visible once we see its signal.
-  for (int spin = 0; spin < 2048; ++spin) {
-    if (c.posted.load(std::memory_order_acquire) != want) {
-      ++c.consumed;
-      return;
-    }
-    if (spin < 1024) {
-      cpu_relax();
-    } else {
-      std::this_thread::yield();
-    }
+  if (spin_until([&] { return c.posted.load(std::memory_order_acquire) != want; })) {
+    ++c.consumed;
+    return;
   }
   for (;;) {
     // seq_cst, with signal_to()'s increment and load: either the sender sees our flag and
@@ -132,14 +138,7 @@ void Team::Barrier::arrive_and_wait() noexcept {
     if (sleepers_.load(std::memory_order_seq_cst) != 0) detail::futex_wake_all(generation_);
     return;
   }
-  for (int spin = 0; spin < 2048; ++spin) {
-    if (generation_.load(std::memory_order_acquire) != gen) return;
-    if (spin < 1024) {
-      cpu_relax();
-    } else {
-      std::this_thread::yield();
-    }
-  }
+  if (spin_until([&] { return generation_.load(std::memory_order_acquire) != gen; })) return;
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   // seq_cst: see the last arrival's; acquire as above.
   while (generation_.load(std::memory_order_seq_cst) == gen) {

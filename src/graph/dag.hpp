@@ -16,9 +16,22 @@ struct Dag {
   std::vector<std::size_t> topo;  // producers first (Kahn's algorithm)
 };
 
-/// Throws InvalidArgument, naming `who`, for an edge to a node that does not exist or a cycle
-/// (naming a node on it).
+/// Throws InvalidArgument, naming `who`, for a shared input whose reader does not exist.
+inline void check_inputs(const MappingProblem& p, const char* who) {
+  for (const auto& in : p.inputs) {
+    for (std::size_t r : in.readers) {
+      if (r >= p.nodes.size()) {
+        throw InvalidArgument(std::string("weft::graph::") + who + ": a shared input names node " +
+                              std::to_string(r) + " of " + std::to_string(p.nodes.size()));
+      }
+    }
+  }
+}
+
+/// Throws InvalidArgument, naming `who`, for an edge to a node that does not exist, a shared
+/// input read by one that does not, or a cycle (naming a node on it).
 inline Dag make_dag(const MappingProblem& p, const char* who) {
+  check_inputs(p, who);
   const std::size_t n = p.nodes.size();
   Dag g;
   g.in.resize(n);

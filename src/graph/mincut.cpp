@@ -10,6 +10,7 @@
 #include <queue>
 #include <string>
 
+#include "dag.hpp"
 #include "weft/error.hpp"
 
 namespace weft::graph {
@@ -140,13 +141,8 @@ double mapping_cost(const MappingProblem& problem, const std::vector<Device>& de
     if (back) paid_back = std::max(paid_back, e.to_cpu);
   }
   for (const auto& [key, paid] : shared) cost += paid.first + paid.second;
+  detail::check_inputs(problem, "mapping_cost");
   for (const auto& in : problem.inputs) {
-    for (std::size_t r : in.readers) {
-      if (r >= device.size()) {
-        throw InvalidArgument(
-            "weft::graph::mapping_cost: a shared input names a node that does not exist");
-      }
-    }
     if (std::any_of(in.readers.begin(), in.readers.end(),
                     [&](std::size_t r) { return device[r] == Device::gpu; })) {
       cost += in.to_gpu;  // copied once for every reader on the GPU
@@ -182,13 +178,8 @@ Mapping min_cut_mapping(const MappingProblem& problem) {
     if (std::isfinite(e.to_gpu)) finite += e.to_gpu;
     if (std::isfinite(e.to_cpu)) finite += e.to_cpu;
   }
+  detail::check_inputs(problem, "min_cut_mapping");
   for (const auto& in : problem.inputs) {
-    for (std::size_t r : in.readers) {
-      if (r >= n) {
-        throw InvalidArgument("weft::graph::min_cut_mapping: a shared input names node " +
-                              std::to_string(r) + " of " + std::to_string(n));
-      }
-    }
     check_cost(in.to_gpu, "a shared input's host-to-device transfer");
     if (std::isfinite(in.to_gpu)) finite += in.to_gpu;
   }

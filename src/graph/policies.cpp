@@ -47,13 +47,7 @@ std::vector<Device> map_pptm(const MappingProblem& problem) {
   std::vector<double> input_share(n, 0.0);
   for (const auto& in : problem.inputs) {
     std::size_t capable = 0;
-    for (std::size_t r : in.readers) {
-      if (r >= n) {
-        throw InvalidArgument("weft::graph::map_pptm: a shared input names node " +
-                              std::to_string(r) + " of " + std::to_string(n));
-      }
-      capable += gpu_capable(problem.nodes[r]) ? 1 : 0;
-    }
+    for (std::size_t r : in.readers) capable += gpu_capable(problem.nodes[r]) ? 1 : 0;
     for (std::size_t r : in.readers) {
       if (gpu_capable(problem.nodes[r])) input_share[r] += in.to_gpu / static_cast<double>(capable);
     }

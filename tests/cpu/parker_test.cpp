@@ -3,6 +3,8 @@
 // (never lost: a lost wake-up would show as a timeout); a sleep without a token ends by its limit.
 #include "weft/cpu/detail/parker.hpp"
 
+#include "test_util.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -15,10 +17,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-double stress_scale() {
-  const char* s = std::getenv("WEFT_STRESS_SCALE");
-  return s != nullptr ? std::atof(s) : 1.0;
-}
+using test::stress_scale;
 
 // Takes a token left by an earlier test's late (stale-index) unpark, which parkers tolerate.
 Parker& drained_own_parker() {

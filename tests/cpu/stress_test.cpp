@@ -15,10 +15,7 @@
 namespace weft::cpu {
 namespace {
 
-double stress_scale() {
-  const char* s = std::getenv("WEFT_STRESS_SCALE");
-  return s != nullptr ? std::atof(s) : 1.0;
-}
+using test::stress_scale;
 
 // Spawns a random tree below `budget`; every node marks its own slot.
 void random_tree(TaskGroup& g, std::vector<std::atomic<std::uint8_t>>& marks,

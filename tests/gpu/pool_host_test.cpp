@@ -11,15 +11,13 @@
 #include <thread>
 #include <vector>
 
+#include "../cpu/test_util.hpp"
 #include "weft/gpu/pool.hpp"
 
 namespace weft::gpu {
 namespace {
 
-double stress_scale() {
-  const char* s = std::getenv("WEFT_STRESS_SCALE");
-  return s != nullptr ? std::atof(s) : 1.0;
-}
+using weft::test::stress_scale;
 
 // Task types with payloads of several sizes; each writes a checkable result.
 struct Small {  // 8-byte payload: doubles a number
