@@ -107,7 +107,13 @@ LinearCostModel LinearCostModel::fit(std::span<const CostSample> samples, double
       ++counted;
     }
   }
-  if (counted > 0) m.spread_ = std::max(kMinSpread, spread / static_cast<double>(counted));
+  // Residuals of the line the samples themselves fitted understate its error: two of the
+  // samples' degrees of freedom went into the line (n / (n - 2), as for the variance of a
+  // regression). With two samples there is nothing left to estimate it from: unknown.
+  if (counted > 2) {
+    const double dof = static_cast<double>(counted) / static_cast<double>(counted - 2);
+    m.spread_ = std::max(kMinSpread, dof * spread / static_cast<double>(counted));
+  }
   return m;
 }
 
@@ -121,27 +127,53 @@ void LinearCostModel::update(double size, double seconds) {
   //   k = P phi / (lambda + phi' P phi); theta += k (y - phi' theta);
   //   P = (P - k phi' P) / lambda,  with phi = (1, size).
   const double phi[2] = {1.0, size};
-  const double p_phi[2] = {p_[0][0] * phi[0] + p_[0][1] * phi[1],
-                           p_[1][0] * phi[0] + p_[1][1] * phi[1]};
+  auto times_phi = [&](double(&out)[2]) {
+    out[0] = p_[0][0] * phi[0] + p_[0][1] * phi[1];
+    out[1] = p_[1][0] * phi[0] + p_[1][1] * phi[1];
+  };
+  double p_phi[2];
+  times_phi(p_phi);
   const bool forget = p_[0][0] + p_[1][1] < p_trace_limit_;
   const double lambda = forget ? lambda_ : 1.0;
-  const double denom = lambda + phi[0] * p_phi[0] + phi[1] * p_phi[1];
-  const double k[2] = {p_phi[0] / denom, p_phi[1] / denom};
   const double predicted = theta_[0] + theta_[1] * size;
   double error = seconds - predicted;
   if (predicted > 0) {
-    // Huber: an error beyond kClip spreads moves the model as one of kClip spreads would. The
-    // spread follows the clipped errors, so a machine that really changed widens it by
-    // kSpreadWeight * (kClip - 1) = 10% per measurement until the model follows.
     if (std::isfinite(spread_)) {
+      // Huber: an error beyond kClip spreads moves the model as one of kClip spreads would.
       const double limit = kClip * spread_ * predicted;
-      error = std::clamp(error, -limit, limit);
-      spread_ += kSpreadWeight * (std::abs(error) / predicted - spread_);
+      const int side = error > limit ? 1 : error < -limit ? -1 : 0;
+      one_sided_ = side == 0 ? 0 : (one_sided_ * side > 0 ? one_sided_ + side : side);
+      const bool reset = std::abs(one_sided_) >= kShiftRun;
+      if (reset) {
+        // kShiftRun measurements in a row beyond the clip, all on one side: not the tail but a
+        // model that is wrong (the machine changed, or the calibration did not see the kernel
+        // as it runs now). Clipped steps would take tens of runs to get there, so the
+        // covariance is reset ("covariance resetting" in adaptive control): scaled until this
+        // measurement's gain is kShiftGain, so the step nearly fits it, and, the scaled P
+        // keeping its shape, moves the line at the sizes behind the model as little as it can.
+        const double excitation = phi[0] * p_phi[0] + phi[1] * p_phi[1];
+        if (excitation > 0) {
+          const double scale = kShiftGain / (1.0 - kShiftGain) * lambda / excitation;
+          if (scale > 1.0) {
+            for (auto& row : p_) {
+              for (double& v : row) v *= scale;
+            }
+            times_phi(p_phi);
+          }
+        }
+        one_sided_ = 0;
+      }
+      const double clipped = std::clamp(error, -limit, limit);
+      if (!reset) error = clipped;
+      // The spread follows the clipped errors: a model that was wrong says nothing of the jitter.
+      spread_ += kSpreadWeight * (std::abs(clipped) / predicted - spread_);
     } else {
       spread_ = std::abs(error) / predicted;  // the first measurement a prediction met
     }
     spread_ = std::max(kMinSpread, spread_);
   }
+  const double denom = lambda + phi[0] * p_phi[0] + phi[1] * p_phi[1];
+  const double k[2] = {p_phi[0] / denom, p_phi[1] / denom};
   theta_[0] += k[0] * error;
   theta_[1] += k[1] * error;
   double p[2][2];
@@ -167,6 +199,7 @@ LinearCostModel::State LinearCostModel::state() const noexcept {
   s.forgetting = lambda_;
   s.observations = observations_;
   s.spread = spread_;
+  s.one_sided = one_sided_;
   return s;
 }
 
@@ -186,11 +219,17 @@ LinearCostModel LinearCostModel::from_state(const State& s) {
         "weft::graph::LinearCostModel::from_state: the spread must be non-negative (infinite: "
         "unknown)");
   }
+  if (std::abs(s.one_sided) >= kShiftRun) {
+    throw InvalidArgument("weft::graph::LinearCostModel::from_state: one_sided " +
+                          std::to_string(s.one_sided) + " outside (-" + std::to_string(kShiftRun) +
+                          ", " + std::to_string(kShiftRun) + ")");
+  }
   const double theta[2] = {s.intercept, s.slope};
   const double p[2][2] = {{s.p00, s.p01}, {s.p01, s.p11}};
   LinearCostModel m(theta, p, s.forgetting, s.observations);
   m.p_trace_limit_ = s.p_trace_limit;
   m.spread_ = s.spread;
+  m.one_sided_ = s.one_sided;
   return m;
 }
 

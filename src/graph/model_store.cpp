@@ -8,9 +8,11 @@
 #include <sqlite3.h>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <string>
+#include <vector>
 
 #include "weft/error.hpp"
 
@@ -34,17 +36,25 @@ CREATE TABLE IF NOT EXISTS cost_models (
   fit_error REAL NOT NULL,
   updated TEXT NOT NULL,
   spread REAL NOT NULL DEFAULT 9e999,
+  one_sided INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (machine, device, kernel)
 );)sql";
 
-// Added after the first stores were written: a store without it gets it, infinite (9e999 is
-// SQLite's infinity) for the rows already there, i.e. "not known yet".
-constexpr const char* kAddSpread =
-    "ALTER TABLE cost_models ADD COLUMN spread REAL NOT NULL DEFAULT 9e999";
+// Columns added after the first stores were written: a store without one gets it, with its
+// default for the rows already there (9e999 is SQLite's infinity: a spread not known yet; no
+// measurements beyond the clip yet).
+struct AddedColumn {
+  const char* name;
+  const char* add;
+};
+constexpr AddedColumn kAddedColumns[] = {
+    {"spread", "ALTER TABLE cost_models ADD COLUMN spread REAL NOT NULL DEFAULT 9e999"},
+    {"one_sided", "ALTER TABLE cost_models ADD COLUMN one_sided INTEGER NOT NULL DEFAULT 0"},
+};
 
 constexpr const char* kColumns =
     "machine, device, kernel, intercept, slope, p00, p01, p11, p_trace_limit, forgetting, "
-    "observations, fit_error, updated, spread";
+    "observations, fit_error, updated, spread, one_sided";
 
 std::string utc_now() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -135,6 +145,7 @@ StoredModel read_row(const Statement& s) {
   st.forgetting = s.column_real(9);
   st.observations = static_cast<std::size_t>(s.column_integer(10));
   st.spread = s.column_real(13);
+  st.one_sided = static_cast<int>(s.column_integer(14));
   m.model = LinearCostModel::from_state(st);
   m.fit_error = s.column_real(11);
   m.updated = s.column_text(12);
@@ -156,13 +167,16 @@ ModelStore::ModelStore(const std::string& path) : db_(std::make_unique<Db>()) {
   // synchronous=FULL: a committed put survives a power cut, not only a crash of this process.
   db_->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", "setting the journal mode");
   db_->exec(kSchema, "creating the table");
-  bool has_spread = false;
+  std::vector<std::string> columns;
   {
-    Statement columns(db_->handle, "PRAGMA table_info(cost_models)", db_->path);
-    for (int rc; (rc = columns.step()) == SQLITE_ROW;)
-      has_spread |= columns.column_text(1) == "spread";
+    Statement info(db_->handle, "PRAGMA table_info(cost_models)", db_->path);
+    while (info.step() == SQLITE_ROW) columns.push_back(info.column_text(1));
   }
-  if (!has_spread) db_->exec(kAddSpread, "adding the spread column");
+  for (const AddedColumn& c : kAddedColumns) {
+    if (std::find(columns.begin(), columns.end(), c.name) == columns.end()) {
+      db_->exec(c.add, (std::string("adding the ") + c.name + " column").c_str());
+    }
+  }
 }
 
 ModelStore::~ModelStore() = default;
@@ -173,7 +187,7 @@ void ModelStore::put(const ModelKey& key, const LinearCostModel& model, double f
   // One statement is one transaction (autocommit): all of the row or none of it.
   Statement s(db_->handle,
               std::string("INSERT OR REPLACE INTO cost_models (") + kColumns +
-                  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                  ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
               db_->path);
   bind_key(s, key);
   s.real(4, st.intercept);
@@ -187,6 +201,7 @@ void ModelStore::put(const ModelKey& key, const LinearCostModel& model, double f
   s.real(12, fit_error);
   s.text(13, utc_now());
   s.real(14, st.spread);
+  s.integer(15, st.one_sided);
   if (s.step() != SQLITE_DONE) db_->fail("storing " + key.kernel + " on " + key.device);
 }
 

@@ -68,6 +68,8 @@ TEST(ModelStore, StoresAndResumesAModelExactly) {
   TempDb db;
   const ModelKey key{"node-a", "gpu0", "moving_mean"};
   LinearCostModel m = sample_model(1e-9);
+  m.update(8e6, 1.0);  // far beyond the clip: the start of a run that could reset the model
+  ASSERT_EQ(m.one_sided(), 1);
   {
     ModelStore store(db.path.string());
     store.put(key, m, 0.03);
@@ -78,7 +80,8 @@ TEST(ModelStore, StoresAndResumesAModelExactly) {
   EXPECT_EQ(got->key, key);
   EXPECT_DOUBLE_EQ(got->fit_error, 0.03);
   EXPECT_EQ(got->updated.size(), 20u) << got->updated;  // 2026-11-23T04:05:06Z
-  EXPECT_EQ(got->model.observations(), 3u);
+  EXPECT_EQ(got->model.observations(), 4u);
+  EXPECT_EQ(got->model.one_sided(), 1);
   // The RLS state came back whole: the same update moves both the same way.
   LinearCostModel resumed = got->model;
   m.update(8e6, 5e-3);
@@ -86,12 +89,14 @@ TEST(ModelStore, StoresAndResumesAModelExactly) {
   EXPECT_DOUBLE_EQ(resumed.intercept(), m.intercept());
   EXPECT_DOUBLE_EQ(resumed.slope(), m.slope());
   EXPECT_DOUBLE_EQ(resumed.spread(), m.spread());  // the clipping's scale came back too
+  EXPECT_EQ(resumed.one_sided(), m.one_sided());
   EXPECT_FALSE(reopened.get({"node-a", "gpu0", "other"}).has_value());
 }
 
 #if WEFT_TEST_SQLITE_DIRECT
-// A store written before models kept their spread: opening it adds the column, and its models
-// come back with the spread unknown (infinite: no clipping until they have seen a measurement).
+// A store written before models kept their spread and their run beyond the clip: opening it adds
+// the columns, and its models come back with the spread unknown (infinite: no clipping until
+// they have seen a measurement) and no run.
 TEST(ModelStore, AStoreWithoutTheSpreadColumnIsUpgraded) {
   REQUIRE_SQLITE();
   TempDb db;
@@ -114,6 +119,7 @@ TEST(ModelStore, AStoreWithoutTheSpreadColumnIsUpgraded) {
   ASSERT_TRUE(old.has_value());
   EXPECT_DOUBLE_EQ(old->model.slope(), 2e-9);
   EXPECT_TRUE(std::isinf(old->model.spread()));
+  EXPECT_EQ(old->model.one_sided(), 0);
   store.put({"m", "cpu", "new"}, sample_model(1e-9), 0.02);
   const auto fresh = store.get({"m", "cpu", "new"});
   ASSERT_TRUE(fresh.has_value());

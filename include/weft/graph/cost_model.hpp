@@ -50,12 +50,22 @@ class LinearCostModel {
   [[nodiscard]] double predict(double size) const noexcept;
 
   /// One RLS step with a new measurement, its error (measured - predicted) clipped to
-  /// kClip * spread() of the prediction. Throws InvalidArgument for a negative or non-finite
-  /// size or time (the model is then unchanged).
+  /// kClip * spread() of the prediction. The kShiftRun-th measurement in a row beyond the clip on
+  /// the same side resets the covariance instead: the model was wrong (the machine changed, or
+  /// the calibration saw the kernel run differently), and this step moves the prediction at
+  /// this size to within 1 - kShiftGain of the measurement. Throws InvalidArgument for a
+  /// negative or non-finite size or time (the model is then unchanged).
   void update(double size, double seconds);
 
   /// Errors beyond this many spreads count as this many (Huber's clipping).
   static constexpr double kClip = 2.0;
+  /// Measurements in a row beyond the clip, on one side, that make a model wrong rather than
+  /// unlucky: about one start in a thousand by chance when one run in ten is beyond the clip.
+  /// Counted across sizes, so a model wrong at one size and right at another, measured in
+  /// turn, is not reset: it gets there by clipped steps.
+  static constexpr int kShiftRun = 3;
+  /// The share of the error that the step after a reset takes.
+  static constexpr double kShiftGain = 0.99;
   /// The spread never falls below this (a few percent is every machine's jitter).
   static constexpr double kMinSpread = 0.02;
   /// Weight of the newest measurement in the spread (a window of about ten).
@@ -68,6 +78,8 @@ class LinearCostModel {
   [[nodiscard]] double intercept() const noexcept { return theta_[0]; }
   [[nodiscard]] double slope() const noexcept { return theta_[1]; }
   [[nodiscard]] double forgetting() const noexcept { return lambda_; }
+  /// The measurements just before, in a row, beyond the clip: positive above, negative below.
+  [[nodiscard]] int one_sided() const noexcept { return one_sided_; }
   /// Measurements behind the model: the fit's samples plus every update.
   [[nodiscard]] std::size_t observations() const noexcept { return observations_; }
 
@@ -83,6 +95,7 @@ class LinearCostModel {
     double forgetting = 1;
     std::size_t observations = 0;
     double spread = std::numeric_limits<double>::infinity();  // infinite: not known yet
+    int one_sided = 0;                                        // see one_sided()
   };
   [[nodiscard]] State state() const noexcept;
   /// The model `s` describes. Throws InvalidArgument for non-finite values, a covariance that
@@ -99,6 +112,7 @@ class LinearCostModel {
   double lambda_;
   std::size_t observations_ = 0;
   double spread_;
+  int one_sided_ = 0;
 };
 
 }  // namespace weft::graph
