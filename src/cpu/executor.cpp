@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <thread>
@@ -32,6 +33,11 @@ void validate(const ExecutorOptions& o) {
   if (o.deque_capacity < 2 || o.deque_capacity > (std::size_t{1} << 30)) {
     throw InvalidArgument("weft::cpu::ExecutorOptions::deque_capacity must be in [2, 2^30] (got " +
                           std::to_string(o.deque_capacity) + ")");
+  }
+  if (o.spin_before_sleep.count() < 0) {
+    throw InvalidArgument(
+        "weft::cpu::ExecutorOptions::spin_before_sleep must not be negative (got " +
+        std::to_string(o.spin_before_sleep.count()) + " us)");
   }
   if (o.workers > 4096) {
     throw InvalidArgument("weft::cpu::ExecutorOptions::workers must be at most 4096 (got " +
@@ -254,10 +260,13 @@ void Executor::wake_all_sleepers() {
 // Looks for work with back-off, then sleeps until work arrives (or `latch` reaches zero, or
 // shutdown). Returns a task to run, or null to make the caller re-evaluate its loop condition.
 detail::Task* Executor::idle_search(detail::Worker& w, detail::Latch* latch) {
-  const std::uint32_t rounds = options_.steal_rounds_before_sleep;
-  for (std::uint32_t r = 0; r < rounds; ++r) {
+  // Pauses first (4 to 128 of them: a task about to be spawned next door), then yields the core
+  // to anything else runnable, until spin_before_sleep has passed.
+  const auto deadline = std::chrono::steady_clock::now() + options_.spin_before_sleep;
+  for (std::uint32_t r = 0;; ++r) {
     if (latch != nullptr && latch->done()) return nullptr;
     if (detail::Task* t = find_task(w)) return t;
+    if (std::chrono::steady_clock::now() >= deadline) break;
     if (r < 6) {
       for (std::uint32_t i = 0; i < (4u << r); ++i) cpu_relax();
     } else {

@@ -36,6 +36,9 @@ TEST(Executor, RejectsBadOptions) {
   o = {};
   o.workers = 100000;
   EXPECT_THROW(Executor{o}, InvalidArgument);
+  o = {};
+  o.spin_before_sleep = std::chrono::microseconds(-1);
+  EXPECT_THROW(Executor{o}, InvalidArgument);
 }
 
 TEST(Executor, SubmitRunsOnAWorkerAndReturnsTheValue) {
@@ -130,7 +133,7 @@ TEST(Executor, ShutdownFromOwnWorkerIsRejected) {
 }
 
 TEST(Executor, IdleWorkersSleepAndWakeForNewWork) {
-  Executor ex(ExecutorOptions{.workers = 2, .steal_rounds_before_sleep = 4});
+  Executor ex(ExecutorOptions{.workers = 2, .spin_before_sleep = std::chrono::microseconds(10)});
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const auto before = ex.stats().sleeps;
   EXPECT_GE(before, 2u);  // both workers went to sleep with nothing to do
@@ -138,6 +141,23 @@ TEST(Executor, IdleWorkersSleepAndWakeForNewWork) {
     auto f = ex.submit([] { return 7; });
     EXPECT_EQ(f.get(), 7);  // a sleeping worker was woken (or this would hang)
   }
+}
+
+// spin_before_sleep is time, not a count of rounds: idle workers keep looking for that long
+// (no sleep, so the next task pays no wake-up), then sleep.
+TEST(Executor, IdleWorkersSpinForSpinBeforeSleepThenSleep) {
+  Executor ex(ExecutorOptions{.workers = 2, .spin_before_sleep = std::chrono::seconds(1)});
+  EXPECT_EQ(ex.submit([] { return 3; }).get(), 3);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(ex.stats().sleeps, 0u) << "asleep long before its second of spinning ended";
+  while (ex.stats().sleeps < 2 &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_GE(ex.stats().sleeps, 2u) << "both workers sleep once the second has passed";
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(900));
+  EXPECT_EQ(ex.submit([] { return 4; }).get(), 4);  // and wake for new work
 }
 
 TEST(Executor, StealingSpreadsWorkOverWorkers) {

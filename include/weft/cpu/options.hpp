@@ -1,6 +1,7 @@
 // weft/cpu/options.hpp - how a CPU executor is configured.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -43,8 +44,12 @@ struct ExecutorOptions {
   std::size_t deque_capacity = 4096;
   /// Bind worker i to processing unit i (via hwloc; ignored with a warning without hwloc).
   bool pin_workers = false;
-  /// Steal attempts (rounds over all victims) an idle worker makes before it sleeps.
-  std::uint32_t steal_rounds_before_sleep = 64;
+  /// How long an idle worker keeps looking for work (stealing, pausing, then yielding its core)
+  /// before it sleeps. A sleeping worker costs the next task a wake-up; spinning costs a core
+  /// only while the pool goes quiet. 250 us bridges the short serial stretches of fork-join
+  /// code (SparseLU's ~40 us lu0: 2 sleeps per factorisation instead of 12; docs/cpu.md
+  /// "Sleeping and waking"). Zero: one look, then sleep. Negative: InvalidArgument.
+  std::chrono::microseconds spin_before_sleep{250};
 };
 
 }  // namespace weft::cpu

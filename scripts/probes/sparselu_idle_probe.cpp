@@ -1,0 +1,198 @@
+// Where SparseLU's time goes under weft and TBB: the same factorisation as `weft bench cpu`'s
+// sparselu (32 x 32 blocks of 64 x 64, the BOTS pattern), each kernel call timed, so that
+// idle share = 1 - (sum of task times) / (workers x wall) separates scheduling (idle cores)
+// from the kernels themselves; the idle time inside the bmod phases is split into the head
+// (phase start to a thread's first task), the gaps between a thread's tasks, and the tail.
+// Alternates weft, a second weft (S2 set) and TBB; medians of `reps` factorisations, phase
+// figures summed over all of them and divided by reps.
+// Environment: S=<us> / S2=<us> set ExecutorOptions::spin_before_sleep of the two weft
+// executors, SETTLE=<ms> sleeps before each run (as the bench's harness does, 50 ms).
+// Build from the repository root after `make` (build/ as the Makefile makes it):
+//   g++ -O3 -DNDEBUG -std=c++20 -Iinclude -Ibench scripts/probes/sparselu_idle_probe.cpp \
+//     build/bench/libweft_bench.a build/src/libweft.a -ltbb -fopenmp -lhwloc -lstarpu-1.3 \
+//     -lpthread -o sparselu_idle_probe && SETTLE=20 ./sparselu_idle_probe 30
+#include <tbb/global_control.h>
+#include <tbb/task_group.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "cpu/common.hpp"
+#include "cpu/kernels.hpp"
+#include "weft/cpu/executor.hpp"
+#include "weft/cpu/task_group.hpp"
+
+namespace {
+
+using weft::bench::cpu::SparseMatrix;
+namespace common = weft::bench::cpu::common;
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::atomic<double> g_busy{0};
+
+// Each task's span, per thread (a thread appends to its own list only), tagged with its bmod
+// phase (-1 outside one).
+struct Span {
+  double start, end;
+  int phase;
+};
+constexpr int kMaxThreads = 64;
+std::vector<Span> g_spans[kMaxThreads];
+std::atomic<int> g_threads{0};
+thread_local int t_thread = -1;
+std::atomic<int> g_phase{-1};
+std::vector<std::pair<double, double>> g_phase_spans;  // bmod phases, start and end
+
+template <class F>
+void timed(F f) {
+  if (t_thread < 0) t_thread = g_threads.fetch_add(1);
+  const double t0 = now();
+  f();
+  const double t1 = now();
+  g_busy.fetch_add(t1 - t0);
+  g_spans[t_thread].push_back({t0, t1, g_phase.load(std::memory_order_relaxed)});
+}
+
+struct PhaseIdle {
+  double head = 0, gaps = 0, tail = 0;  // seconds, summed over threads and phases
+};
+
+PhaseIdle bmod_idle() {
+  PhaseIdle idle;
+  for (std::size_t k = 0; k < g_phase_spans.size(); ++k) {
+    const auto [start, end] = g_phase_spans[k];
+    for (const auto& spans : g_spans) {
+      double first = 1e300, last = 0, busy = 0;
+      for (const Span& sp : spans) {
+        if (sp.phase != static_cast<int>(k)) continue;
+        first = std::min(first, sp.start);
+        last = std::max(last, sp.end);
+        busy += sp.end - sp.start;
+      }
+      if (busy == 0) continue;
+      idle.head += first - start;
+      idle.tail += end - last;
+      idle.gaps += (last - first) - busy;
+    }
+  }
+  return idle;
+}
+
+// The factorisation of bench/cpu/bots.cpp, generic over the runtime's group type.
+template <class Group, class MakeGroup>
+void factorise(SparseMatrix& m, MakeGroup make_group) {
+  const int nb = m.nb, bs = m.bs;
+  for (int k = 0; k < nb; ++k) {
+    timed([&] { common::lu0(m.at(k, k)->data(), bs); });
+    const float* diag = m.at(k, k)->data();
+    {
+      Group g = make_group();
+      for (int j = k + 1; j < nb; ++j) {
+        if (auto* b = m.at(k, j))
+          g.spawn([=] { timed([&] { common::fwd(diag, b->data(), bs); }); });
+      }
+      for (int i = k + 1; i < nb; ++i) {
+        if (auto* b = m.at(i, k))
+          g.spawn([=] { timed([&] { common::bdiv(diag, b->data(), bs); }); });
+      }
+      g.wait();
+    }
+    const double phase_start = now();
+    g_phase.store(static_cast<int>(g_phase_spans.size()));
+    Group g = make_group();
+    for (int i = k + 1; i < nb; ++i) {
+      if (m.at(i, k) == nullptr) continue;
+      for (int j = k + 1; j < nb; ++j) {
+        if (m.at(k, j) == nullptr) continue;
+        float* out = common::ensure_block(m, i, j).data();
+        const float* row = m.at(i, k)->data();
+        const float* col = m.at(k, j)->data();
+        g.spawn([=] { timed([&] { common::bmod(row, col, out, bs); }); });
+      }
+    }
+    g.wait();
+    g_phase_spans.emplace_back(phase_start, now());
+    g_phase.store(-1);
+  }
+}
+
+struct TbbGroup {
+  tbb::task_group g;
+  template <class F>
+  void spawn(F f) {
+    g.run(std::move(f));
+  }
+  void wait() { g.wait(); }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 15;
+  constexpr int kWorkers = 2;
+  tbb::global_control tbb_threads(tbb::global_control::max_allowed_parallelism, kWorkers);
+  auto options = [](const char* env) {
+    weft::cpu::ExecutorOptions eo;
+    eo.workers = kWorkers;
+    if (const char* s = std::getenv(env))
+      eo.spin_before_sleep = std::chrono::microseconds(std::atoi(s));
+    return eo;
+  };
+  weft::cpu::Executor ex(options("S"));
+  std::unique_ptr<weft::cpu::Executor> ex2;
+  if (std::getenv("S2") != nullptr) ex2 = std::make_unique<weft::cpu::Executor>(options("S2"));
+  const int contenders = ex2 ? 3 : 2;
+  std::vector<double> wall[3], busy[3];
+  PhaseIdle idle[3];
+  for (int r = 0; r < reps; ++r) {
+    for (int c = 0; c < contenders; ++c) {
+      SparseMatrix m = weft::bench::cpu::sparselu_input(32, 64);
+      if (const char* s = std::getenv("SETTLE")) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(s)));
+      }
+      g_busy = 0;
+      for (auto& spans : g_spans) spans.clear();
+      g_phase_spans.clear();
+      const double t0 = now();
+      if (c == 1) {
+        factorise<TbbGroup>(m, [] { return TbbGroup{}; });
+      } else {
+        weft::cpu::Executor& e = c == 0 ? ex : *ex2;
+        e.run([&] { factorise<weft::cpu::TaskGroup>(m, [&] { return weft::cpu::TaskGroup(e); }); });
+      }
+      wall[c].push_back(now() - t0);
+      busy[c].push_back(g_busy.load());
+      const PhaseIdle p = bmod_idle();
+      idle[c].head += p.head / reps;
+      idle[c].gaps += p.gaps / reps;
+      idle[c].tail += p.tail / reps;
+    }
+  }
+  const char* names[] = {"weft", "tbb", "weft2"};
+  for (int c = 0; c < contenders; ++c) {
+    std::sort(wall[c].begin(), wall[c].end());
+    std::sort(busy[c].begin(), busy[c].end());
+    const double w = wall[c][wall[c].size() / 2], b = busy[c][busy[c].size() / 2];
+    std::printf(
+        "%-5s wall %.4f s, task time %.4f s, idle share %.3f; bmod phases' idle ms: head "
+        "%.2f gaps %.2f tail %.2f",
+        names[c], w, b, 1 - b / (kWorkers * w), idle[c].head * 1e3, idle[c].gaps * 1e3,
+        idle[c].tail * 1e3);
+    if (c != 1) {
+      const weft::cpu::Executor& e = c == 0 ? ex : *ex2;
+      std::printf("; spin_before_sleep %lld us, %.1f sleeps per factorisation",
+                  static_cast<long long>(e.options().spin_before_sleep.count()),
+                  static_cast<double>(e.stats().sleeps) / reps);
+    }
+    std::printf("\n");
+  }
+}
