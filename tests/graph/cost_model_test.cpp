@@ -237,6 +237,32 @@ TEST(LinearCostModel, BadInputIsRejectedWithAReason) {
   }
 }
 
+// A model's state (what the store keeps) comes back whole, and a state no model can be in is
+// refused naming what is wrong.
+TEST(LinearCostModel, StateRoundTripsAndBadStatesAreRefused) {
+  auto m = LinearCostModel::fit(line(1e-4, 1e-9, {1e6, 1e7, 1e6, 1e7}));
+  m.update(1e7, 1.0);  // far beyond the clip: one run of a possible reset
+  const auto back = LinearCostModel::from_state(m.state());
+  EXPECT_EQ(back.one_sided(), 1);
+  EXPECT_DOUBLE_EQ(back.spread(), m.spread());
+  EXPECT_DOUBLE_EQ(back.predict(5e6), m.predict(5e6));
+  auto refused = [&](auto edit, const char* says) {
+    LinearCostModel::State s = m.state();
+    edit(s);
+    try {
+      (void)LinearCostModel::from_state(s);
+      ADD_FAILURE() << "accepted: " << says;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refused([](auto& s) { s.slope = std::nan(""); }, "non-finite");
+  refused([](auto& s) { s.p01 = 1e6 * (s.p00 + s.p11); }, "positive semi-definite");
+  refused([](auto& s) { s.spread = -0.1; }, "spread");
+  refused([](auto& s) { s.one_sided = LinearCostModel::kShiftRun; }, "one_sided");
+  refused([](auto& s) { s.one_sided = -LinearCostModel::kShiftRun; }, "one_sided");
+}
+
 namespace {
 
 TEST(CostModels, FitAfterTwoSizesThenRefineAndSurviveTheStore) {
