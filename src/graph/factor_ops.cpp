@@ -194,6 +194,47 @@ void average_days(const float* x, float* r, std::size_t stocks, std::size_t days
   });
 }
 
+void day_sums_of_rows(const float* x, std::size_t days, std::size_t s0, std::size_t s1,
+                      bool absolute, double* sum, std::uint32_t* count) {
+  std::fill(sum, sum + days, 0.0);
+  std::fill(count, count + days, 0u);
+  for (std::size_t s = s0; s < s1; ++s) {
+    const float* xs = x + s * days;
+    // Branch-free (a hole adds 0 and counts 0), so the loop vectorises.
+    for (std::size_t d = 0; d < days; ++d) {
+      const float v = xs[d];
+      const bool hole = std::isnan(v);
+      const double add = absolute ? std::abs(static_cast<double>(v)) : static_cast<double>(v);
+      sum[d] += hole ? 0.0 : add;
+      count[d] += hole ? 0u : 1u;
+    }
+  }
+}
+
+void scale_rows(const float* x, float* r, std::size_t days, const double* sum, std::size_t s0,
+                std::size_t s1) {
+  for (std::size_t s = s0; s < s1; ++s) {
+    const float* xs = x + s * days;
+    float* rs = r + s * days;
+    for (std::size_t d = 0; d < days; ++d) {
+      const float v = xs[d];
+      // As scale_days: a hole stays a hole, a day without magnitude scales to 0.
+      rs[d] = std::isnan(v) ? kNaN : sum[d] > 0 ? static_cast<float>(v / sum[d]) : 0.0f;
+    }
+  }
+}
+
+void average_rows(float* r, std::size_t days, const double* sum, const std::uint32_t* count,
+                  std::size_t s0, std::size_t s1) {
+  if (s0 >= s1) return;
+  // The first row computed, the others copies of it.
+  float* first = r + s0 * days;
+  for (std::size_t d = 0; d < days; ++d) {
+    first[d] = count[d] > 0 ? static_cast<float>(sum[d] / static_cast<double>(count[d])) : kNaN;
+  }
+  for (std::size_t s = s0 + 1; s < s1; ++s) std::copy(first, first + days, r + s * days);
+}
+
 }  // namespace detail
 
 namespace {

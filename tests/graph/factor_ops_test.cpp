@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
+#include "weft/cpu/executor.hpp"
 #include "weft/error.hpp"
+#include "weft/graph/factor_kernels.hpp"
 
 using weft::graph::Series;
 
@@ -169,4 +172,43 @@ TEST(FactorOps, ElementWiseOperatorsPropagateHoles) {
   EXPECT_TRUE(std::isnan(m.at(1, 4)));
   EXPECT_TRUE(std::isnan(d.at(1, 4)));
   EXPECT_THROW((void)weft::graph::multiply(x, Series(3, 9)), weft::InvalidArgument);
+}
+
+// The graph's scale and average kernels sum by rows, in chunks of stocks, on the executor's
+// workers: they match the references (which sum day by day), keep holes where those do, and
+// give the same bits whatever the number of workers (the chunks are fixed, not per worker).
+TEST(FactorKernels, ScaleAndAverageByRowsMatchTheReferencesWhateverTheWorkers) {
+  Series x = random_walks(203, 61, 11);  // stocks not a multiple of the 32 chunks
+  for (std::size_t i = 0; i < x.values.size(); i += 17) x.values[i] = kNaN;
+  for (std::size_t s = 0; s < x.stocks; ++s) x.at(s, 5) = kNaN;  // a day with no value at all
+  const weft::graph::kernels::Shape shape{x.stocks, x.days};
+  auto run = [&](const weft::graph::Kernel& k, weft::cpu::Executor* ex) {
+    Series out(x.stocks, x.days, -1.0f);
+    void* pointers[] = {x.values.data(), out.values.data()};
+    const std::size_t bytes[] = {shape.bytes(), shape.bytes()};
+    weft::graph::CpuCall call;
+    call.pointers = pointers;
+    call.bytes = bytes;
+    call.executor = ex;
+    if (ex == nullptr) {
+      k.cpu(call);
+    } else {
+      ex->run([&] { k.cpu(call); });
+    }
+    return out;
+  };
+  weft::cpu::Executor one(weft::cpu::ExecutorOptions{.workers = 1});
+  weft::cpu::Executor three(weft::cpu::ExecutorOptions{.workers = 3});
+  for (const bool is_scale : {true, false}) {
+    const auto k =
+        is_scale ? weft::graph::kernels::scale(shape) : weft::graph::kernels::average(shape);
+    const Series want = is_scale ? weft::graph::scale(x) : weft::graph::average(x);
+    const Series inline_run = run(k, nullptr), a = run(k, &one), b = run(k, &three);
+    expect_close(a, want, 1e-6, is_scale ? "scale" : "average");
+    EXPECT_TRUE(std::isnan(b.at(7, 5))) << "a day without values has no average and no scale";
+    for (std::size_t i = 0; i < x.values.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&a.values[i], &b.values[i], sizeof(float)), 0) << i;
+      ASSERT_EQ(std::memcmp(&a.values[i], &inline_run.values[i], sizeof(float)), 0) << i;
+    }
+  }
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace weft::graph {
@@ -64,6 +65,19 @@ void scale_days(const float* x, float* r, std::size_t stocks, std::size_t days, 
                 std::size_t d1);
 void average_days(const float* x, float* r, std::size_t stocks, std::size_t days, std::size_t d0,
                   std::size_t d1);
+
+// The same cross-sectional sums by rows, for the graph kernels (factor_kernels.cpp): reading
+// a few days of every stock per block of days, as the functions above do, touches a new page
+// per stock; these read and write whole rows.
+/// Adds the rows [s0, s1) into per-day sums (of |x| when `absolute`) and counts of values
+/// (NaN is a hole), `sum` and `count` holding `days` entries each, overwritten.
+void day_sums_of_rows(const float* x, std::size_t days, std::size_t s0, std::size_t s1,
+                      bool absolute, double* sum, std::uint32_t* count);
+/// Rows [s0, s1) of scale / average from the per-day totals.
+void scale_rows(const float* x, float* r, std::size_t days, const double* sum, std::size_t s0,
+                std::size_t s1);
+void average_rows(float* r, std::size_t days, const double* sum, const std::uint32_t* count,
+                  std::size_t s0, std::size_t s1);
 }  // namespace detail
 
 }  // namespace weft::graph
