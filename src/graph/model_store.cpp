@@ -12,6 +12,7 @@
 #include <chrono>
 #include <ctime>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "weft/error.hpp"
@@ -84,11 +85,23 @@ struct ModelStore::Db {
     throw Error("weft::graph::ModelStore (" + path + "): " + what + ": " +
                 (handle != nullptr ? sqlite3_errmsg(handle) : "out of memory"));
   }
-  void exec(const char* sql, const char* what) {
-    char* message = nullptr;
-    if (sqlite3_exec(handle, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+  void exec(const char* sql, const char* what) { exec_waiting(sql, what, std::chrono::seconds(0)); }
+  // As exec, but a busy or locked database is tried again for up to `patience`: switching the
+  // journal mode does not wait through the busy handler, and two processes opening one new
+  // store at once both switch it.
+  void exec_waiting(const char* sql, const char* what, std::chrono::milliseconds patience) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    for (;;) {
+      char* message = nullptr;
+      const int rc = sqlite3_exec(handle, sql, nullptr, nullptr, &message);
+      if (rc == SQLITE_OK) return;
       const std::string m = message != nullptr ? message : "";
       sqlite3_free(message);
+      if ((rc == SQLITE_BUSY || rc == SQLITE_LOCKED) &&
+          std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
       throw Error("weft::graph::ModelStore (" + path + "): " + what + ": " + m);
     }
   }
@@ -162,20 +175,38 @@ ModelStore::ModelStore(const std::string& path) : db_(std::make_unique<Db>()) {
                       nullptr) != SQLITE_OK) {
     db_->fail("opening");
   }
-  sqlite3_busy_timeout(db_->handle, 5000);  // another process writing: wait, do not fail
+  constexpr std::chrono::milliseconds kPatience{5000};
+  sqlite3_busy_timeout(db_->handle,
+                       static_cast<int>(kPatience.count()));  // another process writing: wait
   // WAL: a writer never blocks readers and a crash leaves the last committed state;
   // synchronous=FULL: a committed put survives a power cut, not only a crash of this process.
-  db_->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", "setting the journal mode");
+  db_->exec_waiting("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", "setting the journal mode",
+                    kPatience);
   db_->exec(kSchema, "creating the table");
-  std::vector<std::string> columns;
-  {
+  auto missing_columns = [&] {
+    std::vector<std::string> columns;
     Statement info(db_->handle, "PRAGMA table_info(cost_models)", db_->path);
     while (info.step() == SQLITE_ROW) columns.push_back(info.column_text(1));
-  }
-  for (const AddedColumn& c : kAddedColumns) {
-    if (std::find(columns.begin(), columns.end(), c.name) == columns.end()) {
-      db_->exec(c.add, (std::string("adding the ") + c.name + " column").c_str());
+    std::vector<const AddedColumn*> missing;
+    for (const AddedColumn& c : kAddedColumns) {
+      if (std::find(columns.begin(), columns.end(), c.name) == columns.end()) missing.push_back(&c);
     }
+    return missing;
+  };
+  if (missing_columns().empty()) return;  // the usual case: no write lock taken
+  // An older store. Another process may be upgrading it at this moment: the check and the
+  // ALTERs are one write transaction (BEGIN IMMEDIATE takes the write lock first, waiting up
+  // to the busy timeout), so whoever comes second finds the columns added, not a "duplicate
+  // column" error.
+  db_->exec_waiting("BEGIN IMMEDIATE", "locking the store to upgrade it", kPatience);
+  try {
+    for (const AddedColumn* c : missing_columns()) {
+      db_->exec(c->add, (std::string("adding the ") + c->name + " column").c_str());
+    }
+    db_->exec("COMMIT", "upgrading the store");
+  } catch (...) {
+    sqlite3_exec(db_->handle, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
   }
 }
 

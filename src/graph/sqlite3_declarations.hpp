@@ -39,6 +39,8 @@ sqlite3_int64 sqlite3_column_int64(sqlite3_stmt* stmt, int column);
 
 // Result codes and open flags (sqlite3.h: "Result Codes", "Flags For File Open Operations").
 inline constexpr int SQLITE_OK = 0;
+inline constexpr int SQLITE_BUSY = 5;
+inline constexpr int SQLITE_LOCKED = 6;
 inline constexpr int SQLITE_ROW = 100;
 inline constexpr int SQLITE_DONE = 101;
 inline constexpr int SQLITE_OPEN_READWRITE = 0x00000002;

@@ -7,10 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "weft/error.hpp"
@@ -61,6 +63,26 @@ LinearCostModel sample_model(double slope) {
   return LinearCostModel::fit(s);
 }
 
+#if WEFT_TEST_SQLITE_DIRECT
+// A store as the first version wrote it (no spread, no run count), holding one model ("m",
+// "cpu", "old").
+bool write_first_version_store(const std::filesystem::path& path) {
+  sqlite3* h = nullptr;
+  if (sqlite3_open(path.string().c_str(), &h) != SQLITE_OK) return false;
+  const char* old_schema =
+      "CREATE TABLE cost_models (machine TEXT NOT NULL, device TEXT NOT NULL, kernel TEXT NOT "
+      "NULL, intercept REAL NOT NULL, slope REAL NOT NULL, p00 REAL NOT NULL, p01 REAL NOT "
+      "NULL, p11 REAL NOT NULL, p_trace_limit REAL NOT NULL, forgetting REAL NOT NULL, "
+      "observations INTEGER NOT NULL, fit_error REAL NOT NULL, updated TEXT NOT NULL, "
+      "PRIMARY KEY (machine, device, kernel));"
+      "INSERT INTO cost_models VALUES ('m', 'cpu', 'old', 1e-4, 2e-9, 1, 0, 1e-18, 1e6, 0.98, "
+      "5, 0.01, '2026-01-01T00:00:00Z');";
+  const bool ok = sqlite3_exec(h, old_schema, nullptr, nullptr, nullptr) == SQLITE_OK;
+  sqlite3_close(h);
+  return ok;
+}
+#endif
+
 }  // namespace
 
 TEST(ModelStore, StoresAndResumesAModelExactly) {
@@ -100,20 +122,7 @@ TEST(ModelStore, StoresAndResumesAModelExactly) {
 TEST(ModelStore, AStoreWithoutTheSpreadColumnIsUpgraded) {
   REQUIRE_SQLITE();
   TempDb db;
-  {
-    sqlite3* h = nullptr;
-    ASSERT_EQ(sqlite3_open(db.path.string().c_str(), &h), SQLITE_OK);
-    const char* old_schema =
-        "CREATE TABLE cost_models (machine TEXT NOT NULL, device TEXT NOT NULL, kernel TEXT NOT "
-        "NULL, intercept REAL NOT NULL, slope REAL NOT NULL, p00 REAL NOT NULL, p01 REAL NOT "
-        "NULL, p11 REAL NOT NULL, p_trace_limit REAL NOT NULL, forgetting REAL NOT NULL, "
-        "observations INTEGER NOT NULL, fit_error REAL NOT NULL, updated TEXT NOT NULL, "
-        "PRIMARY KEY (machine, device, kernel));"
-        "INSERT INTO cost_models VALUES ('m', 'cpu', 'old', 1e-4, 2e-9, 1, 0, 1e-18, 1e6, 0.98, "
-        "5, 0.01, '2026-01-01T00:00:00Z');";
-    ASSERT_EQ(sqlite3_exec(h, old_schema, nullptr, nullptr, nullptr), SQLITE_OK);
-    sqlite3_close(h);
-  }
+  ASSERT_TRUE(write_first_version_store(db.path)) << "could not write the old store";
   ModelStore store(db.path.string());
   const auto old = store.get({"m", "cpu", "old"});
   ASSERT_TRUE(old.has_value());
@@ -126,6 +135,35 @@ TEST(ModelStore, AStoreWithoutTheSpreadColumnIsUpgraded) {
   EXPECT_DOUBLE_EQ(fresh->model.spread(), sample_model(1e-9).spread());
   ModelStore again(db.path.string());  // the upgraded store opens as it is
   EXPECT_EQ(again.list("m").size(), 2u);
+}
+
+// Several processes (here connections on threads) opening one old store at once: each finds
+// the columns added by whoever upgraded first, none fails with "duplicate column".
+TEST(ModelStore, ManyOpenersOfAnOldStoreUpgradeItOnce) {
+  REQUIRE_SQLITE();
+  constexpr int kRounds = 20, kOpeners = 4;
+  for (int round = 0; round < kRounds; ++round) {
+    TempDb db;
+    ASSERT_TRUE(write_first_version_store(db.path)) << "could not write the old store";
+    std::atomic<int> ready{0};
+    std::vector<std::string> errors(kOpeners);
+    std::vector<std::thread> openers;
+    for (int i = 0; i < kOpeners; ++i) {
+      openers.emplace_back([&, i] {
+        ready.fetch_add(1);
+        while (ready.load() < kOpeners) {
+        }
+        try {
+          ModelStore store(db.path.string());
+          if (!store.get({"m", "cpu", "old"}).has_value()) errors[i] = "the old row is gone";
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
+      });
+    }
+    for (auto& t : openers) t.join();
+    for (const std::string& e : errors) ASSERT_EQ(e, "") << "round " << round;
+  }
 }
 #endif
 
