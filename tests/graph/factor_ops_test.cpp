@@ -177,14 +177,14 @@ TEST(FactorOps, ElementWiseOperatorsPropagateHoles) {
 // The graph's scale and average kernels sum by rows, in chunks of stocks, on the executor's
 // workers: they match the references (which sum day by day), keep holes where those do, and
 // give the same bits whatever the number of workers (the chunks are fixed, not per worker).
-TEST(FactorKernels, ScaleAndAverageByRowsMatchTheReferencesWhateverTheWorkers) {
-  Series x = random_walks(203, 61, 11);  // stocks not a multiple of the 32 chunks
-  for (std::size_t i = 0; i < x.values.size(); i += 17) x.values[i] = kNaN;
-  for (std::size_t s = 0; s < x.stocks; ++s) x.at(s, 5) = kNaN;  // a day with no value at all
+namespace {
+
+void check_scale_and_average_kernels(const Series& x, std::size_t empty_day,
+                                     weft::cpu::Executor& one, weft::cpu::Executor& three) {
   const weft::graph::kernels::Shape shape{x.stocks, x.days};
   auto run = [&](const weft::graph::Kernel& k, weft::cpu::Executor* ex) {
     Series out(x.stocks, x.days, -1.0f);
-    void* pointers[] = {x.values.data(), out.values.data()};
+    void* pointers[] = {const_cast<float*>(x.values.data()), out.values.data()};
     const std::size_t bytes[] = {shape.bytes(), shape.bytes()};
     weft::graph::CpuCall call;
     call.pointers = pointers;
@@ -197,18 +197,34 @@ TEST(FactorKernels, ScaleAndAverageByRowsMatchTheReferencesWhateverTheWorkers) {
     }
     return out;
   };
-  weft::cpu::Executor one(weft::cpu::ExecutorOptions{.workers = 1});
-  weft::cpu::Executor three(weft::cpu::ExecutorOptions{.workers = 3});
   for (const bool is_scale : {true, false}) {
     const auto k =
         is_scale ? weft::graph::kernels::scale(shape) : weft::graph::kernels::average(shape);
     const Series want = is_scale ? weft::graph::scale(x) : weft::graph::average(x);
     const Series inline_run = run(k, nullptr), a = run(k, &one), b = run(k, &three);
     expect_close(a, want, 1e-6, is_scale ? "scale" : "average");
-    EXPECT_TRUE(std::isnan(b.at(7, 5))) << "a day without values has no average and no scale";
+    EXPECT_TRUE(std::isnan(b.at(x.stocks - 1, empty_day)))
+        << "a day without values has no average and no scale";
     for (std::size_t i = 0; i < x.values.size(); ++i) {
       ASSERT_EQ(std::memcmp(&a.values[i], &b.values[i], sizeof(float)), 0) << i;
       ASSERT_EQ(std::memcmp(&a.values[i], &inline_run.values[i], sizeof(float)), 0) << i;
     }
+  }
+}
+
+}  // namespace
+
+TEST(FactorKernels, ScaleAndAverageByRowsMatchTheReferencesWhateverTheWorkers) {
+  weft::cpu::Executor one(weft::cpu::ExecutorOptions{.workers = 1});
+  weft::cpu::Executor three(weft::cpu::ExecutorOptions{.workers = 3});
+  // Stocks not a multiple of the 32 chunks, fewer stocks than chunks, one stock, one day.
+  for (const auto [stocks, days] :
+       {std::pair<std::size_t, std::size_t>{203, 61}, {7, 40}, {1, 9}, {50, 1}}) {
+    SCOPED_TRACE(std::to_string(stocks) + " x " + std::to_string(days));
+    Series x = random_walks(stocks, days, 11);
+    for (std::size_t i = 0; i < x.values.size(); i += 17) x.values[i] = kNaN;
+    const std::size_t empty_day = days > 5 ? 5 : 0;
+    for (std::size_t s = 0; s < x.stocks; ++s) x.at(s, empty_day) = kNaN;  // no value that day
+    check_scale_and_average_kernels(x, empty_day, one, three);
   }
 }
