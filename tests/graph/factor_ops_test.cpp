@@ -218,7 +218,7 @@ TEST(FactorKernels, ScaleAndAverageByRowsMatchTheReferencesWhateverTheWorkers) {
   weft::cpu::Executor one(weft::cpu::ExecutorOptions{.workers = 1});
   weft::cpu::Executor three(weft::cpu::ExecutorOptions{.workers = 3});
   // Stocks not a multiple of the 32 chunks, fewer stocks than chunks, one stock, one day.
-  for (const auto [stocks, days] :
+  for (const auto& [stocks, days] :
        {std::pair<std::size_t, std::size_t>{203, 61}, {7, 40}, {1, 9}, {50, 1}}) {
     SCOPED_TRACE(std::to_string(stocks) + " x " + std::to_string(days));
     Series x = random_walks(stocks, days, 11);
