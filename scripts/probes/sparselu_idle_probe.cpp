@@ -2,7 +2,8 @@
 // sparselu (32 x 32 blocks of 64 x 64, the BOTS pattern), each kernel call timed, so that
 // idle share = 1 - (sum of task times) / (workers x wall) separates scheduling (idle cores)
 // from the kernels themselves; the idle time inside the bmod phases is split into the head
-// (phase start to a thread's first task), the gaps between a thread's tasks, and the tail.
+// (phase start to a thread's first task), the gaps between a thread's tasks (and how much of
+// them is the root's), and the tail; the kernels' own times (bmod, lu0) as percentiles.
 // Alternates weft, a second weft (S2 set) and TBB; medians of `reps` factorisations, phase
 // figures summed over all of them and divided by reps.
 // Environment: S=<us> / S2=<us> set ExecutorOptions::spin_before_sleep of the two weft
@@ -40,7 +41,8 @@ double now() {
 std::atomic<double> g_busy{0};
 
 // Each task's span, per thread (a thread appends to its own list only), tagged with its bmod
-// phase (-1 outside one).
+// phase (-1 outside one, -2 for lu0, which only the root runs).
+constexpr int kLu0 = -2;
 struct Span {
   double start, end;
   int phase;
@@ -53,24 +55,41 @@ std::atomic<int> g_phase{-1};
 std::vector<std::pair<double, double>> g_phase_spans;  // bmod phases, start and end
 
 template <class F>
-void timed(F f) {
+void timed(F f, int phase) {
   if (t_thread < 0) t_thread = g_threads.fetch_add(1);
   const double t0 = now();
   f();
   const double t1 = now();
   g_busy.fetch_add(t1 - t0);
-  g_spans[t_thread].push_back({t0, t1, g_phase.load(std::memory_order_relaxed)});
+  g_spans[t_thread].push_back({t0, t1, phase});
+}
+template <class F>
+void timed(F f) {
+  timed(f, g_phase.load(std::memory_order_relaxed));
 }
 
 struct PhaseIdle {
   double head = 0, gaps = 0, tail = 0;  // seconds, summed over threads and phases
+  double root_gaps = 0;                 // the part of `gaps` on the root's thread
 };
+
+// The thread that ran lu0 (the root), or -1.
+int root_thread() {
+  for (int th = 0; th < kMaxThreads; ++th) {
+    for (const Span& sp : g_spans[th]) {
+      if (sp.phase == kLu0) return th;
+    }
+  }
+  return -1;
+}
 
 PhaseIdle bmod_idle() {
   PhaseIdle idle;
+  const int root = root_thread();
   for (std::size_t k = 0; k < g_phase_spans.size(); ++k) {
     const auto [start, end] = g_phase_spans[k];
-    for (const auto& spans : g_spans) {
+    for (int th = 0; th < kMaxThreads; ++th) {
+      const auto& spans = g_spans[th];
       double first = 1e300, last = 0, busy = 0;
       for (const Span& sp : spans) {
         if (sp.phase != static_cast<int>(k)) continue;
@@ -82,6 +101,7 @@ PhaseIdle bmod_idle() {
       idle.head += first - start;
       idle.tail += end - last;
       idle.gaps += (last - first) - busy;
+      if (th == root) idle.root_gaps += (last - first) - busy;
     }
   }
   return idle;
@@ -92,7 +112,7 @@ template <class Group, class MakeGroup>
 void factorise(SparseMatrix& m, MakeGroup make_group) {
   const int nb = m.nb, bs = m.bs;
   for (int k = 0; k < nb; ++k) {
-    timed([&] { common::lu0(m.at(k, k)->data(), bs); });
+    timed([&] { common::lu0(m.at(k, k)->data(), bs); }, kLu0);
     const float* diag = m.at(k, k)->data();
     {
       Group g = make_group();
@@ -152,6 +172,7 @@ int main(int argc, char** argv) {
   if (std::getenv("S2") != nullptr) ex2 = std::make_unique<weft::cpu::Executor>(options("S2"));
   const int contenders = ex2 ? 3 : 2;
   std::vector<double> wall[3], busy[3];
+  std::vector<double> bmod_us[3], lu0_us[3];  // every call's time
   PhaseIdle idle[3];
   for (int r = 0; r < reps; ++r) {
     for (int c = 0; c < contenders; ++c) {
@@ -175,6 +196,13 @@ int main(int argc, char** argv) {
       idle[c].head += p.head / reps;
       idle[c].gaps += p.gaps / reps;
       idle[c].tail += p.tail / reps;
+      idle[c].root_gaps += p.root_gaps / reps;
+      for (const auto& spans : g_spans) {
+        for (const Span& sp : spans) {
+          if (sp.phase >= 0) bmod_us[c].push_back((sp.end - sp.start) * 1e6);
+          if (sp.phase == kLu0) lu0_us[c].push_back((sp.end - sp.start) * 1e6);
+        }
+      }
     }
   }
   const char* names[] = {"weft", "tbb", "weft2"};
@@ -193,6 +221,13 @@ int main(int argc, char** argv) {
                   static_cast<long long>(e.options().spin_before_sleep.count()),
                   static_cast<double>(e.stats().sleeps) / reps);
     }
-    std::printf("\n");
+    auto pct = [](std::vector<double>& v, double q) {
+      std::sort(v.begin(), v.end());
+      return v.empty() ? 0.0 : v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
+    };
+    std::printf(
+        "\n      bmod us p50 %.1f p90 %.1f; lu0 us p50 %.1f; root's share of the gaps %.2f\n",
+        pct(bmod_us[c], 0.5), pct(bmod_us[c], 0.9), pct(lu0_us[c], 0.5),
+        idle[c].gaps > 0 ? idle[c].root_gaps / idle[c].gaps : 0.0);
   }
 }

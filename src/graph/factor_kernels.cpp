@@ -80,9 +80,10 @@ void split(const CpuCall& c, std::size_t n, F f) {
 // sums and counts of its rows; (2) per day, the chunks' partials added in chunk order; (3) per
 // stock, its row from the day totals. The chunks are fixed (not one per worker), so the sums
 // and the results do not depend on the executor. The day-blocked loops they replace (still the
-// references' and rank's shape) read a few days of every stock per block, a page apart: on
-// the H100's 16 workers AVG took 21.9 ms at 320m floats (bench/results/h100/graph.log at
-// 2f9d979).
+// references' and rank's shape) read a few days of every stock per block, a page apart once
+// a row is 4 KiB (1024 days). On the H100's 16 workers at 512 MB per series AVG took 22.0 ms
+// that way, 12.9-14.0 ms by rows (medians of cpu_average in `git show
+// 9be3862:bench/results/h100/graph.log` against probes/graph-e79e9a6.log and graph.log).
 template <class Rows>
 void cross_sectional(const CpuCall& c, Shape shape, bool absolute, Rows rows) {
   const float* x = c.get<float>(0);

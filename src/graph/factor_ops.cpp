@@ -57,6 +57,18 @@ void sliding(std::size_t days, std::size_t window, std::size_t s0, std::size_t s
   }
 }
 
+// What scale and average make of a value and its day's totals; one definition for the
+// day-blocked loops below (the references') and the row-wise ones (the graph kernels').
+// Scale: a hole stays a hole, a day without magnitude scales to 0.
+float scaled(float v, double abs_sum) {
+  if (std::isnan(v)) return kNaN;
+  return abs_sum > 0 ? static_cast<float>(v / abs_sum) : 0.0f;
+}
+// Average: the mean of the day's values, NaN for a day without any.
+float mean_of(double sum, std::size_t n) {
+  return n > 0 ? static_cast<float>(sum / static_cast<double>(n)) : kNaN;
+}
+
 }  // namespace
 
 namespace detail {
@@ -181,17 +193,14 @@ void per_day(const float* x, float* r, std::size_t stocks, std::size_t days, std
 
 void scale_days(const float* x, float* r, std::size_t stocks, std::size_t days, std::size_t d0,
                 std::size_t d1) {
-  per_day(x, r, stocks, days, d0, d1, true, [](float v, double sum, std::size_t) {
-    if (std::isnan(v)) return kNaN;
-    return sum > 0 ? static_cast<float>(v / sum) : 0.0f;
-  });
+  per_day(x, r, stocks, days, d0, d1, true,
+          [](float v, double sum, std::size_t) { return scaled(v, sum); });
 }
 
 void average_days(const float* x, float* r, std::size_t stocks, std::size_t days, std::size_t d0,
                   std::size_t d1) {
-  per_day(x, r, stocks, days, d0, d1, false, [](float, double sum, std::size_t n) {
-    return n > 0 ? static_cast<float>(sum / static_cast<double>(n)) : kNaN;
-  });
+  per_day(x, r, stocks, days, d0, d1, false,
+          [](float, double sum, std::size_t n) { return mean_of(sum, n); });
 }
 
 void day_sums_of_rows(const float* x, std::size_t days, std::size_t s0, std::size_t s1,
@@ -200,7 +209,8 @@ void day_sums_of_rows(const float* x, std::size_t days, std::size_t s0, std::siz
   std::fill(count, count + days, 0u);
   for (std::size_t s = s0; s < s1; ++s) {
     const float* xs = x + s * days;
-    // Branch-free (a hole adds 0 and counts 0), so the loop vectorises.
+    // Branch-free (a hole adds 0 and counts 0), so the loop vectorises (GCC 12 -O3,
+    // -fopt-info-vec-optimized: "loop vectorized using 16 byte vectors").
     for (std::size_t d = 0; d < days; ++d) {
       const float v = xs[d];
       const bool hole = std::isnan(v);
@@ -216,11 +226,7 @@ void scale_rows(const float* x, float* r, std::size_t days, const double* sum, s
   for (std::size_t s = s0; s < s1; ++s) {
     const float* xs = x + s * days;
     float* rs = r + s * days;
-    for (std::size_t d = 0; d < days; ++d) {
-      const float v = xs[d];
-      // As scale_days: a hole stays a hole, a day without magnitude scales to 0.
-      rs[d] = std::isnan(v) ? kNaN : sum[d] > 0 ? static_cast<float>(v / sum[d]) : 0.0f;
-    }
+    for (std::size_t d = 0; d < days; ++d) rs[d] = scaled(xs[d], sum[d]);
   }
 }
 
@@ -229,9 +235,7 @@ void average_rows(float* r, std::size_t days, const double* sum, const std::uint
   if (s0 >= s1) return;
   // The first row computed, the others copies of it.
   float* first = r + s0 * days;
-  for (std::size_t d = 0; d < days; ++d) {
-    first[d] = count[d] > 0 ? static_cast<float>(sum[d] / static_cast<double>(count[d])) : kNaN;
-  }
+  for (std::size_t d = 0; d < days; ++d) first[d] = mean_of(sum[d], count[d]);
   for (std::size_t s = s0 + 1; s < s1; ++s) std::copy(first, first + days, r + s * days);
 }
 

@@ -47,7 +47,7 @@ struct ExecutorOptions {
   /// How long an idle worker keeps looking for work (stealing, pausing, then yielding its core)
   /// before it sleeps. A sleeping worker costs the next task a wake-up; spinning costs a core
   /// only while the pool goes quiet. 250 us bridges the short serial stretches of fork-join
-  /// code (SparseLU's ~40 us lu0: 2 sleeps per factorisation instead of 12; docs/cpu.md
+  /// code (SparseLU between its phases: 2 sleeps per factorisation instead of 12; docs/cpu.md
   /// "Sleeping and waking"). Zero: one look, then sleep. Negative: InvalidArgument.
   std::chrono::microseconds spin_before_sleep{250};
 };
