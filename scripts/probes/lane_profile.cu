@@ -9,6 +9,7 @@
 //     ../../src/gpu/host_blocks.cpp \
 //     ../../src/gpu/device_blocks.cu -o lane_profile && ./lane_profile
 #include <cuda_runtime.h>
+#include <sys/resource.h>
 #include <x86intrin.h>
 
 #include <algorithm>
@@ -19,6 +20,13 @@
 #include <vector>
 
 #include "empty_pool.cuh"
+
+// Minor page faults of the whole process so far (every thread's: pusher, popper, lanes).
+long minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_minflt;
+}
 
 void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n) {
   PoolOptions o;
@@ -34,6 +42,7 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n) {
     double push_s = 0, pop_s = 0;
     std::uint64_t sum = 0;
     const std::uint64_t polls0 = pool.stats().host_polls;
+    const long faults0 = minor_faults();
     const double t0 = now();
     std::thread pusher([&] {
       for (std::uint64_t i = 0; i < n; i += 4096) {
@@ -55,10 +64,11 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n) {
     const double t = now() - t0;
     std::printf(
         "lanes %zu bps %d depth %zu rep %d: %.1f ns/task; pusher in push_batch %.1f ns/task, "
-        "popper in pop_batch %.1f ns/task; host reads/task %.2f; sum %s\n",
+        "popper in pop_batch %.1f ns/task; host reads/task %.2f; page faults/1000 tasks %.2f; "
+        "sum %s\n",
         pool.num_lanes(), bps, depth, rep, t / n * 1e9, push_s / n * 1e9, pop_s / n * 1e9,
         static_cast<double>(pool.stats().host_polls - polls0) / n,
-        sum == n * (n - 1) / 2 ? "ok" : "WRONG");
+        static_cast<double>(minor_faults() - faults0) * 1000.0 / static_cast<double>(n), sum == n * (n - 1) / 2 ? "ok" : "WRONG");
   }
   std::fflush(stdout);
 }

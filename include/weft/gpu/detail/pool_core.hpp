@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -204,6 +205,7 @@ class PoolCore {
     const std::uint32_t cb = callback ? add_callback(std::move(callback)) : 0;
     const std::size_t home = input_.home();
     bool refused = false;
+    std::size_t queued = 0;  // FIFO: the shard's size after this push (under its lock)
     if (fifo) {
       auto& shard = input_.shard(home);
       std::lock_guard<AdaptiveMutex> lock(shard.mutex);
@@ -219,11 +221,22 @@ class PoolCore {
             shard.queue.push_one(Entry::of(records[k], out, cb));
           }
         }
-        // seq_cst: pairs with sleep_until_work (a lane counts itself asleep, then looks at the
-        // shards; this push stores the size, then looks at the count of sleepers).
-        shard.size.store(shard.queue.size(), std::memory_order_seq_cst);
+        queued = shard.queue.size();
       }
-    } else {
+    }
+    if (fifo && !refused) {
+      // Stored after the unlock: lanes that see it find the lock free. Stored under the lock,
+      // it sent every spinning lane to try_lock a mutex the pusher still held, and the
+      // pusher's unlock then waited for the mutex's cache line among them: push() took 2.95 us
+      // (p50) with 4 lanes, 0.94 with 1 (bench/results/h100/probes/latency_trace-48d179e.txt).
+      // The value may be stale when it lands, but it is never 0: only a lane stores 0, under
+      // the lock, when the shard is empty, and every push after that stores after it. A
+      // stale value only sends a lane to take (it stores the true size under the lock). The
+      // window between the unlock and this store is covered by the pairing below.
+      // seq_cst: pairs with sleep_until_work (a lane counts itself asleep, then looks at the
+      // shards; this push stores the size, then looks at the count of sleepers).
+      input_.shard(home).size.store(queued, std::memory_order_seq_cst);
+    } else if (!fifo) {
       std::lock_guard<std::mutex> lock(in_mutex_);
       refused = closed_.load(std::memory_order_relaxed);  // relaxed: as above (in_mutex_)
       if (!refused) {
@@ -443,6 +456,7 @@ class PoolCore {
     std::vector<std::vector<Record>> staged;  // per output queue, delivered in one lock each
     std::vector<std::pair<std::uint32_t, Record>> callbacks;  // (callback id, record)
     std::vector<Entry> batch;  // taken from the input queue, not yet loaded
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> targets;  // (block, slot) per entry
     bool ring = false;         // a block loaded this round may be in deep idle
     std::thread thread;
     // level_size[0] as the other lanes see it (written by this lane once per round when it
@@ -697,9 +711,59 @@ class PoolCore {
     return layout_.slot(lane.first + b, j);
   }
 
-  void load_slot(Lane& lane, std::uint32_t b, const Entry& e, Clock::time_point now) {
+  // Asks for the cache lines of slot j of block b (header and `bytes` of payload). The lanes'
+  // slot reads and writes are cache misses (the GPU wrote the lines over PCIe, which
+  // invalidated the host's copies); asked for together, the misses overlap instead of each
+  // stalling the lane in turn (which was most of a lane's cost per task).
+  void prefetch_slot(const Lane& lane, std::uint32_t b, std::uint32_t j, std::size_t bytes,
+                     bool for_write) const {
+    const unsigned char* p = layout_.slot(lane.first + b, j);
+    const auto first = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{63};
+    const auto end = reinterpret_cast<std::uintptr_t>(p) + kSlotHeaderBytes + bytes;
+    for (std::uintptr_t a = first; a < end; a += 64) {
+      if (for_write) {
+        __builtin_prefetch(reinterpret_cast<const void*>(a), 1, 3);
+      } else {
+        __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 3);
+      }
+    }
+  }
+
+  // Loads lane.batch into slots in two passes: the first picks every task's slot (bookkeeping
+  // only) and asks for the slots' lines, the second writes them and publishes READY.
+  void load_batch(Lane& lane, Clock::time_point now) {
+    lane.targets.clear();
+    for (const Entry& e : lane.batch) {
+      const std::uint32_t b = pick_block(lane);
+      const std::uint32_t j = reserve_slot(lane, b, now);
+      prefetch_slot(lane, b, j, e.payload_size, true);
+      lane.targets.emplace_back(b, j);
+    }
+    for (std::size_t i = 0; i < lane.batch.size(); ++i) {
+      write_slot(lane, lane.targets[i].first, lane.targets[i].second, lane.batch[i], now);
+    }
+  }
+
+  // Takes block b's next slot for a task: the lane's bookkeeping, before the slot is written.
+  std::uint32_t reserve_slot(Lane& lane, std::uint32_t b, Clock::time_point now) {
     BlockMeta& bm = lane.blocks[b];
     const std::uint32_t j = bm.loaded % depth_;
+    // The standby block never sleeps in deep idle: no doorbell for it (a ring would wake every
+    // deep-idle block of its GPU for nothing).
+    const bool standby = config_.standby && b == 0;
+    if (!standby && bm.in_flight() == 0 && now - bm.idle_since >= config_.ring_after) {
+      lane.ring = true;
+    }
+    ++bm.loaded;
+    ++lane.unresolved;
+    relink(lane, b);
+    activate(lane, b);
+    return j;
+  }
+
+  // Writes a reserved slot and publishes it (READY).
+  void write_slot(Lane& lane, std::uint32_t b, std::uint32_t j, const Entry& e,
+                  Clock::time_point now) {
     unsigned char* slot = slot_of(lane, b, j);
     auto* h = reinterpret_cast<SlotHeader*>(slot);
     h->type = e.type;
@@ -714,22 +778,12 @@ class PoolCore {
     m.callback = e.callback;
     m.lost = false;
     m.loaded = now;
-    // The standby block never sleeps in deep idle: no doorbell for it (a ring would wake every
-    // deep-idle block of its GPU for nothing).
-    const bool standby = config_.standby && b == 0;
-    if (!standby && bm.in_flight() == 0 && now - bm.idle_since >= config_.ring_after) {
-      lane.ring = true;
-    }
     // release: type, size and payload are visible to the block's acquire load of READY.
     state_of(lane, b, j)
         .store(static_cast<std::uint32_t>(SlotState::ready), std::memory_order_release);
 #if defined(WEFT_POOL_TRACE)
     g_trace_loaded.store(trace_now());
 #endif
-    ++bm.loaded;
-    ++lane.unresolved;
-    relink(lane, b);
-    activate(lane, b);
   }
 
   // A task ended (finished, timed out or failed): stage it for delivery.
@@ -755,6 +809,11 @@ class PoolCore {
     // them): ask for all of them first, so that the misses overlap instead of queueing.
     for (const std::uint32_t b : lane.active) {
       __builtin_prefetch(layout_.states(lane.first + b), 0, 0);
+    }
+    // Likewise the first slot each block may have finished (header, status and results).
+    for (const std::uint32_t b : lane.active) {
+      const std::uint32_t j = lane.blocks[b].collected % depth_;
+      prefetch_slot(lane, b, j, lane.meta[b * depth_ + j].size, false);
     }
     std::size_t ended = 0;
     for (std::size_t k = 0; k < lane.active.size();) {
@@ -969,7 +1028,7 @@ class PoolCore {
 #if defined(WEFT_POOL_TRACE)
       if (!lane.batch.empty()) g_trace_taken.store(trace_now());
 #endif
-      for (const Entry& e : lane.batch) load_slot(lane, pick_block(lane), e, now);
+      load_batch(lane, now);
       lane.mark(3);
       if (lane.ring) {
         blocks_->after_loads();
