@@ -68,7 +68,8 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n) {
         "sum %s\n",
         pool.num_lanes(), bps, depth, rep, t / n * 1e9, push_s / n * 1e9, pop_s / n * 1e9,
         static_cast<double>(pool.stats().host_polls - polls0) / n,
-        static_cast<double>(minor_faults() - faults0) * 1000.0 / static_cast<double>(n), sum == n * (n - 1) / 2 ? "ok" : "WRONG");
+        static_cast<double>(minor_faults() - faults0) * 1000.0 / static_cast<double>(n),
+        sum == n * (n - 1) / 2 ? "ok" : "WRONG");
   }
   std::fflush(stdout);
 }

@@ -485,6 +485,50 @@ TEST(Pool, SeveralSchedulerLanesDeliverEveryTaskExactlyOnce) {
   for (std::uint32_t k = 0; k < n; ++k) ASSERT_EQ(seen[k], 1) << "tag " << k;
 }
 
+// A lone task is left to its shard's home lane while that lane is awake (take_batch). Here
+// the lanes keep falling asleep between tasks (a 100 us idle spin, pauses of up to 1.5 ms), so
+// tasks arrive at every shard while its home lane sleeps, wakes or naps: each must still come
+// back. If a sleeping home lane were not noticed, the woken lane would leave the task to it
+// and the pop below would time out.
+TEST(Pool, LoneTasksReachASlotWhateverTheirHomeLaneIsDoing) {
+  TestPool pool(PoolOptions{.host_blocks = 8,
+                            .output_queues = 8,
+                            .scheduler_lanes = 4,
+                            .scheduler_idle_spin = std::chrono::microseconds(100)});
+  ASSERT_EQ(pool.num_lanes(), 4u);
+  constexpr int kThreads = 8;  // consecutive push tickets: every input shard gets a pusher
+  const int rounds = static_cast<int>(40 * stress_scale()) + 10;
+  std::atomic<int> late{0}, wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::uint32_t seed = 12345u + static_cast<std::uint32_t>(t);
+      for (int i = 0; i < rounds; ++i) {
+        seed = seed * 1664525u + 1013904223u;
+        std::this_thread::sleep_for(std::chrono::microseconds(seed % 1500));
+        const auto tag = static_cast<std::uint64_t>(t) * 1000 + static_cast<std::uint64_t>(i);
+        pool.push<Small>({static_cast<std::uint32_t>(i), 0}, static_cast<std::size_t>(t), tag);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        TestPool::Record r;
+        while (!pool.try_pop(r, static_cast<std::size_t>(t))) {
+          if (std::chrono::steady_clock::now() > deadline) {
+            late.fetch_add(1);
+            return;
+          }
+          std::this_thread::yield();
+        }
+        if (r.tag != tag || !r.ok() || r.as<Small>().result != 2u * static_cast<std::uint32_t>(i)) {
+          wrong.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(late.load(), 0) << "a lone task stayed in its shard for 5 s";
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(pool.stats().scheduler_sleeps, 0u) << "the lanes never slept: the test tests nothing";
+}
+
 TEST(Pool, WatchdogTimesOutALongTaskAndReusesItsSlotWhenItEnds) {
   TestPool pool(PoolOptions{.host_blocks = 1, .task_deadline = std::chrono::milliseconds(20)});
   pool.push<Sleep>({200'000}, 0, 1);  // 200 ms: well past the 20 ms deadline

@@ -457,12 +457,15 @@ class PoolCore {
     std::vector<std::pair<std::uint32_t, Record>> callbacks;  // (callback id, record)
     std::vector<Entry> batch;  // taken from the input queue, not yet loaded
     std::vector<std::pair<std::uint32_t, std::uint32_t>> targets;  // (block, slot) per entry
-    bool ring = false;         // a block loaded this round may be in deep idle
+    bool ring = false;  // a block loaded this round may be in deep idle
     std::thread thread;
     // level_size[0] as the other lanes see it (written by this lane once per round when it
     // changed; on a line of its own, since the others read it when they take input).
     alignas(64) std::atomic<std::size_t> idle_blocks{0};
-    char pad[64 - sizeof(std::atomic<std::size_t>)] = {};
+    // The lane sleeps (on in_cv_, or between polls of long tasks): the other lanes take even
+    // a lone task from the shards it is home to (see take_batch).
+    std::atomic<bool> napping{false};
+    char pad[64 - sizeof(std::atomic<std::size_t>) - sizeof(std::atomic<bool>)] = {};
 #if defined(WEFT_POOL_PROFILE)
     // scripts/probes/lane_profile.cu: TSC cycles per phase (collect, flush, take, load, ring,
     // idle) and counts (rounds, tasks ended, blocks scanned, tasks loaded).
@@ -632,7 +635,20 @@ class PoolCore {
       max = std::min<std::size_t>(max, lane.level_size[0]);
     }
     if (order_ == QueueOrder::fifo) {
-      (void)input_.take(lane.batch, max, lane.cursor, /*skip_busy=*/to_load);
+      // A lone task is left to its shard's home lane while that lane is awake: every lane
+      // reaching for one task made them fight over the shard's lock and its lines, which
+      // cost a single push on an idle pool ~1 us more with 4 lanes than with 1
+      // (bench/results/h100/probes/latency_trace-f7ee4c1.txt). Batches are for everyone.
+      const std::size_t lanes = lanes_.size();
+      (void)input_.take(lane.batch, max, lane.cursor, /*skip_busy=*/to_load,
+                        [&](std::size_t shard, std::size_t size) {
+                          const Lane& home = *lanes_[shard % lanes];
+                          // relaxed: a hint. A lane about to sleep looks at the shards after
+                          // setting it (sleep_until_work), so a task is never left to a
+                          // sleeper; at worst it waits for its home lane's next round.
+                          return to_load && size == 1 && &home != &lane &&
+                                 !home.napping.load(std::memory_order_relaxed);
+                        });
     } else {
       std::lock_guard<std::mutex> lock(in_mutex_);
       while (lane.batch.size() < max && !heap_.empty()) {
@@ -1068,10 +1084,12 @@ class PoolCore {
         continue;
       }
       if (lane.active.empty()) {
-        sleep_until_work();
+        sleep_until_work(lane);
       } else {
         // Long tasks in flight: poll every 20 us instead of spinning a core.
+        lane.napping.store(true, std::memory_order_relaxed);  // relaxed: a hint (take_batch)
         std::this_thread::sleep_for(std::chrono::microseconds(20));
+        lane.napping.store(false, std::memory_order_relaxed);
       }
       lane.mark(5);
     }
@@ -1112,8 +1130,12 @@ class PoolCore {
   }
 
   // Lost slots that come back meanwhile are reclaimed at the next collect.
-  void sleep_until_work() {
+  void sleep_until_work(Lane& lane) {
     std::unique_lock<std::mutex> lock(in_mutex_);
+    // Before the look at the shards below: a lone task pushed after that look is seen by a
+    // lane woken by the push (under in_mutex_, so it sees this flag) and taken by it even
+    // if it is not the task's home lane.
+    lane.napping.store(true, std::memory_order_relaxed);  // relaxed: ordered by in_mutex_
     // seq_cst: pairs with push (it stores a shard's size, then looks at this count; this
     // counts itself, then looks at the sizes): a push either sees a sleeper and notifies under
     // in_mutex_, or its task is seen here.
@@ -1128,6 +1150,7 @@ class PoolCore {
       in_cv_.wait(lock, work);
     }
     sleeping_lanes_.fetch_sub(1, std::memory_order_seq_cst);
+    lane.napping.store(false, std::memory_order_relaxed);  // relaxed: a hint
   }
 
   // Shutdown: queued tasks are cancelled, exactly once each (whichever lane takes them);

@@ -87,8 +87,12 @@ class ShardedFifo {
   /// losers in the kernel and the winner's unlock then pays a futex wake-up (~2 us on the
   /// H100 machine: bench/results/h100/probes/trace-busy-1d19156.txt). Without it (draining at
   /// shutdown), every shard is visited.
-  template <class Out>
-  std::size_t take(Out& out, std::size_t max, std::size_t& cursor, bool skip_busy = false) {
+  /// `leave(s, size)` (optional) returns true for a shard the caller should leave to someone
+  /// else this time, given its size hint.
+  template <class Out, class Leave = bool (*)(std::size_t, std::size_t)>
+  std::size_t take(
+      Out& out, std::size_t max, std::size_t& cursor, bool skip_busy = false,
+      Leave leave = [](std::size_t, std::size_t) { return false; }) {
     std::size_t taken = 0;
     const std::size_t n = shards_.size();
     const std::size_t start = cursor;
@@ -96,7 +100,8 @@ class ShardedFifo {
       const std::size_t s = (start + i) % n;
       Shard& sh = *shards_[s];
       // relaxed: a hint; the elements are read under the lock.
-      if (sh.size.load(std::memory_order_relaxed) == 0) continue;
+      const std::size_t hint = sh.size.load(std::memory_order_relaxed);
+      if (hint == 0 || leave(s, hint)) continue;
       std::unique_lock<AdaptiveMutex> lock(sh.mutex, std::defer_lock);
       if (skip_busy) {
         if (!lock.try_lock()) continue;
