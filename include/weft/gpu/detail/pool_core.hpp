@@ -44,7 +44,8 @@ namespace weft::gpu {
 enum class QueueOrder : std::uint8_t { fifo, priority };
 
 /// A task as pushed and as popped: type id, payload bytes, a user tag, and (popped) how it
-/// ended. The payload holds the task's inputs when pushed and its results when popped.
+/// ended. The payload holds the task's inputs when pushed and its results when popped; its
+/// bytes past payload_size are unspecified in a popped record (small payloads travel whole).
 template <std::size_t Capacity>
 struct TaskRecord {
   static_assert(Capacity >= 8 && Capacity <= 256,
@@ -93,6 +94,20 @@ struct PoolStats {
 };
 
 namespace detail {
+
+/// Copies a payload of `size` bytes between buffers of at least `Capacity` bytes (records,
+/// queue entries, slots). Small capacities are copied whole, as fixed-size moves the compiler
+/// turns into a few vector instructions: a memcpy call of a run-time size cost more than the
+/// copy itself on the pool's per-task paths. The bytes past `size` carry no meaning.
+template <std::size_t Capacity>
+inline void copy_payload(void* to, const void* from, std::size_t size) noexcept {
+  if constexpr (Capacity <= 64) {
+    (void)size;
+    std::memcpy(to, from, Capacity);
+  } else {
+    std::memcpy(to, from, size);
+  }
+}
 
 #if defined(WEFT_POOL_TRACE)
 // scripts/probes/latency_trace.cu: steady-clock ns when a lane last stored READY, last saw
@@ -399,7 +414,7 @@ class PoolCore {
       e.tag = r.tag;
       e.out = static_cast<std::uint32_t>(out);
       e.callback = callback;
-      std::memcpy(e.payload, r.payload, r.payload_size);  // checked <= Capacity by push
+      copy_payload<Capacity>(e.payload, r.payload, r.payload_size);  // checked <= Capacity by push
       return e;
     }
   };
@@ -785,7 +800,7 @@ class PoolCore {
     h->type = e.type;
     h->payload_size = e.payload_size;
     h->status = 0;
-    std::memcpy(slot + kSlotHeaderBytes, e.payload, e.payload_size);
+    copy_payload<Capacity>(slot + kSlotHeaderBytes, e.payload, e.payload_size);
     SlotMeta& m = lane.meta[b * depth_ + j];
     m.tag = e.tag;
     m.out = e.out;
@@ -815,7 +830,7 @@ class PoolCore {
     r->payload_size = m.size;
     r->tag = m.tag;
     r->status = status;
-    if (results != nullptr) std::memcpy(r->payload, results, m.size);
+    if (results != nullptr) copy_payload<Capacity>(r->payload, results, m.size);
   }
 
   // Collects the finished slots of every block with tasks in flight (and, with a watchdog,
