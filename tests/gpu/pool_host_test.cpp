@@ -529,6 +529,95 @@ TEST(Pool, LoneTasksReachASlotWhateverTheirHomeLaneIsDoing) {
   EXPECT_GT(pool.stats().scheduler_sleeps, 0u) << "the lanes never slept: the test tests nothing";
 }
 
+// A single push on an idle pool loads an idle standby slot itself (the direct load) instead of
+// going through the input queue and a lane; batches from another thread go the usual way at
+// the same time. Every task comes back once, with its own result, to its own queue.
+TEST(Pool, SinglePushesLoadIdleStandbySlotsDirectlyBesideBatches) {
+  TestPool pool(PoolOptions{.host_blocks = 6, .output_queues = 3, .scheduler_lanes = 3});
+  const auto singles = static_cast<std::uint32_t>(300 * stress_scale()) + 50;
+  const auto batched = static_cast<std::uint32_t>(20'000 * stress_scale()) + 1000;
+  std::atomic<int> wrong{0}, late{0};
+  std::vector<int> seen(batched, 0);
+  std::thread batcher([&] {
+    std::vector<TestPool::Record> batch;
+    for (std::uint32_t k = 0; k < batched; ++k) {
+      batch.push_back(TestPool::Record::make<Small>({k, 0}, k));
+    }
+    for (std::size_t at = 0; at < batch.size(); at += 64) {
+      const std::size_t len = std::min<std::size_t>(64, batch.size() - at);
+      pool.push_batch(std::span<const TestPool::Record>(batch.data() + at, len), 2);
+      if (at % 1024 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    }
+  });
+  std::thread consumer([&] {
+    for (std::uint32_t got = 0; got < batched; ++got) {
+      const TestPool::Record r = pool.pop(2);
+      if (r.tag >= batched || !r.ok() || r.as<Small>().result != 2 * r.tag) {
+        wrong.fetch_add(1);
+      } else {
+        ++seen[r.tag];
+      }
+    }
+  });
+  std::vector<std::thread> single_pushers;
+  for (std::size_t q = 0; q < 2; ++q) {
+    single_pushers.emplace_back([&, q] {
+      for (std::uint32_t k = 0; k < singles; ++k) {
+        if (k % 4 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        pool.push<Small>({k, 0}, q, k);
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        TestPool::Record r;
+        while (!pool.try_pop(r, q)) {
+          if (std::chrono::steady_clock::now() > deadline) {
+            late.fetch_add(1);
+            return;
+          }
+          std::this_thread::yield();
+        }
+        if (r.tag != k || !r.ok() || r.as<Small>().result != 2 * k) wrong.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : single_pushers) th.join();
+  batcher.join();
+  consumer.join();
+  EXPECT_EQ(late.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+  for (std::uint32_t k = 0; k < batched; ++k) ASSERT_EQ(seen[k], 1) << "tag " << k;
+  EXPECT_GT(pool.stats().direct_loads, 0u) << "no single push loaded a standby slot itself";
+  EXPECT_EQ(pool.stats().completed, batched + 2u * singles);
+}
+
+// Destroying a pool right after single pushes, some of them loaded directly into standby
+// slots: each task is delivered exactly once (ok, or cancelled if it never reached a slot).
+TEST(Pool, DestroyingRightAfterDirectLoadsDeliversEachOnce) {
+  const int rounds = static_cast<int>(100 * stress_scale()) + 20;
+  std::uint64_t direct = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::atomic<int> ok{0}, cancelled{0}, other{0};
+    {
+      TestPool pool(PoolOptions{.host_blocks = 2, .scheduler_lanes = 2});
+      // Let the lanes offer their standby slots (an offer is made at the end of a round).
+      std::this_thread::sleep_for(std::chrono::microseconds(round % 7 * 100));
+      for (int k = 0; k < 3; ++k) {
+        pool.push_then(TestPool::Record::make<Small>({1, 0}), [&](TestPool::Record& r) {
+          if (r.status == TaskStatus::ok && r.as<Small>().result == 2) {
+            ok.fetch_add(1);
+          } else if (r.status == TaskStatus::cancelled) {
+            cancelled.fetch_add(1);
+          } else {
+            other.fetch_add(1);
+          }
+        });
+      }
+      direct += pool.stats().direct_loads;
+    }
+    ASSERT_EQ(ok.load() + cancelled.load(), 3) << "round " << round;
+    ASSERT_EQ(other.load(), 0) << "round " << round;
+  }
+  EXPECT_GT(direct, 0u) << "no push was a direct load: the test tests nothing";
+}
+
 TEST(Pool, WatchdogTimesOutALongTaskAndReusesItsSlotWhenItEnds) {
   TestPool pool(PoolOptions{.host_blocks = 1, .task_deadline = std::chrono::milliseconds(20)});
   pool.push<Sleep>({200'000}, 0, 1);  // 200 ms: well past the 20 ms deadline

@@ -89,8 +89,9 @@ struct PoolStats {
   std::uint64_t failed = 0;     // delivered with a status other than ok
   std::uint64_t timed_out = 0;  // delivered as timed_out by the watchdog
   std::uint64_t scheduler_sleeps = 0;
-  std::uint64_t slots_lost = 0;  // slots whose task passed the deadline and has not ended yet
-  std::uint64_t host_polls = 0;  // device backend: reads of host memory by the blocks
+  std::uint64_t slots_lost = 0;    // slots whose task passed the deadline and has not ended yet
+  std::uint64_t host_polls = 0;    // device backend: reads of host memory by the blocks
+  std::uint64_t direct_loads = 0;  // single pushes that loaded an idle standby slot themselves
 };
 
 namespace detail {
@@ -221,13 +222,20 @@ class PoolCore {
     const std::size_t home = input_.home();
     bool refused = false;
     std::size_t queued = 0;  // FIFO: the shard's size after this push (under its lock)
+    bool direct = false;     // loaded into a standby slot by this thread (push_direct)
     if (fifo) {
       auto& shard = input_.shard(home);
       std::lock_guard<AdaptiveMutex> lock(shard.mutex);
       // relaxed: closed_ is stored before close() takes every shard lock; under this lock it
       // is seen, or this push finishes before close() returns (sharded_fifo.hpp).
       refused = closed_.load(std::memory_order_relaxed);
-      if (!refused) {
+      // A single task with nothing of this thread's queued before it: straight into an idle
+      // standby slot, if a lane offers one. Under the shard lock, so that close() (which
+      // takes it) returns only after a direct load has been handed to its lane.
+      if (!refused && count == 1 && shard.queue.empty()) {
+        direct = push_direct(home, records[0], out, cb);
+      }
+      if (!refused && !direct) {
         count_accepted(home, out, count, cb);
         if (as_chunk) {
           shard.queue.push_chunk(chunk);
@@ -238,6 +246,14 @@ class PoolCore {
         }
         queued = shard.queue.size();
       }
+    }
+    if (direct) {
+      // seq_cst: pairs with sleep_until_work, as below (push_direct stored FILLED seq_cst).
+      if (sleeping_lanes_.load(std::memory_order_seq_cst) > 0) {
+        { std::lock_guard<std::mutex> lock(in_mutex_); }  // the sleeper is in its wait, or sees us
+        in_cv_.notify_all();  // the lane that offered must wake, not just any lane
+      }
+      return;
     }
     if (fifo && !refused) {
       // Stored after the unlock: lanes that see it find the lock free. Stored under the lock,
@@ -377,6 +393,7 @@ class PoolCore {
     s.timed_out = timed_out_.load(std::memory_order_relaxed);
     s.scheduler_sleeps = scheduler_sleeps_.load(std::memory_order_relaxed);
     s.slots_lost = slots_lost_.load(std::memory_order_relaxed);
+    s.direct_loads = direct_loads_.load(std::memory_order_relaxed);
     if (blocks_) s.host_polls = blocks_->host_polls();
     return s;
   }
@@ -389,6 +406,8 @@ class PoolCore {
 
  private:
   static constexpr std::uint32_t kNil = ~std::uint32_t{0};
+  static constexpr std::uint32_t kExpressNone = 0, kExpressOffered = 1, kExpressClaimed = 2,
+                                 kExpressFilled = 3;
   static constexpr std::size_t kShortBatch = 8;  // pushed entry by entry under the lock
   // A quiet lane asks the blocks whether they are alive this often (a dead kernel's tasks are
   // then delivered as device_failed within about this long).
@@ -480,7 +499,19 @@ class PoolCore {
     // The lane sleeps (on in_cv_, or between polls of long tasks): the other lanes take even
     // a lone task from the shards it is home to (see take_batch).
     std::atomic<bool> napping{false};
-    char pad[64 - sizeof(std::atomic<std::size_t>) - sizeof(std::atomic<bool>)] = {};
+    // The direct load (see push_direct): the standby block's next slot, offered by the lane
+    // to a pushing thread. `express` moves NONE -> OFFERED (the lane) -> CLAIMED -> FILLED (a
+    // pusher) -> NONE (the lane adopts the task), or OFFERED -> NONE (the lane takes the
+    // offer back). The fields after it are written by whoever moves it last: express_slot by
+    // the lane before OFFERED, the task's by the pusher before FILLED. One line: the pusher
+    // touches nothing else of the lane.
+    alignas(64) std::atomic<std::uint32_t> express{kExpressNone};
+    std::uint32_t express_slot = 0;
+    std::uint32_t express_out = 0;
+    std::uint32_t express_type = 0;
+    std::uint32_t express_size = 0;
+    std::uint32_t express_callback = 0;
+    std::uint64_t express_tag = 0;
 #if defined(WEFT_POOL_PROFILE)
     // scripts/probes/lane_profile.cu: TSC cycles per phase (collect, flush, take, load, ring,
     // idle) and counts (rounds, tasks ended, blocks scanned, tasks loaded).
@@ -795,12 +826,6 @@ class PoolCore {
   // Writes a reserved slot and publishes it (READY).
   void write_slot(Lane& lane, std::uint32_t b, std::uint32_t j, const Entry& e,
                   Clock::time_point now) {
-    unsigned char* slot = slot_of(lane, b, j);
-    auto* h = reinterpret_cast<SlotHeader*>(slot);
-    h->type = e.type;
-    h->payload_size = e.payload_size;
-    h->status = 0;
-    copy_payload<Capacity>(slot + kSlotHeaderBytes, e.payload, e.payload_size);
     SlotMeta& m = lane.meta[b * depth_ + j];
     m.tag = e.tag;
     m.out = e.out;
@@ -809,12 +834,122 @@ class PoolCore {
     m.callback = e.callback;
     m.lost = false;
     m.loaded = now;
+    publish_slot(lane, b, j, e.type, e.payload_size, e.payload);
+  }
+  // The slot's memory: header and payload, then READY. Touches nothing else of the lane (a
+  // pushing thread calls it for a direct load).
+  void publish_slot(const Lane& lane, std::uint32_t b, std::uint32_t j, std::uint32_t type,
+                    std::uint32_t size, const unsigned char* payload) {
+    unsigned char* slot = slot_of(lane, b, j);
+    auto* h = reinterpret_cast<SlotHeader*>(slot);
+    h->type = type;
+    h->payload_size = size;
+    h->status = 0;
+    copy_payload<Capacity>(slot + kSlotHeaderBytes, payload, size);
     // release: type, size and payload are visible to the block's acquire load of READY.
     state_of(lane, b, j)
         .store(static_cast<std::uint32_t>(SlotState::ready), std::memory_order_release);
 #if defined(WEFT_POOL_TRACE)
     g_trace_loaded.store(trace_now());
 #endif
+  }
+
+  // ---- the direct load: a single push into an idle standby slot (see push) ----
+  // Under the pusher's shard lock: claims a lane's offered standby slot (home lane first),
+  // counts the task accepted, writes the slot, publishes READY and hands the task to the
+  // lane. Returns false when no lane offers one. A task on an idle pool so skips two
+  // hand-offs between threads (pusher -> queue -> lane), each a few cache-line transfers.
+  bool push_direct(std::size_t home, const Record& r, std::size_t out, std::uint32_t cb) {
+    if (!config_.standby) return false;
+    const std::size_t n = lanes_.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      Lane& lane = *lanes_[(home + i) % n];
+      std::uint32_t offered = kExpressOffered;
+      // acquire: pairs with offer_express's release store (the slot index, and the lane's
+      // reads of the slot's last results, happen before this thread writes the slot).
+      if (lane.express.load(std::memory_order_relaxed) != kExpressOffered ||
+          !lane.express.compare_exchange_strong(offered, kExpressClaimed, std::memory_order_acquire,
+                                                std::memory_order_relaxed)) {
+        continue;
+      }
+      count_accepted(home, out, 1, cb);
+      const std::uint32_t j = lane.express_slot;
+#if defined(WEFT_POOL_TRACE)
+      g_trace_taken.store(trace_now());
+#endif
+      publish_slot(lane, 0, j, r.type, r.payload_size, r.payload);  // READY, release
+      lane.express_tag = r.tag;
+      lane.express_out = static_cast<std::uint32_t>(out);
+      lane.express_type = r.type;
+      lane.express_size = r.payload_size;
+      lane.express_callback = cb;
+      // seq_cst: a release for the fields above (adopt_express acquires), and pairs with
+      // sleep_until_work (the lane counts itself asleep, then looks at this; push then looks
+      // at the count of sleepers).
+      lane.express.store(kExpressFilled, std::memory_order_seq_cst);
+      direct_loads_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+      return true;
+    }
+    return false;
+  }
+  // Offers the standby block's next slot to pushing threads, when it is idle and nothing is
+  // queued. The block leaves the free lists meanwhile: the lane never loads it while offered.
+  void offer_express(Lane& lane) {
+    if (!config_.standby) return;
+    const BlockMeta& b0 = lane.blocks[0];
+    if (b0.in_flight() != 0 || b0.lost != 0 || b0.level == kNil || queued_count() != 0) return;
+    // relaxed: only this lane moves it from NONE.
+    if (lane.express.load(std::memory_order_relaxed) != kExpressNone) return;
+    unlink(lane, 0);
+    lane.express_slot = b0.loaded % depth_;
+    // release: pairs with the pusher's acquire CAS; the slot's index, and this lane's reads of
+    // the slot's last results (collect), happen before the pusher writes the slot.
+    lane.express.store(kExpressOffered, std::memory_order_release);
+  }
+  // Takes the offer back before the lane loads queued tasks (the standby block is the first
+  // it would load). A slot claimed meanwhile is adopted when filled.
+  void revoke_express(Lane& lane) {
+    std::uint32_t offered = kExpressOffered;
+    // relaxed: on success nothing was published by anyone; on failure adopt_express acquires.
+    if (lane.express.load(std::memory_order_relaxed) == kExpressOffered &&
+        lane.express.compare_exchange_strong(offered, kExpressNone, std::memory_order_relaxed,
+                                             std::memory_order_relaxed)) {
+      link(lane, 0);
+    }
+  }
+  // Takes a filled slot into the lane's bookkeeping, as if the lane had loaded it. Returns
+  // whether there was one.
+  bool adopt_express(Lane& lane, Clock::time_point now) {
+    // acquire: pairs with the pusher's store of FILLED (the task's fields are visible).
+    if (lane.express.load(std::memory_order_acquire) != kExpressFilled) return false;
+    const std::uint32_t j = reserve_slot(lane, 0, now);  // = express_slot: nothing moved since
+    SlotMeta& m = lane.meta[j];                          // block 0: meta[0 * depth_ + j]
+    m.tag = lane.express_tag;
+    m.out = lane.express_out;
+    m.type = lane.express_type;
+    m.size = lane.express_size;
+    m.callback = lane.express_callback;
+    m.lost = false;
+    m.loaded = now;  // the watchdog counts from here, at most a round after the push
+    // relaxed: the lane's own state from here on; the next OFFERED releases.
+    lane.express.store(kExpressNone, std::memory_order_relaxed);
+    return true;
+  }
+  // At shutdown or failure, after close() returned (so no pusher is between CLAIMED and
+  // FILLED: it fills under its shard's lock, which close() takes): adopt or take back.
+  void settle_express(Lane& lane, Clock::time_point now) {
+    for (;;) {
+      if (adopt_express(lane, now)) return;
+      std::uint32_t offered = kExpressOffered;
+      // relaxed: as in revoke_express. Fails only while a pusher fills it.
+      if (lane.express.compare_exchange_strong(offered, kExpressNone, std::memory_order_relaxed,
+                                               std::memory_order_relaxed)) {
+        link(lane, 0);
+        return;
+      }
+      if (offered == kExpressNone) return;
+      std::this_thread::yield();
+    }
   }
 
   // A task ended (finished, timed out or failed): stage it for delivery.
@@ -997,6 +1132,7 @@ class PoolCore {
       { std::lock_guard<std::mutex> lock(in_mutex_); }  // sleeping lanes are in their wait
       in_cv_.notify_all();                              // they fail their slots too
     }
+    settle_express(lane, Clock::now());  // the input is closed (above, or by the lane that saw it)
     std::size_t n = 0;
     for (const std::uint32_t b : lane.active) {
       BlockMeta& bm = lane.blocks[b];
@@ -1034,6 +1170,7 @@ class PoolCore {
       ++lane.rounds;
       lane.scanned += lane.active.size();
 #endif
+      const bool adopted = adopt_express(lane, now);
       const std::size_t ended = collect(lane, now);
       lane.mark(0);
       flush(lane, ended);
@@ -1042,7 +1179,9 @@ class PoolCore {
       bool stopping = false;
       lane.batch.clear();
       // queued_count() is a hint here (the shard locks in take_batch order the entries).
-      if (lane.free_capacity > 0 && queued_count() > 0) {
+      const bool input = queued_count() > 0;
+      if (input) revoke_express(lane);
+      if (lane.free_capacity > 0 && input) {
         // At most one task per block per round: rings fill one level at a time, and a lane
         // that comes back quickly does not take what other lanes are about to.
         stopping = take_batch(lane, std::min(lane.free_capacity, lane.listed), true);
@@ -1065,6 +1204,7 @@ class PoolCore {
         blocks_->after_loads();
         lane.ring = false;
       }
+      offer_express(lane);
       publish_idle_blocks(lane);
       lane.mark(4);
 #if defined(WEFT_POOL_PROFILE)
@@ -1072,7 +1212,7 @@ class PoolCore {
       lane.loaded += lane.batch.size();
 #endif
 
-      if (ended > 0 || !lane.batch.empty()) {
+      if (ended > 0 || !lane.batch.empty() || adopted) {
         last_activity = now;
         note_pool_activity(now);
         continue;
@@ -1094,7 +1234,12 @@ class PoolCore {
         // (host memory only). Fewer would re-read the blocks' control lines more often, which slows
         // the blocks' own reads of them (one pause per round: busy fraction at 10 us, depth 8, 0.82
         // -> 0.33-0.44; bench/results/h100/probes/trace-busy-lanes-6ad2503.txt).
-        for (int p = 0; p < 16 && queued_count() == 0; ++p) weft::cpu::detail::cpu_relax();
+        for (int p = 0; p < 16 && queued_count() == 0 &&
+                        // relaxed: a hint; adopt_express acquires.
+                        lane.express.load(std::memory_order_relaxed) != kExpressFilled;
+             ++p) {
+          weft::cpu::detail::cpu_relax();
+        }
         lane.mark(5);
         continue;
       }
@@ -1156,9 +1301,11 @@ class PoolCore {
     // in_mutex_, or its task is seen here.
     sleeping_lanes_.fetch_add(1, std::memory_order_seq_cst);
     // acquire: pairs with the release stores of shutdown and check_failure.
+    // seq_cst (express): pairs with push_direct's store of FILLED, as the sizes do with push.
     auto work = [&] {
       return stop_flag_.load(std::memory_order_acquire) || queued_count() > 0 ||
-             blocks_failed_.load(std::memory_order_acquire);
+             blocks_failed_.load(std::memory_order_acquire) ||
+             lane.express.load(std::memory_order_seq_cst) == kExpressFilled;
     };
     if (!work()) {
       scheduler_sleeps_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
@@ -1171,6 +1318,7 @@ class PoolCore {
   // Shutdown: queued tasks are cancelled, exactly once each (whichever lane takes them);
   // tasks in slots run to the end or time out; then every slot of the lane gets EXIT.
   void stop_lane(Lane& lane) {
+    settle_express(lane, Clock::now());  // shutdown() closed the input before it stopped us
     cancel_batch(lane);
     cancel_queued(lane);
     for (std::uint32_t round = 0; lane.unresolved > 0; ++round) {
@@ -1241,6 +1389,7 @@ class PoolCore {
   std::atomic<std::uint64_t> timed_out_{0};
   std::atomic<std::uint64_t> slots_lost_{0};
   std::atomic<std::uint64_t> scheduler_sleeps_{0};
+  std::atomic<std::uint64_t> direct_loads_{0};
 };
 
 }  // namespace detail
