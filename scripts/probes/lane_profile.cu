@@ -43,6 +43,9 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n) {
     std::uint64_t sum = 0;
     const std::uint64_t polls0 = pool.stats().host_polls;
     const long faults0 = minor_faults();
+    const std::uint64_t copy0 = detail::g_push_copy_cycles.load(),
+                        lock0 = detail::g_push_lock_cycles.load(),
+                        total0 = detail::g_push_total_cycles.load();
     const double t0 = now();
     std::thread pusher([&] {
       for (std::uint64_t i = 0; i < n; i += 4096) {
@@ -65,10 +68,13 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n) {
     std::printf(
         "lanes %zu bps %d depth %zu rep %d: %.1f ns/task; pusher in push_batch %.1f ns/task, "
         "popper in pop_batch %.1f ns/task; host reads/task %.2f; page faults/1000 tasks %.2f; "
-        "sum %s\n",
+        "push cycles/task: copy %.1f, lock %.1f, all %.1f; sum %s\n",
         pool.num_lanes(), bps, depth, rep, t / n * 1e9, push_s / n * 1e9, pop_s / n * 1e9,
         static_cast<double>(pool.stats().host_polls - polls0) / n,
         static_cast<double>(minor_faults() - faults0) * 1000.0 / static_cast<double>(n),
+        static_cast<double>(detail::g_push_copy_cycles.load() - copy0) / static_cast<double>(n),
+        static_cast<double>(detail::g_push_lock_cycles.load() - lock0) / static_cast<double>(n),
+        static_cast<double>(detail::g_push_total_cycles.load() - total0) / static_cast<double>(n),
         sum == n * (n - 1) / 2 ? "ok" : "WRONG");
   }
   std::fflush(stdout);

@@ -110,6 +110,13 @@ inline void copy_payload(void* to, const void* from, std::size_t size) noexcept 
   }
 }
 
+#if defined(WEFT_POOL_PROFILE)
+// scripts/probes/lane_profile.cu: TSC cycles pushing threads spent in push() copying a batch
+// into an entry vector, waiting for their shard's lock, and in all.
+inline std::atomic<std::uint64_t> g_push_copy_cycles{0}, g_push_lock_cycles{0},
+    g_push_total_cycles{0};
+#endif
+
 #if defined(WEFT_POOL_TRACE)
 // scripts/probes/latency_trace.cu: steady-clock ns when a lane last stored READY, last saw
 // FINISHED, and last delivered to an output queue.
@@ -202,8 +209,14 @@ class PoolCore {
   // ---- input ----
   void push(const Record* records, std::size_t count, std::size_t out, int priority,
             Callback callback = nullptr) {
+#if defined(WEFT_POOL_PROFILE)
+    const std::uint64_t t_start = __rdtsc();
+    struct AddTotal {
+      std::uint64_t start;
+      ~AddTotal() { g_push_total_cycles.fetch_add(__rdtsc() - start, std::memory_order_relaxed); }
+    } add_total{t_start};
+#endif
     check_out(out, "push");
-    for (std::size_t k = 0; k < count; ++k) check_record(records[k]);
     if (count == 0) return;
     // A long batch is copied outside the lock and handed over as one chunk. The vector is the
     // thread's own, swapped for an emptied one from the queue each time: a steady pusher
@@ -215,9 +228,16 @@ class PoolCore {
       chunk.clear();
       chunk.reserve(count);
       for (std::size_t k = 0; k < count; ++k) {
+        check_record(records[k]);  // in the copy's pass: one read of the caller's records
         chunk.push_back(Entry::of(records[k], out, 0));
       }
+    } else {
+      for (std::size_t k = 0; k < count; ++k) check_record(records[k]);
     }
+#if defined(WEFT_POOL_PROFILE)
+    const std::uint64_t t_copied = __rdtsc();
+    g_push_copy_cycles.fetch_add(t_copied - t_start, std::memory_order_relaxed);
+#endif
     const std::uint32_t cb = callback ? add_callback(std::move(callback)) : 0;
     const std::size_t home = input_.home();
     bool refused = false;
@@ -226,6 +246,9 @@ class PoolCore {
     if (fifo) {
       auto& shard = input_.shard(home);
       std::lock_guard<AdaptiveMutex> lock(shard.mutex);
+#if defined(WEFT_POOL_PROFILE)
+      g_push_lock_cycles.fetch_add(__rdtsc() - t_copied, std::memory_order_relaxed);
+#endif
       // relaxed: closed_ is stored before close() takes every shard lock; under this lock it
       // is seen, or this push finishes before close() returns (sharded_fifo.hpp).
       refused = closed_.load(std::memory_order_relaxed);
