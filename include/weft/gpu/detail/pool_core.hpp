@@ -416,7 +416,9 @@ class PoolCore {
     s.timed_out = timed_out_.load(std::memory_order_relaxed);
     s.scheduler_sleeps = scheduler_sleeps_.load(std::memory_order_relaxed);
     s.slots_lost = slots_lost_.load(std::memory_order_relaxed);
-    s.direct_loads = direct_loads_.load(std::memory_order_relaxed);
+    for (const auto& lane : lanes_) {
+      s.direct_loads += lane->direct_loads.load(std::memory_order_relaxed);  // relaxed: statistic
+    }
     if (blocks_) s.host_polls = blocks_->host_polls();
     return s;
   }
@@ -535,6 +537,7 @@ class PoolCore {
     std::uint32_t express_size = 0;
     std::uint32_t express_callback = 0;
     std::uint64_t express_tag = 0;
+    std::atomic<std::uint64_t> direct_loads{0};  // PoolStats::direct_loads, this lane's share
 #if defined(WEFT_POOL_PROFILE)
     // scripts/probes/lane_profile.cu: TSC cycles per phase (collect, flush, take, load, ring,
     // idle) and counts (rounds, tasks ended, blocks scanned, tasks loaded).
@@ -878,42 +881,42 @@ class PoolCore {
   }
 
   // ---- the direct load: a single push into an idle standby slot (see push) ----
-  // Under the pusher's shard lock: claims a lane's offered standby slot (home lane first),
-  // counts the task accepted, writes the slot, publishes READY and hands the task to the
-  // lane. Returns false when no lane offers one. A task on an idle pool so skips two
-  // hand-offs between threads (pusher -> queue -> lane), each a few cache-line transfers.
+  // Under the pusher's shard lock: claims the standby slot offered by the shard's home lane
+  // (the lane that takes lone tasks from it, see take_batch), counts the task accepted,
+  // writes the slot, publishes READY and hands the task to the lane. Returns false when that
+  // lane offers none. A task on an idle pool so skips two hand-offs between threads (pusher
+  // -> queue -> lane), each a few cache-line transfers. Only the home lane is asked: looking
+  // at every lane's offer cost a cache miss per lane on every single push
+  // (empty_task_ns_single 178 ns, 313 with 6 lanes, bench/results/h100/probes/gpu-pool-fc6e9c3.md).
   bool push_direct(std::size_t home, const Record& r, std::size_t out, std::uint32_t cb) {
     if (!config_.standby) return false;
-    const std::size_t n = lanes_.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      Lane& lane = *lanes_[(home + i) % n];
-      std::uint32_t offered = kExpressOffered;
-      // acquire: pairs with offer_express's release store (the slot index, and the lane's
-      // reads of the slot's last results, happen before this thread writes the slot).
-      if (lane.express.load(std::memory_order_relaxed) != kExpressOffered ||
-          !lane.express.compare_exchange_strong(offered, kExpressClaimed, std::memory_order_acquire,
-                                                std::memory_order_relaxed)) {
-        continue;
-      }
-      count_accepted(home, out, 1, cb);
-      const std::uint32_t j = lane.express_slot;
-#if defined(WEFT_POOL_TRACE)
-      g_trace_taken.store(trace_now());
-#endif
-      publish_slot(lane, 0, j, r.type, r.payload_size, r.payload);  // READY, release
-      lane.express_tag = r.tag;
-      lane.express_out = static_cast<std::uint32_t>(out);
-      lane.express_type = r.type;
-      lane.express_size = r.payload_size;
-      lane.express_callback = cb;
-      // seq_cst: a release for the fields above (adopt_express acquires), and pairs with
-      // sleep_until_work (the lane counts itself asleep, then looks at this; push then looks
-      // at the count of sleepers).
-      lane.express.store(kExpressFilled, std::memory_order_seq_cst);
-      direct_loads_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
-      return true;
+    Lane& lane = *lanes_[home % lanes_.size()];
+    std::uint32_t offered = kExpressOffered;
+    // acquire: pairs with offer_express's release store (the slot index, and the lane's reads
+    // of the slot's last results, happen before this thread writes the slot).
+    if (lane.express.load(std::memory_order_relaxed) != kExpressOffered ||
+        !lane.express.compare_exchange_strong(offered, kExpressClaimed, std::memory_order_acquire,
+                                              std::memory_order_relaxed)) {
+      return false;
     }
-    return false;
+    count_accepted(home, out, 1, cb);
+    const std::uint32_t j = lane.express_slot;
+#if defined(WEFT_POOL_TRACE)
+    g_trace_taken.store(trace_now());
+#endif
+    publish_slot(lane, 0, j, r.type, r.payload_size, r.payload);  // READY, release
+    lane.express_tag = r.tag;
+    lane.express_out = static_cast<std::uint32_t>(out);
+    lane.express_type = r.type;
+    lane.express_size = r.payload_size;
+    lane.express_callback = cb;
+    // relaxed: a statistic, on the line this thread holds anyway.
+    lane.direct_loads.fetch_add(1, std::memory_order_relaxed);
+    // seq_cst: a release for the fields above (adopt_express acquires), and pairs with
+    // sleep_until_work (the lane counts itself asleep, then looks at this; push then looks at
+    // the count of sleepers).
+    lane.express.store(kExpressFilled, std::memory_order_seq_cst);
+    return true;
   }
   // Offers the standby block's next slot to pushing threads, when it is idle and nothing is
   // queued. The block leaves the free lists meanwhile: the lane never loads it while offered.
@@ -1412,7 +1415,6 @@ class PoolCore {
   std::atomic<std::uint64_t> timed_out_{0};
   std::atomic<std::uint64_t> slots_lost_{0};
   std::atomic<std::uint64_t> scheduler_sleeps_{0};
-  std::atomic<std::uint64_t> direct_loads_{0};
 };
 
 }  // namespace detail
