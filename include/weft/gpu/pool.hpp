@@ -55,9 +55,10 @@ struct PoolOptions {
   /// Output queues tasks can be sent to (indices 0 .. output_queues-1).
   std::size_t output_queues = 1;
   /// Input queue order: FIFO (per pushing thread: the queue is sharded by thread, and lanes
-  /// take from the shards round robin), or by priority (higher first; FIFO among equals; one
-  /// heap: strict with one scheduler lane; with several, each lane takes the best of what is
-  /// queued).
+  /// take from the shards round robin; strict with one scheduler lane, while with several,
+  /// tasks of one thread taken by two lanes at once may enter slots in either order), or by
+  /// priority (higher first; FIFO among equals; one heap: strict with one scheduler lane; with
+  /// several, each lane takes the best of what is queued).
   QueueOrder input_order = QueueOrder::fifo;
   /// Scheduler threads ("lanes"), each owning a contiguous share of the blocks (0: one per 64
   /// blocks, at most 4 and at most a quarter of the hardware threads, on the device backend;
