@@ -242,7 +242,7 @@ class PoolCore {
     const std::size_t home = input_.home();
     bool refused = false;
     std::size_t queued = 0;  // FIFO: the shard's size after this push (under its lock)
-    bool direct = false;     // loaded into a standby slot by this thread (push_direct)
+    Lane* direct = nullptr;  // the lane whose standby slot this thread loaded (push_direct)
     if (fifo) {
       auto& shard = input_.shard(home);
       std::lock_guard<AdaptiveMutex> lock(shard.mutex);
@@ -258,7 +258,7 @@ class PoolCore {
       if (!refused && count == 1 && shard.queue.empty()) {
         direct = push_direct(home, records[0], out, cb);
       }
-      if (!refused && !direct) {
+      if (!refused && direct == nullptr) {
         count_accepted(home, out, count, cb);
         if (as_chunk) {
           shard.queue.push_chunk(chunk);
@@ -270,9 +270,12 @@ class PoolCore {
         queued = shard.queue.size();
       }
     }
-    if (direct) {
-      // seq_cst: pairs with sleep_until_work, as below (push_direct stored FILLED seq_cst).
-      if (sleeping_lanes_.load(std::memory_order_seq_cst) > 0) {
+    if (direct != nullptr) {
+      // seq_cst: pairs with sleep_until_work (the lane sets napping, then looks at its offer;
+      // push_direct stored FILLED, this looks at napping). Only that lane needs to wake: a
+      // look at the count of all sleepers made every direct push pay a futex call while
+      // other lanes slept (push() 4.7 us, bench/results/h100/probes/latency_ab-bff043d.txt).
+      if (direct->napping.load(std::memory_order_seq_cst)) {
         { std::lock_guard<std::mutex> lock(in_mutex_); }  // the sleeper is in its wait, or sees us
         in_cv_.notify_all();  // the lane that offered must wake, not just any lane
       }
@@ -883,13 +886,13 @@ class PoolCore {
   // ---- the direct load: a single push into an idle standby slot (see push) ----
   // Under the pusher's shard lock: claims the standby slot offered by the shard's home lane
   // (the lane that takes lone tasks from it, see take_batch), counts the task accepted,
-  // writes the slot, publishes READY and hands the task to the lane. Returns false when that
-  // lane offers none. A task on an idle pool so skips two hand-offs between threads (pusher
+  // writes the slot, publishes READY and hands the task to the lane. Returns that lane, or nullptr
+  // when it offers none. A task on an idle pool so skips two hand-offs between threads (pusher
   // -> queue -> lane), each a few cache-line transfers. Only the home lane is asked: looking
   // at every lane's offer cost a cache miss per lane on every single push
   // (empty_task_ns_single 178 ns, 313 with 6 lanes, bench/results/h100/probes/gpu-pool-fc6e9c3.md).
-  bool push_direct(std::size_t home, const Record& r, std::size_t out, std::uint32_t cb) {
-    if (!config_.standby) return false;
+  Lane* push_direct(std::size_t home, const Record& r, std::size_t out, std::uint32_t cb) {
+    if (!config_.standby) return nullptr;
     Lane& lane = *lanes_[home % lanes_.size()];
     std::uint32_t offered = kExpressOffered;
     // acquire: pairs with offer_express's release store (the slot index, and the lane's reads
@@ -897,7 +900,7 @@ class PoolCore {
     if (lane.express.load(std::memory_order_relaxed) != kExpressOffered ||
         !lane.express.compare_exchange_strong(offered, kExpressClaimed, std::memory_order_acquire,
                                               std::memory_order_relaxed)) {
-      return false;
+      return nullptr;
     }
     count_accepted(home, out, 1, cb);
     const std::uint32_t j = lane.express_slot;
@@ -916,7 +919,7 @@ class PoolCore {
     // sleep_until_work (the lane counts itself asleep, then looks at this; push then looks at
     // the count of sleepers).
     lane.express.store(kExpressFilled, std::memory_order_seq_cst);
-    return true;
+    return &lane;
   }
   // Offers the standby block's next slot to pushing threads, when it is idle and nothing is
   // queued. The block leaves the free lists meanwhile: the lane never loads it while offered.
@@ -1321,7 +1324,9 @@ class PoolCore {
     // Before the look at the shards below: a lone task pushed after that look is seen by a
     // lane woken by the push (under in_mutex_, so it sees this flag) and taken by it even
     // if it is not the task's home lane.
-    lane.napping.store(true, std::memory_order_relaxed);  // relaxed: ordered by in_mutex_
+    // seq_cst: also pairs with push's look at napping after a direct load (this sets it, then
+    // looks at the offer below; the pusher stores FILLED, then looks at napping).
+    lane.napping.store(true, std::memory_order_seq_cst);
     // seq_cst: pairs with push (it stores a shard's size, then looks at this count; this
     // counts itself, then looks at the sizes): a push either sees a sleeper and notifies under
     // in_mutex_, or its task is seen here.
