@@ -110,6 +110,7 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
   so.samples = o.samples;
   so.warmups = 1;
   Suite suite("cpu", so);
+  suite.record_host_handoff("start");  // which kind of machine instance this run had
   // sparselu, multisort and alignment run the same kernels in every runtime and differ only
   // by ~1% of scheduling; their run-to-run spread on a 2-core VM is 10-30%, so they get three
   // times the rounds for a median that a lucky or unlucky run does not decide.
@@ -432,6 +433,7 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
                  suite.metrics()[suite.metrics().size() - 2].median(),
                  suite.metrics().back().median());
   }
+  suite.record_host_handoff("end");
   return suite;
 }
 

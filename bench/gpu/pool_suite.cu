@@ -287,6 +287,7 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
   so.samples = o.samples;
   so.warmups = 1;
   Suite suite("gpu-pool", so);
+  suite.record_host_handoff("start");  // which kind of machine instance this run had
   const std::uint64_t n_batched = o.quick ? 100'000 : 1'000'000;
   const std::uint64_t n_single = o.quick ? 40'000 : 200'000;
   const int n_launch = o.quick ? 2'000 : 20'000;
@@ -527,6 +528,7 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
   cudaGraphDestroy(graph);
   for (auto& s : streams) cudaStreamDestroy(s);
   cudaStreamDestroy(stream);
+  suite.record_host_handoff("end");
   return suite;
 }
 

@@ -136,6 +136,7 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
   so.warmups = 1;
   so.settle_ms = 20;
   Suite suite("graph", so);
+  suite.record_host_handoff("start");  // which kind of machine instance this run had
   cpu::Executor executor;
   wg::RuntimeOptions ro;
   ro.device = o.device == "emulated" ? wg::DeviceKind::emulated : wg::DeviceKind::cuda;
@@ -261,6 +262,7 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
     wg::ModelStore store(o.models_db);
     rt.models().save(store, o.machine);
   }
+  suite.record_host_handoff("end");
   return suite;
 }
 

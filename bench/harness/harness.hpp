@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "host_health.hpp"
+
 namespace weft::bench {
 
 enum class Better { lower, higher };
@@ -76,6 +78,11 @@ class Suite {
   void measure(const std::string& name, const std::string& unit, Better better, const Runner& run);
 
   void add_metric(Metric m) { metrics_.push_back(std::move(m)); }
+  /// Records `host_handoff_ns_<when>` (host_health.hpp): how fast this machine instance hands
+  /// a cache line between threads, so that runs from different instances can be told apart.
+  void record_host_handoff(const std::string& when) {
+    add_metric(Metric{"host_handoff_ns_" + when, "ns", Better::lower, {host_handoff_ns()}});
+  }
   /// Records the GPUs the suite ran on (the JSON's machine.gpu and machine.gpus).
   void set_gpu(std::string name, int count) {
     gpu_name_ = std::move(name);
