@@ -1,0 +1,132 @@
+/* spec/lone_tasks.pml - the GPU pool's rule that a lone task is left to its shard's home lane
+ * while that lane is awake (include/weft/gpu/detail/pool_core.hpp: take_batch's `leave`,
+ * Lane::napping, sleep_until_work, push) as a Promela model for spin.
+ *
+ * Two scheduler lanes; lane 0 is the home lane of the one input shard modelled. A pushing
+ * thread pushes N tasks one at a time and waits for each to be taken (a taken task is loaded
+ * and will run: the slots are not modelled here, spec/slot_protocol.pml has them), then a
+ * closer stops the lanes. What is modelled, with the real code's steps:
+ *  - a push takes the shard's lock, queues the task, unlocks, stores the shard's size hint
+ *    (after the unlock) and, if the count of sleeping lanes is not 0, wakes ONE waiting lane
+ *    (notify_one: either);
+ *  - a lane's round: if the hint is > 0, it takes from the shard unless the shard holds one
+ *    task, the lane is not its home and the home lane does not nap (the rule); taking is a
+ *    try_lock, one task, the hint set to the true size, unlock;
+ *  - a lane may, at any point of its loop, nap (napping set, a pause, napping cleared: the
+ *    20 us nap between polls of long tasks) or sleep: napping set, then under the sleep lock
+ *    it looks for work (a hint > 0, stop) and waits if there is none, until notified;
+ *  - the closer sets stop and wakes every sleeping lane.
+ * Memory is sequentially consistent (the real code's seq_cst pairings make that sound).
+ *
+ * Checked (scripts/check-spin.sh): every task is taken exactly once, and no execution lets a
+ * task wait forever: a search for non-progress cycles under weak fairness (progress = a task
+ * taken, or the pusher done) finds none, and there is no invalid end state. A mutant must be
+ * caught: a sleeping lane that does not set napping (the others would leave its lone task to
+ * it forever, spinning: a non-progress cycle).
+ */
+#ifndef N
+#define N 2
+#endif
+#ifndef MUTANT
+#define MUTANT 0 /* scripts/check-spin.sh: 1 is a known bug the check must catch */
+#endif
+#define L 2
+
+byte qn = 0;        /* tasks queued in the shard (under its lock) */
+byte sz = 0;        /* the shard's size hint */
+bit shard_lock = 0;
+bit napping[L];
+byte sleeping = 0;  /* lanes in sleep_until_work (sleeping_lanes_) */
+bit waiting[L];     /* the lane waits on the condition variable */
+bit stop = 0;
+byte taken = 0;     /* tasks taken by a lane */
+byte pushed = 0;
+bit pusher_done = 0;
+
+inline notify_one() {  /* lock the sleep mutex, unlock, wake one waiter if any */
+  atomic {
+    if
+    :: waiting[0] -> waiting[0] = 0
+    :: waiting[1] -> waiting[1] = 0
+    :: else -> skip
+    fi
+  }
+}
+
+proctype pusher() {
+  byte v;
+  do
+  :: pushed < N ->
+     atomic { shard_lock == 0 -> shard_lock = 1 };
+     qn++;
+     v = qn;
+     shard_lock = 0;
+     sz = v;  /* after the unlock: may be stale when it lands */
+     pushed++;
+     if :: sleeping > 0 -> notify_one() :: else -> skip fi;
+     (taken == pushed)  /* wait until it was taken */
+  :: else -> break
+  od;
+progress_done:
+  pusher_done = 1
+}
+
+proctype lane(byte me) {
+  bit got;
+  do
+  :: stop -> break
+  :: !stop ->
+     /* take, unless the rule leaves the lone task to the home lane (lane 0) */
+     if
+     :: (sz > 0 && !(sz == 1 && me != 0 && !napping[0])) ->
+        atomic { if :: shard_lock == 0 -> shard_lock = 1; got = 1 :: else -> got = 0 fi };
+        if
+        :: got ->
+           if
+           :: qn > 0 ->
+              qn--;
+progress_taken:
+              taken++
+           :: else -> skip
+           fi;
+           sz = qn;
+           shard_lock = 0
+        :: else -> skip
+        fi
+     :: else -> skip
+     fi;
+     /* idle: nap, sleep, or go round again */
+     if
+     :: true -> skip
+     :: true -> napping[me] = 1; napping[me] = 0  /* the 20 us nap */
+     :: true ->
+#if MUTANT == 1  /* bug 1: a sleeping lane does not say so */
+        skip;
+#else
+        napping[me] = 1;
+#endif
+        sleeping++;
+        atomic { if :: (stop || sz > 0) -> skip :: else -> waiting[me] = 1 fi };
+        (waiting[me] == 0);
+        sleeping--;
+        napping[me] = 0
+     fi
+  od
+}
+
+proctype closer() {
+  (pusher_done);
+  stop = 1;
+  atomic { waiting[0] = 0; waiting[1] = 0 }
+}
+
+init {
+  atomic {
+    run lane(0);
+    run lane(1);
+    run pusher();
+    run closer()
+  }
+  (_nr_pr == 1);
+  assert(taken == N && qn == 0)
+}
