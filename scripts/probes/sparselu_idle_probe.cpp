@@ -7,7 +7,8 @@
 // Alternates weft, a second weft (S2 set) and TBB; medians of `reps` factorisations, phase
 // figures summed over all of them and divided by reps.
 // Environment: S=<us> / S2=<us> set ExecutorOptions::spin_before_sleep of the two weft
-// executors, SETTLE=<ms> sleeps before each run (as the bench's harness does, 50 ms).
+// executors, SETTLE=<ms> sleeps before each run (as the bench's harness does, 50 ms), PREFILL
+// allocates the fill-in blocks before the timing.
 // Build from the repository root after `make` (build/ as the Makefile makes it):
 //   g++ -O3 -DNDEBUG -std=c++20 -Iinclude -Ibench scripts/probes/sparselu_idle_probe.cpp \
 //     build/bench/libweft_bench.a build/src/libweft.a -ltbb -fopenmp -lhwloc -lstarpu-1.3 \
@@ -156,6 +157,19 @@ struct TbbGroup {
 
 }  // namespace
 
+// PREFILL: every block the factorisation fills in is allocated (zeros) before the timing, so
+// that no spawn loop allocates and clears blocks between tasks.
+void prefill(SparseMatrix& m) {
+  for (int k = 0; k < m.nb; ++k) {
+    for (int i = k + 1; i < m.nb; ++i) {
+      if (m.at(i, k) == nullptr) continue;
+      for (int j = k + 1; j < m.nb; ++j) {
+        if (m.at(k, j) != nullptr) (void)common::ensure_block(m, i, j);
+      }
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::atoi(argv[1]) : 15;
   constexpr int kWorkers = 2;
@@ -177,6 +191,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < reps; ++r) {
     for (int c = 0; c < contenders; ++c) {
       SparseMatrix m = weft::bench::cpu::sparselu_input(32, 64);
+      if (std::getenv("PREFILL") != nullptr) prefill(m);
       if (const char* s = std::getenv("SETTLE")) {
         std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(s)));
       }
