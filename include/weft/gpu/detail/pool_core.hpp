@@ -891,9 +891,10 @@ class PoolCore {
   // (the lane that takes lone tasks from it, see take_batch), counts the task accepted,
   // writes the slot, publishes READY and hands the task to the lane. Returns that lane, or nullptr
   // when it offers none. A task on an idle pool so skips two hand-offs between threads (pusher
-  // -> queue -> lane), each a few cache-line transfers. Only the home lane is asked: looking
-  // at every lane's offer cost a cache miss per lane on every single push
-  // (empty_task_ns_single 178 ns, 313 with 6 lanes, bench/results/h100/probes/gpu-pool-fc6e9c3.md).
+  // -> queue -> lane), each a few cache-line transfers. Only the home lane is asked: one line
+  // read per single push, where asking every lane would read one per lane. (Measured no
+  // better or worse: the bench's single-push figures spread 80-210 ns either way, and with 6
+  // or 8 lanes they were 270-400 ns before direct loads existed; bench/results/h100/probes/.)
   Lane* push_direct(std::size_t home, const Record& r, std::size_t out, std::uint32_t cb) {
     if (!config_.standby) return nullptr;
     Lane& lane = *lanes_[home % lanes_.size()];
