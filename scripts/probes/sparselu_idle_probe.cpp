@@ -179,6 +179,8 @@ int main(int argc, char** argv) {
     eo.workers = kWorkers;
     if (const char* s = std::getenv(env))
       eo.spin_before_sleep = std::chrono::microseconds(std::atoi(s));
+    if (const char* s = std::getenv("PRIV")) eo.private_bound = std::strtoul(s, nullptr, 10);
+    if (const char* s = std::getenv("PUB")) eo.public_bound = std::strtoul(s, nullptr, 10);
     return eo;
   };
   weft::cpu::Executor ex(options("S"));
