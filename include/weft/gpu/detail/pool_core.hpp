@@ -488,6 +488,14 @@ class PoolCore {
     std::uint32_t callback = 0;
     bool lost = false;  // delivered as timed_out; the block still runs it
     Clock::time_point loaded{};
+
+    static SlotMeta of(std::uint64_t tag, std::uint32_t out, std::uint32_t type, std::uint32_t size,
+                       std::uint32_t callback, Clock::time_point loaded) {
+      return SlotMeta{tag, out, type, size, callback, false, loaded};
+    }
+    static SlotMeta of(const Entry& e, Clock::time_point loaded) {
+      return of(e.tag, e.out, e.type, e.payload_size, e.callback, loaded);
+    }
   };
   // A block's ring as its lane sees it. Slots are loaded and collected in ring order, so two
   // counters say everything: slot `loaded % depth` is the next to load, `collected % depth`
@@ -538,11 +546,7 @@ class PoolCore {
     // touches nothing else of the lane.
     alignas(64) std::atomic<std::uint32_t> express{kExpressNone};
     std::uint32_t express_slot = 0;
-    std::uint32_t express_out = 0;
-    std::uint32_t express_type = 0;
-    std::uint32_t express_size = 0;
-    std::uint32_t express_callback = 0;
-    std::uint64_t express_tag = 0;
+    SlotMeta express_meta;  // the filled task's record; `loaded` set when adopted
     std::atomic<std::uint64_t> direct_loads{0};  // PoolStats::direct_loads, this lane's share
 #if defined(WEFT_POOL_PROFILE)
     // scripts/probes/lane_profile.cu: TSC cycles per phase (collect, flush, take, load, ring,
@@ -858,14 +862,7 @@ class PoolCore {
   // Writes a reserved slot and publishes it (READY).
   void write_slot(Lane& lane, std::uint32_t b, std::uint32_t j, const Entry& e,
                   Clock::time_point now) {
-    SlotMeta& m = lane.meta[b * depth_ + j];
-    m.tag = e.tag;
-    m.out = e.out;
-    m.type = e.type;
-    m.size = e.payload_size;
-    m.callback = e.callback;
-    m.lost = false;
-    m.loaded = now;
+    lane.meta[b * depth_ + j] = SlotMeta::of(e, now);
     publish_slot(lane, b, j, e.type, e.payload_size, e.payload);
   }
   // The slot's memory: header and payload, then READY. Touches nothing else of the lane (a
@@ -912,11 +909,8 @@ class PoolCore {
     g_trace_taken.store(trace_now());
 #endif
     publish_slot(lane, 0, j, r.type, r.payload_size, r.payload);  // READY, release
-    lane.express_tag = r.tag;
-    lane.express_out = static_cast<std::uint32_t>(out);
-    lane.express_type = r.type;
-    lane.express_size = r.payload_size;
-    lane.express_callback = cb;
+    lane.express_meta =
+        SlotMeta::of(r.tag, static_cast<std::uint32_t>(out), r.type, r.payload_size, cb, {});
     // relaxed: a statistic, on the line this thread holds anyway.
     lane.direct_loads.fetch_add(1, std::memory_order_relaxed);
     // seq_cst: a release for the fields above (adopt_express acquires), and pairs with
@@ -930,9 +924,11 @@ class PoolCore {
   void offer_express(Lane& lane) {
     if (!config_.standby) return;
     const BlockMeta& b0 = lane.blocks[0];
-    if (b0.in_flight() != 0 || b0.lost != 0 || b0.level == kNil || queued_count() != 0) return;
     // relaxed: only this lane moves it from NONE.
-    if (lane.express.load(std::memory_order_relaxed) != kExpressNone) return;
+    if (b0.in_flight() != 0 || b0.lost != 0 || b0.level == kNil ||
+        lane.express.load(std::memory_order_relaxed) != kExpressNone || queued_count() != 0) {
+      return;
+    }
     unlink(lane, 0);
     lane.express_slot = b0.loaded % depth_;
     // release: pairs with the pusher's acquire CAS; the slot's index, and this lane's reads of
@@ -957,12 +953,7 @@ class PoolCore {
     if (lane.express.load(std::memory_order_acquire) != kExpressFilled) return false;
     const std::uint32_t j = reserve_slot(lane, 0, now);  // = express_slot: nothing moved since
     SlotMeta& m = lane.meta[j];                          // block 0: meta[0 * depth_ + j]
-    m.tag = lane.express_tag;
-    m.out = lane.express_out;
-    m.type = lane.express_type;
-    m.size = lane.express_size;
-    m.callback = lane.express_callback;
-    m.lost = false;
+    m = lane.express_meta;
     m.loaded = now;  // the watchdog counts from here, at most a round after the push
     // relaxed: the lane's own state from here on; the next OFFERED releases.
     lane.express.store(kExpressNone, std::memory_order_relaxed);
@@ -1006,11 +997,9 @@ class PoolCore {
   std::size_t collect(Lane& lane, Clock::time_point now) {
     // The control lines a block wrote are cache misses (the GPU's write over PCIe invalidated
     // them): ask for all of them first, so that the misses overlap instead of queueing.
-    for (const std::uint32_t b : lane.active) {
-      __builtin_prefetch(layout_.states(lane.first + b), 0, 0);
-    }
     // Likewise the first slot each block may have finished (header, status and results).
     for (const std::uint32_t b : lane.active) {
+      __builtin_prefetch(layout_.states(lane.first + b), 0, 0);
       const std::uint32_t j = lane.blocks[b].collected % depth_;
       prefetch_slot(lane, b, j, lane.meta[b * depth_ + j].size, false);
     }
@@ -1133,14 +1122,8 @@ class PoolCore {
   }
   std::size_t cancel_batch(Lane& lane) {
     const std::size_t n = lane.batch.size();
-    SlotMeta m;
     for (const Entry& e : lane.batch) {
-      m.tag = e.tag;
-      m.out = e.out;
-      m.type = e.type;
-      m.size = e.payload_size;
-      m.callback = e.callback;
-      stage(lane, m, TaskStatus::cancelled, e.payload);
+      stage(lane, SlotMeta::of(e, Clock::time_point{}), TaskStatus::cancelled, e.payload);
     }
     lane.batch.clear();
     flush(lane, n);
