@@ -4,9 +4,9 @@
 # EXIT), spec/block_roles.pml (one block's loader, task threads and publisher against a
 # ring of 1 to 3 slots), spec/direct_load.pml (a lane's standby slot offered to pushing
 # threads, with sleeping and shutdown) and spec/lone_tasks.pml (lone tasks left to their home
-# lane: no task waits forever). Fails when spin finds an error or did not explore the whole state space, and also
-# when spin does NOT find the error in one of the model's mutants (known protocol bugs: the
-# check must be able to fail).
+# lane: no task waits forever). Fails when spin finds an error or did not explore the whole
+# state space, and also when spin does NOT find the error in one of the models' mutants (known
+# protocol bugs: the check must be able to fail).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 command -v spin >/dev/null || { echo "check-spin: SKIPPED: spin is not installed (make deps)"; exit 77; }
@@ -15,80 +15,14 @@ trap 'rm -rf "$work"' EXIT
 cp "$root/spec/slot_protocol.pml" "$root/spec/block_roles.pml" "$root/spec/direct_load.pml" \
   "$root/spec/lone_tasks.pml" "$work/"
 cd "$work"
-check() {  # K T MUTANT; prints the error count of an exhaustive search of $model
-  spin -a -DK=$1 -DT=$2 -DMUTANT=$3 $model > spin.log
-  cc -O2 -DSAFETY -o pan pan.c
-  ./pan -m100000 > pan.log 2>&1 || true
-  sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.log | head -n1
-}
-# verify MODEL LABEL "K..." "T..." : exhaustive search for each K and T (no error, whole state
-# space), then mutants 1-3 at K=2 T=3, each of which must be caught.
-verify() {
-  model=$1
-  local label=$2 ks=$3 ts=$4 k t mutant errors states
-  for k in $ks; do
-    for t in $ts; do
-      errors=$(check $k $t 0)
-      states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' pan.log | head -n1)
-      if [[ "$errors" != "0" ]] || grep -q "max search depth too small" pan.log; then
-        cat pan.log
-        echo "check-spin: $label K=$k T=$t FAILED"
-        exit 1
-      fi
-      echo "check-spin: $label, $k slot(s), $t tasks: no errors, $states states, exhaustive"
-    done
-  done
-  for mutant in 1 2 3; do
-    errors=$(check 2 3 $mutant)
-    if [[ -z "$errors" || "$errors" == "0" ]]; then
-      cat pan.log
-      echo "check-spin: $label mutant $mutant (a known bug) was NOT caught"
-      exit 1
-    fi
-    echo "check-spin: $label mutant $mutant caught ($(grep -m1 -oE 'assertion violated.*|invalid end state.*' pan.log))"
-  done
-}
-verify slot_protocol.pml "2 blocks (slot protocol)" "1 2" "3 5"
-verify block_roles.pml "one block's roles" "1 2 3" "3 4"
-
-# spec/direct_load.pml: one lane, its standby block's ring of K slots, 2 threads pushing N
-# single tasks each, shutdown after the last result (CLOSE_EARLY=0) or at any moment (1; N=2
-# there needs ~6 GB, so N=1). Mutants 1-3 must be caught with CLOSE_EARLY=0, 4 with 1.
-direct() {  # K N CLOSE_EARLY MUTANT; prints the error count
-  spin -a -DK=$1 -DN=$2 -DCLOSE_EARLY=$3 -DMUTANT=$4 direct_load.pml > spin.log
-  cc -O2 -DSAFETY -o pan pan.c
-  ./pan -m100000 > pan.log 2>&1 || true
-  sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.log | head -n1
-}
-for config in "1 1 0" "1 2 0" "2 1 0" "2 2 0" "1 1 1" "2 1 1"; do
-  read -r k n early <<< "$config"
-  errors=$(direct $k $n $early 0)
-  states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' pan.log | head -n1)
-  if [[ "$errors" != "0" ]] || grep -qE "max search depth too small|out of memory" pan.log; then
-    cat pan.log
-    echo "check-spin: direct loads K=$k N=$n CLOSE_EARLY=$early FAILED"
-    exit 1
-  fi
-  echo "check-spin: direct loads, $k slot(s), 2 x $n tasks, close early $early: no errors, $states states, exhaustive"
-done
-for config in "1 2 2 0" "2 2 2 0" "3 2 2 0" "4 2 1 1"; do
-  read -r mutant k n early <<< "$config"
-  errors=$(direct $k $n $early $mutant)
-  if [[ -z "$errors" || "$errors" == "0" ]]; then
-    cat pan.log
-    echo "check-spin: direct loads mutant $mutant (a known bug) was NOT caught"
-    exit 1
-  fi
-  echo "check-spin: direct loads mutant $mutant caught ($(grep -m1 -oE 'assertion violated.*|invalid end state.*' pan.log))"
-done
-
-# spec/lone_tasks.pml: two lanes, a shard whose home is lane 0, one thread pushing N lone tasks
-# and waiting for each to be taken. Liveness: no non-progress cycle under weak fairness (a
-# task left to a sleeping home lane forever would be one), plus the safety search; mutant 1 (a
-# sleeping lane that does not set napping) must show a non-progress cycle.
-lone() {  # N MUTANT MODE(np|safety); prints the error count
-  spin -a -DN=$1 -DMUTANT=$2 lone_tasks.pml > spin.log
-  if [[ $3 == np ]]; then
+# search MODEL MODE DEFINES...: builds the model's verifier and searches the whole state space;
+# MODE safety: assertions and invalid end states (deadlock, a process that never ends); MODE
+# np: non-progress cycles under weak fairness. Prints the error count (empty if none printed).
+search() {
+  local model=$1 mode=$2
+  shift 2
+  spin -a "$@" "$model" > spin.log
+  if [[ $mode == np ]]; then
     cc -O2 -DNP -o pan pan.c
     ./pan -m100000 -l -f > pan.log 2>&1 || true
   else
@@ -97,22 +31,77 @@ lone() {  # N MUTANT MODE(np|safety); prints the error count
   fi
   sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.log | head -n1
 }
-for n in 1 2 3; do
-  for mode in np safety; do
-    errors=$(lone $n 0 $mode)
-    states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' pan.log | head -n1)
-    if [[ "$errors" != "0" ]] || grep -qE "max search depth too small|out of memory" pan.log; then
-      cat pan.log
-      echo "check-spin: lone tasks N=$n ($mode) FAILED"
-      exit 1
-    fi
-    echo "check-spin: lone tasks, $n task(s), $mode: no errors, $states states, exhaustive"
+# clean LABEL MODEL MODE DEFINES...: no error, and the whole state space explored.
+clean() {
+  local label=$1 errors states
+  shift
+  errors=$(search "$@")
+  states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' pan.log | head -n1)
+  if [[ "$errors" != "0" ]] || grep -qE "max search depth too small|out of memory" pan.log; then
+    cat pan.log
+    echo "check-spin: $label FAILED"
+    exit 1
+  fi
+  echo "check-spin: $label: no errors, $states states, exhaustive"
+}
+# caught LABEL MODEL MODE DEFINES...: a mutant (a known bug) whose error the search must find.
+caught() {
+  local label=$1 errors
+  shift
+  errors=$(search "$@")
+  if [[ -z "$errors" || "$errors" == "0" ]]; then
+    cat pan.log
+    echo "check-spin: $label (a known bug) was NOT caught"
+    exit 1
+  fi
+  echo "check-spin: $label caught ($(grep -m1 -oE \
+    'assertion violated.*|invalid end state.*|non-progress cycle.*' pan.log))"
+}
+
+# The slot protocol, 2 blocks with rings of K slots, T tasks; mutants at K=2 T=3.
+for k in 1 2; do
+  for t in 3 5; do
+    clean "2 blocks (slot protocol), $k slot(s), $t tasks" slot_protocol.pml safety \
+      -DK=$k -DT=$t -DMUTANT=0
   done
 done
-errors=$(lone 2 1 np)
-if [[ -z "$errors" || "$errors" == "0" ]]; then
-  cat pan.log
-  echo "check-spin: lone tasks mutant 1 (a known bug) was NOT caught"
-  exit 1
-fi
-echo "check-spin: lone tasks mutant 1 caught ($(grep -m1 -oE 'non-progress cycle.*|invalid end state.*' pan.log | head -n1))"
+for mutant in 1 2 3; do
+  caught "2 blocks (slot protocol) mutant $mutant" slot_protocol.pml safety -DK=2 -DT=3 \
+    -DMUTANT=$mutant
+done
+
+# One block's roles against a ring of K slots, T tasks; mutants at K=2 T=3.
+for k in 1 2 3; do
+  for t in 3 4; do
+    clean "one block's roles, $k slot(s), $t tasks" block_roles.pml safety -DK=$k -DT=$t \
+      -DMUTANT=0
+  done
+done
+for mutant in 1 2 3; do
+  caught "one block's roles mutant $mutant" block_roles.pml safety -DK=2 -DT=3 -DMUTANT=$mutant
+done
+
+# spec/direct_load.pml: one lane, its standby block's ring of K slots, 2 threads pushing N
+# single tasks each, shutdown after the last result (CLOSE_EARLY=0) or at any moment (1; N=2
+# there needs ~6 GB, so N=1). Mutants 1-3 must be caught with CLOSE_EARLY=0, 4 with 1.
+for config in "1 1 0" "1 2 0" "2 1 0" "2 2 0" "1 1 1" "2 1 1"; do
+  read -r k n early <<< "$config"
+  clean "direct loads, $k slot(s), 2 x $n tasks, close early $early" direct_load.pml safety \
+    -DK=$k -DN=$n -DCLOSE_EARLY=$early -DMUTANT=0
+done
+for config in "1 2 2 0" "2 2 2 0" "3 2 2 0" "4 2 1 1"; do
+  read -r mutant k n early <<< "$config"
+  caught "direct loads mutant $mutant" direct_load.pml safety -DK=$k -DN=$n \
+    -DCLOSE_EARLY=$early -DMUTANT=$mutant
+done
+
+# spec/lone_tasks.pml: two lanes, a shard whose home is lane 0, one thread pushing N lone tasks
+# and waiting for each to be taken. Liveness: no non-progress cycle under weak fairness (a
+# task left to a sleeping home lane forever would be one), plus the safety search; mutant 1 (a
+# sleeping lane that does not set napping) must show a non-progress cycle.
+for n in 1 2 3; do
+  for mode in np safety; do
+    clean "lone tasks, $n task(s), $mode" lone_tasks.pml $mode -DN=$n -DMUTANT=0
+  done
+done
+caught "lone tasks mutant 1" lone_tasks.pml np -DN=2 -DMUTANT=1
