@@ -2,7 +2,8 @@
 // queue entries (the pusher's work in Pool::push_batch, without the pool), 4096 at a time,
 // into recycled vectors as the input queue does. (a) every record once (10^6 records, 48 MB:
 // read from memory, as `weft bench gpu-pool` pushes them); (b) 4096 records over and over
-// (in cache: the write side alone). If (a) costs about what the pusher spends per task in
+// (in cache: the write side alone); each also with the payload copied by a memcpy of its
+// run-time size, as before d423a6a. If (a) costs about what the pusher spends per task in
 // push_batch (scripts/probes/lane_profile.cu), the batched push is bound by this copy.
 // Build and run from the repository root:
 //   g++ -O2 -std=c++20 -Iinclude scripts/probes/push_copy_probe.cpp -o /tmp/push_copy_probe &&
@@ -19,9 +20,12 @@ struct Entry {  // PoolCore::Entry's layout
   std::uint32_t type, payload_size;
   std::uint64_t tag;
   std::uint32_t out, callback;
-  alignas(16) unsigned char payload[16];
+  unsigned char payload[16];
 };
 
+// Whole: the payload copied as PoolCore does (detail::copy_payload: all 16 bytes, a fixed-size
+// move); else by a memcpy of the record's run-time payload_size, as it was before d423a6a.
+template <bool Whole>
 double copy_ns(const std::vector<Record>& records, std::size_t n,
                std::vector<std::vector<Entry>>& spares) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -37,7 +41,11 @@ double copy_ns(const std::vector<Record>& records, std::size_t n,
       e.tag = r.tag;
       e.out = 0;
       e.callback = 0;
-      weft::gpu::detail::copy_payload<16>(e.payload, r.payload, r.payload_size);
+      if constexpr (Whole) {
+        weft::gpu::detail::copy_payload<16>(e.payload, r.payload, r.payload_size);
+      } else {
+        std::memcpy(e.payload, r.payload, r.payload_size);
+      }
       chunk.push_back(e);
     }
   }
@@ -54,8 +62,10 @@ int main() {
   for (auto& s : spares) s.reserve(4096);
   for (int rep = 0; rep < 3; ++rep) {
     std::printf(
-        "rep %d: (a) 10^6 records from memory %.1f ns/record; (b) 4096 in cache %.1f ns/record\n",
-        rep, copy_ns(all, n, spares), copy_ns(few, n, spares));
+        "rep %d: (a) 10^6 records from memory %.1f ns/record; (b) 4096 in cache %.1f ns/record; "
+        "with a memcpy of the run-time size: (a) %.1f, (b) %.1f\n",
+        rep, copy_ns<true>(all, n, spares), copy_ns<true>(few, n, spares),
+        copy_ns<false>(all, n, spares), copy_ns<false>(few, n, spares));
   }
   return 0;
 }
