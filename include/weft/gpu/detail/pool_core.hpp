@@ -98,8 +98,10 @@ namespace detail {
 
 /// Copies a payload of `size` bytes between buffers of at least `Capacity` bytes (records,
 /// queue entries, slots). Small capacities are copied whole, as fixed-size moves the compiler
-/// turns into a few vector instructions: a memcpy call of a run-time size cost more than the
-/// copy itself on the pool's per-task paths. The bytes past `size` carry no meaning.
+/// turns into a few vector instructions: a memcpy call of a run-time size made a queue entry's
+/// copy 3x slower (2.5 against 7.8-9.3 ns per record in cache on the 2-core VM,
+/// bench/results/cpu2/probes/push_copy_probe-c4680b1.txt). The bytes past `size` carry no
+/// meaning.
 template <std::size_t Capacity>
 inline void copy_payload(void* to, const void* from, std::size_t size) noexcept {
   if constexpr (Capacity <= 64) {
@@ -452,8 +454,10 @@ class PoolCore {
     std::uint64_t tag;
     std::uint32_t out;
     std::uint32_t callback;
-    // Not 16-byte aligned: 40 bytes per entry with 16-byte payloads instead of 48 (the
-    // pusher's copy of a batch is bound by memory traffic; copies need no alignment).
+    // Not 16-byte aligned: 40 bytes per entry with 16-byte payloads instead of 48 (copies
+    // need no alignment, and the copy of a batch is all of the pusher's time in push_batch:
+    // bench/results/h200/probes/lane_profile-fc6e9c3.txt; the smaller entry's own gain was not
+    // measurable on a noisy instance, bench/results/h100/probes/entry_ab-d3a6b84.txt).
     unsigned char payload[Capacity];  // payload_size bytes are meaningful
 
     static Entry of(const Record& r, std::size_t out, std::uint32_t callback) {
