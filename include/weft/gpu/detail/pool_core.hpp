@@ -968,14 +968,9 @@ class PoolCore {
   void settle_express(Lane& lane, Clock::time_point now) {
     for (;;) {
       if (adopt_express(lane, now)) return;
-      std::uint32_t offered = kExpressOffered;
-      // relaxed: as in revoke_express. Fails only while a pusher fills it.
-      if (lane.express.compare_exchange_strong(offered, kExpressNone, std::memory_order_relaxed,
-                                               std::memory_order_relaxed)) {
-        link(lane, 0);
-        return;
-      }
-      if (offered == kExpressNone) return;
+      revoke_express(lane);
+      // relaxed: only this lane moves it to NONE; CLAIMED lasts while a pusher fills it.
+      if (lane.express.load(std::memory_order_relaxed) == kExpressNone) return;
       std::this_thread::yield();
     }
   }
