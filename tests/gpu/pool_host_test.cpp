@@ -460,10 +460,20 @@ TEST(Pool, SeveralSchedulerLanesDeliverEveryTaskExactlyOnce) {
   const auto n = static_cast<std::uint32_t>(20'000 * stress_scale()) + 100;
   std::vector<TestPool::Record> batch;
   for (std::uint32_t k = 0; k < n; ++k) batch.push_back(TestPool::Record::make<Small>({k, 0}, k));
+  // Batch lengths on every path of push(): entry by entry (<= 8), copied (< 256) and streamed
+  // (>= 256, PoolCore::kStreamingBatch); batch i goes to output queue i % 2.
+  constexpr std::size_t kLengths[] = {97, 700, 3, 256};
+  std::vector<std::size_t> queue_of(n);
+  for (std::size_t at = 0, i = 0; at < n; ++i) {
+    const std::size_t len = std::min<std::size_t>(kLengths[i % 4], n - at);
+    for (std::size_t k = at; k < at + len; ++k) queue_of[k] = i % 2;
+    at += len;
+  }
   std::thread pusher([&] {
-    for (std::size_t at = 0; at < batch.size(); at += 97) {
-      const std::size_t len = std::min<std::size_t>(97, batch.size() - at);
-      pool.push_batch(std::span<const TestPool::Record>(batch.data() + at, len), at % 2);
+    for (std::size_t at = 0, i = 0; at < n; ++i) {
+      const std::size_t len = std::min<std::size_t>(kLengths[i % 4], n - at);
+      pool.push_batch(std::span<const TestPool::Record>(batch.data() + at, len), i % 2);
+      at += len;
     }
   });
   std::vector<int> seen(n, 0);
@@ -473,7 +483,7 @@ TEST(Pool, SeveralSchedulerLanesDeliverEveryTaskExactlyOnce) {
     TestPool::Record r;
     while (pool.try_pop(r, q)) {
       ++popped;
-      if (r.tag >= n || !r.ok() || r.as<Small>().result != 2 * r.tag) {
+      if (r.tag >= n || !r.ok() || r.as<Small>().result != 2 * r.tag || queue_of[r.tag] != q) {
         ++wrong;
         continue;
       }
