@@ -6,9 +6,11 @@
 // run-time size, as before d423a6a. (c) as (a), but each filled vector is handed to consumer
 // threads that copy its entries out in takes of 256 (as lanes do) and give the emptied vector
 // back for reuse: the pusher's stores then land on lines the consumers' caches hold; with
-// ordinary stores and with streaming stores (detail/streaming_store.hpp, as push() does). If
-// (a) or (c) costs about what the pusher spends per task in push_batch
-// (scripts/probes/lane_profile.cu), the batched push is bound by this copy.
+// ordinary stores and with streaming (non-temporal) stores, which need no line (tried in
+// push() at 2934655 and reverted: no gain on the H100 machine's Xeon,
+// bench/results/h100/probes/stream_ab-2934655.txt). If (a) or (c) costs about what the pusher
+// spends per task in push_batch (scripts/probes/lane_profile.cu), the batched push is bound by
+// this copy.
 // Build and run from the repository root (argument: consumer threads for (c), default 1):
 //   g++ -O2 -std=c++20 -Iinclude scripts/probes/push_copy_probe.cpp -o /tmp/push_copy_probe &&
 //   /tmp/push_copy_probe 1
@@ -22,8 +24,9 @@
 #include <thread>
 #include <vector>
 
+#include <immintrin.h>
+
 #include "weft/gpu/detail/pool_core.hpp"
-#include "weft/gpu/detail/streaming_store.hpp"
 
 using Record = weft::gpu::TaskRecord<16>;
 struct Entry {  // PoolCore::Entry's layout
@@ -33,6 +36,14 @@ struct Entry {  // PoolCore::Entry's layout
   std::uint32_t out, callback;
   unsigned char payload[16];
 };
+
+// *to = e with x86 streaming stores (movnti): five 8-byte words, no read of the line.
+void stream_store(Entry* to, const Entry& e) {
+  long long words[sizeof(Entry) / 8];
+  std::memcpy(words, &e, sizeof(Entry));
+  auto* d = reinterpret_cast<long long*>(to);
+  for (std::size_t i = 0; i < sizeof(Entry) / 8; ++i) _mm_stream_si64(d + i, words[i]);
+}
 
 template <bool Whole>
 Entry entry_of(const Record& r) {
@@ -122,9 +133,9 @@ double handoff_ns(const std::vector<Record>& records, int consumers, std::uint64
     if constexpr (Streaming) {
       chunk.resize(n);
       for (std::size_t k = 0; k < n; ++k) {
-        weft::gpu::detail::stream_store(&chunk[k], entry_of<true>(records[i + k]));
+        stream_store(&chunk[k], entry_of<true>(records[i + k]));
       }
-      weft::gpu::detail::stream_fence();
+      _mm_sfence();  // the streaming stores before the lock's release publishes the vector
     } else {
       chunk.clear();
       for (std::size_t k = 0; k < n; ++k) chunk.push_back(entry_of<true>(records[i + k]));

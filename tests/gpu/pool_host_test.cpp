@@ -460,8 +460,8 @@ TEST(Pool, SeveralSchedulerLanesDeliverEveryTaskExactlyOnce) {
   const auto n = static_cast<std::uint32_t>(20'000 * stress_scale()) + 100;
   std::vector<TestPool::Record> batch;
   for (std::uint32_t k = 0; k < n; ++k) batch.push_back(TestPool::Record::make<Small>({k, 0}, k));
-  // Batch lengths on every path of push(): entry by entry (<= 8), copied (< 256) and streamed
-  // (>= 256, PoolCore::kStreamingBatch); batch i goes to output queue i % 2.
+  // Batch lengths on both paths of push(): entry by entry under the lock (<= 8) and copied
+  // outside it as one chunk; batch i goes to output queue i % 2.
   constexpr std::size_t kLengths[] = {97, 700, 3, 256};
   std::vector<std::size_t> queue_of(n);
   for (std::size_t at = 0, i = 0; at < n; ++i) {

@@ -37,7 +37,6 @@
 #include "weft/gpu/detail/sharded_fifo.hpp"
 #include "weft/gpu/detail/sharded_output.hpp"
 #include "weft/gpu/detail/slot.hpp"
-#include "weft/gpu/detail/streaming_store.hpp"
 #include "weft/gpu/task.hpp"
 
 namespace weft::gpu {
@@ -227,16 +226,7 @@ class PoolCore {
     const bool fifo = order_ == QueueOrder::fifo;
     const bool as_chunk = fifo && count > kShortBatch;
     thread_local std::vector<Entry> chunk;
-    if (as_chunk && count >= kStreamingBatch) {
-      // Written around the cache: the recycled vector's lines are in the lanes' caches
-      // (detail/streaming_store.hpp). resize() writes nothing (Entry's constructor is empty).
-      chunk.resize(count);
-      for (std::size_t k = 0; k < count; ++k) {
-        check_record(records[k]);  // in the copy's pass: one read of the caller's records
-        stream_store(&chunk[k], Entry::of(records[k], out, 0));
-      }
-      stream_fence();  // before the shard lock's release publishes the chunk
-    } else if (as_chunk) {
+    if (as_chunk) {
       chunk.clear();
       chunk.reserve(count);
       for (std::size_t k = 0; k < count; ++k) {
@@ -449,9 +439,6 @@ class PoolCore {
   static constexpr std::uint32_t kExpressNone = 0, kExpressOffered = 1, kExpressClaimed = 2,
                                  kExpressFilled = 3;
   static constexpr std::size_t kShortBatch = 8;  // pushed entry by entry under the lock
-  // From this many tasks a batch is copied with streaming stores (push): shorter ones are
-  // taken while still in the pusher's cache, where ordinary stores serve the lanes better.
-  static constexpr std::size_t kStreamingBatch = 256;
   // A quiet lane asks the blocks whether they are alive this often (a dead kernel's tasks are
   // then delivered as device_failed within about this long).
   static constexpr std::chrono::milliseconds kHealthCheckPeriod{1};
@@ -462,9 +449,6 @@ class PoolCore {
   // whole record, a priority and a sequence number), and the pusher's copy of a batch is most
   // of what a batched push costs.
   struct Entry {
-    // Leaves the fields uninitialised, so that resizing a vector of entries writes nothing
-    // before push() streams the entries in (a value-initialised entry would be zeroed).
-    Entry() {}  // NOLINT(modernize-use-equals-default): = default would zero in resize()
     std::uint32_t type;
     std::uint32_t payload_size;
     std::uint64_t tag;
@@ -488,7 +472,6 @@ class PoolCore {
     }
   };
   static_assert(Capacity != 16 || sizeof(Entry) == 40, "an entry grew: see the comment above");
-  static_assert(kStreamable<Entry>, "push() streams entries: see detail/streaming_store.hpp");
   // The priority queue's element.
   struct Ranked {
     Entry entry;
