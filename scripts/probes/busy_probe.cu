@@ -5,7 +5,7 @@
 // Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -gencode=arch=compute_90,code=sm_90 \
 //     -I../../include busy_probe.cu ../../src/gpu/host_blocks.cpp ../../src/gpu/device_blocks.cu \
-//     -o busy_probe && ./busy_probe [--short]
+//     -o busy_probe && ./busy_probe [--short | --default]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -124,6 +124,13 @@ void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, i
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc > 1 && std::string(argv[1]) == "--default") {
+    // The default pool's blocks (occupancy) with 10 us tasks, as `busy_fraction_10us` in
+    // `weft bench gpu-pool`, with the default lanes and more (build with -DWEFT_POOL_PROFILE
+    // for each lane's cycles per task and blocks visited per round).
+    for (std::size_t lanes : {0, 8, 12}) run(0, 8, lanes, 10'000, 100);
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "--short") {  // the 10 us cases only
     for (std::size_t depth : {8, 32}) run(1, depth, 0, 10'000, 1000);
     run(2, 8, 0, 10'000, 500);

@@ -556,6 +556,9 @@ class PoolCore {
     // scripts/probes/lane_profile.cu: TSC cycles per phase (collect, flush, take, load, ring,
     // idle) and counts (rounds, tasks ended, blocks scanned, tasks loaded).
     std::uint64_t cycles[6] = {}, last = 0, rounds = 0, ended = 0, scanned = 0, loaded = 0;
+    // Inside the phases: collect's prefetch pass, its staging of records, its IDLE stores and
+    // relinks; load's first pass (bookkeeping, prefetch) and second (writing slots).
+    std::uint64_t sub[5] = {};
     void mark(int phase) {
       const std::uint64_t t = __rdtsc();
       cycles[phase] += t - last;
@@ -565,6 +568,17 @@ class PoolCore {
     void mark(int) {}
 #endif
   };
+#if defined(WEFT_POOL_PROFILE)
+#define WEFT_POOL_SUB_BEGIN(name) const std::uint64_t name = __rdtsc()
+#define WEFT_POOL_SUB_END(lane, k, name) (lane).sub[k] += __rdtsc() - (name)
+#else
+#define WEFT_POOL_SUB_BEGIN(name) \
+  do {                            \
+  } while (0)
+#define WEFT_POOL_SUB_END(lane, k, name) \
+  do {                                   \
+  } while (0)
+#endif
 
   void check_out(std::size_t out, const char* who) const {
     if (out >= outputs_.size()) {
@@ -835,15 +849,19 @@ class PoolCore {
   // only) and asks for the slots' lines, the second writes them and publishes READY.
   void load_batch(Lane& lane, Clock::time_point now) {
     lane.targets.clear();
+    WEFT_POOL_SUB_BEGIN(t_pass1);
     for (const Entry& e : lane.batch) {
       const std::uint32_t b = pick_block(lane);
       const std::uint32_t j = reserve_slot(lane, b, now);
       prefetch_slot(lane, b, j, e.payload_size, true);
       lane.targets.emplace_back(b, j);
     }
+    WEFT_POOL_SUB_END(lane, 3, t_pass1);
+    WEFT_POOL_SUB_BEGIN(t_pass2);
     for (std::size_t i = 0; i < lane.batch.size(); ++i) {
       write_slot(lane, lane.targets[i].first, lane.targets[i].second, lane.batch[i], now);
     }
+    WEFT_POOL_SUB_END(lane, 4, t_pass2);
   }
 
   // Takes block b's next slot for a task: the lane's bookkeeping, before the slot is written.
@@ -997,11 +1015,13 @@ class PoolCore {
     // The control lines a block wrote are cache misses (the GPU's write over PCIe invalidated
     // them): ask for all of them first, so that the misses overlap instead of queueing.
     // Likewise the first slot each block may have finished (header, status and results).
+    WEFT_POOL_SUB_BEGIN(t_prefetch);
     for (const std::uint32_t b : lane.active) {
       __builtin_prefetch(layout_.states(lane.first + b), 0, 0);
       const std::uint32_t j = lane.blocks[b].collected % depth_;
       prefetch_slot(lane, b, j, lane.meta[b * depth_ + j].size, false);
     }
+    WEFT_POOL_SUB_END(lane, 0, t_prefetch);
     std::size_t ended = 0;
     for (std::size_t k = 0; k < lane.active.size();) {
       const std::uint32_t b = lane.active[k];
@@ -1038,15 +1058,19 @@ class PoolCore {
         --bm.lost;
         slots_lost_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: statistic
       } else {
+        WEFT_POOL_SUB_BEGIN(t_stage);
         const unsigned char* slot = slot_of(lane, b, j);
         stage(lane, m, static_cast<TaskStatus>(reinterpret_cast<const SlotHeader*>(slot)->status),
               slot + kSlotHeaderBytes);
+        WEFT_POOL_SUB_END(lane, 1, t_stage);
         --lane.unresolved;
         ++ended;
       }
+      WEFT_POOL_SUB_BEGIN(t_idle);
       // relaxed: the block does not act on IDLE; the next READY publishes the next task.
       state_of(lane, b, j)
           .store(static_cast<std::uint32_t>(SlotState::idle), std::memory_order_relaxed);
+      WEFT_POOL_SUB_END(lane, 2, t_idle);
       ++bm.collected;
       changed = true;
     }
@@ -1068,7 +1092,9 @@ class PoolCore {
         changed = true;
       }
     }
+    WEFT_POOL_SUB_BEGIN(t_relink);
     if (changed) relink(lane, b);
+    WEFT_POOL_SUB_END(lane, 2, t_relink);
     return ended;
   }
 
@@ -1301,6 +1327,11 @@ class PoolCore {
                  static_cast<double>(lane.scanned) / static_cast<double>(lane.rounds + 1),
                  lane.cycles[0] * per, lane.cycles[1] * per, lane.cycles[2] * per,
                  lane.cycles[3] * per, lane.cycles[4] * per, lane.cycles[5] * per, total * per);
+    std::fprintf(stderr,
+                 "[profile]   inside: collect's prefetch %.0f, staging %.0f, IDLE stores and "
+                 "relinks %.0f; load's bookkeeping pass %.0f, writing pass %.0f (cycles/task)\n",
+                 lane.sub[0] * per, lane.sub[1] * per, lane.sub[2] * per, lane.sub[3] * per,
+                 lane.sub[4] * per);
 #endif
   }
 
