@@ -116,11 +116,39 @@ std::uint64_t payload_of(unsigned b, unsigned k) { return (std::uint64_t{b} << 3
 
 // The host's side for blocks [first, last): load the first kDepth tasks of each, then collect
 // and reload until every task came back. Returns the number of wrong or out-of-order results.
-std::uint64_t lane_main(const Shared& s, unsigned lane, unsigned first, unsigned last) {
+// Mode "slots" with pieces of the pool's lane added, one bit each (`extras`), to see what each
+// costs: the IDLE store after collecting; collecting every block before reloading any (the
+// pool's two passes, instead of reloading a slot as soon as it is collected); a 40-byte
+// per-slot record written at load and read at collect (PoolCore::SlotMeta); each result
+// staged as a 48-byte record in a vector (PoolCore::stage; the vector is emptied every round,
+// handed to nobody).
+constexpr unsigned kIdleStore = 1, kTwoPass = 2, kSlotMeta = 4, kStage = 8;
+struct Meta {  // as PoolCore::SlotMeta
+  std::uint64_t tag;
+  std::uint32_t out, type, size, callback;
+  bool lost;
+  std::chrono::steady_clock::time_point loaded;
+};
+struct Staged {  // as TaskRecord<16>
+  std::uint32_t type, size;
+  std::uint64_t tag;
+  std::uint32_t status, pad;
+  alignas(16) unsigned char payload[16];
+};
+
+std::uint64_t lane_main(const Shared& s, unsigned lane, unsigned first, unsigned last,
+                        unsigned extras = 0) {
   std::vector<unsigned> loaded(last - first, 0), collected(last - first, 0);
+  std::vector<Meta> meta(extras & kSlotMeta ? static_cast<std::size_t>(last - first) * kDepth : 0);
+  std::vector<Staged> staged;
+  std::vector<unsigned> reload;  // kTwoPass: blocks to reload after the collect pass
+  const auto round_start = std::chrono::steady_clock::now();
   auto load = [&](unsigned b) {
     const unsigned k = loaded[b - first]++;
     const unsigned j = k % kDepth;
+    if (extras & kSlotMeta) {
+      meta[(b - first) * kDepth + j] = Meta{payload_of(b, k), 0, 1, 8, 0, false, round_start};
+    }
     s.slots[b * kDepth + j].payload = payload_of(b, k);
     // release: the payload before READY (pairs with the block's acquire load).
     std::atomic_ref<std::uint32_t>(s.control[b].state[j])
@@ -134,9 +162,29 @@ std::uint64_t lane_main(const Shared& s, unsigned lane, unsigned first, unsigned
   std::uint64_t done = 0;
   auto check = [&](unsigned b, unsigned j, std::uint64_t result) {
     const unsigned k = collected[b - first]++;
-    if (k % kDepth != j || result != 2 * payload_of(b, k) + 1) ++wrong;
+    std::uint64_t expect = payload_of(b, k);
+    if (extras & kSlotMeta) expect = meta[(b - first) * kDepth + j].tag;
+    if (k % kDepth != j || result != 2 * expect + 1) ++wrong;
+    if (extras & kStage) {
+      Staged& r = staged.emplace_back();
+      r.type = 1;
+      r.size = 8;
+      r.tag = expect;
+      r.status = 0;
+      std::memcpy(r.payload, &result, 8);
+    }
+    if (extras & kIdleStore) {
+      // relaxed: as PoolCore::collect_block (the block does not act on IDLE).
+      std::atomic_ref<std::uint32_t>(s.control[b].state[j]).store(0, std::memory_order_relaxed);
+    }
     ++done;
-    if (loaded[b - first] < s.tasks) load(b);
+    if (loaded[b - first] < s.tasks) {
+      if (extras & kTwoPass) {
+        reload.push_back(b);
+      } else {
+        load(b);
+      }
+    }
   };
   if (s.mode == 0) {
     while (done < total) {
@@ -154,6 +202,9 @@ std::uint64_t lane_main(const Shared& s, unsigned lane, unsigned first, unsigned
           check(b, j, s.slots[b * kDepth + j].result);
         }
       }
+      for (const unsigned b : reload) load(b);
+      reload.clear();
+      staged.clear();
     }
   } else {
     Completion* cq = s.cq + static_cast<std::size_t>(lane) * s.cap;
@@ -288,7 +339,8 @@ std::uint64_t queues_lane(const Shared& s, Handoff<Entry>& in, Handoff<Rec>& out
   return 0;
 }
 
-double run(unsigned blocks, unsigned tasks, unsigned lanes, int mode, bool& ok) {
+double run(unsigned blocks, unsigned tasks, unsigned lanes, int mode, bool& ok,
+           unsigned extras = 0) {
   Shared s{};
   s.blocks = blocks;
   s.tasks = tasks;
@@ -367,7 +419,7 @@ double run(unsigned blocks, unsigned tasks, unsigned lanes, int mode, bool& ok) 
   for (unsigned l = 0; mode != 2 && l < lanes; ++l) {
     threads.emplace_back([&, l] {
       const unsigned first = l * per_lane, last = std::min(blocks, first + per_lane);
-      if (first < last) wrong[l] = lane_main(s, l, first, last);
+      if (first < last) wrong[l] = lane_main(s, l, first, last, extras);
     });
   }
   for (auto& t : threads) t.join();
@@ -401,6 +453,14 @@ int main(int argc, char** argv) {
           "completion queue %.1f ns/task\n",
           rep, blocks, tasks, lanes, a, b);
     }
+    std::printf("rep %d, 1 host thread, slots with the pool's pieces (ns/task):", rep);
+    for (unsigned extras : {0u, kIdleStore, kTwoPass, kSlotMeta, kStage, 15u}) {
+      std::printf(" %s%s%s%s%s %.1f;", extras == 0 ? "none" : "",
+                  extras & kIdleStore ? "+idle" : "", extras & kTwoPass ? "+two-pass" : "",
+                  extras & kSlotMeta ? "+meta" : "", extras & kStage ? "+stage" : "",
+                  run(blocks, tasks, 1, 0, ok, extras));
+    }
+    std::printf("\n");
     const double c = run(blocks, tasks, 1, 2, ok);
     std::printf(
         "rep %d, %u blocks x %u tasks, 1 host thread + pusher + popper: slots + queues "

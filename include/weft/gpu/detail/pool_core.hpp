@@ -1016,9 +1016,13 @@ class PoolCore {
   std::size_t collect(Lane& lane, Clock::time_point now) {
     // The control lines a block wrote are cache misses (the GPU's write over PCIe invalidated
     // them): ask for all of them first, so that the misses overlap instead of queueing.
+    // Likewise the first slot each block may have finished (header, status and results).
     WEFT_POOL_SUB_BEGIN(t_prefetch);
-    for (const std::uint32_t b : lane.active)
+    for (const std::uint32_t b : lane.active) {
       __builtin_prefetch(layout_.states(lane.first + b), 0, 0);
+      const std::uint32_t j = lane.blocks[b].collected % depth_;
+      prefetch_slot(lane, b, j, lane.meta[b * depth_ + j].size, false);
+    }
     WEFT_POOL_SUB_END(lane, 0, t_prefetch);
     // Then find the blocks whose next slot ended, in a loop with nothing else in it: its loads
     // of the control lines (the prefetches above cannot all be in flight at once) overlap
@@ -1032,14 +1036,8 @@ class PoolCore {
     for (const std::uint32_t b : lane.active) {
       const std::uint32_t j = lane.blocks[b].collected % depth_;
       // relaxed: a filter only; collect_block loads the state again with acquire.
-      if (state_of(lane, b, j).load(std::memory_order_relaxed) ==
-          static_cast<std::uint32_t>(SlotState::finished)) {
-        // Its header, status and results are read next: asked for now, for the blocks that
-        // have them only (asked for every active block at the start, most of those requests
-        // found no room among the misses in flight).
-        prefetch_slot(lane, b, j, lane.meta[b * depth_ + j].size, false);
-        lane.finishing.push_back(b);
-      } else if (watchdog) {
+      if (watchdog || state_of(lane, b, j).load(std::memory_order_relaxed) ==
+                          static_cast<std::uint32_t>(SlotState::finished)) {
         lane.finishing.push_back(b);
       }
     }
