@@ -2,7 +2,8 @@
 // and popped in batches by another (as `weft bench gpu-pool` does), for several lanes, blocks
 // per SM and ring depths; each
 // lane prints TSC cycles per task by phase at shutdown (WEFT_POOL_PROFILE), this program the
-// time the pusher and the popper spent inside the pool's calls.
+// time the pusher and the popper spent inside the pool's calls. Without WEFT_POOL_PROFILE it
+// prints the times only (for A/Bs free of the profile's own cost).
 // Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -DWEFT_POOL_PROFILE \
 //     -gencode=arch=compute_90,code=sm_90 -I../../include lane_profile.cu \
@@ -43,9 +44,11 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n) {
     std::uint64_t sum = 0;
     const std::uint64_t polls0 = pool.stats().host_polls;
     const long faults0 = minor_faults();
+#if defined(WEFT_POOL_PROFILE)
     const std::uint64_t copy0 = detail::g_push_copy_cycles.load(),
                         lock0 = detail::g_push_lock_cycles.load(),
                         total0 = detail::g_push_total_cycles.load();
+#endif
     const double t0 = now();
     std::thread pusher([&] {
       for (std::uint64_t i = 0; i < n; i += 4096) {
@@ -67,15 +70,18 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n) {
     const double t = now() - t0;
     std::printf(
         "lanes %zu bps %d depth %zu rep %d: %.1f ns/task; pusher in push_batch %.1f ns/task, "
-        "popper in pop_batch %.1f ns/task; host reads/task %.2f; page faults/1000 tasks %.2f; "
-        "push cycles/task: copy %.1f, lock %.1f, all %.1f; sum %s\n",
+        "popper in pop_batch %.1f ns/task; host reads/task %.2f; page faults/1000 tasks %.2f; ",
         pool.num_lanes(), bps, depth, rep, t / n * 1e9, push_s / n * 1e9, pop_s / n * 1e9,
         static_cast<double>(pool.stats().host_polls - polls0) / n,
-        static_cast<double>(minor_faults() - faults0) * 1000.0 / static_cast<double>(n),
+        static_cast<double>(minor_faults() - faults0) * 1000.0 / static_cast<double>(n));
+#if defined(WEFT_POOL_PROFILE)
+    std::printf(
+        "push cycles/task: copy %.1f, lock %.1f, all %.1f; ",
         static_cast<double>(detail::g_push_copy_cycles.load() - copy0) / static_cast<double>(n),
         static_cast<double>(detail::g_push_lock_cycles.load() - lock0) / static_cast<double>(n),
-        static_cast<double>(detail::g_push_total_cycles.load() - total0) / static_cast<double>(n),
-        sum == n * (n - 1) / 2 ? "ok" : "WRONG");
+        static_cast<double>(detail::g_push_total_cycles.load() - total0) / static_cast<double>(n));
+#endif
+    std::printf("sum %s\n", sum == n * (n - 1) / 2 ? "ok" : "WRONG");
   }
   std::fflush(stdout);
 }
