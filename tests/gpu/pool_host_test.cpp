@@ -688,6 +688,17 @@ TEST(Pool, ShutdownWithATaskThatNeverEndsAbandonsItsBlockWithoutHanging) {
     });
     for (std::uint32_t k = 0; k < 100; ++k) pool.push<Small>({k, 0}, 0, k);
     for (int k = 0; k < 100; ++k) EXPECT_TRUE(pool.pop(0).ok());
+    // The watchdog gives up on the stuck task within its 10 ms deadline. If it has not within
+    // 5 s, fail instead of hanging in synchronize(), and release the task so that the pool can
+    // be destroyed.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (delivered.load() == 0 && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (delivered.load() == 0) {
+      release = true;
+      FAIL() << "the watchdog did not time the stuck task out within 5 s";
+    }
     pool.synchronize();
     EXPECT_EQ(pool.stats().slots_lost, 1u);
   }  // must not wait for the stuck task
