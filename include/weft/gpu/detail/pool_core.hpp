@@ -1032,8 +1032,10 @@ class PoolCore {
     // with each other. Looked for inside the collecting loop below, whose body is long, they
     // were taken one after another: with one lane and 792 blocks, 477 blocks looked at and
     // 226 tasks collected per round, collecting cost 673 TSC cycles per task
-    // (bench/results/h100/probes/lane_profile-09d8c70.txt). With a watchdog every active
-    // block is visited, for its deadlines.
+    // (bench/results/h100/probes/lane_profile-09d8c70.txt); found first, batched empty tasks
+    // went from 76-86 to 58-61 ns per task with 4 lanes in an A/B on one machine instance
+    // (collect_ab-d0c5394.txt; medians 41.6 -> 33.3 on another, collect_ab2-70dd600.txt).
+    // With a watchdog every active block is visited, for its deadlines.
     lane.finishing.clear();
     const bool watchdog = config_.task_deadline.count() > 0;
     for (const std::uint32_t b : lane.active) {
@@ -1134,8 +1136,9 @@ class PoolCore {
       if (st.empty()) continue;
       // st comes back empty: a recycled vector, or a new one when the queue has none spare.
       // Given room for a round's results at once, so that stage() does not grow it by
-      // doubling (up to seven allocations and copies per round: 7% of a lane's time in the
-      // host backend under perf on the 2-core VM).
+      // doubling (up to seven allocations and copies per round: ~7% of the lane's samples
+      // under perf in the host backend on the 2-core VM; no difference measured on the H100
+      // machine, bench/results/h100/probes/staged_ab-f8d4215.txt).
       const std::size_t round = st.size();
       outputs_[out]->deliver(lane.index, st);
       if (st.capacity() < round) st.reserve(std::min(round, kStagedReserveMax));
@@ -1467,3 +1470,6 @@ class PoolCore {
 
 }  // namespace detail
 }  // namespace weft::gpu
+
+#undef WEFT_POOL_SUB_BEGIN
+#undef WEFT_POOL_SUB_END
