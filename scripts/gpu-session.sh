@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One device-tool call for a change to the GPU pool: scripts/gpu-check.sh (tests, fault test,
 # host tests, compute-sanitizer), scripts/gpu-bench.sh (weft bench gpu-pool), then the latency
-# trace, the busy-fraction, fence and racecheck probes. Everything lands in $OUT as at most six files (the device
-# tool brings back eight): gpu-check.md, gpu-pool.{json,md,log}, probes.txt, and a summary
+# trace, the busy-fraction, fence, completion (the host's floor on this machine instance:
+# instances differ up to 3x in host-bound figures) and racecheck probes. Everything lands in
+# $OUT as at most six files (the device tool brings back eight): gpu-check.md,
+# gpu-pool.{json,md,log}, probes.txt, and a summary
 # printed last. Pass the commit: WEFT_COMMIT=<hash> bash scripts/gpu-session.sh (the tree sent
 # to the GPU machine has no .git). About 5 minutes on an H100 machine from a fresh start.
 set -uo pipefail
@@ -19,6 +21,7 @@ probes=$(mktemp -d)
   $n busy_probe.cu $s -o "$probes/busy_probe" &
   $n fence_probe.cu -o "$probes/fence_probe" &
   $n mbarrier_racecheck_probe.cu -o "$probes/mbarrier_racecheck_probe" &
+  $n completion_probe.cu -o "$probes/completion_probe" &
   wait
 ) > "$probes/build.log" 2>&1 &
 probe_build=$!
@@ -35,6 +38,8 @@ wait "$probe_build"
   timeout 90 "$probes/busy_probe" --short
   echo "== fence probe"
   timeout 60 "$probes/fence_probe"
+  echo "== the host's floor on this machine instance (completion_probe 792 500)"
+  timeout 90 "$probes/completion_probe" 792 500
   echo "== which shared-memory hand-offs racecheck models (mbarrier_racecheck_probe)"
   for v in 0 1 2 3 4 5 6 7 8 9 10; do
     timeout 60 compute-sanitizer --tool racecheck "$probes/mbarrier_racecheck_probe" $v 2>&1 |
