@@ -562,8 +562,11 @@ class PoolCore {
     // idle) and counts (rounds, tasks ended, blocks scanned, tasks loaded).
     std::uint64_t cycles[6] = {}, last = 0, rounds = 0, ended = 0, scanned = 0, loaded = 0;
     // Inside the phases: collect's prefetch pass, its staging of records, its IDLE stores and
-    // relinks; load's first pass (bookkeeping, prefetch) and second (writing slots).
-    std::uint64_t sub[5] = {};
+    // relinks; load's first pass (bookkeeping, prefetch) and second (writing slots); and the
+    // work done once per round: flush's counting and statistics, its deliveries, its
+    // finish_pending; the round's adopt_express, its look at the input (queued_count and
+    // revoke_express), and take_batch's visit of the input shards.
+    std::uint64_t sub[11] = {};
     void mark(int phase) {
       const std::uint64_t t = __rdtsc();
       cycles[phase] += t - last;
@@ -745,6 +748,7 @@ class PoolCore {
       // cost a single push on an idle pool ~1 us more with 4 lanes than with 1
       // (bench/results/h100/probes/latency_trace-f7ee4c1.txt). Batches are for everyone.
       const std::size_t lanes = lanes_.size();
+      WEFT_POOL_SUB_BEGIN(t_take);
       (void)input_.take(lane.batch, max, lane.cursor, /*skip_busy=*/to_load,
                         [&](std::size_t shard, std::size_t size) {
                           const Lane& home = *lanes_[shard % lanes];
@@ -754,6 +758,7 @@ class PoolCore {
                           return to_load && size == 1 && &home != &lane &&
                                  !home.napping.load(std::memory_order_relaxed);
                         });
+      WEFT_POOL_SUB_END(lane, 10, t_take);
     } else {
       std::lock_guard<std::mutex> lock(in_mutex_);
       while (lane.batch.size() < max && !heap_.empty()) {
@@ -1127,10 +1132,13 @@ class PoolCore {
     for (const auto& st : lane.staged) {
       for (const Record& r : st) failed += r.status != TaskStatus::ok;
     }
+    WEFT_POOL_SUB_BEGIN(t_count);
     for (const auto& cr : lane.callbacks) failed += cr.second.status != TaskStatus::ok;
     // relaxed: statistics (the queue locks below order them before the records' delivery).
     completed_.fetch_add(ended, std::memory_order_relaxed);
     if (failed > 0) failed_.fetch_add(failed, std::memory_order_relaxed);
+    WEFT_POOL_SUB_END(lane, 5, t_count);
+    WEFT_POOL_SUB_BEGIN(t_deliver);
     for (std::size_t out = 0; out < lane.staged.size(); ++out) {
       std::vector<Record>& st = lane.staged[out];
       if (st.empty()) continue;
@@ -1143,6 +1151,7 @@ class PoolCore {
       outputs_[out]->deliver(lane.index, st);
       if (st.capacity() < round) st.reserve(std::min(round, kStagedReserveMax));
     }
+    WEFT_POOL_SUB_END(lane, 6, t_deliver);
 #if defined(WEFT_POOL_TRACE)
     g_trace_delivered.store(trace_now());
 #endif
@@ -1151,7 +1160,9 @@ class PoolCore {
       cb(r);
     }
     lane.callbacks.clear();
+    WEFT_POOL_SUB_BEGIN(t_finish);
     finish_pending(ended);
+    WEFT_POOL_SUB_END(lane, 7, t_finish);
   }
 
   void finish_pending(std::size_t n) {
@@ -1240,7 +1251,9 @@ class PoolCore {
       ++lane.rounds;
       lane.scanned += lane.active.size();
 #endif
+      WEFT_POOL_SUB_BEGIN(t_adopt);
       const bool adopted = adopt_express(lane, now);
+      WEFT_POOL_SUB_END(lane, 8, t_adopt);
       const std::size_t ended = collect(lane, now);
       lane.mark(0);
       flush(lane, ended);
@@ -1249,8 +1262,10 @@ class PoolCore {
       bool stopping = false;
       lane.batch.clear();
       // queued_count() is a hint here (the shard locks in take_batch order the entries).
+      WEFT_POOL_SUB_BEGIN(t_look);
       const bool input = queued_count() > 0;
       if (input) revoke_express(lane);
+      WEFT_POOL_SUB_END(lane, 9, t_look);
       if (lane.free_capacity > 0 && input) {
         // At most one task per block per round: rings fill one level at a time, and a lane
         // that comes back quickly does not take what other lanes are about to.
@@ -1361,6 +1376,13 @@ class PoolCore {
                  "relinks %.0f; load's bookkeeping pass %.0f, writing pass %.0f (cycles/task)\n",
                  lane.sub[0] * per, lane.sub[1] * per, lane.sub[2] * per, lane.sub[3] * per,
                  lane.sub[4] * per);
+    const double per_round = 1.0 / static_cast<double>(lane.rounds + 1);
+    std::fprintf(stderr,
+                 "[profile]   per round: flush's counting %.0f, deliveries %.0f, finish_pending "
+                 "%.0f; adopt_express %.0f, look at the input %.0f, take from the shards %.0f "
+                 "(cycles/round)\n",
+                 lane.sub[5] * per_round, lane.sub[6] * per_round, lane.sub[7] * per_round,
+                 lane.sub[8] * per_round, lane.sub[9] * per_round, lane.sub[10] * per_round);
 #endif
   }
 
