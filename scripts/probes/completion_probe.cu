@@ -16,12 +16,15 @@
 // hand-offs cost; the gap between it and the pool (scripts/probes/lane_profile.cu) is the
 // pool's own bookkeeping.
 //
-// The tasks are empty (result = 2 x payload + 1): the GPU answers far faster than a host thread
-// can feed 792 blocks, so ns per task is the host's cost. Every result is checked, and every
-// (block, task) must come back exactly once, in ring order per block.
+// Mode "slots" also runs with the pool's pieces added one at a time (see kIdleStore below).
+//
+// The tasks are empty (result = 2 x payload + 1). With one host thread the figure is mostly the
+// host's cost; with 2-4 threads on 792 blocks the GPU becomes the bound (~9 ns per task on the
+// H100 machine). Every result is checked: in "slots" and "cq" every (block, task) must come
+// back exactly once and in ring order per block, in "slots + queues" every task exactly once.
 //
 // This is a model of the protocol, not the pool: one thread per block does the block's side,
-// and the host side is only the slot and queue traffic (no input or output queues).
+// and the host side is the slot traffic, plus the queues' hand-offs in "slots + queues".
 // Build and run on the GPU machine from the repository root:
 //   nvcc -O2 -std=c++20 -gencode=arch=compute_90,code=sm_90 scripts/probes/completion_probe.cu \
 //     -o /tmp/completion_probe && /tmp/completion_probe [blocks] [tasks per block]
