@@ -647,6 +647,7 @@ TEST(Pool, WatchdogTimesOutALongTaskAndReusesItsSlotWhenItEnds) {
   EXPECT_EQ(r.as<Small>().result, 42u);
   EXPECT_EQ(pool.stats().slots_lost, 0u);
   EXPECT_EQ(pool.stats().completed, 2u);
+  EXPECT_EQ(pool.stats().failed, 1u);  // the timed-out one
   TestPool::Record extra;
   EXPECT_FALSE(pool.try_pop(extra, 0));
 }
@@ -671,6 +672,7 @@ TEST(Pool, WatchdogTimesOutATaskQueuedBehindALostOneInItsRing) {
   EXPECT_EQ(pool.stats().slots_lost, 0u);
   EXPECT_EQ(pool.stats().timed_out, 2u);
   EXPECT_EQ(pool.stats().completed, 3u);
+  EXPECT_EQ(pool.stats().failed, 2u);
   TestPool::Record extra;
   EXPECT_FALSE(pool.try_pop(extra, 0));
 }

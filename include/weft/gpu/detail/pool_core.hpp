@@ -536,7 +536,8 @@ class PoolCore {
     std::size_t unresolved = 0;               // tasks in flight not yet delivered
     std::vector<std::vector<Record>> staged;  // per output queue, delivered in one lock each
     std::vector<std::pair<std::uint32_t, Record>> callbacks;  // (callback id, record)
-    std::vector<Entry> batch;  // taken from the input queue, not yet loaded
+    std::uint64_t staged_failed = 0;  // staged or callback records whose status is not ok
+    std::vector<Entry> batch;         // taken from the input queue, not yet loaded
     std::vector<std::pair<std::uint32_t, std::uint32_t>> targets;  // (block, slot) per entry
     std::vector<std::uint32_t> finishing;  // collect: active blocks whose next slot ended
     bool ring = false;                     // a block loaded this round may be in deep idle
@@ -563,7 +564,7 @@ class PoolCore {
     std::uint64_t cycles[6] = {}, last = 0, rounds = 0, ended = 0, scanned = 0, loaded = 0;
     // Inside the phases: collect's prefetch pass, its staging of records, its IDLE stores and
     // relinks; load's first pass (bookkeeping, prefetch) and second (writing slots); and the
-    // work done once per round: flush's counting and statistics, its deliveries, its
+    // work done once per round: flush's statistics, its deliveries, its
     // finish_pending; the round's adopt_express, its look at the input (queued_count and
     // revoke_express), and take_batch's visit of the input shards.
     std::uint64_t sub[11] = {};
@@ -1017,6 +1018,7 @@ class PoolCore {
     r->tag = m.tag;
     r->status = status;
     if (results != nullptr) copy_payload<Capacity>(r->payload, results, m.size);
+    lane.staged_failed += status != TaskStatus::ok;  // counted here: flush need not re-read
   }
 
   // Collects the finished slots of every block with tasks in flight (and, with a watchdog,
@@ -1128,15 +1130,13 @@ class PoolCore {
   void flush(Lane& lane, std::size_t ended) {
     if (ended == 0) return;
     // Counted before anything is delivered: a consumer that got a record sees it counted.
-    std::uint64_t failed = 0;
-    for (const auto& st : lane.staged) {
-      for (const Record& r : st) failed += r.status != TaskStatus::ok;
-    }
     WEFT_POOL_SUB_BEGIN(t_count);
-    for (const auto& cr : lane.callbacks) failed += cr.second.status != TaskStatus::ok;
     // relaxed: statistics (the queue locks below order them before the records' delivery).
     completed_.fetch_add(ended, std::memory_order_relaxed);
-    if (failed > 0) failed_.fetch_add(failed, std::memory_order_relaxed);
+    if (lane.staged_failed > 0) {
+      failed_.fetch_add(lane.staged_failed, std::memory_order_relaxed);
+      lane.staged_failed = 0;
+    }
     WEFT_POOL_SUB_END(lane, 5, t_count);
     WEFT_POOL_SUB_BEGIN(t_deliver);
     for (std::size_t out = 0; out < lane.staged.size(); ++out) {
@@ -1144,9 +1144,9 @@ class PoolCore {
       if (st.empty()) continue;
       // st comes back empty: a recycled vector, or a new one when the queue has none spare.
       // Given room for a round's results at once, so that stage() does not grow it by
-      // doubling (up to seven allocations and copies per round: ~7% of the lane's samples
-      // under perf in the host backend on the 2-core VM; no difference measured on the H100
-      // machine, bench/results/h100/probes/staged_ab-f8d4215.txt).
+      // doubling (up to seven allocations and copies per round, seen under perf in the host
+      // backend; no difference measured on the H100 machine,
+      // bench/results/h100/probes/staged_ab-f8d4215.txt).
       const std::size_t round = st.size();
       outputs_[out]->deliver(lane.index, st);
       if (st.capacity() < round) st.reserve(std::min(round, kStagedReserveMax));
@@ -1378,7 +1378,7 @@ class PoolCore {
                  lane.sub[4] * per);
     const double per_round = 1.0 / static_cast<double>(lane.rounds + 1);
     std::fprintf(stderr,
-                 "[profile]   per round: flush's counting %.0f, deliveries %.0f, finish_pending "
+                 "[profile]   per round: flush's statistics %.0f, deliveries %.0f, finish_pending "
                  "%.0f; adopt_express %.0f, look at the input %.0f, take from the shards %.0f "
                  "(cycles/round)\n",
                  lane.sub[5] * per_round, lane.sub[6] * per_round, lane.sub[7] * per_round,
