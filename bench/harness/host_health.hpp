@@ -3,6 +3,8 @@
 // tool's GPU machines differ by up to 2x in every host-bound figure of the GPU pool between
 // instances (bench/results/h100/probes/README.md), and runs from different instances cannot be
 // compared without knowing which kind each was; suites record this at their start and end.
+// It is a hint, not a normaliser: on the H100 instances of 2026-11-23 it did not track the
+// pool's figures (docs/benchmarks.md).
 #pragma once
 
 #include <algorithm>
