@@ -3,7 +3,9 @@
 // per SM and ring depths; each
 // lane prints TSC cycles per task by phase at shutdown (WEFT_POOL_PROFILE), this program the
 // time the pusher and the popper spent inside the pool's calls. Without WEFT_POOL_PROFILE it
-// prints the times only (for A/Bs free of the profile's own cost).
+// prints the times only (for A/Bs free of the profile's own cost). With --threads it runs 4
+// and 8 lanes with one or two pushers and one or two poppers instead: whether the pool or one
+// pushing or popping thread bounds the batched figure.
 // Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -DWEFT_POOL_PROFILE \
 //     -gencode=arch=compute_90,code=sm_90 -I../../include lane_profile.cu \
@@ -14,10 +16,13 @@
 #include <x86intrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <span>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "empty_pool.cuh"
@@ -28,20 +33,40 @@ long minor_faults() {
   getrusage(RUSAGE_SELF, &u);
   return u.ru_minflt;
 }
+// ...and of the calling thread only.
+long thread_minor_faults() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_minflt;
+}
 
-void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n) {
+// `pushers` threads push batches of 4096 (each its share of the records, round robin by
+// batch) and `poppers` threads pop in batches, popper k from output queue k (each task goes to
+// queue seq mod poppers): with more than one of either, the time per task shows whether one
+// pusher or one popper bounded the pool's batched figure.
+void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n, int pushers = 1,
+         int poppers = 1) {
   PoolOptions o;
   o.ring_depth = depth;
   o.backend = Backend::device;
   o.program = device_program<Types, 16>();
   o.scheduler_lanes = lanes;
   o.blocks_per_sm = bps;
+  o.output_queues = static_cast<std::size_t>(poppers);
   P pool(o);
+  constexpr std::uint64_t kBatch = 4096;
+  // Batch b goes to queue b mod poppers, so each queue gets whole batches.
   std::vector<P::Record> records(n);
   for (std::uint64_t i = 0; i < n; ++i) records[i] = P::Record::make<Empty>({i});
+  std::vector<std::uint64_t> per_queue(static_cast<std::size_t>(poppers), 0);
+  for (std::uint64_t i = 0; i < n; i += kBatch) {
+    per_queue[(i / kBatch) % static_cast<std::uint64_t>(poppers)] += std::min(kBatch, n - i);
+  }
   for (int rep = 0; rep < 2; ++rep) {
-    double push_s = 0, pop_s = 0;
-    std::uint64_t sum = 0;
+    std::vector<double> push_s(static_cast<std::size_t>(pushers), 0.0),
+        pop_s(static_cast<std::size_t>(poppers), 0.0);
+    std::atomic<long> pusher_faults{0}, popper_faults{0};
+    std::vector<std::uint64_t> sums(static_cast<std::size_t>(poppers), 0);
     const std::uint64_t polls0 = pool.stats().host_polls;
     const long faults0 = minor_faults();
 #if defined(WEFT_POOL_PROFILE)
@@ -50,30 +75,57 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n) {
                         total0 = detail::g_push_total_cycles.load();
 #endif
     const double t0 = now();
-    std::thread pusher([&] {
-      for (std::uint64_t i = 0; i < n; i += 4096) {
-        const std::size_t len = std::min<std::uint64_t>(4096, n - i);
-        const double a = now();
-        pool.push_batch(std::span<const P::Record>(records.data() + i, len));
-        push_s += now() - a;
-      }
-    });
-    std::vector<P::Record> got(4096);
-    for (std::uint64_t done = 0; done < n;) {
-      const double a = now();
-      const std::size_t k = pool.pop_batch(got);
-      pop_s += now() - a;
-      for (std::size_t j = 0; j < k; ++j) sum += got[j].as<Empty>().seq;
-      done += k;
+    std::vector<std::thread> threads;
+    for (int p = 0; p < pushers; ++p) {
+      threads.emplace_back([&, p] {
+        const long f0 = thread_minor_faults();
+        for (std::uint64_t b = static_cast<std::uint64_t>(p); b * kBatch < n;
+             b += static_cast<std::uint64_t>(pushers)) {
+          const std::uint64_t i = b * kBatch;
+          const std::size_t len = std::min(kBatch, n - i);
+          const double a = now();
+          pool.push_batch(std::span<const P::Record>(records.data() + i, len),
+                          b % static_cast<std::uint64_t>(poppers));
+          push_s[static_cast<std::size_t>(p)] += now() - a;
+        }
+        pusher_faults += thread_minor_faults() - f0;
+      });
     }
-    pusher.join();
+    for (int q = 0; q < poppers; ++q) {
+      threads.emplace_back([&, q] {
+        const auto k = static_cast<std::size_t>(q);
+        std::vector<P::Record> got(kBatch);
+        const long f0 = thread_minor_faults();
+        for (std::uint64_t done = 0; done < per_queue[k];) {
+          const double a = now();
+          const std::size_t m = pool.pop_batch(got, k);
+          pop_s[k] += now() - a;
+          for (std::size_t j = 0; j < m; ++j) sums[k] += got[j].as<Empty>().seq;
+          done += m;
+        }
+        popper_faults += thread_minor_faults() - f0;
+      });
+    }
+    for (auto& t : threads) t.join();
     const double t = now() - t0;
+    std::uint64_t sum = 0;
+    for (const std::uint64_t s : sums) sum += s;
+    std::printf("lanes %zu bps %d depth %zu pushers %d poppers %d rep %d: %.1f ns/task; ",
+                pool.num_lanes(), bps, depth, pushers, poppers, rep, t / n * 1e9);
+    std::printf("in push_batch (ns/task of its own)");
+    for (int p = 0; p < pushers; ++p) {
+      std::printf(" %.1f", push_s[static_cast<std::size_t>(p)] / n * 1e9 * pushers);
+    }
+    std::printf(", in pop_batch");
+    for (int q = 0; q < poppers; ++q) {
+      std::printf(" %.1f", pop_s[static_cast<std::size_t>(q)] / n * 1e9 * poppers);
+    }
     std::printf(
-        "lanes %zu bps %d depth %zu rep %d: %.1f ns/task; pusher in push_batch %.1f ns/task, "
-        "popper in pop_batch %.1f ns/task; host reads/task %.2f; page faults/1000 tasks %.2f; ",
-        pool.num_lanes(), bps, depth, rep, t / n * 1e9, push_s / n * 1e9, pop_s / n * 1e9,
+        "; host reads/task %.2f; page faults/1000 tasks %.2f (pushers %.2f, poppers %.2f); ",
         static_cast<double>(pool.stats().host_polls - polls0) / n,
-        static_cast<double>(minor_faults() - faults0) * 1000.0 / static_cast<double>(n));
+        static_cast<double>(minor_faults() - faults0) * 1000.0 / static_cast<double>(n),
+        static_cast<double>(pusher_faults.load()) * 1000.0 / static_cast<double>(n),
+        static_cast<double>(popper_faults.load()) * 1000.0 / static_cast<double>(n));
 #if defined(WEFT_POOL_PROFILE)
     std::printf(
         "push cycles/task: copy %.1f, lock %.1f, all %.1f; ",
@@ -86,12 +138,21 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n) {
   std::fflush(stdout);
 }
 
-int main() {
+int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::setvbuf(stderr, nullptr, _IOLBF, 0);
   const std::uint64_t t0 = __rdtsc();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   std::printf("TSC %.3f GHz\n", (__rdtsc() - t0) / 0.2e9);
+  if (argc > 1 && std::string(argv[1]) == "--threads") {
+    // Which side bounds the batched figure: one pusher and one popper against two of either.
+    for (std::size_t lanes : {4, 8}) {
+      for (auto [pushers, poppers] : {std::pair{1, 1}, {2, 1}, {1, 2}, {2, 2}}) {
+        run(lanes, 0, 8, 1'000'000, pushers, poppers);
+      }
+    }
+    return 0;
+  }
   for (std::size_t lanes : {1, 4, 6, 8}) run(lanes, 0, 8, 1'000'000);  // the default pool's shape
   run(4, 2, 8, 1'000'000);
   return 0;
