@@ -68,54 +68,5 @@ TEST(ChunkQueue, ReusesOrdinaryVectorsButDropsHugeOnes) {
       << "a huge vector must not stay pinned in the queue";
 }
 
-TEST(ChunkQueue, QueuesSharingARecyclerReuseEachOthersVectors) {
-  // The pool's input shards: a thread pushing to shard B gets the vectors emptied in shard A
-  // (with spares kept per shard, every new pushing thread copied into fresh memory).
-  ChunkRecycler<int> shared;
-  ChunkQueue<int> a(&shared), b(&shared);
-  std::vector<int> batch(1000, 1);
-  const int* memory = batch.data();
-  a.push_chunk(batch);
-  EXPECT_EQ(batch.capacity(), 0u) << "nothing was emptied yet: no memory to hand back";
-  std::vector<int> out;
-  a.take(out, 1000);
-  EXPECT_EQ(a.spares(), 0u) << "a sharing queue keeps nothing itself";
-  EXPECT_EQ(shared.spares(), 1u);
-  std::vector<int> mine;  // a pusher's empty vector, before it copies its next batch
-  shared.refill(mine, 1000);
-  EXPECT_EQ(mine.data(), memory) << "the vector emptied in queue a, for a push to queue b";
-  EXPECT_EQ(shared.spares(), 0u);
-  mine.assign(500, 2);
-  b.push_chunk(mine);
-  b.take(out, 500);
-  std::vector<int> next(10, 3);
-  b.push_chunk(next);
-  EXPECT_GE(next.capacity(), 1000u) << "the hand-over swaps in the vector emptied last";
-  shared.refill(next, 10);  // room enough already: nothing changes hands
-  EXPECT_GE(next.capacity(), 1000u);
-  EXPECT_EQ(shared.spares(), 0u);
-}
-
-TEST(ChunkQueue, RecyclerKeepsABoundedNumberOfOrdinaryVectors) {
-  ChunkRecycler<int> shared;
-  for (std::size_t i = 0; i < ChunkRecycler<int>::kMaxSpares + 10; ++i) {
-    shared.give(std::vector<int>(100, 1));
-  }
-  EXPECT_EQ(shared.spares(), ChunkRecycler<int>::kMaxSpares);
-  shared.give(std::vector<int>(ChunkRecycler<int>::kMaxSpareElements + 1, 1));
-  shared.give(std::vector<int>());
-  EXPECT_EQ(shared.spare_capacity(), ChunkRecycler<int>::kMaxSpares * 100)
-      << "a huge vector, or one with no memory, is not kept";
-  std::vector<int> small;
-  small.reserve(10);
-  shared.refill(small, 50);
-  EXPECT_GE(small.capacity(), 100u) << "a kept vector with more room replaces a short one";
-  EXPECT_EQ(shared.spares(), ChunkRecycler<int>::kMaxSpares)
-      << "the short one went back in its place";
-  std::vector<int> v = shared.take();
-  EXPECT_TRUE(v.empty());
-  EXPECT_GE(v.capacity(), 10u);
-}
-
 }  // namespace
 }  // namespace weft::gpu::detail

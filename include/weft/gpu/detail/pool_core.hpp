@@ -222,15 +222,13 @@ class PoolCore {
     check_out(out, "push");
     if (count == 0) return;
     // A long batch is copied outside the lock and handed over as one chunk. The vector is the
-    // thread's own, swapped for an emptied one from the input's recycler each time (at the
-    // hand-over, and again here if that found none: the lanes may have emptied one since),
-    // so a steady pusher neither allocates nor touches fresh pages (chunk_queue.hpp).
+    // thread's own, swapped for an emptied one from the queue each time: a steady pusher
+    // neither allocates nor touches fresh pages.
     const bool fifo = order_ == QueueOrder::fifo;
     const bool as_chunk = fifo && count > kShortBatch;
     thread_local std::vector<Entry> chunk;
     if (as_chunk) {
       chunk.clear();
-      input_.recycler().refill(chunk, count);
       chunk.reserve(count);
       for (std::size_t k = 0; k < count; ++k) {
         check_record(records[k]);  // in the copy's pass: one read of the caller's records

@@ -41,9 +41,8 @@ template <class T>
 class ShardedFifo {
  public:
   struct alignas(64) Shard {
-    explicit Shard(ChunkRecycler<T>* recycler) noexcept : queue(recycler) {}
     AdaptiveMutex mutex;
-    ChunkQueue<T> queue;  // under mutex; its emptied vectors go to the shared recycler
+    ChunkQueue<T> queue;  // under mutex
     // queue.size(), readable without the lock: a hint for lanes choosing where to look, and
     // (seq_cst) the fact a lane about to sleep checks against the pusher's look at the
     // sleeping count (PoolCore::push / sleep_until_work).
@@ -56,13 +55,9 @@ class ShardedFifo {
   explicit ShardedFifo(std::size_t shards) {
     shards_.reserve(std::max<std::size_t>(shards, 1));
     for (std::size_t s = 0; s < std::max<std::size_t>(shards, 1); ++s) {
-      shards_.push_back(std::make_unique<Shard>(&recycler_));
+      shards_.push_back(std::make_unique<Shard>());
     }
   }
-
-  /// The emptied vectors of every shard, for pushing threads to copy their batches into
-  /// (whichever shard they use).
-  ChunkRecycler<T>& recycler() noexcept { return recycler_; }
 
   [[nodiscard]] std::size_t shards() const noexcept { return shards_.size(); }
   [[nodiscard]] std::size_t home() const noexcept {
@@ -132,7 +127,6 @@ class ShardedFifo {
   }
 
  private:
-  ChunkRecycler<T> recycler_;  // declared before shards_: outlives the queues that use it
   std::vector<std::unique_ptr<Shard>> shards_;
 };
 
