@@ -5,7 +5,8 @@
 // time the pusher and the popper spent inside the pool's calls. Without WEFT_POOL_PROFILE it
 // prints the times only (for A/Bs free of the profile's own cost). With --threads it runs 4
 // and 8 lanes with one or two pushers and one or two poppers instead: whether the pool or one
-// pushing or popping thread bounds the batched figure.
+// pushing or popping thread bounds the batched figure; with --scratch, 4, 6 and 8 lanes with
+// the pusher's copy also timed apart (below).
 // Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -DWEFT_POOL_PROFILE \
 //     -gencode=arch=compute_90,code=sm_90 -I../../include lane_profile.cu \
@@ -19,6 +20,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <span>
 #include <string>
 #include <thread>
@@ -39,6 +41,19 @@ long thread_minor_faults() {
   getrusage(RUSAGE_THREAD, &u);
   return u.ru_minflt;
 }
+
+// --scratch: before each push_batch the pusher also copies the batch into a vector of its own,
+// never shared (40-byte entries built as PoolCore::Entry::of builds them), timed apart: the
+// same copy as push_batch's, in the same thread while the pool runs, minus the hand-over of
+// the vectors between threads. Equal to the time in push_batch: the pool's surroundings (its
+// other threads, the machine) set the pusher's cost; much less: the hand-over does.
+bool g_scratch = false;
+struct ScratchEntry {
+  std::uint32_t type, payload_size;
+  std::uint64_t tag;
+  std::uint32_t out, callback;
+  unsigned char payload[16];
+};
 
 // `pushers` threads push batches of 4096 (each its share of the records, round robin by
 // batch) and `poppers` threads pop in batches, popper k from output queue k (each task goes to
@@ -66,6 +81,7 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n, int pus
     std::vector<double> push_s(static_cast<std::size_t>(pushers), 0.0),
         pop_s(static_cast<std::size_t>(poppers), 0.0);
     std::atomic<long> pusher_faults{0}, popper_faults{0};
+    std::vector<double> scratch_s(static_cast<std::size_t>(pushers), 0.0);
     std::vector<std::uint64_t> sums(static_cast<std::size_t>(poppers), 0);
     const std::uint64_t polls0 = pool.stats().host_polls;
     const long faults0 = minor_faults();
@@ -79,10 +95,30 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n, int pus
     for (int p = 0; p < pushers; ++p) {
       threads.emplace_back([&, p] {
         const long f0 = thread_minor_faults();
+        std::vector<ScratchEntry> scratch[2];
+        for (auto& v : scratch) v.reserve(kBatch);
         for (std::uint64_t b = static_cast<std::uint64_t>(p); b * kBatch < n;
              b += static_cast<std::uint64_t>(pushers)) {
           const std::uint64_t i = b * kBatch;
           const std::size_t len = std::min(kBatch, n - i);
+          if (g_scratch) {
+            const double a = now();
+            std::vector<ScratchEntry>& v = scratch[b % 2];
+            v.clear();
+            for (std::size_t k = 0; k < len; ++k) {
+              const P::Record& r = records[i + k];
+              ScratchEntry e;
+              e.type = r.type;
+              e.payload_size = r.payload_size;
+              e.tag = r.tag;
+              e.out = 0;
+              e.callback = 0;
+              std::memcpy(e.payload, r.payload, 16);
+              v.push_back(e);
+            }
+            asm volatile("" : : "r"(v.data()) : "memory");  // the copy is not optimised away
+            scratch_s[static_cast<std::size_t>(p)] += now() - a;
+          }
           const double a = now();
           pool.push_batch(std::span<const P::Record>(records.data() + i, len),
                           b % static_cast<std::uint64_t>(poppers));
@@ -116,6 +152,12 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n, int pus
     for (int p = 0; p < pushers; ++p) {
       std::printf(" %.1f", push_s[static_cast<std::size_t>(p)] / n * 1e9 * pushers);
     }
+    if (g_scratch) {
+      std::printf(", own copy");
+      for (int p = 0; p < pushers; ++p) {
+        std::printf(" %.1f", scratch_s[static_cast<std::size_t>(p)] / n * 1e9 * pushers);
+      }
+    }
     std::printf(", in pop_batch");
     for (int q = 0; q < poppers; ++q) {
       std::printf(" %.1f", pop_s[static_cast<std::size_t>(q)] / n * 1e9 * poppers);
@@ -144,6 +186,11 @@ int main(int argc, char** argv) {
   const std::uint64_t t0 = __rdtsc();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   std::printf("TSC %.3f GHz\n", (__rdtsc() - t0) / 0.2e9);
+  if (argc > 1 && std::string(argv[1]) == "--scratch") {
+    g_scratch = true;
+    for (std::size_t lanes : {4, 6, 8}) run(lanes, 0, 8, 1'000'000);
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "--threads") {
     // Which side bounds the batched figure: one pusher and one popper against two of either.
     for (std::size_t lanes : {4, 8}) {
