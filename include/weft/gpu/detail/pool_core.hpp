@@ -230,16 +230,7 @@ class PoolCore {
     if (as_chunk) {
       chunk.clear();
       chunk.reserve(count);
-      // The vector was emptied by the lanes a moment ago, so its lines sit in their caches
-      // and every store waits for the others' copies to be invalidated: in push_batch the
-      // copy cost 15-22 ns per task on the H100 machine, the same copy into a vector of the
-      // pusher's own 6.8-9.6 (bench/results/h100/probes/scratch-65eb39c.txt). Asking for
-      // the lines for writing well ahead lets many of those invalidations be in flight at
-      // once instead of the few the store buffer holds.
-      const auto base = reinterpret_cast<std::uintptr_t>(chunk.data());
       for (std::size_t k = 0; k < count; ++k) {
-        __builtin_prefetch(reinterpret_cast<const void*>(base + (k + kCopyAhead) * sizeof(Entry)),
-                           1, 3);
         check_record(records[k]);  // in the copy's pass: one read of the caller's records
         chunk.push_back(Entry::of(records[k], out, 0));
       }
@@ -449,10 +440,6 @@ class PoolCore {
   static constexpr std::uint32_t kExpressNone = 0, kExpressOffered = 1, kExpressClaimed = 2,
                                  kExpressFilled = 3;
   static constexpr std::size_t kShortBatch = 8;  // pushed entry by entry under the lock
-  // Entries ahead of the copy whose lines push() asks for, for writing: ~1 KB, some 15
-  // lines, about what a core's line-fill buffers hold (a prefetch past the vector's room only
-  // asks for a line; it never faults).
-  static constexpr std::size_t kCopyAhead = 24;
   // The most records a lane's staging vector is given room for at once (48 KB with 16-byte
   // payloads: below glibc's mmap threshold, so the reservation is not a fresh mapping).
   static constexpr std::size_t kStagedReserveMax = 1024;
