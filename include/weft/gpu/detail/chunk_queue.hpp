@@ -96,13 +96,10 @@ class ChunkQueue {
       spares_.push_back(std::move(v));
     }
   }
-  // The vector emptied longest ago: the one emptied last has its lines in the caches of the
-  // threads that just read it, and a pusher writing into it waits for every one of them to
-  // be invalidated.
   std::vector<T> spare() {
     if (spares_.empty()) return {};
-    std::vector<T> v = std::move(spares_.front());
-    spares_.erase(spares_.begin());
+    std::vector<T> v = std::move(spares_.back());
+    spares_.pop_back();
     return v;
   }
 
