@@ -6,7 +6,8 @@
 // prints the times only (for A/Bs free of the profile's own cost). With --threads it runs 4
 // and 8 lanes with one or two pushers and one or two poppers instead: whether the pool or one
 // pushing or popping thread bounds the batched figure; with --scratch, 4, 6 and 8 lanes with
-// the pusher's copy also timed apart (below).
+// the pusher's copy also timed apart (below); --scratch-read likewise, with that copy's vector
+// read by another thread in between.
 // Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -DWEFT_POOL_PROFILE \
 //     -gencode=arch=compute_90,code=sm_90 -I../../include lane_profile.cu \
@@ -47,7 +48,12 @@ long thread_minor_faults() {
 // same copy as push_batch's, in the same thread while the pool runs, minus the hand-over of
 // the vectors between threads. Equal to the time in push_batch: the pool's surroundings (its
 // other threads, the machine) set the pusher's cost; much less: the hand-over does.
+// --scratch-read: as --scratch, and a reader thread reads each of those vectors whole before
+// the pusher writes into it again (as lanes read a chunk before the pusher gets it back): if
+// the own copy then costs what push_batch does, writing into lines another core has just read
+// is what makes push_batch's copy dear.
 bool g_scratch = false;
+bool g_scratch_read = false;
 struct ScratchEntry {
   std::uint32_t type, payload_size;
   std::uint64_t tag;
@@ -97,13 +103,38 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n, int pus
         const long f0 = thread_minor_faults();
         std::vector<ScratchEntry> scratch[2];
         for (auto& v : scratch) v.reserve(kBatch);
+        std::uint64_t batches = 0;  // this pusher's
+        for (std::uint64_t b = static_cast<std::uint64_t>(p); b * kBatch < n;
+             b += static_cast<std::uint64_t>(pushers)) {
+          ++batches;
+        }
+        // written: scratch batches written (release, pairs with the reader's acquire);
+        // read: batches the reader has read whole (release, pairs with the pusher's acquire).
+        std::atomic<std::uint64_t> written{0}, read{0};
+        std::thread reader;
+        if (g_scratch_read) {
+          reader = std::thread([&] {
+            std::uint64_t sink = 0;
+            for (std::uint64_t r = 0; r < batches; ++r) {
+              while (written.load(std::memory_order_acquire) <= r) _mm_pause();
+              for (const ScratchEntry& e : scratch[r % 2]) sink += e.tag;
+              read.store(r + 1, std::memory_order_release);
+            }
+            asm volatile("" : : "r"(sink));
+          });
+        }
+        std::uint64_t c = 0;  // scratch batches written so far
         for (std::uint64_t b = static_cast<std::uint64_t>(p); b * kBatch < n;
              b += static_cast<std::uint64_t>(pushers)) {
           const std::uint64_t i = b * kBatch;
           const std::size_t len = std::min(kBatch, n - i);
           if (g_scratch) {
+            // Batch c uses the vector batch c - 2 used: the reader must be done with that one.
+            while (g_scratch_read && c >= 2 && read.load(std::memory_order_acquire) < c - 1) {
+              _mm_pause();
+            }
             const double a = now();
-            std::vector<ScratchEntry>& v = scratch[b % 2];
+            std::vector<ScratchEntry>& v = scratch[c % 2];
             v.clear();
             for (std::size_t k = 0; k < len; ++k) {
               const P::Record& r = records[i + k];
@@ -118,12 +149,14 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n, int pus
             }
             asm volatile("" : : "r"(v.data()) : "memory");  // the copy is not optimised away
             scratch_s[static_cast<std::size_t>(p)] += now() - a;
+            written.store(++c, std::memory_order_release);
           }
           const double a = now();
           pool.push_batch(std::span<const P::Record>(records.data() + i, len),
                           b % static_cast<std::uint64_t>(poppers));
           push_s[static_cast<std::size_t>(p)] += now() - a;
         }
+        if (reader.joinable()) reader.join();
         pusher_faults += thread_minor_faults() - f0;
       });
     }
@@ -186,8 +219,10 @@ int main(int argc, char** argv) {
   const std::uint64_t t0 = __rdtsc();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   std::printf("TSC %.3f GHz\n", (__rdtsc() - t0) / 0.2e9);
-  if (argc > 1 && std::string(argv[1]) == "--scratch") {
+  if (argc > 1 &&
+      (std::string(argv[1]) == "--scratch" || std::string(argv[1]) == "--scratch-read")) {
     g_scratch = true;
+    g_scratch_read = std::string(argv[1]) == "--scratch-read";
     for (std::size_t lanes : {4, 6, 8}) run(lanes, 0, 8, 1'000'000);
     return 0;
   }
