@@ -6,12 +6,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "../cpu/test_util.hpp"
+#include "weft/gpu/detail/pool_core.hpp"
 #include "weft/gpu/pool.hpp"
 
 namespace weft::gpu {
@@ -723,6 +725,49 @@ TEST(Pool, BadSchedulerOptionsAreRejected) {
   EXPECT_EQ(pool.num_lanes(), 2u);
   pool.push<Small>({4, 0});
   EXPECT_EQ(pool.pop().as<Small>().result, 8u);
+}
+
+TEST(PoolCore, RingsKeepTheirPlaceWhenTheTaskCountsWrapAround) {
+  // A block's counts of loaded and collected tasks are 32 bits wide and wrap after 2^32 tasks
+  // (some 18 hours of a busy block). The lane found a task's slot as its count modulo the
+  // ring depth, which skips or repeats a slot at the wrap unless the depth divides 2^32:
+  // with 3 slots per ring, results came back from the wrong slots or not at all.
+  detail::SchedulerConfig config;
+  config.count_origin = std::numeric_limits<std::uint32_t>::max() - 40;
+  constexpr auto dispatch = [](std::uint32_t type, void* payload, std::uint32_t size,
+                               const BlockContext& block) {
+    return TaskTypes<Small>::dispatch(type, payload, size, block);
+  };
+  detail::PoolCore<16> core(detail::make_host_blocks(2, 3, 16, 0, +dispatch), 1, QueueOrder::fifo,
+                            config);
+  using Record = detail::PoolCore<16>::Record;
+  constexpr std::uint32_t kTasks = 600;  // ~300 per block: well past the wrap
+  std::vector<Record> batch;
+  for (std::uint32_t i = 0; i < kTasks; ++i) {
+    batch.push_back(Record::make<Small>({i, 0}, i));
+    if (batch.size() == 37 || i % 5 == 0) {  // batches and single pushes
+      core.push(batch.data(), batch.size(), 0, 0);
+      batch.clear();
+    }
+  }
+  core.push(batch.data(), batch.size(), 0, 0);
+  std::vector<int> seen(kTasks, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::uint32_t got = 0;
+  while (got < kTasks && std::chrono::steady_clock::now() < deadline) {
+    Record r;
+    if (!core.try_pop(r, 0)) {
+      std::this_thread::yield();
+      continue;
+    }
+    ++got;
+    ASSERT_TRUE(r.ok()) << "task " << r.tag;
+    ASSERT_LT(r.tag, kTasks);
+    ++seen[r.tag];
+    EXPECT_EQ(r.as<Small>().result, 2 * r.tag) << "task " << r.tag << " got another's results";
+  }
+  ASSERT_EQ(got, kTasks) << "tasks were lost at the wrap-around (waited 10 s)";
+  for (std::uint32_t i = 0; i < kTasks; ++i) EXPECT_EQ(seen[i], 1) << "task " << i;
 }
 
 }  // namespace

@@ -143,6 +143,9 @@ struct SchedulerConfig {
   // Device backend: each lane's first block is a standby block (never in deep idle), and the
   // lane gives it a task before any other block while it is free.
   bool standby = false;
+  // Where every block's counts of loaded and collected tasks start. Only tests set it: near
+  // 2^32, so that a short run crosses the counts' wrap-around.
+  std::uint32_t count_origin = 0;
 };
 
 template <std::size_t Capacity>
@@ -180,6 +183,7 @@ class PoolCore {
       lane->first = k * n / lanes;
       const std::size_t count = (k + 1) * n / lanes - lane->first;
       lane->blocks.resize(count);  // idle_since: the epoch, long ago: ring
+      for (BlockMeta& bm : lane->blocks) bm.loaded = bm.collected = config_.count_origin;
       lane->meta.resize(count * depth_);
       lane->heads.assign(depth_, kNil);
       lane->level_size.assign(depth_, 0);
@@ -509,8 +513,15 @@ class PoolCore {
   // counters say everything: slot `loaded % depth` is the next to load, `collected % depth`
   // the next to collect; loaded - collected are in flight.
   struct BlockMeta {
+    // Tasks loaded into and collected from the ring (they wrap after 2^32; only their
+    // difference is used), and the ring's slots the next of each goes to. The slot is not the
+    // count modulo the depth: a depth that does not divide 2^32 would lose its place at the
+    // wrap (and a division per look at a block costs ~10 cycles, with up to hundreds of
+    // blocks looked at per round).
     std::uint32_t loaded = 0;
     std::uint32_t collected = 0;
+    std::uint32_t load_slot = 0;
+    std::uint32_t collect_slot = 0;
     std::uint32_t lost = 0;      // slots of the ring whose task the watchdog gave up on
     std::uint32_t level = kNil;  // the free-slot list it is in (= in flight), kNil: none
     std::uint32_t prev = kNil, next = kNil;
@@ -875,10 +886,14 @@ class PoolCore {
     WEFT_POOL_SUB_END(lane, 4, t_pass2);
   }
 
+  // The ring slot after slot j.
+  [[nodiscard]] std::uint32_t next_slot(std::uint32_t j) const noexcept {
+    return j + 1 == depth_ ? 0 : j + 1;
+  }
   // Takes block b's next slot for a task: the lane's bookkeeping, before the slot is written.
   std::uint32_t reserve_slot(Lane& lane, std::uint32_t b, Clock::time_point now) {
     BlockMeta& bm = lane.blocks[b];
-    const std::uint32_t j = bm.loaded % depth_;
+    const std::uint32_t j = bm.load_slot;
     // The standby block never sleeps in deep idle: no doorbell for it (a ring would wake every
     // deep-idle block of its GPU for nothing).
     const bool standby = config_.standby && b == 0;
@@ -886,6 +901,7 @@ class PoolCore {
       lane.ring = true;
     }
     ++bm.loaded;
+    bm.load_slot = next_slot(bm.load_slot);
     ++lane.unresolved;
     relink(lane, b);
     activate(lane, b);
@@ -963,7 +979,7 @@ class PoolCore {
       return;
     }
     unlink(lane, 0);
-    lane.express_slot = b0.loaded % depth_;
+    lane.express_slot = b0.load_slot;
     // release: pairs with the pusher's acquire CAS; the slot's index, and this lane's reads of
     // the slot's last results (collect), happen before the pusher writes the slot.
     lane.express.store(kExpressOffered, std::memory_order_release);
@@ -1030,7 +1046,7 @@ class PoolCore {
     WEFT_POOL_SUB_BEGIN(t_prefetch);
     for (const std::uint32_t b : lane.active) {
       __builtin_prefetch(layout_.states(lane.first + b), 0, 0);
-      const std::uint32_t j = lane.blocks[b].collected % depth_;
+      const std::uint32_t j = lane.blocks[b].collect_slot;
       prefetch_slot(lane, b, j, lane.meta[b * depth_ + j].size, false);
     }
     WEFT_POOL_SUB_END(lane, 0, t_prefetch);
@@ -1046,7 +1062,7 @@ class PoolCore {
     lane.finishing.clear();
     const bool watchdog = config_.task_deadline.count() > 0;
     for (const std::uint32_t b : lane.active) {
-      const std::uint32_t j = lane.blocks[b].collected % depth_;
+      const std::uint32_t j = lane.blocks[b].collect_slot;
       // relaxed: a filter only; collect_block loads the state again with acquire.
       if (watchdog || state_of(lane, b, j).load(std::memory_order_relaxed) ==
                           static_cast<std::uint32_t>(SlotState::finished)) {
@@ -1070,7 +1086,7 @@ class PoolCore {
     std::size_t ended = 0;
     bool changed = false;
     while (bm.collected != bm.loaded) {
-      const std::uint32_t j = bm.collected % depth_;
+      const std::uint32_t j = bm.collect_slot;
       // acquire: pairs with the block's release store of FINISHED; status and results are
       // visible.
       if (state_of(lane, b, j).load(std::memory_order_acquire) !=
@@ -1100,12 +1116,14 @@ class PoolCore {
           .store(static_cast<std::uint32_t>(SlotState::idle), std::memory_order_relaxed);
       WEFT_POOL_SUB_END(lane, 2, t_idle);
       ++bm.collected;
+      bm.collect_slot = next_slot(j);
       changed = true;
     }
     if (config_.task_deadline.count() > 0) {
       // Loaded in ring order, so the deadlines pass in ring order too.
-      for (std::uint32_t p = bm.collected; p != bm.loaded; ++p) {
-        SlotMeta& m = lane.meta[b * depth_ + p % depth_];
+      for (std::uint32_t p = bm.collected, j = bm.collect_slot; p != bm.loaded;
+           ++p, j = next_slot(j)) {
+        SlotMeta& m = lane.meta[b * depth_ + j];
         if (m.lost) continue;
         if (now - m.loaded <= config_.task_deadline) break;
         // The block is still running it (or a task before it): deliver timed_out now and keep
@@ -1217,13 +1235,15 @@ class PoolCore {
     std::size_t n = 0;
     for (const std::uint32_t b : lane.active) {
       BlockMeta& bm = lane.blocks[b];
-      for (std::uint32_t p = bm.collected; p != bm.loaded; ++p) {
-        const SlotMeta& m = lane.meta[b * depth_ + p % depth_];
+      for (std::uint32_t p = bm.collected, j = bm.collect_slot; p != bm.loaded;
+           ++p, j = next_slot(j)) {
+        const SlotMeta& m = lane.meta[b * depth_ + j];
         if (m.lost) continue;
         stage(lane, m, TaskStatus::device_failed, nullptr);
         ++n;
       }
       bm.collected = bm.loaded;
+      bm.collect_slot = bm.load_slot;
       bm.lost = 0;
       bm.active_at = kNil;
     }
