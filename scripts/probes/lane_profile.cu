@@ -13,6 +13,7 @@
 //     -gencode=arch=compute_90,code=sm_90 -I../../include lane_profile.cu \
 //     ../../src/gpu/host_blocks.cpp \
 //     ../../src/gpu/device_blocks.cu -o lane_profile && ./lane_profile
+// (add -DWEFT_POOL_PROFILE_COARSE for the phases alone, without the timers inside them)
 #include <cuda_runtime.h>
 #include <sys/resource.h>
 #include <x86intrin.h>

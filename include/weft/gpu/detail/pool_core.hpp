@@ -579,6 +579,9 @@ class PoolCore {
     // finish_pending; the round's adopt_express, its look at the input (queued_count and
     // revoke_express), and take_batch's visit of the input shards.
     std::uint64_t sub[11] = {};
+    // Rounds that moved nothing, by what stopped the lane loading: no free slot in its
+    // blocks, or nothing queued.
+    std::uint64_t quiet_full = 0, quiet_no_input = 0;
     void mark(int phase) {
       const std::uint64_t t = __rdtsc();
       cycles[phase] += t - last;
@@ -588,7 +591,9 @@ class PoolCore {
     void mark(int) {}
 #endif
   };
-#if defined(WEFT_POOL_PROFILE)
+// WEFT_POOL_PROFILE_COARSE leaves out the timers inside the phases (some run per task and
+// cost ~30 cycles each), for a truer split between the phases themselves.
+#if defined(WEFT_POOL_PROFILE) && !defined(WEFT_POOL_PROFILE_COARSE)
 #define WEFT_POOL_SUB_BEGIN(name) const std::uint64_t name = __rdtsc()
 #define WEFT_POOL_SUB_END(lane, k, name) (lane).sub[k] += __rdtsc() - (name)
 #else
@@ -1323,6 +1328,13 @@ class PoolCore {
         continue;
       }
       // A quiet round. Now and then ask whether the blocks are still alive.
+#if defined(WEFT_POOL_PROFILE)
+      if (lane.free_capacity == 0) {
+        ++lane.quiet_full;
+      } else {
+        ++lane.quiet_no_input;
+      }
+#endif
       // relaxed: a hint; check_failure reads it again with acquire.
       if (now - last_health_check >= kHealthCheckPeriod ||
           blocks_failed_.load(std::memory_order_relaxed)) {
@@ -1384,13 +1396,18 @@ class PoolCore {
     std::fprintf(stderr,
                  "[profile] lane from block %zu: rounds %llu ended %llu (%.1f/round) active "
                  "blocks/round %.1f | cycles/task collect %.0f flush %.0f take %.0f load %.0f "
-                 "ring %.0f idle %.0f total %.0f\n",
+                 "ring %.0f idle %.0f total %.0f; quiet rounds %.1f%% (no free slot %llu, "
+                 "nothing queued %llu)\n",
                  lane.first, static_cast<unsigned long long>(lane.rounds),
                  static_cast<unsigned long long>(lane.ended),
                  static_cast<double>(lane.ended) / static_cast<double>(lane.rounds + 1),
                  static_cast<double>(lane.scanned) / static_cast<double>(lane.rounds + 1),
                  lane.cycles[0] * per, lane.cycles[1] * per, lane.cycles[2] * per,
-                 lane.cycles[3] * per, lane.cycles[4] * per, lane.cycles[5] * per, total * per);
+                 lane.cycles[3] * per, lane.cycles[4] * per, lane.cycles[5] * per, total * per,
+                 100.0 * static_cast<double>(lane.quiet_full + lane.quiet_no_input) /
+                     static_cast<double>(lane.rounds + 1),
+                 static_cast<unsigned long long>(lane.quiet_full),
+                 static_cast<unsigned long long>(lane.quiet_no_input));
     std::fprintf(stderr,
                  "[profile]   inside: collect's prefetch %.0f, staging %.0f, IDLE stores and "
                  "relinks %.0f; load's bookkeeping pass %.0f, writing pass %.0f (cycles/task)\n",
