@@ -734,6 +734,9 @@ TEST(PoolCore, RingsKeepTheirPlaceWhenTheTaskCountsWrapAround) {
   // with 3 slots per ring, results came back from the wrong slots or not at all.
   detail::SchedulerConfig config;
   config.count_origin = std::numeric_limits<std::uint32_t>::max() - 40;
+  // A watchdog, so that a task lost that way fails the test instead of hanging it (shutdown
+  // would wait for a task no block runs).
+  config.task_deadline = std::chrono::seconds(5);
   constexpr auto dispatch = [](std::uint32_t type, void* payload, std::uint32_t size,
                                const BlockContext& block) {
     return TaskTypes<Small>::dispatch(type, payload, size, block);

@@ -510,12 +510,11 @@ class PoolCore {
     }
   };
   // A block's ring as its lane sees it. Slots are loaded and collected in ring order, so two
-  // counters say everything: slot `loaded % depth` is the next to load, `collected % depth`
-  // the next to collect; loaded - collected are in flight.
+  // counts and two ring indexes say everything: load_slot is the next to load, collect_slot
+  // the next to collect, loaded - collected are in flight.
   struct BlockMeta {
-    // Tasks loaded into and collected from the ring (they wrap after 2^32; only their
-    // difference is used), and the ring's slots the next of each goes to. The slot is not the
-    // count modulo the depth: a depth that does not divide 2^32 would lose its place at the
+    // The counts wrap after 2^32 tasks; only their difference is used. The slots are not the
+    // counts modulo the depth: a depth that does not divide 2^32 would lose its place at the
     // wrap (and a division per look at a block costs ~10 cycles, with up to hundreds of
     // blocks looked at per round).
     std::uint32_t loaded = 0;
