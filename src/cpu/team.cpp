@@ -170,18 +170,21 @@ void run_team_erased(Executor& ex, std::size_t size, std::int64_t first, std::in
     } restore{saved};
     body(ctx, team);
   };
-  // EXPERIMENT (reverted): the caller is rank 0, a worker or not, as an OpenMP master thread.
+  // A calling worker is rank 0; from outside the pool every rank is a task and the caller
+  // sleeps (it would otherwise compete with the workers for the cores).
+  const std::size_t first_task = ex.this_worker_index() >= 0 ? 1 : 0;
   TaskGroup g(ex);
-  for (std::size_t r = 1; r < size; ++r) {
+  for (std::size_t r = first_task; r < size; ++r) {
     ex.spawn_task_into(g.state_for_algorithms(), [&participant, r] { participant(r); });
   }
-  // From outside the pool each task went global and woke a worker: no further wake-up.
-  if (ex.this_worker_index() >= 0) ex.publish_pending_work();
-  try {
-    participant(0);
-  } catch (...) {
-    g.wait_noexcept();
-    throw;
+  ex.publish_pending_work();
+  if (first_task == 1) {
+    try {
+      participant(0);
+    } catch (...) {
+      g.wait_noexcept();
+      throw;
+    }
   }
   g.wait();
 }
