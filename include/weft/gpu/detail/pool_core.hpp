@@ -515,8 +515,7 @@ class PoolCore {
   struct BlockMeta {
     // The counts wrap after 2^32 tasks; only their difference is used. The slots are not the
     // counts modulo the depth: a depth that does not divide 2^32 would lose its place at the
-    // wrap (and a division per look at a block costs ~10 cycles, with up to hundreds of
-    // blocks looked at per round).
+    // wrap.
     std::uint32_t loaded = 0;
     std::uint32_t collected = 0;
     std::uint32_t load_slot = 0;
@@ -578,9 +577,6 @@ class PoolCore {
     // finish_pending; the round's adopt_express, its look at the input (queued_count and
     // revoke_express), and take_batch's visit of the input shards.
     std::uint64_t sub[11] = {};
-    // Rounds that moved nothing, by what stopped the lane loading: no free slot in its
-    // blocks, or nothing queued.
-    std::uint64_t quiet_full = 0, quiet_no_input = 0;
     void mark(int phase) {
       const std::uint64_t t = __rdtsc();
       cycles[phase] += t - last;
@@ -1327,13 +1323,6 @@ class PoolCore {
         continue;
       }
       // A quiet round. Now and then ask whether the blocks are still alive.
-#if defined(WEFT_POOL_PROFILE)
-      if (lane.free_capacity == 0) {
-        ++lane.quiet_full;
-      } else {
-        ++lane.quiet_no_input;
-      }
-#endif
       // relaxed: a hint; check_failure reads it again with acquire.
       if (now - last_health_check >= kHealthCheckPeriod ||
           blocks_failed_.load(std::memory_order_relaxed)) {
@@ -1395,18 +1384,13 @@ class PoolCore {
     std::fprintf(stderr,
                  "[profile] lane from block %zu: rounds %llu ended %llu (%.1f/round) active "
                  "blocks/round %.1f | cycles/task collect %.0f flush %.0f take %.0f load %.0f "
-                 "ring %.0f idle %.0f total %.0f; quiet rounds %.1f%% (no free slot %llu, "
-                 "nothing queued %llu)\n",
+                 "ring %.0f idle %.0f total %.0f\n",
                  lane.first, static_cast<unsigned long long>(lane.rounds),
                  static_cast<unsigned long long>(lane.ended),
                  static_cast<double>(lane.ended) / static_cast<double>(lane.rounds + 1),
                  static_cast<double>(lane.scanned) / static_cast<double>(lane.rounds + 1),
                  lane.cycles[0] * per, lane.cycles[1] * per, lane.cycles[2] * per,
-                 lane.cycles[3] * per, lane.cycles[4] * per, lane.cycles[5] * per, total * per,
-                 100.0 * static_cast<double>(lane.quiet_full + lane.quiet_no_input) /
-                     static_cast<double>(lane.rounds + 1),
-                 static_cast<unsigned long long>(lane.quiet_full),
-                 static_cast<unsigned long long>(lane.quiet_no_input));
+                 lane.cycles[3] * per, lane.cycles[4] * per, lane.cycles[5] * per, total * per);
     std::fprintf(stderr,
                  "[profile]   inside: collect's prefetch %.0f, staging %.0f, IDLE stores and "
                  "relinks %.0f; load's bookkeeping pass %.0f, writing pass %.0f (cycles/task)\n",
