@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "empty_pool.cuh"
+#include "probe_entry.hpp"
 
 // Minor page faults of the whole process so far (every thread's: pusher, popper, lanes).
 long minor_faults() {
@@ -55,12 +56,6 @@ long thread_minor_faults() {
 // is what makes push_batch's copy dear.
 bool g_scratch = false;
 bool g_scratch_read = false;
-struct ScratchEntry {
-  std::uint32_t type, payload_size;
-  std::uint64_t tag;
-  std::uint32_t out, callback;
-  unsigned char payload[16];
-};
 
 // `pushers` threads push batches of 4096 (each its share of the records, round robin by
 // batch) and `poppers` threads pop in batches, popper k from output queue k (each task goes to
@@ -102,7 +97,7 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n, int pus
     for (int p = 0; p < pushers; ++p) {
       threads.emplace_back([&, p] {
         const long f0 = thread_minor_faults();
-        std::vector<ScratchEntry> scratch[2];
+        std::vector<ProbeEntry> scratch[2];
         for (auto& v : scratch) v.reserve(kBatch);
         std::uint64_t batches = 0;  // this pusher's
         for (std::uint64_t b = static_cast<std::uint64_t>(p); b * kBatch < n;
@@ -118,7 +113,7 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n, int pus
             std::uint64_t sink = 0;
             for (std::uint64_t r = 0; r < batches; ++r) {
               while (written.load(std::memory_order_acquire) <= r) _mm_pause();
-              for (const ScratchEntry& e : scratch[r % 2]) sink += e.tag;
+              for (const ProbeEntry& e : scratch[r % 2]) sink += e.tag;
               read.store(r + 1, std::memory_order_release);
             }
             asm volatile("" : : "r"(sink));
@@ -135,18 +130,10 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n, int pus
               _mm_pause();
             }
             const double a = now();
-            std::vector<ScratchEntry>& v = scratch[c % 2];
+            std::vector<ProbeEntry>& v = scratch[c % 2];
             v.clear();
             for (std::size_t k = 0; k < len; ++k) {
-              const P::Record& r = records[i + k];
-              ScratchEntry e;
-              e.type = r.type;
-              e.payload_size = r.payload_size;
-              e.tag = r.tag;
-              e.out = 0;
-              e.callback = 0;
-              std::memcpy(e.payload, r.payload, 16);
-              v.push_back(e);
+              v.push_back(entry_of(records[i + k]));
             }
             asm volatile("" : : "r"(v.data()) : "memory");  // the copy is not optimised away
             scratch_s[static_cast<std::size_t>(p)] += now() - a;

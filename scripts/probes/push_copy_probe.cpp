@@ -26,16 +26,10 @@
 
 #include <immintrin.h>
 
-#include "weft/gpu/detail/pool_core.hpp"
+#include "probe_entry.hpp"
 
-using Record = weft::gpu::TaskRecord<16>;
-struct Entry {  // PoolCore::Entry's layout
-  Entry() {}    // NOLINT(modernize-use-equals-default): as PoolCore::Entry, resize() writes nothing
-  std::uint32_t type, payload_size;
-  std::uint64_t tag;
-  std::uint32_t out, callback;
-  unsigned char payload[16];
-};
+using Record = ProbeRecord;
+using Entry = ProbeEntry;
 
 // *to = e with x86 streaming stores (movnti): five 8-byte words, no read of the line.
 void stream_store(Entry* to, const Entry& e) {
@@ -43,22 +37,6 @@ void stream_store(Entry* to, const Entry& e) {
   std::memcpy(words, &e, sizeof(Entry));
   auto* d = reinterpret_cast<long long*>(to);
   for (std::size_t i = 0; i < sizeof(Entry) / 8; ++i) _mm_stream_si64(d + i, words[i]);
-}
-
-template <bool Whole>
-Entry entry_of(const Record& r) {
-  Entry e;
-  e.type = r.type;
-  e.payload_size = r.payload_size;
-  e.tag = r.tag;
-  e.out = 0;
-  e.callback = 0;
-  if constexpr (Whole) {
-    weft::gpu::detail::copy_payload<16>(e.payload, r.payload, r.payload_size);
-  } else {
-    std::memcpy(e.payload, r.payload, r.payload_size);
-  }
-  return e;
 }
 
 // Whole: the payload copied as PoolCore does (detail::copy_payload: all 16 bytes, a fixed-size
