@@ -729,8 +729,8 @@ TEST(Pool, BadSchedulerOptionsAreRejected) {
 
 TEST(PoolCore, RingsKeepTheirPlaceWhenTheTaskCountsWrapAround) {
   // A block's counts of loaded and collected tasks are 32 bits wide and wrap after 2^32 tasks
-  // (some 18 hours of a busy block). The lane found a task's slot as its count modulo the
-  // ring depth, which skips or repeats a slot at the wrap unless the depth divides 2^32:
+  // (hours of full load on an H100, docs/gpu.md "Rings"). The lane found a task's slot as its count
+  // modulo the ring depth, which skips or repeats a slot at the wrap unless the depth divides 2^32:
   // with 3 slots per ring, results came back from the wrong slots or not at all.
   detail::SchedulerConfig config;
   config.count_origin = std::numeric_limits<std::uint32_t>::max() - 40;
