@@ -1283,13 +1283,20 @@ class PoolCore {
       lane.batch.clear();
       // queued_count() is a hint here (the shard locks in take_batch order the entries).
       WEFT_POOL_SUB_BEGIN(t_look);
-      const bool input = queued_count() > 0;
+      const std::size_t queued = queued_count();
+      const bool input = queued > 0;
       if (input) revoke_express(lane);
       WEFT_POOL_SUB_END(lane, 9, t_look);
       if (lane.free_capacity > 0 && input) {
         // At most one task per block per round: rings fill one level at a time, and a lane
-        // that comes back quickly does not take what other lanes are about to.
-        stopping = take_batch(lane, std::min(lane.free_capacity, lane.listed), true);
+        // that comes back quickly does not take what other lanes are about to. Unless more is
+        // queued than all lanes' free slots together (this lane's times the lanes): then every
+        // free slot gets a task whatever the order, and filling the rings now lets a block run
+        // a whole ring per read of host memory and the lane collect several tasks per control
+        // line, where one task per round kept the rings about one deep under load.
+        std::size_t want = std::min(lane.free_capacity, lane.listed);
+        if (queued >= lanes_.size() * lane.free_capacity) want = lane.free_capacity;
+        stopping = take_batch(lane, want, true);
       } else {
         // acquire: pairs with shutdown's release store.
         stopping = stop_flag_.load(std::memory_order_acquire);
