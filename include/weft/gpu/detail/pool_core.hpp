@@ -1295,7 +1295,9 @@ class PoolCore {
         // a whole ring per read of host memory and the lane collect several tasks per control
         // line, where one task per round kept the rings about one deep under load.
         std::size_t want = std::min(lane.free_capacity, lane.listed);
-        if (queued >= lanes_.size() * lane.free_capacity) want = lane.free_capacity;
+        if (queued >= lanes_.size() * lane.free_capacity) {
+          want = std::min(lane.free_capacity, std::max(lane.listed, kRoundTasksMax));
+        }
         stopping = take_batch(lane, want, true);
       } else {
         // acquire: pairs with shutdown's release store.
@@ -1477,6 +1479,10 @@ class PoolCore {
   QueueOrder order_;
   SchedulerConfig config_;
 
+#if !defined(WEFT_POOL_ROUND_MAX)
+#define WEFT_POOL_ROUND_MAX 1024
+#endif
+  static constexpr std::size_t kRoundTasksMax = WEFT_POOL_ROUND_MAX;
   // Input shards: enough that a few pushing threads rarely share one (a shared one costs
   // only contention, not correctness).
   static constexpr std::size_t kInputShards = 8;
