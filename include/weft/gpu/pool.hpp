@@ -80,7 +80,8 @@ struct PoolOptions {
   /// every task waiting in its ring in one pass and runs them in order, so a deeper ring moves
   /// more tasks per read of host memory and keeps a block busy between tasks; but a task
   /// queued behind a long one waits for it (the scheduler queues a second task in a ring only
-  /// when no block of its lane has a free ring). docs/gpu.md "Rings".
+  /// when no block of its lane has a free ring, or when more tasks are queued than the pool
+  /// has free slots, so that every slot gets one anyway). docs/gpu.md "Rings".
   std::size_t ring_depth = 0;
   /// Device backend: the first block of each scheduler lane is a standby block that never goes
   /// into deep idle (it polls its ring every ~1 us, about 0.1% of the pinned bandwidth each),

@@ -1291,9 +1291,12 @@ class PoolCore {
         // At most one task per block per round: rings fill one level at a time, and a lane
         // that comes back quickly does not take what other lanes are about to. Unless more is
         // queued than all lanes' free slots together (this lane's times the lanes): then every
-        // free slot gets a task whatever the order, and filling the rings now lets a block run
-        // a whole ring per read of host memory and the lane collect several tasks per control
-        // line, where one task per round kept the rings about one deep under load.
+        // free slot gets a task whatever the order, so the lane fills its rings (up to
+        // kRoundTasksMax a round), and a block runs several tasks per read of host memory and
+        // the lane collects several per control line. One task per block per round kept the
+        // rings about one deep under load: batched empty tasks 23-26 -> 16-20 ns per task with
+        // 4 lanes, 30-34 -> 19-20 at 2 blocks per SM in a same-instance A/B
+        // (bench/results/h100/probes/round_max_ab-ab9676a.txt, ring_fill_ab-9f1297d.txt).
         std::size_t want = std::min(lane.free_capacity, lane.listed);
         if (queued >= lanes_.size() * lane.free_capacity) {
           want = std::min(lane.free_capacity, std::max(lane.listed, kRoundTasksMax));
@@ -1479,10 +1482,13 @@ class PoolCore {
   QueueOrder order_;
   SchedulerConfig config_;
 
-#if !defined(WEFT_POOL_ROUND_MAX)
-#define WEFT_POOL_ROUND_MAX 1024
-#endif
-  static constexpr std::size_t kRoundTasksMax = WEFT_POOL_ROUND_MAX;
+  // The most tasks a lane loads in one round when a backlog lets it fill rings (it loads one
+  // per listed block otherwise, whatever this says). A round must stay well inside warm_idle
+  // (100 us by default): one lane of 792 blocks taking 1024 or 2048 tasks a round, ~100 ns
+  // each, left blocks long enough to fall into deep idle and be rung awake, 80-100 -> 210-260
+  // ns per task; 512 is as fast as before with one lane and gains as much as 2048 with four
+  // (bench/results/h100/probes/round_max_ab-ab9676a.txt).
+  static constexpr std::size_t kRoundTasksMax = 512;
   // Input shards: enough that a few pushing threads rarely share one (a shared one costs
   // only contention, not correctness).
   static constexpr std::size_t kInputShards = 8;
