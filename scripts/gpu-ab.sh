@@ -12,13 +12,21 @@
 #            runs old, new, old, new ... (<rounds> each), every run headed "=== old <commit>"
 #            or "=== new"; compile flags (e.g. -DWEFT_POOL_PROFILE) go before "--".
 #
+#   here:    scripts/gpu-ab.sh prepare-tree <commit>
+#            copies that commit's whole tree (but bench/results) into ab/tree-<commit>/
+#   device:  scripts/gpu-ab.sh bench <commit> <rounds> [-- bench arguments]
+#            builds the weft tool from ab/tree-<commit>/ and from the tree, then runs
+#            `weft bench gpu-pool` old, new, old, new ... (<rounds> each), writing
+#            $OUT/bench-{old,new}-<round>.json and a table of the headline metrics per run
+#            to $OUT/bench-ab.txt: the bench's own figures, A/B'd on one instance
+#
 # Example (what bench/results/h100/probes/latency_ab-bff043d.txt was made by, by hand):
 #   scripts/gpu-ab.sh prepare 48d179e
 #   device: scripts/gpu-ab.sh run 48d179e latency_trace 2 -DWEFT_POOL_TRACE | tee $OUT/ab.txt
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage() {
-  sed -n '2,17p' "$0" >&2
+  sed -n '2,24p' "$0" >&2
   exit 2
 }
 [[ $# -ge 2 ]] || usage
@@ -33,6 +41,64 @@ case "$cmd" in
     mkdir -p "$dir"
     git -C "$root" archive "$commit" include src/gpu | tar -x -C "$dir"
     echo "gpu-ab: $commit's include/ and src/gpu/ are in ab/$commit (carry \"ab\" to the device)"
+    ;;
+  prepare-tree)
+    git -C "$root" rev-parse --verify --quiet "$commit^{commit}" >/dev/null ||
+      { echo "gpu-ab: $commit is not a commit of this repository" >&2; exit 2; }
+    tree="$root/ab/tree-$commit"
+    rm -rf "$tree"
+    mkdir -p "$tree"
+    git -C "$root" archive "$commit" -- . ':!bench/results' | tar -x -C "$tree"
+    echo "gpu-ab: $commit's tree is in ab/tree-$commit (carry \"ab\" to the device)"
+    ;;
+  bench)
+    [[ $# -ge 3 ]] || usage
+    rounds=$3
+    shift 3
+    [[ $# -gt 0 && $1 == "--" ]] && shift
+    tree="$root/ab/tree-$commit"
+    [[ -d "$tree" ]] || { echo "gpu-ab: no ab/tree-$commit: run 'prepare-tree $commit' first" >&2; exit 2; }
+    [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-ab: rounds must be a positive number" >&2; exit 2; }
+    out=${OUT:-gpu-ab-out}
+    mkdir -p "$out"
+    build() {  # source dir, build dir
+      cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON \
+        -DCMAKE_CUDA_ARCHITECTURES=90 -DWEFT_BUILD_TOOLS=ON -DWEFT_BUILD_BENCH=ON \
+        -DWEFT_BUILD_TESTS=OFF > "$2.configure.log" 2>&1 &&
+        cmake --build "$2" -j "$(( $(nproc) / 2 ))" --target weft_cli > "$2.build.log" 2>&1
+    }
+    work=$(mktemp -d)
+    build "$tree" "$work/old" & old_pid=$!
+    build "$root" "$work/new" || { tail -30 "$work/new.build.log"; exit 1; }
+    wait "$old_pid" || { tail -30 "$work/old.build.log"; exit 1; }
+    for ((r = 1; r <= rounds; ++r)); do
+      for side in old new; do
+        echo "=== $side$([[ $side == old ]] && echo " $commit") (round $r)"
+        "$work/$side/tools/weft/weft" bench gpu-pool "$@" --json "$work/bench-$side-$r.json" \
+          > "$work/bench-$side-$r.log" 2>&1 || echo "gpu-ab: $side exited with status $?"
+        cp "$work/bench-$side-$r.json" "$out/" 2>/dev/null
+      done
+    done
+    python3 - "$work" "$rounds" <<'PY' | tee "$out/bench-ab.txt"
+import json, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+keys = ["empty_task_ns_batched", "empty_task_ns_single", "latency_p50_us", "latency_p99_us",
+        "idle_poll_pcie_fraction", "busy_fraction_10us", "busy_fraction_10us_1_block_per_sm",
+        "empty_task_ns_lanes_4", "empty_task_ns_lanes_6", "empty_task_ns_lanes_8",
+        "empty_task_ns_blocks_per_sm_2", "empty_task_ns_ring_depth_8"]
+runs = []
+for r in range(1, rounds + 1):
+    for side in ("old", "new"):
+        try:
+            m = json.load(open(f"{work}/bench-{side}-{r}.json"))["metrics"]
+        except (OSError, ValueError, KeyError):
+            m = {}
+        runs.append((f"{side} {r}", m))
+print("metric".ljust(36) + "".join(name.rjust(10) for name, _ in runs))
+for k in keys:
+    cells = "".join((f"{m[k]['value']:.4g}" if k in m else "-").rjust(10) for _, m in runs)
+    print(k.ljust(36) + cells)
+PY
     ;;
   run)
     [[ $# -ge 4 ]] || usage
