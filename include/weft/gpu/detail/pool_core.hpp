@@ -1298,11 +1298,7 @@ class PoolCore {
         // 4 lanes, 30-34 -> 19-20 at 2 blocks per SM in a same-instance A/B
         // (bench/results/h100/probes/round_max_ab-ab9676a.txt, ring_fill_ab-9f1297d.txt).
         std::size_t want = std::min(lane.free_capacity, lane.listed);
-#if defined(WEFT_POOL_FILL_OWN)
-        if (queued >= lane.free_capacity) {
-#else
         if (queued >= lanes_.size() * lane.free_capacity) {
-#endif
           want = std::min(lane.free_capacity, std::max(lane.listed, kRoundTasksMax));
         }
         stopping = take_batch(lane, want, true);
