@@ -23,7 +23,19 @@ struct GraphSuiteOptions {
   std::string trace_dir;          // non-empty: a Chrome trace and an SVG per app, size and policy
   std::string models_db;          // non-empty: store the models there after the run
   std::string machine;            // the models' machine key
+  /// Also time every mapping of each application at the largest size (nodes without a GPU
+  /// implementation stay on the CPU), skipping those whose simulated makespan is over
+  /// kExhaustivePrune times the fastest policy's measured time: the best measured mapping
+  /// there is, which bounds what any mapping policy can gain over D-Map.
+  bool exhaustive = false;
+  int exhaustive_samples = 3;
 };
+
+/// Mappings whose simulated makespan (schedule.hpp, from the calibrated models) is over this
+/// many times the fastest policy's measured time are not timed by the exhaustive search. The
+/// models' per-kernel errors are within ~10% and a makespan already counts the CPU and the
+/// GPU overlapping, so such a mapping cannot be the fastest.
+inline constexpr double kExhaustivePrune = 2.0;
 
 /// Calibrates `runtime`'s cost models: each application at each size (floats in total) with
 /// every node on the CPU, then every GPU-capable node on the GPU; the first (cold) run of each

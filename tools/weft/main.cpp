@@ -69,6 +69,10 @@ int main(int argc, char** argv) {
       ->check(apps_check);
   bench_graph->add_option("--sizes", graph_args.sizes,
                           "Floats in total per size, e.g. --sizes 32m 320m (default)");
+  bench_graph->add_flag("--exhaustive", graph_args.exhaustive,
+                        "Also time every mapping of each application at the largest size (but "
+                        "those the models put over 2x the fastest policy): the best any "
+                        "mapping policy could do");
   bench_graph->add_option("--trace-dir", graph_args.trace_dir,
                           "Write a Chrome trace and an SVG timeline per app, size and policy");
   bench_graph->add_option("--machine", graph_args.machine,
