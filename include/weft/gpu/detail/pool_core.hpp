@@ -869,14 +869,22 @@ class PoolCore {
 
   // Loads lane.batch into slots in two passes: the first picks every task's slot (bookkeeping
   // only) and asks for the slots' lines, the second writes them and publishes READY.
-  void load_batch(Lane& lane, Clock::time_point now) {
+  // With `whole_rings` (a backlog: every free slot gets a task anyway) each block picked gets
+  // as many of the batch as its ring has room for, in consecutive slots: the lane's writes go
+  // to adjacent lines and one control line, and the block finds them in one run.
+  void load_batch(Lane& lane, Clock::time_point now, bool whole_rings) {
     lane.targets.clear();
     WEFT_POOL_SUB_BEGIN(t_pass1);
-    for (const Entry& e : lane.batch) {
+    const std::size_t n = lane.batch.size();
+    for (std::size_t i = 0; i < n;) {
       const std::uint32_t b = pick_block(lane);
-      const std::uint32_t j = reserve_slot(lane, b, now);
-      prefetch_slot(lane, b, j, e.payload_size, true);
-      lane.targets.emplace_back(b, j);
+      do {
+        const std::uint32_t j = reserve_slot(lane, b, now);
+        prefetch_slot(lane, b, j, lane.batch[i].payload_size, true);
+        lane.targets.emplace_back(b, j);
+        ++i;
+        // level kNil: the ring is full (or holds a lost task), no longer listed.
+      } while (whole_rings && i < n && lane.blocks[b].level != kNil);
     }
     WEFT_POOL_SUB_END(lane, 3, t_pass1);
     WEFT_POOL_SUB_BEGIN(t_pass2);
@@ -1280,6 +1288,7 @@ class PoolCore {
       lane.mark(1);
 
       bool stopping = false;
+      bool whole_rings = false;
       lane.batch.clear();
       // queued_count() is a hint here (the shard locks in take_batch order the entries).
       WEFT_POOL_SUB_BEGIN(t_look);
@@ -1298,9 +1307,9 @@ class PoolCore {
         // 4 lanes, 30-34 -> 19-20 at 2 blocks per SM in a same-instance A/B
         // (bench/results/h100/probes/round_max_ab-ab9676a.txt, ring_fill_ab-9f1297d.txt).
         std::size_t want = std::min(lane.free_capacity, lane.listed);
-        if (queued >= lanes_.size() * lane.free_capacity) {
-          want = std::min(lane.free_capacity, std::max(lane.listed, kRoundTasksMax));
-        }
+        const bool backlog = queued >= lanes_.size() * lane.free_capacity;
+        if (backlog) want = std::min(lane.free_capacity, std::max(lane.listed, kRoundTasksMax));
+        whole_rings = backlog && lane.listed > kWholeRingBlocks;
         stopping = take_batch(lane, want, true);
       } else {
         // acquire: pairs with shutdown's release store.
@@ -1315,7 +1324,7 @@ class PoolCore {
 #if defined(WEFT_POOL_TRACE)
       if (!lane.batch.empty()) g_trace_taken.store(trace_now());
 #endif
-      load_batch(lane, now);
+      load_batch(lane, now, whole_rings);
       lane.mark(3);
       if (lane.ring) {
         blocks_->after_loads();
@@ -1489,6 +1498,7 @@ class PoolCore {
   // ns per task; 512 is as fast as before with one lane and gains as much as 2048 with four
   // (bench/results/h100/probes/round_max_ab-ab9676a.txt).
   static constexpr std::size_t kRoundTasksMax = 512;
+  static constexpr std::size_t kWholeRingBlocks = 256;
   // Input shards: enough that a few pushing threads rarely share one (a shared one costs
   // only contention, not correctness).
   static constexpr std::size_t kInputShards = 8;
