@@ -146,6 +146,10 @@ struct SchedulerConfig {
   // Where every block's counts of loaded and collected tasks start. Only tests set it: near
   // 2^32, so that a short run crosses the counts' wrap-around.
   std::uint32_t count_origin = 0;
+  // Under a backlog, a lane with more blocks than this listed fills each block's whole ring at
+  // once instead of one level at a time (lane_main). Tests set 0, so that the host backend's
+  // few blocks take that path too.
+  std::size_t whole_ring_blocks = 256;
 };
 
 template <std::size_t Capacity>
@@ -1309,7 +1313,13 @@ class PoolCore {
         std::size_t want = std::min(lane.free_capacity, lane.listed);
         const bool backlog = queued >= lanes_.size() * lane.free_capacity;
         if (backlog) want = std::min(lane.free_capacity, std::max(lane.listed, kRoundTasksMax));
-        whole_rings = backlog && lane.listed > kWholeRingBlocks;
+        // A lane with many blocks (more than config_.whole_ring_blocks listed) gives each block
+        // it picks its whole free ring, so that a round touches fewer blocks: with one task per
+        // block per level a round of one lane visited all its 792 blocks once each. One lane
+        // 133-231 -> 59-65 ns per task, two lanes 48-59 -> 34-39; with 4 lanes (198 blocks
+        // each) whole rings were 10-15% slower, so below the threshold rings fill level by
+        // level (probes/whole_rings_ab-7492f95.txt, whole_rings_hybrid_ab-7a1999c.txt).
+        whole_rings = backlog && lane.listed > config_.whole_ring_blocks;
         stopping = take_batch(lane, want, true);
       } else {
         // acquire: pairs with shutdown's release store.
@@ -1498,7 +1508,6 @@ class PoolCore {
   // ns per task; 512 is as fast as before with one lane and gains as much as 2048 with four
   // (bench/results/h100/probes/round_max_ab-ab9676a.txt).
   static constexpr std::size_t kRoundTasksMax = 512;
-  static constexpr std::size_t kWholeRingBlocks = 256;
   // Input shards: enough that a few pushing threads rarely share one (a shared one costs
   // only contention, not correctness).
   static constexpr std::size_t kInputShards = 8;
