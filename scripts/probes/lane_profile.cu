@@ -223,7 +223,8 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  for (std::size_t lanes : {1, 2, 4, 6, 8}) run(lanes, 0, 8, 1'000'000);  // the default pool's shape
+  for (std::size_t lanes : {1, 2, 4, 6, 8})
+    run(lanes, 0, 8, 1'000'000);  // the default pool's shape
   run(4, 2, 8, 1'000'000);
   return 0;
 }
