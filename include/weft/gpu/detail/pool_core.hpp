@@ -1318,7 +1318,8 @@ class PoolCore {
         // block per level a round of one lane visited all its 792 blocks once each. One lane
         // 133-231 -> 59-65 ns per task, two lanes 48-59 -> 34-39; with 4 lanes (198 blocks
         // each) whole rings were 10-15% slower, so below the threshold rings fill level by
-        // level (probes/whole_rings_ab-7492f95.txt, whole_rings_hybrid_ab-7a1999c.txt).
+        // level (bench/results/h100/probes/whole_rings_ab-7492f95.txt,
+        // whole_rings_hybrid_ab-7a1999c.txt).
         whole_rings = backlog && lane.listed > config_.whole_ring_blocks;
         stopping = take_batch(lane, want, true);
       } else {
@@ -1502,10 +1503,10 @@ class PoolCore {
   SchedulerConfig config_;
 
   // The most tasks a lane loads in one round when a backlog lets it fill rings (it loads one
-  // per listed block otherwise, whatever this says). A round must stay well inside warm_idle
-  // (100 us by default): one lane of 792 blocks taking 1024 or 2048 tasks a round, ~100 ns
-  // each, left blocks long enough to fall into deep idle and be rung awake, 80-100 -> 210-260
-  // ns per task; 512 is as fast as before with one lane and gains as much as 2048 with four
+  // per listed block otherwise, whatever this says). One lane of 792 blocks taking up to 1024
+  // or 2048 tasks a round ran at 210-260 ns per task against 80-100 (why was not measured;
+  // such a round lasts about as long as warm_idle, 100 us, after which blocks sleep until the
+  // doorbell); 512 is as fast as before with one lane and gains as much as 2048 with four
   // (bench/results/h100/probes/round_max_ab-ab9676a.txt).
   static constexpr std::size_t kRoundTasksMax = 512;
   // Input shards: enough that a few pushing threads rarely share one (a shared one costs
