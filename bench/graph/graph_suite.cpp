@@ -142,6 +142,13 @@ std::vector<double> fastest_mapping(wg::Runtime& rt, factors::BuiltApp& built,
                                     const std::string& name) {
   const wg::MappingProblem problem = rt.problem(*built.graph);
   const auto mappings = every_mapping(problem);
+  // These runs teach the models nothing: the policies of the applications after this one map
+  // from what the policies' own runs taught, as without --exhaustive.
+  rt.set_learning(false);
+  struct Relearn {
+    wg::Runtime& rt;
+    ~Relearn() { rt.set_learning(true); }
+  } relearn{rt};
   std::vector<double> best;
   std::string best_name;
   std::size_t timed = 0;
