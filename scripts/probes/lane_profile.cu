@@ -7,7 +7,7 @@
 // and 8 lanes with one or two pushers and one or two poppers instead: whether the pool or one
 // pushing or popping thread bounds the batched figure; with --scratch, 4, 6 and 8 lanes with
 // the pusher's copy also timed apart (below); --scratch-read likewise, with that copy's vector
-// read by another thread in between.
+// read by another thread in between; --lanes N... the default pool with those lane counts only.
 // Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -DWEFT_POOL_PROFILE \
 //     -gencode=arch=compute_90,code=sm_90 -I../../include lane_profile.cu \
@@ -221,6 +221,10 @@ int main(int argc, char** argv) {
         run(lanes, 0, 8, 1'000'000, pushers, poppers);
       }
     }
+    return 0;
+  }
+  if (argc > 2 && std::string(argv[1]) == "--lanes") {  // these lane counts only, default pool
+    for (int k = 2; k < argc; ++k) run(std::stoul(argv[k]), 0, 8, 1'000'000);
     return 0;
   }
   for (std::size_t lanes : {1, 2, 4, 6, 8})
