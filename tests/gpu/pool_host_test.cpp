@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <thread>
 #include <vector>
@@ -727,6 +728,46 @@ TEST(Pool, BadSchedulerOptionsAreRejected) {
   EXPECT_EQ(pool.pop().as<Small>().result, 8u);
 }
 
+// The scheduler core alone, over `blocks` host blocks with rings of `depth` slots running Small
+// tasks: for tests that set SchedulerConfig's test hooks, which PoolOptions does not expose.
+using SmallCore = detail::PoolCore<16>;
+std::unique_ptr<SmallCore> small_core(std::size_t blocks, std::size_t depth,
+                                      const detail::SchedulerConfig& config) {
+  constexpr auto dispatch = [](std::uint32_t type, void* payload, std::uint32_t size,
+                               const BlockContext& block) {
+    return TaskTypes<Small>::dispatch(type, payload, size, block);
+  };
+  return std::make_unique<SmallCore>(detail::make_host_blocks(blocks, depth, 16, 0, +dispatch), 1,
+                                     QueueOrder::fifo, config);
+}
+// Pops from output queue 0 until `n` records came back or `timeout` passed; returns them.
+std::vector<SmallCore::Record> pop_until(SmallCore& core, std::size_t n,
+                                         std::chrono::seconds timeout) {
+  std::vector<SmallCore::Record> got;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (got.size() < n && std::chrono::steady_clock::now() < deadline) {
+    SmallCore::Record r;
+    if (core.try_pop(r, 0)) {
+      got.push_back(r);
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  return got;
+}
+// Each of `n` Small tasks tagged 0..n-1 came back once, ok, with its own result (2 x tag).
+void expect_each_once_with_its_result(const std::vector<SmallCore::Record>& got, std::size_t n) {
+  ASSERT_EQ(got.size(), n) << "tasks were lost";
+  std::vector<int> seen(n, 0);
+  for (const auto& r : got) {
+    ASSERT_TRUE(r.ok()) << "task " << r.tag;
+    ASSERT_LT(r.tag, n);
+    ++seen[r.tag];
+    EXPECT_EQ(r.as<Small>().result, 2 * r.tag) << "task " << r.tag << " got another's results";
+  }
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(seen[i], 1) << "task " << i;
+}
+
 TEST(PoolCore, RingsKeepTheirPlaceWhenTheTaskCountsWrapAround) {
   // A block's counts of loaded and collected tasks are 32 bits wide and wrap after 2^32 tasks
   // (hours of full load on an H100, docs/gpu.md "Rings"). The lane found a task's slot as its count
@@ -737,40 +778,18 @@ TEST(PoolCore, RingsKeepTheirPlaceWhenTheTaskCountsWrapAround) {
   // A watchdog, so that a task lost that way fails the test instead of hanging it (shutdown
   // would wait for a task no block runs).
   config.task_deadline = std::chrono::seconds(5);
-  constexpr auto dispatch = [](std::uint32_t type, void* payload, std::uint32_t size,
-                               const BlockContext& block) {
-    return TaskTypes<Small>::dispatch(type, payload, size, block);
-  };
-  detail::PoolCore<16> core(detail::make_host_blocks(2, 3, 16, 0, +dispatch), 1, QueueOrder::fifo,
-                            config);
-  using Record = detail::PoolCore<16>::Record;
+  auto core = small_core(2, 3, config);
   constexpr std::uint32_t kTasks = 600;  // ~300 per block: well past the wrap
-  std::vector<Record> batch;
+  std::vector<SmallCore::Record> batch;
   for (std::uint32_t i = 0; i < kTasks; ++i) {
-    batch.push_back(Record::make<Small>({i, 0}, i));
+    batch.push_back(SmallCore::Record::make<Small>({i, 0}, i));
     if (batch.size() == 37 || i % 5 == 0) {  // batches and single pushes
-      core.push(batch.data(), batch.size(), 0, 0);
+      core->push(batch.data(), batch.size(), 0, 0);
       batch.clear();
     }
   }
-  core.push(batch.data(), batch.size(), 0, 0);
-  std::vector<int> seen(kTasks, 0);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  std::uint32_t got = 0;
-  while (got < kTasks && std::chrono::steady_clock::now() < deadline) {
-    Record r;
-    if (!core.try_pop(r, 0)) {
-      std::this_thread::yield();
-      continue;
-    }
-    ++got;
-    ASSERT_TRUE(r.ok()) << "task " << r.tag;
-    ASSERT_LT(r.tag, kTasks);
-    ++seen[r.tag];
-    EXPECT_EQ(r.as<Small>().result, 2 * r.tag) << "task " << r.tag << " got another's results";
-  }
-  ASSERT_EQ(got, kTasks) << "tasks were lost at the wrap-around (waited 10 s)";
-  for (std::uint32_t i = 0; i < kTasks; ++i) EXPECT_EQ(seen[i], 1) << "task " << i;
+  core->push(batch.data(), batch.size(), 0, 0);
+  expect_each_once_with_its_result(pop_until(*core, kTasks, std::chrono::seconds(10)), kTasks);
 }
 
 TEST(PoolCore, WholeRingsUnderABacklogDeliverEveryTaskOnceWithItsOwnResults) {
@@ -783,53 +802,30 @@ TEST(PoolCore, WholeRingsUnderABacklogDeliverEveryTaskOnceWithItsOwnResults) {
   config.whole_ring_blocks = 0;
   config.count_origin = std::numeric_limits<std::uint32_t>::max() - 1000;
   config.task_deadline = std::chrono::seconds(5);  // a lost task fails instead of hanging
-  constexpr auto dispatch = [](std::uint32_t type, void* payload, std::uint32_t size,
-                               const BlockContext& block) {
-    return TaskTypes<Small>::dispatch(type, payload, size, block);
-  };
-  detail::PoolCore<16> core(detail::make_host_blocks(3, 5, 16, 0, +dispatch), 1, QueueOrder::fifo,
-                            config);
-  using Record = detail::PoolCore<16>::Record;
+  auto core = small_core(3, 5, config);
   constexpr int kPushers = 4;
   const auto per_pusher = static_cast<std::uint32_t>(5'000 * stress_scale()) + 200;
   const std::uint32_t total = per_pusher * kPushers;
   std::vector<std::thread> pushers;
   for (int p = 0; p < kPushers; ++p) {
     pushers.emplace_back([&, p] {
-      std::uint64_t rng = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(p + 1);
-      std::vector<Record> batch;
+      weft::test::SplitMix rng(static_cast<std::uint64_t>(p) + 1);
+      std::vector<SmallCore::Record> batch;
       for (std::uint32_t i = 0; i < per_pusher;) {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        const std::uint32_t len = std::min<std::uint32_t>(1 + rng % 300, per_pusher - i);
+        const auto len =
+            static_cast<std::uint32_t>(std::min<std::uint64_t>(1 + rng.below(300), per_pusher - i));
         batch.clear();
         for (std::uint32_t k = 0; k < len; ++k, ++i) {
           const std::uint32_t tag = static_cast<std::uint32_t>(p) * per_pusher + i;
-          batch.push_back(Record::make<Small>({tag, 0}, tag));
+          batch.push_back(SmallCore::Record::make<Small>({tag, 0}, tag));
         }
-        core.push(batch.data(), batch.size(), 0, 0);
+        core->push(batch.data(), batch.size(), 0, 0);
       }
     });
   }
-  std::vector<int> seen(total, 0);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  std::uint32_t got = 0;
-  while (got < total && std::chrono::steady_clock::now() < deadline) {
-    Record r;
-    if (!core.try_pop(r, 0)) {
-      std::this_thread::yield();
-      continue;
-    }
-    ++got;
-    ASSERT_TRUE(r.ok()) << "task " << r.tag;
-    ASSERT_LT(r.tag, total);
-    ++seen[r.tag];
-    EXPECT_EQ(r.as<Small>().result, 2 * r.tag) << "task " << r.tag << " got another's results";
-  }
-  for (auto& t : pushers) t.join();
-  ASSERT_EQ(got, total) << "tasks were lost (waited 60 s)";
-  for (std::uint32_t i = 0; i < total; ++i) ASSERT_EQ(seen[i], 1) << "task " << i;
+  const auto got = pop_until(*core, total, std::chrono::seconds(60));
+  for (auto& t : pushers) t.join();  // before any assertion can return
+  expect_each_once_with_its_result(got, total);
 }
 
 }  // namespace
