@@ -1307,9 +1307,9 @@ class PoolCore {
         // free slot gets a task whatever the order, so the lane fills its rings (up to
         // kRoundTasksMax a round), and a block runs several tasks per read of host memory and
         // the lane collects several per control line. One task per block per round kept the
-        // rings about one deep under load: batched empty tasks 23-26 -> 16-20 ns per task with
-        // 4 lanes, 30-34 -> 19-20 at 2 blocks per SM in a same-instance A/B
-        // (bench/results/h100/probes/round_max_ab-ab9676a.txt, ring_fill_ab-9f1297d.txt).
+        // rings about one deep under load: batched empty tasks 23.0-24.9 -> 15.8-23.5 ns per
+        // task with 4 lanes, 29.6-34.0 -> 18.5-20.5 at 2 blocks per SM in a same-instance A/B
+        // (bench/results/h100/probes/round_max_ab-ab9676a.txt, rounds of up to 512).
         std::size_t want = std::min(lane.free_capacity, lane.listed);
         const bool backlog = queued >= lanes_.size() * lane.free_capacity;
         if (backlog) want = std::min(lane.free_capacity, std::max(lane.listed, kRoundTasksMax));
