@@ -7,7 +7,10 @@
 // and 8 lanes with one or two pushers and one or two poppers instead: whether the pool or one
 // pushing or popping thread bounds the batched figure; with --scratch, 4, 6 and 8 lanes with
 // the pusher's copy also timed apart (below); --scratch-read likewise, with that copy's vector
-// read by another thread in between; --lanes N... the default pool with those lane counts only.
+// read by another thread in between; --lanes N... the default pool with those lane counts only;
+// --single N... the bench's single-task shape instead (4 threads pushing one task per call, 4
+// popping one per call: `empty_task_ns_single`) at those lane counts, with the time per call
+// on each side and the pool's counters: why more lanes make single pushes slower.
 // Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -DWEFT_POOL_PROFILE \
 //     -gencode=arch=compute_90,code=sm_90 -I../../include lane_profile.cu \
@@ -201,6 +204,63 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n, int pus
   std::fflush(stdout);
 }
 
+// `weft bench gpu-pool`'s empty_task_ns_single: 4 threads push one task per call, 4 pop one
+// per call, n tasks in all; each rep prints ns per task, the mean time of one push() and one
+// pop() call, and how many pushes went straight to a standby slot and how often lanes slept.
+void run_single(std::size_t lanes, std::uint64_t n) {
+  PoolOptions o;
+  o.backend = Backend::device;
+  o.program = device_program<Types, 16>();
+  o.scheduler_lanes = lanes;
+  P pool(o);
+  constexpr int kThreads = 4;
+  const std::uint64_t per = n / kThreads;
+  for (int rep = 0; rep < 3; ++rep) {
+    const PoolStats s0 = pool.stats();
+    std::vector<double> push_s(kThreads, 0.0), pop_s(kThreads, 0.0);
+    std::vector<std::uint64_t> sums(kThreads, 0);
+    const double t0 = now();
+    std::vector<std::thread> threads;
+    for (int k = 0; k < kThreads; ++k) {
+      threads.emplace_back([&, k] {
+        const double a = now();
+        for (std::uint64_t i = 0; i < per; ++i) pool.push<Empty>({k * per + i}, 0);
+        push_s[static_cast<std::size_t>(k)] = now() - a;
+      });
+      threads.emplace_back([&, k] {
+        const double a = now();
+        for (std::uint64_t i = 0; i < per; ++i) {
+          sums[static_cast<std::size_t>(k)] += pool.pop(0).as<Empty>().seq;
+        }
+        pop_s[static_cast<std::size_t>(k)] = now() - a;
+      });
+    }
+    for (auto& th : threads) th.join();
+    const double t = now() - t0;
+    const PoolStats s1 = pool.stats();
+    std::uint64_t sum = 0;
+    for (const std::uint64_t v : sums) sum += v;
+    const std::uint64_t total = per * kThreads;
+    std::printf(
+        "single lanes %zu rep %d: %.1f ns/task; a push() %.0f ns, a pop() %.0f ns (mean "
+        "over each thread's run:",
+        pool.num_lanes(), rep, t / static_cast<double>(total) * 1e9,
+        *std::max_element(push_s.begin(), push_s.end()) / static_cast<double>(per) * 1e9,
+        *std::max_element(pop_s.begin(), pop_s.end()) / static_cast<double>(per) * 1e9);
+    for (int k = 0; k < kThreads; ++k) {
+      std::printf(" push %.0f pop %.0f", push_s[static_cast<std::size_t>(k)] / per * 1e9,
+                  pop_s[static_cast<std::size_t>(k)] / per * 1e9);
+    }
+    std::printf(
+        "); direct loads %.1f%%, lane sleeps %llu, host reads/task %.2f; sum %s\n",
+        100.0 * static_cast<double>(s1.direct_loads - s0.direct_loads) / static_cast<double>(total),
+        static_cast<unsigned long long>(s1.scheduler_sleeps - s0.scheduler_sleeps),
+        static_cast<double>(s1.host_polls - s0.host_polls) / static_cast<double>(total),
+        sum == total * (total - 1) / 2 ? "ok" : "WRONG");
+  }
+  std::fflush(stdout);
+}
+
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::setvbuf(stderr, nullptr, _IOLBF, 0);
@@ -221,6 +281,10 @@ int main(int argc, char** argv) {
         run(lanes, 0, 8, 1'000'000, pushers, poppers);
       }
     }
+    return 0;
+  }
+  if (argc > 2 && std::string(argv[1]) == "--single") {  // the single-task shape, these lanes
+    for (int k = 2; k < argc; ++k) run_single(std::stoul(argv[k]), 200'000);
     return 0;
   }
   if (argc > 2 && std::string(argv[1]) == "--lanes") {  // these lane counts only, default pool
