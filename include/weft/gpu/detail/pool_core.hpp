@@ -425,8 +425,11 @@ class PoolCore {
     PoolStats s;
     s.pushed = input_.accepted();
     // relaxed: statistics.
-    s.completed = completed_.load(std::memory_order_relaxed);
-    s.failed = failed_.load(std::memory_order_relaxed);
+    for (const auto& lane : lanes_) {
+      // relaxed: statistics.
+      s.completed += lane->completed.load(std::memory_order_relaxed);
+      s.failed += lane->failed.load(std::memory_order_relaxed);
+    }
     s.timed_out = timed_out_.load(std::memory_order_relaxed);
     s.scheduler_sleeps = scheduler_sleeps_.load(std::memory_order_relaxed);
     s.slots_lost = slots_lost_.load(std::memory_order_relaxed);
@@ -571,6 +574,13 @@ class PoolCore {
     std::uint32_t express_slot = 0;
     SlotMeta express_meta;  // the filled task's record; `loaded` set when adopted
     std::atomic<std::uint64_t> direct_loads{0};  // PoolStats::direct_loads, this lane's share
+    // This lane's share of the pool's counts of delivered tasks (PoolCore::pending) and of
+    // PoolStats::completed / failed. Written by the lane once per round that delivers, read
+    // only by synchronize() and stats(): a line of its own. They were pool-wide counters that
+    // every lane added to every round, on a line that consumers and pushers read.
+    alignas(64) std::atomic<std::uint64_t> delivered{0};
+    std::atomic<std::uint64_t> completed{0};
+    std::atomic<std::uint64_t> failed{0};
 #if defined(WEFT_POOL_PROFILE)
     // scripts/probes/lane_profile.cu: TSC cycles per phase (collect, flush, take, load, ring,
     // idle) and counts (rounds, tasks ended, blocks scanned, tasks loaded).
@@ -721,9 +731,13 @@ class PoolCore {
   }
   // Tasks accepted and not yet delivered. Delivered is read first, so the difference is never
   // negative, and zero only if at the moment of that read every accepted task was delivered.
+  // Both are sums of counters read one after another; each only grows, and every task is
+  // counted accepted before it can be delivered, so a zero still means that when the first
+  // accepted count was read, every task accepted by then had been delivered.
   [[nodiscard]] std::uint64_t pending() const {
+    std::uint64_t delivered = 0;
     // seq_cst: pairs with finish_pending (see synchronize).
-    const std::uint64_t delivered = delivered_.load(std::memory_order_seq_cst);
+    for (const auto& lane : lanes_) delivered += lane->delivered.load(std::memory_order_seq_cst);
     return input_.accepted() - delivered;
   }
   [[nodiscard]] std::size_t queued_count() const {
@@ -1162,9 +1176,12 @@ class PoolCore {
     // Counted before anything is delivered: a consumer that got a record sees it counted.
     WEFT_POOL_SUB_BEGIN(t_count);
     // relaxed: statistics (the queue locks below order them before the records' delivery).
-    completed_.fetch_add(ended, std::memory_order_relaxed);
+    // Only this lane writes its counters: a load and a store, no read-modify-write.
+    lane.completed.store(lane.completed.load(std::memory_order_relaxed) + ended,
+                         std::memory_order_relaxed);
     if (lane.staged_failed > 0) {
-      failed_.fetch_add(lane.staged_failed, std::memory_order_relaxed);
+      lane.failed.store(lane.failed.load(std::memory_order_relaxed) + lane.staged_failed,
+                        std::memory_order_relaxed);
       lane.staged_failed = 0;
     }
     WEFT_POOL_SUB_END(lane, 5, t_count);
@@ -1191,14 +1208,16 @@ class PoolCore {
     }
     lane.callbacks.clear();
     WEFT_POOL_SUB_BEGIN(t_finish);
-    finish_pending(ended);
+    finish_pending(lane, ended);
     WEFT_POOL_SUB_END(lane, 7, t_finish);
   }
 
-  void finish_pending(std::size_t n) {
-    // seq_cst: the deliveries above happen before a synchronize() that sees the count; and
-    // with synchronize's count of waiters, one side sees the other's write.
-    delivered_.fetch_add(n, std::memory_order_seq_cst);
+  void finish_pending(Lane& lane, std::size_t n) {
+    // seq_cst store: the deliveries above happen before a synchronize() that sees the count;
+    // and with synchronize's count of waiters, one side sees the other's write. The relaxed
+    // load: only this lane writes its count.
+    lane.delivered.store(lane.delivered.load(std::memory_order_relaxed) + n,
+                         std::memory_order_seq_cst);
     if (sync_waiters_.load(std::memory_order_seq_cst) > 0) {
       { std::lock_guard<std::mutex> lock(idle_mutex_); }  // the waiter is in its wait
       idle_cv_.notify_all();
@@ -1496,11 +1515,24 @@ class PoolCore {
     blocks_->after_loads();
   }
 
+  // The members fall into groups by who writes them how often, each group starting a cache
+  // line, so that what one thread writes often does not share a line with what others read
+  // all the time (the counters every lane added to every round shared lines with what every
+  // push and every waiting consumer reads).
+
+  // Set at construction, or written once when the pool closes, stops or fails; read by every
+  // push, pop and round.
   std::unique_ptr<BlockRuntime> blocks_;
   RingLayout layout_;
   std::uint32_t depth_;
   QueueOrder order_;
   SchedulerConfig config_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::vector<std::unique_ptr<Output>> outputs_;
+  std::atomic<bool> closed_{false};  // no more pushes (see close())
+  std::atomic<bool> stop_flag_{false};
+  std::atomic<bool> no_more_or_failed_{false};
+  std::atomic<bool> blocks_failed_{false};
 
   // The most tasks a lane loads in one round when a backlog lets it fill rings (it loads one
   // per listed block otherwise, whatever this says). One lane of 792 blocks taking up to 1024
@@ -1513,37 +1545,35 @@ class PoolCore {
   // only contention, not correctness).
   static constexpr std::size_t kInputShards = 8;
   ShardedFifo<Entry> input_;  // QueueOrder::fifo; its shards count accepted tasks in both orders
-  std::atomic<bool> closed_{false};        // no more pushes (see close())
-  mutable std::mutex in_mutex_;            // the heap; lanes sleep under it
-  std::condition_variable in_cv_;          // lanes sleep here for work
-  std::vector<Ranked> heap_;               // QueueOrder::priority (under in_mutex_)
-  std::atomic<std::size_t> heap_size_{0};  // heap_.size(), readable without the lock
-  std::uint64_t next_seq_ = 0;             // under in_mutex_
-  std::atomic<std::size_t> sleeping_lanes_{0};
-  std::atomic<std::int64_t> pool_activity_{0};  // steady-clock ns; see note_pool_activity
-  bool stopping_ = false;                       // under in_mutex_
-  bool lanes_joined_ = false;                   // under in_mutex_
-  std::atomic<bool> stop_flag_{false};
 
-  std::mutex callbacks_mutex_;
+  // Read by every push; written when a lane goes to sleep or wakes.
+  alignas(64) std::atomic<std::size_t> sleeping_lanes_{0};
+  // Written by each lane at most once per 10 us; read by quiet lanes.
+  alignas(64) std::atomic<std::int64_t> pool_activity_{0};  // steady-clock ns; see
+                                                            // note_pool_activity
+
+  // Sleeping lanes and the priority queue.
+  alignas(64) mutable std::mutex in_mutex_;  // the heap; lanes sleep under it
+  std::condition_variable in_cv_;            // lanes sleep here for work
+  std::vector<Ranked> heap_;                 // QueueOrder::priority (under in_mutex_)
+  std::atomic<std::size_t> heap_size_{0};    // heap_.size(), readable without the lock
+  std::uint64_t next_seq_ = 0;               // under in_mutex_
+  bool stopping_ = false;                    // under in_mutex_
+  bool lanes_joined_ = false;                // under in_mutex_
+
+  alignas(64) std::mutex callbacks_mutex_;
   std::vector<Callback> callbacks_;  // by id - 1
   std::vector<std::uint32_t> free_callbacks_;
 
-  std::mutex idle_mutex_;
+  // synchronize(); delivered tasks are counted per lane (Lane::delivered). Lanes read
+  // sync_waiters_ every round that delivers.
+  alignas(64) std::mutex idle_mutex_;
   std::condition_variable idle_cv_;           // synchronize() waits here for pending() == 0
-  std::atomic<std::uint64_t> delivered_{0};   // tasks delivered (any status, any way)
   std::atomic<std::size_t> sync_waiters_{0};  // threads in synchronize()
 
-  std::vector<std::unique_ptr<Output>> outputs_;
-  std::atomic<bool> no_more_or_failed_{false};
-  mutable std::mutex failure_mutex_;
+  // Rare: failures, the watchdog, lanes going to sleep.
+  alignas(64) mutable std::mutex failure_mutex_;
   std::string failure_;
-  std::atomic<bool> blocks_failed_{false};
-
-  std::vector<std::unique_ptr<Lane>> lanes_;
-
-  std::atomic<std::uint64_t> completed_{0};
-  std::atomic<std::uint64_t> failed_{0};
   std::atomic<std::uint64_t> timed_out_{0};
   std::atomic<std::uint64_t> slots_lost_{0};
   std::atomic<std::uint64_t> scheduler_sleeps_{0};

@@ -43,13 +43,15 @@ class ShardedFifo {
   struct alignas(64) Shard {
     AdaptiveMutex mutex;
     ChunkQueue<T> queue;  // under mutex
-    // queue.size(), readable without the lock: a hint for lanes choosing where to look, and
-    // (seq_cst) the fact a lane about to sleep checks against the pusher's look at the
-    // sleeping count (PoolCore::push / sleep_until_work).
-    std::atomic<std::size_t> size{0};
     // Tasks accepted through this shard (FIFO or priority order alike), counted under the
     // pusher's lock before they can be taken: PoolCore's count of what is pending.
     std::atomic<std::uint64_t> accepted{0};
+    // queue.size(), readable without the lock: a hint for lanes choosing where to look, and
+    // (seq_cst) the fact a lane about to sleep checks against the pusher's look at the
+    // sleeping count (PoolCore::push / sleep_until_work). On a line of its own: every lane
+    // reads it every round and while it spins, and on the queue's line those reads took the
+    // line the pusher writes under the lock away from it once per push.
+    alignas(64) std::atomic<std::size_t> size{0};
   };
 
   explicit ShardedFifo(std::size_t shards) {

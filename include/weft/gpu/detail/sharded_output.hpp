@@ -132,9 +132,12 @@ class ShardedOutput {
  private:
   struct alignas(64) Shard {
     AdaptiveMutex mutex;
-    ChunkQueue<Record> ready;               // under mutex
-    std::atomic<std::size_t> available{0};  // ready.size(), readable without the lock
-    std::atomic<std::uint64_t> popped{0};   // written under mutex
+    ChunkQueue<Record> ready;              // under mutex
+    std::atomic<std::uint64_t> popped{0};  // written under mutex
+    // ready.size(), readable without the lock. On a line of its own: waiting consumers read
+    // it in a loop, and on the queue's line they took the line a delivering lane writes under
+    // the lock away from it once per delivery.
+    alignas(64) std::atomic<std::size_t> available{0};
   };
   struct alignas(64) Counter {
     std::atomic<std::uint64_t> value{0};
