@@ -217,6 +217,9 @@ void run_single(std::size_t lanes, std::uint64_t n) {
   const std::uint64_t per = n / kThreads;
   for (int rep = 0; rep < 3; ++rep) {
     const PoolStats s0 = pool.stats();
+#if defined(WEFT_POOL_PROFILE)
+    const std::uint64_t parks0 = detail::AdaptiveMutex::g_parks.load();
+#endif
     std::vector<double> push_s(kThreads, 0.0), pop_s(kThreads, 0.0);
     std::vector<std::uint64_t> sums(kThreads, 0);
     const double t0 = now();
@@ -251,8 +254,14 @@ void run_single(std::size_t lanes, std::uint64_t n) {
       std::printf(" push %.0f pop %.0f", push_s[static_cast<std::size_t>(k)] / per * 1e9,
                   pop_s[static_cast<std::size_t>(k)] / per * 1e9);
     }
+    std::printf(")");
+#if defined(WEFT_POOL_PROFILE)
+    std::printf("; parks on a queue lock per 1000 tasks %.1f",
+                static_cast<double>(detail::AdaptiveMutex::g_parks.load() - parks0) * 1000.0 /
+                    static_cast<double>(total));
+#endif
     std::printf(
-        "); direct loads %.1f%%, lane sleeps %llu, host reads/task %.2f; sum %s\n",
+        "; direct loads %.1f%%, lane sleeps %llu, host reads/task %.2f; sum %s\n",
         100.0 * static_cast<double>(s1.direct_loads - s0.direct_loads) / static_cast<double>(total),
         static_cast<unsigned long long>(s1.scheduler_sleeps - s0.scheduler_sleeps),
         static_cast<double>(s1.host_polls - s0.host_polls) / static_cast<double>(total),

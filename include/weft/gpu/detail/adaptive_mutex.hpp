@@ -10,6 +10,10 @@
 #pragma once
 
 #include <mutex>
+#if defined(WEFT_POOL_PROFILE)
+#include <atomic>
+#include <cstdint>
+#endif
 
 #include "weft/cpu/detail/cpu_relax.hpp"
 
@@ -22,8 +26,15 @@ class AdaptiveMutex {
       if (m_.try_lock()) return;
       weft::cpu::detail::cpu_relax();
     }
+#if defined(WEFT_POOL_PROFILE)
+    // scripts/probes/lane_profile.cu: how often a thread of the pool had to park.
+    g_parks.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+#endif
     m_.lock();
   }
+#if defined(WEFT_POOL_PROFILE)
+  static inline std::atomic<std::uint64_t> g_parks{0};
+#endif
   bool try_lock() { return m_.try_lock(); }
   void unlock() { m_.unlock(); }
 
