@@ -123,10 +123,8 @@ TEST(ShardedOutput, DeliversEveryRecordExactlyOnceToManyConsumers) {
       std::uint64_t buf[7];
       while (taken.load() < kLanes * kPerLane) {
         std::size_t n = 0;
-        if (c % 3 == 0) {
-          n = q.try_take_one(buf[0], q.home(), /*skip_busy=*/false) ? 1 : 0;
-        } else if (c % 3 == 1) {  // passes over shards another thread holds, as pop() does
-          n = q.try_take_one(buf[0], q.home(), /*skip_busy=*/true) ? 1 : 0;
+        if (c % 2 == 0) {
+          n = q.try_take_one(buf[0], q.home()) ? 1 : 0;
         } else {
           n = q.take_into(buf, 7, q.home());
         }
@@ -155,7 +153,7 @@ TEST(ShardedOutput, ASleepingConsumerIsWokenByADeliveryToAnyShard) {
     int value = -1;
     std::thread consumer([&] {
       q.wait([&] { return q.any_available(); });
-      EXPECT_TRUE(q.try_take_one(value, q.home(), /*skip_busy=*/false));
+      EXPECT_TRUE(q.try_take_one(value, q.home()));
       woke = true;
     });
     while (!q.has_waiters()) std::this_thread::yield();

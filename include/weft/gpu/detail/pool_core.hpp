@@ -338,15 +338,14 @@ class PoolCore {
     Output& q = *outputs_[out];
     const std::size_t home = q.home();
     Record r;
-    take_waiting(q, out, "pop",
-                 [&] { return q.try_take_one(r, home, /*skip_busy=*/true) ? std::size_t{1} : 0; });
+    take_waiting(q, out, "pop", [&] { return q.try_take_one(r, home) ? std::size_t{1} : 0; });
     return r;
   }
 
   bool try_pop(Record& r, std::size_t out) {
     check_out(out, "try_pop");
     Output& q = *outputs_[out];
-    if (!q.try_take_one(r, q.home(), /*skip_busy=*/false)) return false;
+    if (!q.try_take_one(r, q.home())) return false;
     after_take(q);
     return true;
   }

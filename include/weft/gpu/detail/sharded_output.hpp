@@ -85,22 +85,13 @@ class ShardedOutput {
     }
     return false;
   }
-  /// Takes one record, home shard first. Returns whether it got one. With `skip_busy`, a
-  /// shard whose lock is held is passed over (for callers that try again until they get one):
-  /// consumers rushing at one delivered record must not park on its lock, since the holder's
-  /// unlock then pays a futex wake-up, and the holder may be the lane delivering the next
-  /// records. Without it, false means that every shard was empty when visited.
-  bool try_take_one(Record& r, std::size_t home, bool skip_busy) {
+  /// Takes one record, home shard first. Returns whether it got one.
+  bool try_take_one(Record& r, std::size_t home) {
     for (std::size_t i = 0; i < shards_.size(); ++i) {
       Shard& s = *shards_[(home + i) % shards_.size()];
       // relaxed: a hint; the record is taken under the lock.
       if (s.available.load(std::memory_order_relaxed) == 0) continue;
-      std::unique_lock<AdaptiveMutex> lock(s.mutex, std::defer_lock);
-      if (skip_busy) {
-        if (!lock.try_lock()) continue;
-      } else {
-        lock.lock();
-      }
+      std::lock_guard<AdaptiveMutex> lock(s.mutex);
       if (s.ready.empty()) continue;
       s.ready.take_one(r);
       took(s, 1);
@@ -108,16 +99,14 @@ class ShardedOutput {
     }
     return false;
   }
-  /// Takes up to `max` records into `out`, home shard first. Returns how many. Busy shards
-  /// are passed over, as in try_take_one (its only caller tries again until it gets some).
+  /// Takes up to `max` records into `out`, home shard first. Returns how many.
   std::size_t take_into(Record* out, std::size_t max, std::size_t home) {
     std::size_t taken = 0;
     for (std::size_t i = 0; i < shards_.size() && taken < max; ++i) {
       Shard& s = *shards_[(home + i) % shards_.size()];
       // relaxed: a hint; the records are taken under the lock.
       if (s.available.load(std::memory_order_relaxed) == 0) continue;
-      std::unique_lock<AdaptiveMutex> lock(s.mutex, std::try_to_lock);
-      if (!lock.owns_lock()) continue;
+      std::lock_guard<AdaptiveMutex> lock(s.mutex);
       const std::size_t n = s.ready.take_into(out + taken, max - taken);
       if (n != 0) took(s, n);
       taken += n;
