@@ -451,6 +451,8 @@ class PoolCore {
   static constexpr std::uint32_t kExpressNone = 0, kExpressOffered = 1, kExpressClaimed = 2,
                                  kExpressFilled = 3;
   static constexpr std::size_t kShortBatch = 8;  // pushed entry by entry under the lock
+  // An input shard holding fewer tasks than this is served by its home lane alone (take_batch).
+  static constexpr std::size_t kHomeOnlyBelow = 64;
   // The most records a lane's staging vector is given room for at once (48 KB with 16-byte
   // payloads: below glibc's mmap threshold, so the reservation is not a fresh mapping).
   static constexpr std::size_t kStagedReserveMax = 1024;
@@ -773,10 +775,14 @@ class PoolCore {
       max = std::min<std::size_t>(max, lane.level_size[0]);
     }
     if (order_ == QueueOrder::fifo) {
-      // A lone task is left to its shard's home lane while that lane is awake: every lane
-      // reaching for one task made them fight over the shard's lock and its lines, which
-      // cost a single push on an idle pool ~1 us more with 4 lanes than with 1
-      // (bench/results/h100/probes/latency_trace-f7ee4c1.txt). Batches are for everyone.
+      // A shard holding fewer than kHomeOnlyBelow tasks is left to its home lane while that
+      // lane is awake and has an idle block for each (so that none waits behind a busy block
+      // while other lanes' blocks idle); a backlog is for everyone. Every lane reaching for
+      // one task made them fight over the shard's lock and its lines, which cost a single
+      // push on an idle pool ~1 us more with 4 lanes than with 1
+      // (bench/results/h100/probes/latency_trace-f7ee4c1.txt); and threads pushing one task
+      // at a time had each push's lines taken by whichever lane came by, more of them the
+      // more lanes.
       const std::size_t lanes = lanes_.size();
       WEFT_POOL_SUB_BEGIN(t_take);
       (void)input_.take(lane.batch, max, lane.cursor, /*skip_busy=*/to_load,
@@ -785,8 +791,9 @@ class PoolCore {
                           // relaxed: a hint. A lane about to sleep looks at the shards after
                           // setting it (sleep_until_work), so a task is never left to a
                           // sleeper; at worst it waits for its home lane's next round.
-                          return to_load && size == 1 && &home != &lane &&
-                                 !home.napping.load(std::memory_order_relaxed);
+                          return to_load && size < kHomeOnlyBelow && &home != &lane &&
+                                 !home.napping.load(std::memory_order_relaxed) &&
+                                 home.idle_blocks.load(std::memory_order_relaxed) >= size;
                         });
       WEFT_POOL_SUB_END(lane, 10, t_take);
     } else {
