@@ -1,5 +1,6 @@
-/* spec/lone_tasks.pml - the GPU pool's rule that a lone task is left to its shard's home lane
- * while that lane is awake (include/weft/gpu/detail/pool_core.hpp: take_batch's `leave`,
+/* spec/lone_tasks.pml - the GPU pool's rule that a shard holding few tasks is left to its home
+ * lane while that lane is awake and has an idle block for each (include/weft/gpu/detail/
+ * pool_core.hpp: take_batch's `leave`,
  * Lane::napping, sleep_until_work, push) as a Promela model for spin.
  *
  * Two scheduler lanes; lane 0 is the home lane of the one input shard modelled. A pushing
@@ -9,9 +10,12 @@
  *  - a push takes the shard's lock, queues the task, unlocks, stores the shard's size hint
  *    (after the unlock) and, if the count of sleeping lanes is not 0, wakes ONE waiting lane
  *    (notify_one: either);
- *  - a lane's round: if the hint is > 0, it takes from the shard unless the shard holds one
- *    task, the lane is not its home and the home lane does not nap (the rule); taking is a
+ *  - a lane's round: if the hint is > 0, it takes from the shard unless the shard holds
+ *    fewer than 64 tasks (here: always, the pusher never has two queued), the lane is not its
+ *    home, the home lane does not nap and has idle blocks for them (the rule); taking is a
  *    try_lock, one task, the hint set to the true size, unlock;
+ *  - whether the home lane has an idle block (its published hint) changes at any time: the
+ *    slots are not modelled, so the model lets it flip between any two steps of lane 0;
  *  - a lane may, at any point of its loop, nap (napping set, a pause, napping cleared: the
  *    20 us nap between polls of long tasks) or sleep: napping set, then under the sleep lock
  *    it looks for work (a hint > 0, stop) and waits if there is none, until notified;
@@ -36,6 +40,7 @@ byte qn = 0;        /* tasks queued in the shard (under its lock) */
 byte sz = 0;        /* the shard's size hint */
 bit shard_lock = 0;
 bit napping[L];
+bit home_idle = 1;  /* lane 0 has an idle block for the queued task (Lane::idle_blocks) */
 byte sleeping = 0;  /* lanes in sleep_until_work (sleeping_lanes_) */
 bit waiting[L];     /* the lane waits on the condition variable */
 bit stop = 0;
@@ -78,7 +83,7 @@ proctype lane(byte me) {
   :: !stop ->
      /* take, unless the rule leaves the lone task to the home lane (lane 0) */
      if
-     :: (sz > 0 && !(sz == 1 && me != 0 && !napping[0])) ->
+     :: (sz > 0 && !(sz < 64 && me != 0 && !napping[0] && home_idle)) ->
         atomic { if :: shard_lock == 0 -> shard_lock = 1; got = 1 :: else -> got = 0 fi };
         if
         :: got ->
@@ -94,6 +99,11 @@ progress_taken:
         :: else -> skip
         fi
      :: else -> skip
+     fi;
+     /* lane 0's blocks: one may have become busy or idle meanwhile */
+     if
+     :: me == 0 -> home_idle = !home_idle
+     :: true -> skip
      fi;
      /* idle: nap, sleep, or go round again */
      if

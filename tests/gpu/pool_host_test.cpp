@@ -729,13 +729,14 @@ TEST(Pool, BadSchedulerOptionsAreRejected) {
 }
 
 // The scheduler core alone, over `blocks` host blocks with rings of `depth` slots running Small
-// tasks: for tests that set SchedulerConfig's test hooks, which PoolOptions does not expose.
+// and Stuck tasks: for tests that set SchedulerConfig's test hooks, which PoolOptions does not
+// expose.
 using SmallCore = detail::PoolCore<16>;
 std::unique_ptr<SmallCore> small_core(std::size_t blocks, std::size_t depth,
                                       const detail::SchedulerConfig& config) {
   constexpr auto dispatch = [](std::uint32_t type, void* payload, std::uint32_t size,
                                const BlockContext& block) {
-    return TaskTypes<Small>::dispatch(type, payload, size, block);
+    return TaskTypes<Small, Stuck>::dispatch(type, payload, size, block);
   };
   return std::make_unique<SmallCore>(detail::make_host_blocks(blocks, depth, 16, 0, +dispatch), 1,
                                      QueueOrder::fifo, config);
@@ -826,6 +827,32 @@ TEST(PoolCore, WholeRingsUnderABacklogDeliverEveryTaskOnceWithItsOwnResults) {
   const auto got = pop_until(*core, total, std::chrono::seconds(60));
   for (auto& t : pushers) t.join();  // before any assertion can return
   expect_each_once_with_its_result(got, total);
+}
+
+TEST(PoolCore, ATaskDoesNotWaitBehindABusyBlockWhileAnotherLanesBlockIsIdle) {
+  // Lanes leave an input shard that holds few tasks to its home lane (so that the lines of a
+  // thread pushing one task at a time stay with one lane), but not when that lane has no idle
+  // block for them. Two lanes of one block each: a task pushed behind one that holds its home
+  // lane's block must run on the other lane's block, not wait for the first to end. The lanes
+  // never nap (a minute of idle spin), so waiting for the first task would be a hang.
+  detail::SchedulerConfig config;
+  config.lanes = 2;
+  config.idle_spin = std::chrono::seconds(60);
+  auto core = small_core(2, 2, config);
+  ASSERT_EQ(core->num_lanes(), 2u);
+  std::atomic<bool> release{false};
+  const auto stuck = SmallCore::Record::make<Stuck>({&release}, 1);
+  core->push(&stuck, 1, 0, 0);
+  const auto second = SmallCore::Record::make<Small>({21, 0}, 2);
+  core->push(&second, 1, 0, 0);
+  const auto got = pop_until(*core, 1, std::chrono::seconds(10));
+  release = true;  // before any assertion can return: the pool's destructor waits for it
+  ASSERT_EQ(got.size(), 1u) << "the second task waited behind the first";
+  EXPECT_EQ(got[0].tag, 2u);
+  EXPECT_EQ(got[0].as<Small>().result, 42u);
+  const auto rest = pop_until(*core, 1, std::chrono::seconds(10));
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].tag, 1u);
 }
 
 }  // namespace
