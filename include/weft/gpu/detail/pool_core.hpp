@@ -175,10 +175,10 @@ class PoolCore {
     // blocks, at most 4 and at most a quarter of the hardware threads (each lane keeps a core
     // busy while tasks flow). On an H100, 4 lanes beat 1 at 264 and at 2112 blocks
     // (scripts/probes/lane_profile.cu; bench/results/h100/gpu-pool.md, lanes sweep).
-    const std::size_t cores = std::max<std::size_t>(1, std::thread::hardware_concurrency() / 4);
+    const std::size_t cores = std::max<std::size_t>(1, std::thread::hardware_concurrency() / 2);
     const std::size_t wanted = config_.lanes != 0 ? config_.lanes
                                : blocks_->host_polls_counted()
-                                   ? std::min<std::size_t>({4, (n + 63) / 64, cores})
+                                   ? std::min<std::size_t>({8, (n + 63) / 64, cores})
                                    : 1;
     const std::size_t lanes = std::clamp<std::size_t>(wanted, 1, n);
     lanes_.reserve(lanes);
