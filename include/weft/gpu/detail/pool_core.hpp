@@ -204,7 +204,7 @@ class PoolCore {
     }
     outputs_.reserve(output_queues);
     for (std::size_t q = 0; q < output_queues; ++q) {
-      outputs_.push_back(std::make_unique<Output>(lanes, kInputShards));
+      outputs_.push_back(std::make_unique<Output>(std::min(lanes, kOutputShardsMax), kInputShards));
     }
     if (config_.standby) {
       std::vector<std::size_t> standby;
@@ -1551,6 +1551,12 @@ class PoolCore {
   // Input shards: enough that a few pushing threads rarely share one (a shared one costs
   // only contention, not correctness).
   static constexpr std::size_t kInputShards = 8;
+  // Output shards per queue: one per lane, up to this many (lane k delivers to shard k mod
+  // this). A consumer finds its records at home only in a shard that some lane delivers to;
+  // with 8 lanes and 8 shards, four threads pushing one task at a time fed four lanes and so
+  // four shards, and four consumers' home shards (their ticket mod 8) were other ones about
+  // half the time: those consumers hunted in the others' shards.
+  static constexpr std::size_t kOutputShardsMax = 4;
   ShardedFifo<Entry> input_;  // QueueOrder::fifo; its shards count accepted tasks in both orders
 
   // Read by every push; written when a lane goes to sleep or wakes.
