@@ -61,9 +61,9 @@ struct PoolOptions {
   /// several, each lane takes the best of what is queued).
   QueueOrder input_order = QueueOrder::fifo;
   /// Scheduler threads ("lanes"), each owning a contiguous share of the blocks (0: one per 64
-  /// blocks, at most 4 and at most a quarter of the hardware threads, on the device backend;
-  /// 1 on the host backend). More lanes move more tasks per second; one lane gives the lowest
-  /// single-task latency.
+  /// blocks, at most 8 and at most half the hardware threads, on the device backend; 1 on the
+  /// host backend). Each keeps a core busy while tasks flow (and for scheduler_idle_spin
+  /// after): more lanes move more tasks per second; fewer leave more cores to other work.
   std::size_t scheduler_lanes = 0;
   /// Lanes keep polling until no lane has moved a task for this long, then sleep until a push
   /// (latency against busy cores; docs/gpu.md "The scheduler and the queues").

@@ -1,9 +1,9 @@
 // weft/gpu/detail/sharded_output.hpp - one output queue of the pool, split into shards (one
 // per scheduler lane, up to a few) so that consumers popping one task at a time and the lanes
 // delivering to them do not all contend for one lock. Lane k delivers to shard k mod the shard
-// count; a consumer takes from its
-// home shard (its thread ticket modulo the shard count) first, then from the others. FIFO per
-// lane; consumers that sleep wait on one condition variable per queue.
+// count; a consumer takes from its home shard (its thread ticket modulo the shard count) first,
+// then from the others. FIFO per lane; consumers that sleep wait on one condition variable per
+// queue.
 //
 // Also counts, per queue, tasks accepted for it (one counter per input shard, written by that
 // shard's pushers only) and tasks popped (one counter per output shard): unfinished() is their
