@@ -227,6 +227,10 @@ TEST(Pool, DeliversEveryTaskExactlyOnceFromManyPushersThroughRingsOfFour) {
 TEST(Pool, DeliversEveryTaskExactlyOnceThroughRingsAndFourLanes) {
   deliver_every_task_exactly_once(4, 16, 4);
 }
+// Six lanes share an output queue's four shards (lanes 4 and 5 deliver to shards 0 and 1).
+TEST(Pool, DeliversEveryTaskExactlyOnceWhenLanesShareOutputShards) {
+  deliver_every_task_exactly_once(3, 12, 6);
+}
 
 TEST(Pool, PriorityQueueRunsHigherPrioritiesFirst) {
   TestPool pool(PoolOptions{.host_blocks = 1, .input_order = QueueOrder::priority});
