@@ -127,8 +127,12 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "--default") {
     // The default pool's blocks (occupancy) with 10 us tasks, as `busy_fraction_10us` in
     // `weft bench gpu-pool`, with the default lanes and more (build with -DWEFT_POOL_PROFILE
-    // for each lane's cycles per task and blocks visited per round).
-    for (std::size_t lanes : {0, 8, 12}) run(0, 8, lanes, 10'000, 100);
+    // for each lane's cycles per task and blocks visited per round); 100 tasks per block as
+    // the bench, and 1000 (ten times as long a run: how much of the loss is the run's ramp
+    // and tail).
+    for (int per_block : {100, 1000}) {
+      for (std::size_t lanes : {0, 12}) run(0, 8, lanes, 10'000, per_block);
+    }
     return 0;
   }
   if (argc > 1 && std::string(argv[1]) == "--short") {  // the 10 us cases only
