@@ -429,7 +429,6 @@ class PoolCore {
     s.pushed = input_.accepted();
     // relaxed: statistics.
     for (const auto& lane : lanes_) {
-      // relaxed: statistics.
       s.completed += lane->completed.load(std::memory_order_relaxed);
       s.failed += lane->failed.load(std::memory_order_relaxed);
     }
@@ -582,7 +581,9 @@ class PoolCore {
     // This lane's share of the pool's counts of delivered tasks (PoolCore::pending) and of
     // PoolStats::completed / failed. Written by the lane once per round that delivers, read
     // only by synchronize() and stats(): a line of its own. They were pool-wide counters that
-    // every lane added to every round, on a line that consumers and pushers read.
+    // every lane added to every round, on a line that consumers and pushers read (no speed
+    // difference measurable on the H100 machine's noisy instances:
+    // bench/results/h100/probes/false_sharing_single_ab-e444ee3.txt).
     alignas(64) std::atomic<std::uint64_t> delivered{0};
     std::atomic<std::uint64_t> completed{0};
     std::atomic<std::uint64_t> failed{0};
@@ -734,11 +735,10 @@ class PoolCore {
     input_.shard(shard).accepted.fetch_add(count, std::memory_order_relaxed);
     if (cb == 0) outputs_[out]->accepted(shard, count);
   }
-  // Tasks accepted and not yet delivered. Delivered is read first, so the difference is never
-  // negative, and zero only if at the moment of that read every accepted task was delivered.
-  // Both are sums of counters read one after another; each only grows, and every task is
-  // counted accepted before it can be delivered, so a zero still means that when the first
-  // accepted count was read, every task accepted by then had been delivered.
+  // Tasks accepted and not yet delivered: sums of per-lane and per-shard counters, each read
+  // once, delivered ones first. Every counter only grows and every task is counted accepted
+  // before it can be delivered, so the difference is never negative, and zero only if, when
+  // the first accepted count was read, every task accepted by then had been delivered.
   [[nodiscard]] std::uint64_t pending() const {
     std::uint64_t delivered = 0;
     // seq_cst: pairs with finish_pending (see synchronize).

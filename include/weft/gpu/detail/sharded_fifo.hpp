@@ -48,9 +48,10 @@ class ShardedFifo {
     std::atomic<std::uint64_t> accepted{0};
     // queue.size(), readable without the lock: a hint for lanes choosing where to look, and
     // (seq_cst) the fact a lane about to sleep checks against the pusher's look at the
-    // sleeping count (PoolCore::push / sleep_until_work). On a line of its own: every lane
-    // reads it every round and while it spins, and on the queue's line those reads took the
-    // line the pusher writes under the lock away from it once per push.
+    // sleeping count (PoolCore::push / sleep_until_work). On a line of its own, so that the
+    // lanes, which read it every round and while they spin, do not take away the line the
+    // pusher writes under the lock (no difference measurable on the H100 machine's noisy
+    // instances: bench/results/h100/probes/false_sharing_single_ab-e444ee3.txt).
     alignas(64) std::atomic<std::size_t> size{0};
   };
 

@@ -135,9 +135,9 @@ class ShardedOutput {
     AdaptiveMutex mutex;
     ChunkQueue<Record> ready;              // under mutex
     std::atomic<std::uint64_t> popped{0};  // written under mutex
-    // ready.size(), readable without the lock. On a line of its own: waiting consumers read
-    // it in a loop, and on the queue's line they took the line a delivering lane writes under
-    // the lock away from it once per delivery.
+    // ready.size(), readable without the lock. On a line of its own, so that waiting
+    // consumers, who read it in a loop, do not take away the line a delivering lane writes
+    // under the lock (as for ShardedFifo::Shard::size).
     alignas(64) std::atomic<std::size_t> available{0};
   };
   struct alignas(64) Counter {
