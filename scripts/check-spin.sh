@@ -98,10 +98,13 @@ done
 # spec/lone_tasks.pml: two lanes, a shard whose home is lane 0, one thread pushing N lone tasks
 # and waiting for each to be taken. Liveness: no non-progress cycle under weak fairness (a
 # task left to a sleeping home lane forever would be one), plus the safety search; mutant 1 (a
-# sleeping lane that does not set napping) must show a non-progress cycle.
+# sleeping lane that does not set napping) and mutant 2 (no wake-up for a task behind the home
+# lane's busy blocks) must show a non-progress cycle.
 for n in 1 2 3; do
   for mode in np safety; do
     clean "lone tasks, $n task(s), $mode" lone_tasks.pml $mode -DN=$n -DMUTANT=0
   done
 done
-caught "lone tasks mutant 1" lone_tasks.pml np -DN=2 -DMUTANT=1
+for mutant in 1 2; do
+  caught "lone tasks mutant $mutant" lone_tasks.pml np -DN=2 -DMUTANT=$mutant
+done

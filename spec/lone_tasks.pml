@@ -8,14 +8,18 @@
  * and will run: the slots are not modelled here, spec/slot_protocol.pml has them), then a
  * closer stops the lanes. What is modelled, with the real code's steps:
  *  - a push takes the shard's lock, queues the task, unlocks, stores the shard's size hint
- *    (after the unlock) and, if the count of sleeping lanes is not 0, wakes ONE waiting lane
+ *    (after the unlock) and, unless the home lane is awake (not napping) and has an idle
+ *    block for the task, wakes ONE waiting lane if the count of sleeping lanes is not 0
  *    (notify_one: either);
  *  - a lane's round: if the hint is > 0, it takes from the shard unless the shard holds
  *    fewer than 64 tasks (here: always, the pusher never has two queued), the lane is not its
- *    home, the home lane does not nap and has idle blocks for them (the rule); taking is a
- *    try_lock, one task, the hint set to the true size, unlock;
- *  - whether the home lane has an idle block (its published hint) changes at any time: the
- *    slots are not modelled, so the model lets it flip between any two steps of lane 0;
+ *    home, the home lane does not nap and has idle blocks for them (the rule); the home lane
+ *    takes only while it has an idle block (with none it loads nothing while another lane's
+ *    blocks idle); taking is a try_lock, one task, the hint set to the true size, unlock;
+ *  - whether the home lane has an idle block (its published hint): it may lose it when it
+ *    takes a task, and get one back at any time (a task ended; or never: a task may hold its
+ *    block forever). With none, tasks queued in its shard and a lane asleep, the home lane
+ *    wakes one (wake_for_own_shards);
  *  - a lane may, at any point of its loop, nap (napping set, a pause, napping cleared: the
  *    20 us nap between polls of long tasks) or sleep: napping set, then under the sleep lock
  *    it looks for work (a hint > 0, stop) and waits if there is none, until notified;
@@ -26,7 +30,9 @@
  * task wait forever: a search for non-progress cycles under weak fairness (progress = a task
  * taken, or the pusher done) finds none, and there is no invalid end state. A mutant must be
  * caught: a sleeping lane that does not set napping (the others would leave its lone task to
- * it forever, spinning: a non-progress cycle).
+ * it forever, spinning: a non-progress cycle); and a push that wakes nobody while the home
+ * lane is awake, whether or not it has an idle block, with no wake from the home lane either
+ * (a task behind a block that never frees waits while the other lane sleeps).
  */
 #ifndef N
 #define N 2
@@ -68,7 +74,11 @@ proctype pusher() {
      shard_lock = 0;
      sz = v;  /* after the unlock: may be stale when it lands */
      pushed++;
-     if :: sleeping > 0 -> notify_one() :: else -> skip fi;
+#if MUTANT == 2  /* bug 2: the push ignores the home lane's idle blocks */
+     if :: (napping[0] && sleeping > 0) -> notify_one() :: else -> skip fi;
+#else
+     if :: ((napping[0] || !home_idle) && sleeping > 0) -> notify_one() :: else -> skip fi;
+#endif
      (taken == pushed)  /* wait until it was taken */
   :: else -> break
   od;
@@ -81,9 +91,10 @@ proctype lane(byte me) {
   do
   :: stop -> break
   :: !stop ->
-     /* take, unless the rule leaves the lone task to the home lane (lane 0) */
+     /* take: lane 0 (the home) while it has an idle block; another lane unless the rule
+        leaves the task to the home lane */
      if
-     :: (sz > 0 && !(sz < 64 && me != 0 && !napping[0] && home_idle)) ->
+     :: (sz > 0 && ((me == 0 && home_idle) || (me != 0 && !(sz < 64 && !napping[0] && home_idle)))) ->
         atomic { if :: shard_lock == 0 -> shard_lock = 1; got = 1 :: else -> got = 0 fi };
         if
         :: got ->
@@ -91,7 +102,8 @@ proctype lane(byte me) {
            :: qn > 0 ->
               qn--;
 progress_taken:
-              taken++
+              taken++;
+              if :: me == 0 -> home_idle = 0 :: true -> skip fi  /* its last idle block? */
            :: else -> skip
            fi;
            sz = qn;
@@ -100,11 +112,18 @@ progress_taken:
         fi
      :: else -> skip
      fi;
-     /* lane 0's blocks: one may have become busy or idle meanwhile */
+     /* lane 0: a task of its may have ended; with no idle block it wakes a sleeper for its
+        shard's tasks */
      if
-     :: me == 0 -> home_idle = !home_idle
+     :: me == 0 -> home_idle = 1
      :: true -> skip
      fi;
+#if MUTANT != 2
+     if
+     :: (me == 0 && !home_idle && sz > 0 && sleeping > 0) -> notify_one()
+     :: else -> skip
+     fi;
+#endif
      /* idle: nap, sleep, or go round again */
      if
      :: true -> skip

@@ -859,5 +859,39 @@ TEST(PoolCore, ATaskDoesNotWaitBehindABusyBlockWhileAnotherLanesBlockIsIdle) {
   EXPECT_EQ(rest[0].tag, 1u);
 }
 
+TEST(PoolCore, ATaskBehindABusyBlockWakesASleepingLane) {
+  // As above, with the other lane asleep: lanes sleep once they have been quiet for their own
+  // idle_spin, and a push wakes one only when its shard's home lane cannot take the task (it
+  // sleeps, or has no idle block; or the home lane wakes one itself, when the push read a
+  // stale count of its idle blocks). Each round starts with both lanes asleep; a task that
+  // holds a block wakes one of them, and 2 ms later (the lane that took it still spinning,
+  // the other asleep) a second task must run meanwhile. In the rounds where the first task
+  // went to its home lane, a push that woke nobody would leave the second one waiting.
+  detail::SchedulerConfig config;
+  config.lanes = 2;
+  config.idle_spin = std::chrono::milliseconds(20);
+  auto core = small_core(2, 2, config);
+  const int rounds = static_cast<int>(10 * stress_scale()) + 6;
+  for (int round = 0; round < rounds; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // both lanes fall asleep
+    std::atomic<bool> release{false};
+    const auto stuck = SmallCore::Record::make<Stuck>({&release}, 1000);
+    core->push(&stuck, 1, 0, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const auto second =
+        SmallCore::Record::make<Small>({static_cast<std::uint32_t>(round), 0}, round);
+    core->push(&second, 1, 0, 0);
+    const auto got = pop_until(*core, 1, std::chrono::seconds(5));
+    release = true;  // before any assertion can return
+    ASSERT_EQ(got.size(), 1u) << "round " << round << ": the second task waited for the first";
+    EXPECT_EQ(got[0].tag, static_cast<std::uint64_t>(round));
+    EXPECT_EQ(got[0].as<Small>().result, 2u * round);
+    const auto rest = pop_until(*core, 1, std::chrono::seconds(10));
+    ASSERT_EQ(rest.size(), 1u);
+    EXPECT_EQ(rest[0].tag, 1000u);
+  }
+  EXPECT_GT(core->stats().scheduler_sleeps, 0u) << "no lane slept: the test tested nothing";
+}
+
 }  // namespace
 }  // namespace weft::gpu

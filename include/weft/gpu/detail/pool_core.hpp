@@ -324,6 +324,20 @@ class PoolCore {
       std::vector<Entry>().swap(chunk);  // a refused batch keeps no memory
       throw ShutDown("weft::gpu::Pool::push: no_more_tasks() was called; nothing more is accepted");
     }
+    // A shard holding fewer than kHomeOnlyBelow tasks is left to its home lane while that lane
+    // is awake and has an idle block for each (take_batch): then nobody needs waking, however
+    // many other lanes sleep (lanes sleep after their own idle_spin, lane_main), and a thread
+    // pushing single tasks pays no futex call. seq_cst (napping): pairs with sleep_until_work,
+    // as the size store above does with sleeping_lanes_: the lane sets napping, then looks at
+    // the shards; this push stored the size, then looks at napping. relaxed (idle_blocks): a
+    // hint; when it was stale, the home lane wakes a sleeper itself (wake_for_own_shards).
+    if (fifo && queued < kHomeOnlyBelow) {
+      const Lane& h = *lanes_[home % lanes_.size()];
+      if (!h.napping.load(std::memory_order_seq_cst) &&
+          h.idle_blocks.load(std::memory_order_relaxed) >= queued) {
+        return;
+      }
+    }
     // seq_cst: see the size store above.
     if (sleeping_lanes_.load(std::memory_order_seq_cst) > 0) {
       { std::lock_guard<std::mutex> lock(in_mutex_); }  // the sleeper is in its wait, or sees us
@@ -757,6 +771,24 @@ class PoolCore {
       if (idle > 0 && 2 * idle >= other->blocks.size()) return true;
     }
     return false;
+  }
+  // A lane with no idle block wakes a sleeping lane for tasks queued in the shards it is home
+  // to: other lanes leave those to it only while it has idle blocks (take_batch), and a push
+  // that read a stale count of them woke nobody (push).
+  void wake_for_own_shards(const Lane& lane) {
+    if (order_ != QueueOrder::fifo || lane.level_size[0] != 0) return;
+    // relaxed: a hint. A sleeper missed here is woken in a later round (this lane stays
+    // awake while it has tasks in flight); a lane about to sleep counts itself, then looks
+    // at the shards, and takes these (this lane has no idle block) instead of sleeping.
+    if (sleeping_lanes_.load(std::memory_order_relaxed) == 0) return;
+    for (std::size_t s = lane.index; s < kInputShards; s += lanes_.size()) {
+      // relaxed: a hint (see ShardedFifo::Shard::size).
+      if (input_.shard(s).size.load(std::memory_order_relaxed) != 0) {
+        { std::lock_guard<std::mutex> lock(in_mutex_); }  // a sleeper is in its wait
+        in_cv_.notify_one();
+        return;
+      }
+    }
   }
   // Tells the other lanes how many of this lane's blocks are idle.
   static void publish_idle_blocks(Lane& lane) {
@@ -1372,6 +1404,7 @@ class PoolCore {
       }
       offer_express(lane);
       publish_idle_blocks(lane);
+      wake_for_own_shards(lane);
       lane.mark(4);
 #if defined(WEFT_POOL_PROFILE)
       lane.ended += ended;
@@ -1380,7 +1413,6 @@ class PoolCore {
 
       if (ended > 0 || !lane.batch.empty() || adopted) {
         last_activity = now;
-        note_pool_activity(now);
         continue;
       }
       // A quiet round. Now and then ask whether the blocks are still alive.
@@ -1390,11 +1422,13 @@ class PoolCore {
         last_health_check = now;
         if (check_failure(lane)) return;
       }
-      // A lane keeps spinning while any lane was busy within idle_spin, not only itself: a
-      // lane asleep makes every push pay a futex wake-up (2.4 us per single push with 4 lanes,
-      // of which one got the pool's occasional tasks and three slept; 0.6 us with 1 lane:
-      // bench/results/h100/probes/clock-trace-lanes-a1148f1.txt).
-      if (now - std::max(last_activity, pool_activity()) < config_.idle_spin) {
+      // A lane keeps spinning until it has been quiet for idle_spin itself. It used to spin
+      // while any lane had been busy, because a sleeping lane made every push pay a futex
+      // wake-up (2.4 us per single push with 4 lanes, of which one got the pool's occasional
+      // tasks and three slept: bench/results/h100/probes/clock-trace-lanes-a1148f1.txt); since
+      // a push wakes a lane only when its shard's home lane cannot take the task (push), a
+      // trickle of tasks keeps its home lanes spinning and lets the others sleep.
+      if (now - last_activity < config_.idle_spin) {
         // Up to 16 pauses between quiet rounds (~0.35 us on the H100 machine's Xeon,
         // bench/results/h100/probes/clock-trace-lanes-a1148f1.txt), ended early by queued input
         // (host memory only). Fewer would re-read the blocks' control lines more often, which slows
@@ -1419,22 +1453,6 @@ class PoolCore {
       }
       lane.mark(5);
     }
-  }
-
-  // The last time any lane moved a task (to within 10 us: the shared line is written at most
-  // once per 10 us per lane).
-  void note_pool_activity(Clock::time_point now) {
-    const std::int64_t ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
-    // relaxed: a hint for how long lanes keep spinning; nothing is published through it.
-    if (ns - pool_activity_.load(std::memory_order_relaxed) > 10'000) {
-      pool_activity_.store(ns, std::memory_order_relaxed);
-    }
-  }
-  Clock::time_point pool_activity() const {
-    // relaxed: see note_pool_activity.
-    return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
-        std::chrono::nanoseconds(pool_activity_.load(std::memory_order_relaxed))));
   }
 
   void print_profile([[maybe_unused]] const Lane& lane) {
@@ -1562,11 +1580,8 @@ class PoolCore {
   static constexpr std::size_t kOutputShardsMax = 4;
   ShardedFifo<Entry> input_;  // QueueOrder::fifo; its shards count accepted tasks in both orders
 
-  // Read by every push; written when a lane goes to sleep or wakes.
+  // Read by pushes; written when a lane goes to sleep or wakes.
   alignas(64) std::atomic<std::size_t> sleeping_lanes_{0};
-  // Written by each lane at most once per 10 us; read by quiet lanes.
-  alignas(64) std::atomic<std::int64_t> pool_activity_{0};  // steady-clock ns; see
-                                                            // note_pool_activity
 
   // Sleeping lanes and the priority queue.
   alignas(64) mutable std::mutex in_mutex_;  // the heap; lanes sleep under it
