@@ -2,7 +2,9 @@
 // latency run of `weft bench gpu-pool`). Measured by what it leaves to others, not by CPU-time
 // accounting (a VM may not charge a vCPU's PAUSE loops to the thread): 16 threads spin on
 // arithmetic for 0.5 s with the pool asleep, then again while the trickle runs; the work they
-// got done in the second run over the first, times 16, is the cores the pool left them.
+// got done in the second run over the first, times 16, is the cores the pool left them. One
+// task at a time goes straight into a standby slot (a direct load); `./trickle_cpu_probe 2`
+// pushes two at a time instead, which go through the input queue.
 // Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -gencode=arch=compute_90,code=sm_90 \
 //     -I../../include trickle_cpu_probe.cu ../../src/gpu/host_blocks.cpp \
@@ -10,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -42,8 +45,9 @@ double victims(int threads, double seconds) {
   return sum;
 }
 
-int main() {
+int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  const std::size_t batch = argc > 1 ? std::stoul(argv[1]) : 1;
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   PoolOptions o;
   o.backend = Backend::device;
@@ -58,9 +62,10 @@ int main() {
     std::thread trickle([&] {
       while (!stop.load(std::memory_order_relaxed)) {
         std::this_thread::sleep_for(std::chrono::microseconds(200));
-        pool.push<Empty>({tasks}, 0);
-        (void)pool.pop(0);
-        ++tasks;
+        std::vector<P::Record> records(batch, P::Record::make<Empty>({tasks}));
+        pool.push_batch(records, 0);
+        for (std::size_t k = 0; k < batch; ++k) (void)pool.pop(0);
+        tasks += batch;
       }
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the trickle under way
@@ -69,10 +74,10 @@ int main() {
     trickle.join();
     const PoolStats s1 = pool.stats();
     std::printf(
-        "%zu lanes, rep %d: %d spinning threads got %.2f of %d cores' work with a task every "
-        "200 us (the pool took ~%.2f cores); %llu tasks, lane sleeps %llu\n",
-        pool.num_lanes(), rep, cores, with / alone * cores, cores, cores * (1 - with / alone),
-        static_cast<unsigned long long>(tasks),
+        "%zu lanes, rep %d: %d spinning threads got %.2f of %d cores' work with %zu task(s) "
+        "every 200 us (the pool took ~%.2f cores); %llu tasks, lane sleeps %llu\n",
+        pool.num_lanes(), rep, cores, with / alone * cores, cores, batch,
+        cores * (1 - with / alone), static_cast<unsigned long long>(tasks),
         static_cast<unsigned long long>(s1.scheduler_sleeps - s0.scheduler_sleeps));
   }
   return 0;
