@@ -65,8 +65,8 @@ struct PoolOptions {
   /// host backend). Each keeps a core busy while tasks flow (and for scheduler_idle_spin
   /// after): more lanes move more tasks per second; fewer leave more cores to other work.
   std::size_t scheduler_lanes = 0;
-  /// Lanes keep polling until no lane has moved a task for this long, then sleep until a push
-  /// (latency against busy cores; docs/gpu.md "The scheduler and the queues").
+  /// A lane keeps polling until it has moved no task for this long, then sleeps until a push
+  /// needs it (latency against busy cores; docs/gpu.md "The scheduler and the queues").
   std::chrono::microseconds scheduler_idle_spin{1000};
   /// A consumer in pop()/pop_batch() spins this long before it sleeps on the queue.
   std::chrono::microseconds consumer_spin{50};
