@@ -4,7 +4,9 @@
 // arithmetic for 0.5 s with the pool asleep, then again while the trickle runs; the work they
 // got done in the second run over the first, times 16, is the cores the pool left them. One
 // task at a time goes straight into a standby slot (a direct load); `./trickle_cpu_probe 2`
-// pushes two at a time instead, which go through the input queue.
+// pushes two at a time instead, which go through the input queue. Each trickle starts right
+// after a burst of 100000 tasks has woken every lane (as the bench's latency run follows its
+// other runs).
 // Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -gencode=arch=compute_90,code=sm_90 \
 //     -I../../include trickle_cpu_probe.cu ../../src/gpu/host_blocks.cpp \
@@ -57,6 +59,12 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));  // every lane asleep
     const double alone = victims(cores, 0.5);
     const PoolStats s0 = pool.stats();
+    {  // a burst: every lane busy
+      std::vector<P::Record> burst(100'000, P::Record::make<Empty>({0}));
+      pool.push_batch(burst, 0);
+      std::vector<P::Record> got(4096);
+      for (std::size_t n = 0; n < burst.size();) n += pool.pop_batch(got, 0);
+    }
     std::atomic<bool> stop{false};
     std::uint64_t tasks = 0;
     std::thread trickle([&] {
@@ -68,7 +76,6 @@ int main(int argc, char** argv) {
         tasks += batch;
       }
     });
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the trickle under way
     const double with = victims(cores, 0.5);
     stop = true;
     trickle.join();
