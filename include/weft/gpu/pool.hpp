@@ -61,9 +61,10 @@ struct PoolOptions {
   /// several, each lane takes the best of what is queued).
   QueueOrder input_order = QueueOrder::fifo;
   /// Scheduler threads ("lanes"), each owning a contiguous share of the blocks (0: one per 64
-  /// blocks, at most 8 and at most half the hardware threads, on the device backend; 1 on the
-  /// host backend). Each keeps a core busy while tasks flow (and for scheduler_idle_spin
-  /// after): more lanes move more tasks per second; fewer leave more cores to other work.
+  /// blocks, at most 8 and at most half the hardware threads, rounded down to a power of two,
+  /// on the device backend; 1 on the host backend). Each keeps a core busy while tasks flow (and
+  /// for scheduler_idle_spin after): more lanes move more tasks per second; fewer leave more cores
+  /// to other work.
   std::size_t scheduler_lanes = 0;
   /// A lane keeps polling until it has moved no task for this long, then sleeps until a push
   /// needs it (latency against busy cores; docs/gpu.md "The scheduler and the queues").

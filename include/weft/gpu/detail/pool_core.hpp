@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -177,12 +178,17 @@ class PoolCore {
     // busy at 10 us 0.35-0.47 -> 0.65-0.71, batched empty tasks 18.7-21.7 -> 12.8-13.5 ns,
     // idle host traffic 0.4% -> 0.7% of the pinned bandwidth (a standby block per lane);
     // single tasks as fast once consumers' home shards are ones lanes deliver to
-    // (kOutputShardsMax) (docs/gpu.md "Scheduler lanes").
+    // (kOutputShardsMax) (docs/gpu.md "Scheduler lanes"). Rounded down to a power of two, so
+    // that every lane is home to as many input shards as the others and lane k's output
+    // shard (k mod 4) takes as many lanes' tasks as the others: with 6 lanes, single tasks
+    // took 166-365 ns against 110-149 with 8 and 76-129 with 4
+    // (bench/results/h100/probes/home_only_single_ab-ecfd740.txt).
     const std::size_t cores = std::max<std::size_t>(1, std::thread::hardware_concurrency() / 2);
-    const std::size_t wanted = config_.lanes != 0 ? config_.lanes
-                               : blocks_->host_polls_counted()
-                                   ? std::min<std::size_t>({8, (n + 63) / 64, cores})
-                                   : 1;
+    const std::size_t wanted =
+        config_.lanes != 0 ? config_.lanes
+        : blocks_->host_polls_counted()
+            ? std::bit_floor(std::min<std::size_t>({8, (n + 63) / 64, cores}))
+            : 1;
     const std::size_t lanes = std::clamp<std::size_t>(wanted, 1, n);
     lanes_.reserve(lanes);
     for (std::size_t k = 0; k < lanes; ++k) {
