@@ -18,11 +18,13 @@
  *    blocks idle); taking is a try_lock, one task, the hint set to the true size, unlock;
  *  - whether the home lane has an idle block (its published hint): it may lose it when it
  *    takes a task, and get one back at any time (a task ended; or never: a task may hold its
- *    block forever). With none, tasks queued in its shard and a lane asleep, the home lane
+ *    block forever); tasks of other shards, which could also take its blocks, are not
+ *    modelled. With none, tasks queued in its shard and a lane asleep, the home lane
  *    wakes one (wake_for_own_shards);
  *  - a lane may, at any point of its loop, nap (napping set, a pause, napping cleared: the
  *    20 us nap between polls of long tasks) or sleep: napping set, then under the sleep lock
- *    it looks for work (a hint > 0, stop) and waits if there is none, until notified;
+ *    it looks for work (stop, or a task it would not leave to the home lane) and waits if
+ *    there is none, until notified;
  *  - the closer sets stop and wakes every sleeping lane.
  * Memory is sequentially consistent (the real code's seq_cst pairings make that sound).
  *
@@ -135,7 +137,13 @@ progress_taken:
         napping[me] = 1;
 #endif
         sleeping++;
-        atomic { if :: (stop || sz > 0) -> skip :: else -> waiting[me] = 1 fi };
+        /* sleeps unless stopping or a task is there that it does not leave to lane 0 */
+        atomic {
+          if
+          :: (stop || (sz > 0 && !(me != 0 && sz < 64 && !napping[0] && home_idle))) -> skip
+          :: else -> waiting[me] = 1
+          fi
+        };
         (waiting[me] == 0);
         sleeping--;
         napping[me] = 0

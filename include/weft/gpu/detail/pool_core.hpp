@@ -796,6 +796,27 @@ class PoolCore {
       }
     }
   }
+  // Whether `lane` leaves input shard `shard`, holding `size` tasks, to the shard's home lane
+  // (take_batch). relaxed: hints. A lane about to sleep looks at the shards after setting
+  // napping (sleep_until_work), so a task is never left to a sleeper; at worst it waits for
+  // its home lane's next round (or 20 us nap); a stale idle count is caught by the home lane
+  // (wake_for_own_shards).
+  bool left_to_home(const Lane& lane, std::size_t shard, std::size_t size) const {
+    const Lane& home = *lanes_[shard % lanes_.size()];
+    return size < kHomeOnlyBelow && &home != &lane &&
+           !home.napping.load(std::memory_order_relaxed) &&
+           home.idle_blocks.load(std::memory_order_relaxed) >= size;
+  }
+  // Whether anything queued is for `lane` to take: a task in a shard it does not leave to the
+  // shard's home lane. seq_cst (sizes): the look sleep_until_work pairs with push's.
+  [[nodiscard]] bool input_for(const Lane& lane) const {
+    if (order_ != QueueOrder::fifo) return heap_size_.load(std::memory_order_seq_cst) > 0;
+    for (std::size_t s = 0; s < input_.shards(); ++s) {
+      const std::size_t size = input_.shard(s).size.load(std::memory_order_seq_cst);
+      if (size != 0 && !left_to_home(lane, s, size)) return true;
+    }
+    return false;
+  }
   // Tells the other lanes how many of this lane's blocks are idle.
   static void publish_idle_blocks(Lane& lane) {
     const std::size_t idle = lane.level_size[0];
@@ -824,17 +845,10 @@ class PoolCore {
       // (bench/results/h100/probes/latency_trace-f7ee4c1.txt); and threads pushing one task
       // at a time had each push's lines taken by whichever lane came by, more of them the
       // more lanes.
-      const std::size_t lanes = lanes_.size();
       WEFT_POOL_SUB_BEGIN(t_take);
       (void)input_.take(lane.batch, max, lane.cursor, /*skip_busy=*/to_load,
                         [&](std::size_t shard, std::size_t size) {
-                          const Lane& home = *lanes_[shard % lanes];
-                          // relaxed: a hint. A lane about to sleep looks at the shards after
-                          // setting it (sleep_until_work), so a task is never left to a
-                          // sleeper; at worst it waits for its home lane's next round.
-                          return to_load && size < kHomeOnlyBelow && &home != &lane &&
-                                 !home.napping.load(std::memory_order_relaxed) &&
-                                 home.idle_blocks.load(std::memory_order_relaxed) >= size;
+                          return to_load && left_to_home(lane, shard, size);
                         });
       WEFT_POOL_SUB_END(lane, 10, t_take);
     } else {
@@ -1502,12 +1516,15 @@ class PoolCore {
     lane.napping.store(true, std::memory_order_seq_cst);
     // seq_cst: pairs with push (it stores a shard's size, then looks at this count; this
     // counts itself, then looks at the sizes): a push either sees a sleeper and notifies under
-    // in_mutex_, or its task is seen here.
+    // in_mutex_, or its task is seen here. Tasks this lane leaves to their shard's home lane
+    // (awake, with an idle block for each) do not keep it awake: that lane takes them, or, if
+    // it loses its idle blocks first, wakes a sleeper (wake_for_own_shards); a lane spinning
+    // through here while any shard held a task hammered in_mutex_.
     sleeping_lanes_.fetch_add(1, std::memory_order_seq_cst);
     // acquire: pairs with the release stores of shutdown and check_failure.
     // seq_cst (express): pairs with push_direct's store of FILLED, as the sizes do with push.
     auto work = [&] {
-      return stop_flag_.load(std::memory_order_acquire) || queued_count() > 0 ||
+      return stop_flag_.load(std::memory_order_acquire) || input_for(lane) ||
              blocks_failed_.load(std::memory_order_acquire) ||
              lane.express.load(std::memory_order_seq_cst) == kExpressFilled;
     };

@@ -67,6 +67,7 @@ class ShardedFifo {
     return thread_ticket<PushTicket>() % shards_.size();
   }
   Shard& shard(std::size_t s) noexcept { return *shards_[s]; }
+  const Shard& shard(std::size_t s) const noexcept { return *shards_[s]; }
 
   /// Tasks queued in all shards (a snapshot; seq_cst loads, see Shard::size).
   [[nodiscard]] std::size_t size() const noexcept {
