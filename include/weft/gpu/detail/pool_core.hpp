@@ -1464,11 +1464,7 @@ class PoolCore {
         continue;
       }
       if (lane.active.empty()) {
-        // A lane woken (by a push, or a lane that cannot place its shards' tasks) polls for
-        // idle_spin before it may sleep again, as if it had just moved a task: a home lane
-        // woken for its shard's task that another lane took first went straight back to sleep,
-        // so each next push to that shard saw it asleep and paid a futex call again.
-        if (sleep_until_work(lane)) last_activity = Clock::now();
+        sleep_until_work(lane);
       } else {
         // Long tasks in flight: poll every 20 us instead of spinning a core.
         lane.napping.store(true, std::memory_order_relaxed);  // relaxed: a hint (take_batch)
@@ -1510,8 +1506,7 @@ class PoolCore {
   }
 
   // Lost slots that come back meanwhile are reclaimed at the next collect.
-  // Returns whether the lane slept (and was woken), as opposed to finding work at once.
-  bool sleep_until_work(Lane& lane) {
+  void sleep_until_work(Lane& lane) {
     std::unique_lock<std::mutex> lock(in_mutex_);
     // Before the look at the shards below: a lone task pushed after that look is seen by a
     // lane woken by the push (under in_mutex_, so it sees this flag) and taken by it even
@@ -1533,14 +1528,12 @@ class PoolCore {
              blocks_failed_.load(std::memory_order_acquire) ||
              lane.express.load(std::memory_order_seq_cst) == kExpressFilled;
     };
-    const bool slept = !work();
-    if (slept) {
+    if (!work()) {
       scheduler_sleeps_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
       in_cv_.wait(lock, work);
     }
     sleeping_lanes_.fetch_sub(1, std::memory_order_seq_cst);
     lane.napping.store(false, std::memory_order_relaxed);  // relaxed: a hint
-    return slept;
   }
 
   // Shutdown: queued tasks are cancelled, exactly once each (whichever lane takes them);
