@@ -833,6 +833,27 @@ TEST(PoolCore, WholeRingsUnderABacklogDeliverEveryTaskOnceWithItsOwnResults) {
   expect_each_once_with_its_result(got, total);
 }
 
+// Pushes a task that holds a block until released (tag 1000), waits `pause`, pushes Small
+// {x} (tag x): the second must come back, with its result, while the first still holds its
+// block; then the first is released and must come back too.
+void expect_second_task_runs_while_first_holds_a_block(SmallCore& core, std::uint32_t x,
+                                                       std::chrono::milliseconds pause) {
+  std::atomic<bool> release{false};
+  const auto stuck = SmallCore::Record::make<Stuck>({&release}, 1000);
+  core.push(&stuck, 1, 0, 0);
+  std::this_thread::sleep_for(pause);
+  const auto second = SmallCore::Record::make<Small>({x, 0}, x);
+  core.push(&second, 1, 0, 0);
+  const auto got = pop_until(core, 1, std::chrono::seconds(5));
+  release = true;  // before any assertion can return: the pool's destructor waits for it
+  ASSERT_EQ(got.size(), 1u) << "the second task waited for the first";
+  EXPECT_EQ(got[0].tag, x);
+  EXPECT_EQ(got[0].as<Small>().result, 2u * x);
+  const auto rest = pop_until(core, 1, std::chrono::seconds(10));
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].tag, 1000u);
+}
+
 TEST(PoolCore, ATaskDoesNotWaitBehindABusyBlockWhileAnotherLanesBlockIsIdle) {
   // Lanes leave an input shard that holds few tasks to its home lane (so that the lines of a
   // thread pushing one task at a time stay with one lane), but not when that lane has no idle
@@ -844,19 +865,7 @@ TEST(PoolCore, ATaskDoesNotWaitBehindABusyBlockWhileAnotherLanesBlockIsIdle) {
   config.idle_spin = std::chrono::seconds(60);
   auto core = small_core(2, 2, config);
   ASSERT_EQ(core->num_lanes(), 2u);
-  std::atomic<bool> release{false};
-  const auto stuck = SmallCore::Record::make<Stuck>({&release}, 1);
-  core->push(&stuck, 1, 0, 0);
-  const auto second = SmallCore::Record::make<Small>({21, 0}, 2);
-  core->push(&second, 1, 0, 0);
-  const auto got = pop_until(*core, 1, std::chrono::seconds(10));
-  release = true;  // before any assertion can return: the pool's destructor waits for it
-  ASSERT_EQ(got.size(), 1u) << "the second task waited behind the first";
-  EXPECT_EQ(got[0].tag, 2u);
-  EXPECT_EQ(got[0].as<Small>().result, 42u);
-  const auto rest = pop_until(*core, 1, std::chrono::seconds(10));
-  ASSERT_EQ(rest.size(), 1u);
-  EXPECT_EQ(rest[0].tag, 1u);
+  expect_second_task_runs_while_first_holds_a_block(*core, 21, std::chrono::milliseconds(0));
 }
 
 TEST(PoolCore, ATaskBehindABusyBlockWakesASleepingLane) {
@@ -873,22 +882,10 @@ TEST(PoolCore, ATaskBehindABusyBlockWakesASleepingLane) {
   auto core = small_core(2, 2, config);
   const int rounds = static_cast<int>(10 * stress_scale()) + 6;
   for (int round = 0; round < rounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
     std::this_thread::sleep_for(std::chrono::milliseconds(30));  // both lanes fall asleep
-    std::atomic<bool> release{false};
-    const auto stuck = SmallCore::Record::make<Stuck>({&release}, 1000);
-    core->push(&stuck, 1, 0, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    const auto second =
-        SmallCore::Record::make<Small>({static_cast<std::uint32_t>(round), 0}, round);
-    core->push(&second, 1, 0, 0);
-    const auto got = pop_until(*core, 1, std::chrono::seconds(5));
-    release = true;  // before any assertion can return
-    ASSERT_EQ(got.size(), 1u) << "round " << round << ": the second task waited for the first";
-    EXPECT_EQ(got[0].tag, static_cast<std::uint64_t>(round));
-    EXPECT_EQ(got[0].as<Small>().result, 2u * round);
-    const auto rest = pop_until(*core, 1, std::chrono::seconds(10));
-    ASSERT_EQ(rest.size(), 1u);
-    EXPECT_EQ(rest[0].tag, 1000u);
+    ASSERT_NO_FATAL_FAILURE(expect_second_task_runs_while_first_holds_a_block(
+        *core, static_cast<std::uint32_t>(round), std::chrono::milliseconds(2)));
   }
   EXPECT_GT(core->stats().scheduler_sleeps, 0u) << "no lane slept: the test tested nothing";
 }

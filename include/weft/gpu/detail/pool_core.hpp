@@ -330,20 +330,10 @@ class PoolCore {
       std::vector<Entry>().swap(chunk);  // a refused batch keeps no memory
       throw ShutDown("weft::gpu::Pool::push: no_more_tasks() was called; nothing more is accepted");
     }
-    // A shard holding fewer than kHomeOnlyBelow tasks is left to its home lane while that lane
-    // is awake and has an idle block for each (take_batch): then nobody needs waking, however
-    // many other lanes sleep (lanes sleep after their own idle_spin, lane_main), and a thread
-    // pushing single tasks pays no futex call. seq_cst (napping): pairs with sleep_until_work,
-    // as the size store above does with sleeping_lanes_: the lane sets napping, then looks at
-    // the shards; this push stored the size, then looks at napping. relaxed (idle_blocks): a
-    // hint; when it was stale, the home lane wakes a sleeper itself (wake_for_own_shards).
-    if (fifo && queued < kHomeOnlyBelow) {
-      const Lane& h = *lanes_[home % lanes_.size()];
-      if (!h.napping.load(std::memory_order_seq_cst) &&
-          h.idle_blocks.load(std::memory_order_relaxed) >= queued) {
-        return;
-      }
-    }
+    // When the shard's home lane takes these tasks itself (home_takes; the other lanes leave
+    // them to it), nobody needs waking, however many other lanes sleep (lanes sleep after
+    // their own idle_spin, lane_main), and a thread pushing single tasks pays no futex call.
+    if (fifo && home_takes(home, queued)) return;
     // seq_cst: see the size store above.
     if (sleeping_lanes_.load(std::memory_order_seq_cst) > 0) {
       { std::lock_guard<std::mutex> lock(in_mutex_); }  // the sleeper is in its wait, or sees us
@@ -796,16 +786,22 @@ class PoolCore {
       }
     }
   }
-  // Whether `lane` leaves input shard `shard`, holding `size` tasks, to the shard's home lane
-  // (take_batch). relaxed: hints. A lane about to sleep looks at the shards after setting
-  // napping (sleep_until_work), so a task is never left to a sleeper; at worst it waits for
-  // its home lane's next round (or 20 us nap); a stale idle count is caught by the home lane
-  // (wake_for_own_shards).
-  bool left_to_home(const Lane& lane, std::size_t shard, std::size_t size) const {
+  // Whether input shard `shard`, holding `size` tasks, is its home lane's alone: fewer than
+  // kHomeOnlyBelow tasks, and the home lane awake (not napping) with an idle block for each.
+  // seq_cst (napping): for push, pairs with sleep_until_work as the size store does with
+  // sleeping_lanes_ (the lane sets napping, then looks at the shards; the push stored the
+  // size, then looks at napping), so a task is never left to a sleeper; for the lanes a hint
+  // (a seq_cst load costs a relaxed one's on x86). relaxed (idle_blocks): a hint; when it was
+  // stale, the home lane wakes a sleeper itself (wake_for_own_shards). At worst a task waits
+  // for its home lane's next round (or 20 us nap).
+  bool home_takes(std::size_t shard, std::size_t size) const {
     const Lane& home = *lanes_[shard % lanes_.size()];
-    return size < kHomeOnlyBelow && &home != &lane &&
-           !home.napping.load(std::memory_order_relaxed) &&
+    return size < kHomeOnlyBelow && !home.napping.load(std::memory_order_seq_cst) &&
            home.idle_blocks.load(std::memory_order_relaxed) >= size;
+  }
+  // Whether `lane` leaves input shard `shard` to the shard's home lane (take_batch).
+  bool left_to_home(const Lane& lane, std::size_t shard, std::size_t size) const {
+    return lanes_[shard % lanes_.size()].get() != &lane && home_takes(shard, size);
   }
   // Whether anything queued is for `lane` to take: a task in a shard it does not leave to the
   // shard's home lane. seq_cst (sizes): the look sleep_until_work pairs with push's.
@@ -1518,8 +1514,9 @@ class PoolCore {
     // counts itself, then looks at the sizes): a push either sees a sleeper and notifies under
     // in_mutex_, or its task is seen here. Tasks this lane leaves to their shard's home lane
     // (awake, with an idle block for each) do not keep it awake: that lane takes them, or, if
-    // it loses its idle blocks first, wakes a sleeper (wake_for_own_shards); a lane spinning
-    // through here while any shard held a task hammered in_mutex_.
+    // it loses its idle blocks first, wakes a sleeper (wake_for_own_shards). (With any queued
+    // task counted as work, a lane whose idle spin was over came back through here, taking
+    // in_mutex_, every round while any shard held a task.)
     sleeping_lanes_.fetch_add(1, std::memory_order_seq_cst);
     // acquire: pairs with the release stores of shutdown and check_failure.
     // seq_cst (express): pairs with push_direct's store of FILLED, as the sizes do with push.
@@ -1598,8 +1595,9 @@ class PoolCore {
   // Output shards per queue: one per lane, up to this many (lane k delivers to shard k mod
   // this). A consumer finds its records at home only in a shard that some lane delivers to;
   // with 8 lanes and 8 shards, four threads pushing one task at a time fed four lanes and so
-  // four shards, and four consumers' home shards (their ticket mod 8) were other ones about
-  // half the time: those consumers hunted in the others' shards.
+  // four shards, and four consumers' home shards (their ticket mod 8) need not be those: such
+  // consumers hunted in the others' shards (single tasks 290-378 -> 94-98 ns per task with
+  // the cap, bench/results/h100/probes/out_shards_bench_ab-ac530d0/).
   static constexpr std::size_t kOutputShardsMax = 4;
   ShardedFifo<Entry> input_;  // QueueOrder::fifo; its shards count accepted tasks in both orders
 
