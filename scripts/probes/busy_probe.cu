@@ -5,7 +5,7 @@
 // Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -gencode=arch=compute_90,code=sm_90 \
 //     -I../../include busy_probe.cu ../../src/gpu/host_blocks.cpp ../../src/gpu/device_blocks.cu \
-//     -o busy_probe && ./busy_probe [--short | --default]
+//     -o busy_probe && ./busy_probe [--short | --default | --pushers]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -51,7 +51,8 @@ double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, int per_block) {
+void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, int per_block,
+         int pushers = 1) {
   PoolOptions o;
   o.backend = Backend::device;
   o.program = device_program<Types, 32>();
@@ -66,18 +67,23 @@ void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, i
     std::vector<Timed::Payload> done;
     done.reserve(n);
     const double t0 = now();
-    std::thread pusher([&] {
-      for (std::size_t i = 0; i < n; i += 4096) {
-        pool.push_batch(
-            std::span<const P::Record>(recs.data() + i, std::min<std::size_t>(4096, n - i)));
-      }
-    });
+    // Each pushing thread pushes its own contiguous share, in batches of 4096 (as the bench).
+    std::vector<std::thread> pushing;
+    for (int k = 0; k < pushers; ++k) {
+      pushing.emplace_back([&, k] {
+        const std::size_t lo = n * k / pushers, hi = n * (k + 1) / pushers;
+        for (std::size_t i = lo; i < hi; i += 4096) {
+          pool.push_batch(
+              std::span<const P::Record>(recs.data() + i, std::min<std::size_t>(4096, hi - i)));
+        }
+      });
+    }
     std::vector<P::Record> got(4096);
     while (done.size() < n) {
       const std::size_t k = pool.pop_batch(got);
       for (std::size_t j = 0; j < k; ++j) done.push_back(got[j].as<Timed>());
     }
-    pusher.join();
+    for (auto& t : pushing) t.join();
     const double wall = now() - t0;
     std::map<int, std::vector<std::pair<unsigned long long, unsigned long long>>> by_block;
     double body = 0;
@@ -111,11 +117,12 @@ void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, i
       return gaps.empty() ? 0.0 : gaps[static_cast<std::size_t>(f * (gaps.size() - 1))];
     };
     std::printf(
-        "bps %d depth %zu lanes %zu task %llu us rep %d: busy %.3f (wall %.2f ms, %zu blocks); gap "
+        "bps %d depth %zu lanes %zu pushers %d task %llu us rep %d: busy %.3f (wall %.2f ms, %zu "
+        "blocks); gap "
         "us "
         "p10 %.2f p50 %.2f p90 %.2f p99 %.2f; host reads/task %.2f; of GPU span %.2f ms: "
         "body %.3f gaps %.3f ramp %.3f tail %.3f\n",
-        bps, pool.ring_depth(), pool.num_lanes(), ns / 1000, rep,
+        bps, pool.ring_depth(), pool.num_lanes(), pushers, ns / 1000, rep,
         body / (static_cast<double>(pool.num_blocks()) * wall), wall * 1e3, by_block.size(), q(0.1),
         q(0.5), q(0.9), q(0.99), static_cast<double>(pool.stats().host_polls - polls0) / n,
         span * 1e3, body / block_time, gap_sum / block_time, ramp / block_time, tail / block_time);
@@ -132,6 +139,16 @@ int main(int argc, char** argv) {
     // and tail).
     for (int per_block : {100, 1000}) {
       for (std::size_t lanes : {0, 12}) run(0, 8, lanes, 10'000, per_block);
+    }
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--pushers") {
+    // Whether one pushing thread is what keeps the default pool's blocks waiting with 10 us
+    // tasks: the default pool fed by 1, 2 and 4 threads, 100 and 1000 tasks per block.
+    for (int round = 0; round < 2; ++round) {
+      for (int per_block : {100, 1000}) {
+        for (int pushers : {1, 2, 4}) run(0, 8, 0, 10'000, per_block, pushers);
+      }
     }
     return 0;
   }
