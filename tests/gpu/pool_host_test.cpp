@@ -890,5 +890,124 @@ TEST(PoolCore, ATaskBehindABusyBlockWakesASleepingLane) {
   EXPECT_GT(core->stats().scheduler_sleeps, 0u) << "no lane slept: the test tested nothing";
 }
 
+// Overwrites a pushed batch as a caller may once push returns: a lane that read it later
+// would deliver a task with this tag (out of every test's range) and a wrong result.
+constexpr std::uint32_t kOverwritten = 0x7FFFFFF0u;
+void overwrite(std::vector<SmallCore::Record>& batch) {
+  for (auto& r : batch) r = SmallCore::Record::make<Small>({kOverwritten, 0}, kOverwritten);
+}
+
+TEST(PoolCore, LentBatchesAreReadInPlaceByTheLanesAndEachTaskComesBackOnce) {
+  // A long batch pushed to an empty input shard is lent: the lanes read its first tasks in
+  // place from the pusher's array while the pusher copies the last ones, until they meet
+  // (docs/gpu.md, "Lent batches"). Three threads push batches of random lengths and overwrite
+  // each as soon as push returns: every task must come back once, with its own result, and
+  // none read after its push returned (a lane that did would bring back an overwritten one;
+  // ThreadSanitizer also reports the race). The pushers copy slowly (a pause before each
+  // piece) and wait a little between batches, so that the lanes read in place and most
+  // batches find their shard empty, on two cores too.
+  detail::SchedulerConfig config;
+  config.lanes = 2;
+  config.idle_spin = std::chrono::seconds(60);
+  config.lend_piece_pause = std::chrono::microseconds(100);
+  config.task_deadline = std::chrono::seconds(5);  // a lost task fails instead of hanging
+  auto core = small_core(8, 16, config);
+  constexpr int kPushers = 3;
+  const auto per_pusher = static_cast<std::uint32_t>(30'000 * stress_scale()) + 4'000;
+  const std::uint32_t total = per_pusher * kPushers;
+  std::vector<std::thread> pushers;
+  for (int p = 0; p < kPushers; ++p) {
+    pushers.emplace_back([&, p] {
+      weft::test::SplitMix rng(static_cast<std::uint64_t>(p) + 11);
+      std::vector<SmallCore::Record> batch;
+      for (std::uint32_t i = 0; i < per_pusher;) {
+        const auto len = static_cast<std::uint32_t>(
+            std::min<std::uint64_t>(128 + rng.below(4000), per_pusher - i));
+        batch.clear();
+        for (std::uint32_t k = 0; k < len; ++k, ++i) {
+          const std::uint32_t tag = static_cast<std::uint32_t>(p) * per_pusher + i;
+          batch.push_back(SmallCore::Record::make<Small>({tag, 0}, tag));
+        }
+        core->push(batch.data(), batch.size(), 0, 0);
+        overwrite(batch);
+        std::this_thread::sleep_for(std::chrono::microseconds(rng.below(2000)));
+      }
+    });
+  }
+  const auto got = pop_until(*core, total, std::chrono::seconds(120));
+  for (auto& t : pushers) t.join();  // before any assertion can return
+  expect_each_once_with_its_result(got, total);
+  EXPECT_GT(core->stats().lent_in_place, 0u) << "no task was read in place: nothing was tested";
+}
+
+TEST(PoolCore, ShuttingDownWhileBatchesAreLentDeliversEachAcceptedTaskOnce) {
+  // Shutdown cancels what is queued, a lent batch included: its pusher may still be copying
+  // its last tasks when the lanes have drained the rest, and they must wait for them (a lane
+  // that stopped at its first empty take would lose them). Three threads each lend a batch of
+  // 20000 to a fresh pool, copying it slowly (2 ms a piece), and push more until the pool refuses;
+  // the pool shuts down a few milliseconds in. Each accepted task must come back once, run
+  // or cancelled.
+  detail::SchedulerConfig config;
+  config.lanes = 2;
+  // A pusher much slower than the lanes' drain: they meet it, and it still holds copies.
+  config.lend_piece_pause = std::chrono::milliseconds(2);
+  auto core = small_core(2, 4, config);
+  constexpr int kPushers = 3;
+  constexpr std::uint32_t kBatch = 20'000;
+  std::vector<std::uint32_t> accepted(kPushers, 0);
+  std::atomic<int> pushing{0};
+  std::vector<std::thread> pushers;
+  for (int p = 0; p < kPushers; ++p) {
+    pushers.emplace_back([&, p] {
+      std::vector<SmallCore::Record> batch;
+      for (std::uint32_t round = 0; round < 100; ++round) {  // tags within this thread's range
+        batch.clear();
+        for (std::uint32_t k = 0; k < kBatch; ++k) {
+          const std::uint32_t tag = (static_cast<std::uint32_t>(p) << 24) + round * kBatch + k;
+          batch.push_back(SmallCore::Record::make<Small>({tag, 0}, tag));
+        }
+        if (round == 0) pushing.fetch_add(1);
+        try {
+          core->push(batch.data(), batch.size(), 0, 0);
+        } catch (const ShutDown&) {
+          return;
+        }
+        accepted[static_cast<std::size_t>(p)] += kBatch;
+        overwrite(batch);
+      }
+    });
+  }
+  while (pushing.load() < kPushers) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));  // into their first batches' lends
+  core->shutdown();
+  for (auto& t : pushers) t.join();
+  std::map<std::uint32_t, int> seen;
+  std::size_t ok = 0, cancelled = 0;
+  SmallCore::Record r;
+  while (core->try_pop(r, 0)) {
+    ASSERT_NE(r.tag, kOverwritten) << "a lane read a batch after its push returned";
+    ++seen[static_cast<std::uint32_t>(r.tag)];
+    if (r.status == TaskStatus::ok) {
+      ++ok;
+      EXPECT_EQ(r.as<Small>().result, 2 * static_cast<std::uint32_t>(r.tag));
+    } else {
+      ASSERT_EQ(r.status, TaskStatus::cancelled);
+      ++cancelled;
+    }
+  }
+  std::size_t expected = 0;
+  for (int p = 0; p < kPushers; ++p) {
+    const std::uint32_t n = accepted[static_cast<std::size_t>(p)];
+    expected += n;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const auto it = seen.find((static_cast<std::uint32_t>(p) << 24) + i);
+      ASSERT_TRUE(it != seen.end()) << "task " << i << " of pusher " << p << " was lost";
+      ASSERT_EQ(it->second, 1) << "task " << i << " of pusher " << p << " came back twice";
+    }
+  }
+  EXPECT_EQ(ok + cancelled, expected) << "tasks that were never accepted came back";
+  EXPECT_GT(cancelled, 0u) << "nothing was queued at shutdown: nothing was tested";
+}
+
 }  // namespace
 }  // namespace weft::gpu

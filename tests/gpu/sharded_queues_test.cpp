@@ -98,6 +98,88 @@ TEST(ShardedFifo, TakeVisitsEveryShardRoundRobin) {
   EXPECT_EQ(fifo.size(), 0u);
 }
 
+// A lent batch of ints, read in place from the pusher's array.
+struct IntLend {
+  const int* items;
+  mutable std::atomic<int> readers{0};
+  template <class Out>
+  void append(Out& to, std::size_t first, std::size_t n) const {
+    to.insert(to.end(), items + first, items + first + n);
+  }
+};
+
+TEST(ShardedFifo, ALentBatchGoesFirstFromItsFrontThenItsPushersCopiesThenLaterPushes) {
+  ShardedFifo<int, IntLend> fifo(1);
+  auto& shard = fifo.shard(0);
+  std::vector<int> items(10);
+  for (int k = 0; k < 10; ++k) items[static_cast<std::size_t>(k)] = k;
+  const IntLend lent{items.data()};
+  {
+    std::lock_guard<AdaptiveMutex> lock(shard.mutex);
+    ASSERT_TRUE(shard.empty());
+    shard.lend(&lent, items.size());
+    EXPECT_FALSE(shard.empty());
+    shard.queue.push_one(100);  // pushed after the lend: must come after all of it
+    shard.size.store(shard.pending());
+  }
+  EXPECT_EQ(fifo.size(), 11u);
+  std::vector<int> got;
+  std::size_t cursor = 0;
+  EXPECT_EQ(fifo.take(got, 3, cursor), 3u);  // the lanes read the front in place
+  EXPECT_EQ(got, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(lent.readers.load(), 0);  // a take reads and is done
+  EXPECT_EQ(fifo.size(), 8u);
+  std::vector<int> tail(items.size(), -1);  // the pusher's copies, at their batch indexes
+  std::size_t first = 0;
+  {
+    std::lock_guard<AdaptiveMutex> lock(shard.mutex);
+    EXPECT_EQ(shard.claim_back(4, first), 4u);  // the pusher copies from the back
+    EXPECT_EQ(first, 6u);
+  }
+  std::copy(items.begin() + 6, items.end(), tail.begin() + 6);
+  got.clear();
+  EXPECT_EQ(fifo.take(got, 10, cursor), 3u);  // up to the pusher's claim, no further
+  EXPECT_EQ(got, (std::vector<int>{3, 4, 5}));
+  got.clear();
+  // Met: the pusher's copies are not back yet, and the later push must not overtake them.
+  EXPECT_EQ(fifo.take(got, 10, cursor), 0u);
+  EXPECT_EQ(fifo.size(), 5u);
+  {
+    std::lock_guard<AdaptiveMutex> lock(shard.mutex);
+    EXPECT_EQ(shard.claim_back(4, first), 0u);
+    shard.end_lend(tail);
+    EXPECT_EQ(shard.pending(), 5u);
+    shard.size.store(shard.pending());
+  }
+  got.clear();
+  EXPECT_EQ(fifo.take(got, 10, cursor), 5u);
+  EXPECT_EQ(got, (std::vector<int>{6, 7, 8, 9, 100}));
+  EXPECT_EQ(fifo.size(), 0u);
+}
+
+TEST(ShardedFifo, ALentBatchTakenWholeByTheLanesLeavesNothingBehind) {
+  ShardedFifo<int, IntLend> fifo(1);
+  auto& shard = fifo.shard(0);
+  const std::vector<int> items{7, 8, 9};
+  const IntLend lent{items.data()};
+  {
+    std::lock_guard<AdaptiveMutex> lock(shard.mutex);
+    shard.lend(&lent, items.size());
+    shard.size.store(shard.pending());
+  }
+  std::vector<int> got;
+  std::size_t cursor = 0;
+  EXPECT_EQ(fifo.take(got, 10, cursor), 3u);
+  EXPECT_EQ(got, items);
+  std::vector<int> tail(items.size(), -1);
+  std::size_t first = 0;
+  std::lock_guard<AdaptiveMutex> lock(shard.mutex);
+  EXPECT_EQ(shard.claim_back(4, first), 0u);
+  shard.end_lend(tail);
+  EXPECT_TRUE(shard.empty());
+  EXPECT_EQ(shard.pending(), 0u);
+}
+
 TEST(ShardedOutput, DeliversEveryRecordExactlyOnceToManyConsumers) {
   constexpr std::size_t kLanes = 3, kConsumers = 5, kPerLane = 30'000;
   ShardedOutput<std::uint64_t> q(kLanes, 1);
