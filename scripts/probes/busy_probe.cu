@@ -47,17 +47,6 @@ struct Timed {
 using Types = TaskTypes<Timed>;
 using P = Pool<Types, 32>;
 
-// Tasks the lanes read in place from lent batches (0 for a pool from before lending: the
-// probe is built against older pools too, scripts/gpu-ab.sh).
-template <class Stats>
-std::uint64_t lent_in_place_of(const Stats& s) {
-  if constexpr (requires { s.lent_in_place; }) {
-    return s.lent_in_place;
-  } else {
-    return 0;
-  }
-}
-
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -75,7 +64,6 @@ void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, i
   std::vector<P::Record> recs(n, P::Record::make<Timed>({ns, 0, 0, -1, 0}));
   for (int rep = 0; rep < 2; ++rep) {
     const std::uint64_t polls0 = pool.stats().host_polls;
-    const std::uint64_t lent0 = lent_in_place_of(pool.stats());
     std::vector<Timed::Payload> done;
     done.reserve(n);
     const double t0 = now();
@@ -133,13 +121,11 @@ void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, i
         "blocks); gap "
         "us "
         "p10 %.2f p50 %.2f p90 %.2f p99 %.2f; host reads/task %.2f; of GPU span %.2f ms: "
-        "body %.3f gaps %.3f ramp %.3f tail %.3f; read in place %.1f%%\n",
+        "body %.3f gaps %.3f ramp %.3f tail %.3f\n",
         bps, pool.ring_depth(), pool.num_lanes(), pushers, ns / 1000, rep,
         body / (static_cast<double>(pool.num_blocks()) * wall), wall * 1e3, by_block.size(), q(0.1),
         q(0.5), q(0.9), q(0.99), static_cast<double>(pool.stats().host_polls - polls0) / n,
-        span * 1e3, body / block_time, gap_sum / block_time, ramp / block_time, tail / block_time,
-        static_cast<double>(lent_in_place_of(pool.stats()) - lent0) * 100.0 /
-            static_cast<double>(n));
+        span * 1e3, body / block_time, gap_sum / block_time, ramp / block_time, tail / block_time);
   }
 }
 

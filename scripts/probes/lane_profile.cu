@@ -64,17 +64,6 @@ bool g_scratch_read = false;
 // batch) and `poppers` threads pop in batches, popper k from output queue k (each task goes to
 // queue seq mod poppers): with more than one of either, the time per task shows whether one
 // pusher or one popper bounded the pool's batched figure.
-// Tasks the lanes read in place from lent batches (0 for a pool from before lending: the
-// probe is built against older pools too, scripts/gpu-ab.sh).
-template <class Stats>
-std::uint64_t lent_in_place_of(const Stats& s) {
-  if constexpr (requires { s.lent_in_place; }) {
-    return s.lent_in_place;
-  } else {
-    return 0;
-  }
-}
-
 void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n, int pushers = 1,
          int poppers = 1) {
   PoolOptions o;
@@ -100,7 +89,6 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n, int pus
     std::vector<double> scratch_s(static_cast<std::size_t>(pushers), 0.0);
     std::vector<std::uint64_t> sums(static_cast<std::size_t>(poppers), 0);
     const std::uint64_t polls0 = pool.stats().host_polls;
-    const std::uint64_t lent0 = lent_in_place_of(pool.stats());
     const long faults0 = minor_faults();
 #if defined(WEFT_POOL_PROFILE)
     const std::uint64_t copy0 = detail::g_push_copy_cycles.load(),
@@ -199,9 +187,7 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n, int pus
       std::printf(" %.1f", pop_s[static_cast<std::size_t>(q)] / n * 1e9 * poppers);
     }
     std::printf(
-        "; read in place %.1f%%; host reads/task %.2f; page faults/1000 tasks %.2f (pushers %.2f, "
-        "poppers %.2f); ",
-        static_cast<double>(lent_in_place_of(pool.stats()) - lent0) * 100.0 / n,
+        "; host reads/task %.2f; page faults/1000 tasks %.2f (pushers %.2f, poppers %.2f); ",
         static_cast<double>(pool.stats().host_polls - polls0) / n,
         static_cast<double>(minor_faults() - faults0) * 1000.0 / static_cast<double>(n),
         static_cast<double>(pusher_faults.load()) * 1000.0 / static_cast<double>(n),

@@ -49,37 +49,6 @@ TEST(ChunkQueue, KeepsFifoOrderAcrossChunksSinglePushesAndPartialTakes) {
   EXPECT_EQ(q.take_into(arr, 5), 0u);
 }
 
-TEST(ChunkQueue, ChunksFromAnIndexAndAppendedQueuesKeepTheirOrder) {
-  ChunkQueue<int> q;
-  std::vector<int> a{0, 1, 2, 3};
-  q.push_chunk(a, 2);  // 2, 3
-  std::vector<int> none{7, 8};
-  q.push_chunk(none, 2);  // nothing from index 2 on: the vector stays the caller's
-  EXPECT_EQ(none.size(), 2u);
-  ChunkQueue<int> other;
-  std::vector<int> b{9, 4, 5};
-  other.push_chunk(b, 1);  // 4, 5
-  other.push_one(6);
-  int first = -1;
-  other.take_one(first);  // other's read position moves with its chunks
-  EXPECT_EQ(first, 4);
-  std::vector<int> c{10, 11, 7};
-  other.push_chunk(c, 2);  // 7
-  q.append(other);
-  EXPECT_TRUE(other.empty());
-  EXPECT_EQ(q.size(), 5u);
-  std::vector<int> got;
-  EXPECT_EQ(q.take(got, 100), 5u);
-  EXPECT_EQ(got, (std::vector<int>{2, 3, 5, 6, 7}));
-  ChunkQueue<int> empty;  // appended to an empty queue, starting mid-chunk
-  std::vector<int> d{1, 2, 3};
-  other.push_chunk(d, 1);
-  empty.append(other);
-  got.clear();
-  EXPECT_EQ(empty.take(got, 100), 2u);
-  EXPECT_EQ(got, (std::vector<int>{2, 3}));
-}
-
 TEST(ChunkQueue, ReusesOrdinaryVectorsButDropsHugeOnes) {
   ChunkQueue<int> q;
   std::vector<int> small(1000, 1);

@@ -898,14 +898,14 @@ void overwrite(std::vector<SmallCore::Record>& batch) {
 }
 
 TEST(PoolCore, LentBatchesAreReadInPlaceByTheLanesAndEachTaskComesBackOnce) {
-  // A long batch is lent: the lanes read its first tasks in
+  // A long batch pushed to an empty input shard is lent: the lanes read its first tasks in
   // place from the pusher's array while the pusher copies the last ones, until they meet
   // (docs/gpu.md, "Lent batches"). Three threads push batches of random lengths and overwrite
   // each as soon as push returns: every task must come back once, with its own result, and
   // none read after its push returned (a lane that did would bring back an overwritten one;
   // ThreadSanitizer also reports the race). The pushers copy slowly (a pause before each
-  // piece) and wait a little between batches, so that the lanes reach the lent batches and
-  // read in place, on two cores too.
+  // piece) and wait a little between batches, so that the lanes read in place and most
+  // batches find their shard empty, on two cores too.
   detail::SchedulerConfig config;
   config.lanes = 2;
   config.idle_spin = std::chrono::seconds(60);

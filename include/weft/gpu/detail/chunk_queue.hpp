@@ -1,12 +1,12 @@
 // weft/gpu/detail/chunk_queue.hpp - a FIFO of elements that arrive and leave in batches: a
-// deque of chunks (vectors, each read from a start index of its own) and a read position in the
-// first. Adding a batch moves one vector
+// deque of chunks (vectors) and a read position in the first. Adding a batch moves one vector
 // (O(1) under the caller's lock, however long the batch); taking copies the elements out.
 // Emptied vectors are kept for reuse, so a steady stream allocates nothing. Not thread-safe:
 // the pool's queues guard it with their mutex.
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <cstddef>
 #include <deque>
 #include <utility>
@@ -27,34 +27,33 @@ class ChunkQueue {
     return c;
   }
 
-  /// Appends the elements of `chunk` from index `first` on (moved in; `chunk` is left empty,
-  /// possibly with the capacity of a recycled vector; untouched when it has none from `first`).
-  void push_chunk(std::vector<T>& chunk, std::size_t first = 0) {
-    if (first >= chunk.size()) return;
-    size_ += chunk.size() - first;
-    if (chunks_.empty()) head_ = first;
-    chunks_.push_back(Chunk{std::move(chunk), first});
+  /// Appends the elements of `chunk` (moved in; `chunk` is left empty, possibly with the
+  /// capacity of a recycled vector).
+  void push_chunk(std::vector<T>& chunk) {
+    if (chunk.empty()) return;
+    size_ += chunk.size();
+    chunks_.push_back(std::move(chunk));
     chunk = spare();
   }
-  /// Appends every element of `other`, in order, leaving it empty (its chunks move; its spare
-  /// vectors stay with it).
-  void append(ChunkQueue& other) {
-    if (other.chunks_.empty()) return;
-    other.chunks_.front().first = other.head_;
-    if (chunks_.empty()) head_ = other.head_;
-    for (Chunk& c : other.chunks_) chunks_.push_back(std::move(c));
-    size_ += other.size_;
-    other.chunks_.clear();
-    other.size_ = 0;
-    other.head_ = 0;
+  /// Puts the elements of `chunk` from index `head` on at the front of the queue (moved in;
+  /// `chunk` is left empty, as by push_chunk). Nothing may have been taken from the queue's
+  /// first chunk yet (the pool puts a lent batch's tail back ahead of what was pushed behind
+  /// it, and nothing is taken from a shard while a batch is lent there).
+  void push_front_chunk(std::vector<T>& chunk, std::size_t head) {
+    if (head >= chunk.size()) return;
+    assert(head_ == 0);
+    size_ += chunk.size() - head;
+    chunks_.push_front(std::move(chunk));
+    head_ = head;
+    chunk = spare();
   }
   /// Appends one element (to the last chunk while it is short: no allocation per element).
   void push_one(T&& v) {
-    if (chunks_.empty() || chunks_.back().items.size() >= kShortChunk) {
-      chunks_.push_back(Chunk{spare(), 0});
-      chunks_.back().items.reserve(kShortChunk);
+    if (chunks_.empty() || chunks_.back().size() >= kShortChunk) {
+      chunks_.push_back(spare());
+      chunks_.back().reserve(kShortChunk);
     }
-    chunks_.back().items.push_back(std::move(v));
+    chunks_.back().push_back(std::move(v));
     ++size_;
   }
   /// Moves up to `max` elements to `out` (appended); returns how many.
@@ -62,7 +61,7 @@ class ChunkQueue {
   std::size_t take(Out& out, std::size_t max) {
     std::size_t taken = 0;
     while (taken < max && !chunks_.empty()) {
-      std::vector<T>& front = chunks_.front().items;
+      std::vector<T>& front = chunks_.front();
       const std::size_t n = std::min(max - taken, front.size() - head_);
       out.insert(out.end(),
                  std::make_move_iterator(front.begin() + static_cast<std::ptrdiff_t>(head_)),
@@ -76,7 +75,7 @@ class ChunkQueue {
   }
   /// Moves the first element into `out`. The queue must not be empty.
   void take_one(T& out) {
-    std::vector<T>& front = chunks_.front().items;
+    std::vector<T>& front = chunks_.front();
     out = std::move(front[head_]);
     ++head_;
     --size_;
@@ -86,7 +85,7 @@ class ChunkQueue {
   std::size_t take_into(T* out, std::size_t max) {
     std::size_t taken = 0;
     while (taken < max && !chunks_.empty()) {
-      std::vector<T>& front = chunks_.front().items;
+      std::vector<T>& front = chunks_.front();
       const std::size_t n = std::min(max - taken, front.size() - head_);
       std::move(front.begin() + static_cast<std::ptrdiff_t>(head_),
                 front.begin() + static_cast<std::ptrdiff_t>(head_ + n), out + taken);
@@ -100,9 +99,9 @@ class ChunkQueue {
 
  private:
   void pop_front_chunk() {
-    std::vector<T> v = std::move(chunks_.front().items);
+    std::vector<T> v = std::move(chunks_.front());
     chunks_.pop_front();
-    head_ = chunks_.empty() ? 0 : chunks_.front().first;
+    head_ = 0;
     v.clear();
     // Only ordinary batch sizes are kept: one huge batch must not pin its memory for the
     // life of the pool.
@@ -120,12 +119,8 @@ class ChunkQueue {
   static constexpr std::size_t kMaxSpares = 16;
   static constexpr std::size_t kMaxSpareElements = std::size_t{1} << 14;
   static constexpr std::size_t kShortChunk = 256;
-  struct Chunk {
-    std::vector<T> items;
-    std::size_t first;  // its elements are items[first..]; only the first chunk's read ones
-  };
-  std::deque<Chunk> chunks_;
-  std::size_t head_ = 0;  // read position in chunks_.front().items
+  std::deque<std::vector<T>> chunks_;
+  std::size_t head_ = 0;  // read position in chunks_.front()
   std::size_t size_ = 0;
   std::vector<std::vector<T>> spares_;
 };

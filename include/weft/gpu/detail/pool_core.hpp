@@ -249,9 +249,11 @@ class PoolCore {
     const bool fifo = order_ == QueueOrder::fifo;
     const bool as_chunk = fifo && count > kShortBatch;
     const std::size_t home = input_.home();
-    // A long batch is lent instead (finish_lend): the lanes read its first tasks in place
-    // while this thread copies the last ones.
-    bool lend = fifo && count >= kLendMin;
+    // A long batch for an empty shard is lent instead (finish_lend): the lanes read its first
+    // tasks in place while this thread copies the last ones. relaxed: a hint, checked under
+    // the lock below.
+    bool lend =
+        fifo && count >= kLendMin && input_.shard(home).size.load(std::memory_order_relaxed) == 0;
     thread_local std::vector<Entry> chunk;
     if (lend) {
       for (std::size_t k = 0; k < count; ++k) check_record(records[k]);
@@ -293,20 +295,17 @@ class PoolCore {
       }
       if (!refused && direct == nullptr) {
         count_accepted(home, out, count, cb);
-        if (lend && shard.lent == nullptr) {
+        if (lend && shard.empty()) {
           shard.lend(&lent, count);
         } else if (as_chunk) {
-          if (lend) {
-            // Another thread sharing this shard lends a batch now (one at a time): this one is
-            // copied after all, under the lock (more pushing threads than shards, each with
-            // long batches).
+          if (lend) {  // the shard was filled since its hint was read: copied after all (rare)
             for (std::size_t k = 0; k < count; ++k) chunk[k] = Entry::of(records[k], out, cb);
             lend = false;
           }
-          shard.push_to().push_chunk(chunk);
+          shard.queue.push_chunk(chunk);
         } else {
           for (std::size_t k = 0; k < count; ++k) {
-            shard.push_to().push_one(Entry::of(records[k], out, cb));
+            shard.queue.push_one(Entry::of(records[k], out, cb));
           }
         }
         queued = shard.pending();
@@ -685,11 +684,11 @@ class PoolCore {
   }
   // The pusher's part of a batch it lent to `shard` (push): copies the batch from the back, a
   // piece at a time, into `chunk` (sized to the batch), until it meets the lanes coming from
-  // the front; then its copies, and what was pushed behind the batch meanwhile, join the
-  // shard's queue; then it waits until no lane reads the batch any more, so that the caller
-  // may reuse its array when push returns. The batch goes into slots as fast as the lanes and
-  // this thread together can move it: a single pusher that copied every batch whole was the
-  // pace of a pool whose lanes idled (docs/gpu.md, "Lent batches").
+  // the front; then puts its copies at the front of the shard's queue, and waits until no
+  // lane reads the batch any more, so that the caller may reuse its array when push returns.
+  // The batch goes into slots as fast as the lanes and this thread together can move it: a
+  // single pusher that copied every batch whole was the pace of a pool with idle lanes
+  // (docs/gpu.md, "Lent batches").
   void finish_lend(typename ShardedFifo<Entry, LentBatch>::Shard& shard, const LentBatch& lent,
                    std::vector<Entry>& chunk) {
     for (;;) {

@@ -10,9 +10,9 @@
 // machine, which cannot install anything, and the shards need the pool's own close protocol
 // (a push must see "no more tasks" under the lock the lanes take from).
 //
-// A long batch may be lent instead of copied (PoolCore::push): the lanes read its first
-// elements in place from the pusher's own array while the pusher copies the last ones, and the
-// two meet in the middle (docs/gpu.md, "Lent batches").
+// A long batch pushed to an empty shard may be lent instead of copied (PoolCore::push): the
+// lanes read its first elements in place from the pusher's own array while the pusher copies
+// the last ones, and the two meet in the middle (docs/gpu.md, "Lent batches").
 #pragma once
 
 #include <algorithm>
@@ -55,15 +55,15 @@ class ShardedFifo {
  public:
   struct alignas(64) Shard {
     AdaptiveMutex mutex;
-    // Under mutex, in order: `queue`, then the lent batch (if any), then `behind`.
-    ChunkQueue<T> queue;
-    // A batch its pusher lends (null: none): its elements [lent_front, lent_back) are not yet
-    // claimed; once `queue` is empty, lanes claim from the front and read them in place
-    // (take), while the pusher claims from the back and copies them into a vector of its own
-    // (claim_back); when the two meet, the copies and then `behind` join `queue` (end_lend).
+    ChunkQueue<T> queue;  // under mutex
+    // A batch its pusher lends (under mutex; null: none): its elements [lent_front, lent_back)
+    // are not yet claimed; lanes claim from the front and read them in place (take), the
+    // pusher claims from the back and copies them into a vector of its own (claim_back), which
+    // goes to the front of `queue` when the two meet (end_lend). Lent only while `queue` is
+    // empty, so `queue` holds only what was pushed after it, and nothing is taken from `queue`
+    // until the lend ends.
     const Lent* lent = nullptr;
     std::size_t lent_front = 0, lent_back = 0, lent_end = 0;
-    ChunkQueue<T> behind;  // what is pushed while a batch is lent (push_to())
     // Tasks accepted through this shard (FIFO or priority order alike), counted under the
     // pusher's lock before they can be taken: PoolCore's count of what is pending.
     std::atomic<std::uint64_t> accepted{0};
@@ -78,13 +78,11 @@ class ShardedFifo {
     // Under mutex. Elements queued, the lent batch's not yet read ones included (those the
     // pusher has claimed are still queued: they come back in end_lend).
     [[nodiscard]] std::size_t pending() const noexcept {
-      return queue.size() + behind.size() + (lent != nullptr ? lent_end - lent_front : 0);
+      return queue.size() + (lent != nullptr ? lent_end - lent_front : 0);
     }
-    // Under mutex. Whether nothing is queued here (`behind` is empty unless a batch is lent).
+    // Under mutex. Whether nothing is queued here (a batch may be lent).
     [[nodiscard]] bool empty() const noexcept { return lent == nullptr && queue.empty(); }
-    // Under mutex. Where a push goes.
-    ChunkQueue<T>& push_to() noexcept { return lent == nullptr ? queue : behind; }
-    // Under mutex, with no batch lent: lends `count` elements of `batch`, after `queue`.
+    // Under mutex, with empty(): lends `count` elements of `batch`.
     void lend(const Lent* batch, std::size_t count) noexcept {
       lent = batch;
       lent_front = 0;
@@ -100,12 +98,11 @@ class ShardedFifo {
     }
     // Under mutex, once claim_back returned 0: ends the lend. `tail` holds the lent batch's
     // elements at their indexes in it (those before the meeting point unused); the ones from
-    // the meeting point on, then `behind`, join `queue`.
+    // the meeting point on go to the front of the queue.
     void end_lend(std::vector<T>& tail) {
       const std::size_t meet = lent_back;
       lent = nullptr;
-      queue.push_chunk(tail, meet);
-      queue.append(behind);
+      queue.push_front_chunk(tail, meet);
     }
   };
 
@@ -167,10 +164,9 @@ class ShardedFifo {
         lock.lock();
       }
       cursor = (s + 1) % n;
-      taken += sh.queue.take(out, max - taken);
-      if (sh.lent != nullptr && sh.queue.empty() && taken < max) {
-        // Then the lent batch, claimed under the lock and read outside it: the pusher's push
-        // returns only when no lane reads its batch any more.
+      if (sh.lent != nullptr) {
+        // The lent batch first, claimed under the lock and read outside it: the pusher's
+        // push returns only when no lane reads its batch any more.
         const Lent* batch = sh.lent;
         const std::size_t first = sh.lent_front;
         const std::size_t k = std::min(max - taken, sh.lent_back - first);
@@ -189,8 +185,9 @@ class ShardedFifo {
         taken += k;
         continue;
       }
+      taken += sh.queue.take(out, max - taken);
       // relaxed: ordered with the pushers' stores by the mutex; see Shard::size.
-      sh.size.store(sh.pending(), std::memory_order_relaxed);
+      sh.size.store(sh.queue.size(), std::memory_order_relaxed);
     }
     return taken;
   }
