@@ -6,7 +6,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cassert>
 #include <cstddef>
 #include <deque>
 #include <utility>
@@ -33,18 +32,6 @@ class ChunkQueue {
     if (chunk.empty()) return;
     size_ += chunk.size();
     chunks_.push_back(std::move(chunk));
-    chunk = spare();
-  }
-  /// Puts the elements of `chunk` from index `head` on at the front of the queue (moved in;
-  /// `chunk` is left empty, as by push_chunk). Nothing may have been taken from the queue's
-  /// first chunk yet (the pool puts a lent batch's tail back ahead of what was pushed behind
-  /// it, and nothing is taken from a shard while a batch is lent there).
-  void push_front_chunk(std::vector<T>& chunk, std::size_t head) {
-    if (head >= chunk.size()) return;
-    assert(head_ == 0);
-    size_ += chunk.size() - head;
-    chunks_.push_front(std::move(chunk));
-    head_ = head;
     chunk = spare();
   }
   /// Appends one element (to the last chunk while it is short: no allocation per element).

@@ -90,10 +90,9 @@ struct PoolStats {
   std::uint64_t failed = 0;     // delivered with a status other than ok
   std::uint64_t timed_out = 0;  // delivered as timed_out by the watchdog
   std::uint64_t scheduler_sleeps = 0;
-  std::uint64_t slots_lost = 0;     // slots whose task passed the deadline and has not ended yet
-  std::uint64_t host_polls = 0;     // device backend: reads of host memory by the blocks
-  std::uint64_t direct_loads = 0;   // single pushes that loaded an idle standby slot themselves
-  std::uint64_t lent_in_place = 0;  // tasks lanes read in place from a lent batch (push)
+  std::uint64_t slots_lost = 0;    // slots whose task passed the deadline and has not ended yet
+  std::uint64_t host_polls = 0;    // device backend: reads of host memory by the blocks
+  std::uint64_t direct_loads = 0;  // single pushes that loaded an idle standby slot themselves
 };
 
 namespace detail {
@@ -152,10 +151,6 @@ struct SchedulerConfig {
   // once instead of one level at a time (lane_main). Tests set 0, so that the host backend's
   // few blocks take that path too.
   std::size_t whole_ring_blocks = 256;
-  // Only tests set it: the pusher of a lent batch sleeps this long before each piece it copies
-  // (a slow pusher, so that the lanes' reads in place and their meeting with the pusher
-  // happen on a machine of two cores as well).
-  std::chrono::microseconds lend_piece_pause{0};
 };
 
 template <std::size_t Capacity>
@@ -248,18 +243,8 @@ class PoolCore {
     // neither allocates nor touches fresh pages.
     const bool fifo = order_ == QueueOrder::fifo;
     const bool as_chunk = fifo && count > kShortBatch;
-    const std::size_t home = input_.home();
-    // A long batch for an empty shard is lent instead (finish_lend): the lanes read its first
-    // tasks in place while this thread copies the last ones. relaxed: a hint, checked under
-    // the lock below.
-    bool lend =
-        fifo && count >= kLendMin && input_.shard(home).size.load(std::memory_order_relaxed) == 0;
     thread_local std::vector<Entry> chunk;
-    if (lend) {
-      for (std::size_t k = 0; k < count; ++k) check_record(records[k]);
-      chunk.clear();
-      chunk.resize(count);  // filled from the back by finish_lend (Entry() initialises nothing)
-    } else if (as_chunk) {
+    if (as_chunk) {
       chunk.clear();
       chunk.reserve(count);
       for (std::size_t k = 0; k < count; ++k) {
@@ -274,7 +259,7 @@ class PoolCore {
     g_push_copy_cycles.fetch_add(t_copied - t_start, std::memory_order_relaxed);
 #endif
     const std::uint32_t cb = callback ? add_callback(std::move(callback)) : 0;
-    LentBatch lent{records, static_cast<std::uint32_t>(out), cb};
+    const std::size_t home = input_.home();
     bool refused = false;
     std::size_t queued = 0;  // FIFO: the shard's size after this push (under its lock)
     Lane* direct = nullptr;  // the lane whose standby slot this thread loaded (push_direct)
@@ -290,25 +275,19 @@ class PoolCore {
       // A single task with nothing of this thread's queued before it: straight into an idle
       // standby slot, if a lane offers one. Under the shard lock, so that close() (which
       // takes it) returns only after a direct load has been handed to its lane.
-      if (!refused && count == 1 && shard.empty()) {
+      if (!refused && count == 1 && shard.queue.empty()) {
         direct = push_direct(home, records[0], out, cb);
       }
       if (!refused && direct == nullptr) {
         count_accepted(home, out, count, cb);
-        if (lend && shard.empty()) {
-          shard.lend(&lent, count);
-        } else if (as_chunk) {
-          if (lend) {  // the shard was filled since its hint was read: copied after all (rare)
-            for (std::size_t k = 0; k < count; ++k) chunk[k] = Entry::of(records[k], out, cb);
-            lend = false;
-          }
+        if (as_chunk) {
           shard.queue.push_chunk(chunk);
         } else {
           for (std::size_t k = 0; k < count; ++k) {
             shard.queue.push_one(Entry::of(records[k], out, cb));
           }
         }
-        queued = shard.pending();
+        queued = shard.queue.size();
       }
     }
     if (direct != nullptr) {
@@ -354,9 +333,9 @@ class PoolCore {
     // When the shard's home lane takes these tasks itself (home_takes; the other lanes leave
     // them to it), nobody needs waking, however many other lanes sleep (lanes sleep after
     // their own idle_spin, lane_main), and a thread pushing single tasks pays no futex call.
+    if (fifo && home_takes(home, queued)) return;
     // seq_cst: see the size store above.
-    if (!(fifo && home_takes(home, queued)) &&
-        sleeping_lanes_.load(std::memory_order_seq_cst) > 0) {
+    if (sleeping_lanes_.load(std::memory_order_seq_cst) > 0) {
       { std::lock_guard<std::mutex> lock(in_mutex_); }  // the sleeper is in its wait, or sees us
       if (count > 1) {
         in_cv_.notify_all();
@@ -364,7 +343,6 @@ class PoolCore {
         in_cv_.notify_one();
       }
     }
-    if (lend) finish_lend(input_.shard(home), lent, chunk);
   }
 
   // ---- output ----
@@ -470,7 +448,6 @@ class PoolCore {
     for (const auto& lane : lanes_) {
       s.direct_loads += lane->direct_loads.load(std::memory_order_relaxed);  // relaxed: statistic
     }
-    s.lent_in_place = lent_in_place_.load(std::memory_order_relaxed);  // relaxed: statistic
     if (blocks_) s.host_polls = blocks_->host_polls();
     return s;
   }
@@ -486,11 +463,6 @@ class PoolCore {
   static constexpr std::uint32_t kExpressNone = 0, kExpressOffered = 1, kExpressClaimed = 2,
                                  kExpressFilled = 3;
   static constexpr std::size_t kShortBatch = 8;  // pushed entry by entry under the lock
-  // A batch of at least this many tasks for an empty input shard is lent (push); its pusher
-  // copies it from the back this many at a time (one lock per piece; the lanes wait at most
-  // one piece's copy for the last ones).
-  static constexpr std::size_t kLendMin = 128;
-  static constexpr std::size_t kLendPiece = 128;
   // An input shard holding fewer tasks than this is served by its home lane alone (take_batch).
   static constexpr std::size_t kHomeOnlyBelow = 64;
   // The most records a lane's staging vector is given room for at once (48 KB with 16-byte
@@ -517,9 +489,6 @@ class PoolCore {
     // measurable on a noisy instance, bench/results/h100/probes/entry_ab-d3a6b84.txt).
     unsigned char payload[Capacity];  // payload_size bytes are meaningful
 
-    // Initialises nothing: a lent batch's vector is sized before its entries are written
-    // (push), and zeroing it would cost what the lend saves.
-    Entry() {}  // NOLINT(modernize-use-equals-default): `= default` would zero it in resize()
     static Entry of(const Record& r, std::size_t out, std::uint32_t callback) {
       Entry e;
       e.type = r.type;
@@ -532,20 +501,6 @@ class PoolCore {
     }
   };
   static_assert(Capacity != 16 || sizeof(Entry) == 40, "an entry grew: see the comment above");
-  static_assert(std::is_trivially_copyable_v<Entry>);
-  // A batch lent to the lanes (push, finish_lend): they append its records as entries to
-  // their own batches, reading them in place from the pusher's array.
-  struct LentBatch {
-    const Record* records;
-    std::uint32_t out, callback;
-    mutable std::atomic<int> readers{0};  // lanes reading the records now (ShardedFifo::take)
-    template <class Out>
-    void append(Out& to, std::size_t first, std::size_t n) const {
-      for (std::size_t k = first; k < first + n; ++k) {
-        to.push_back(Entry::of(records[k], out, callback));
-      }
-    }
-  };
   // The priority queue's element.
   struct Ranked {
     Entry entry;
@@ -682,42 +637,6 @@ class PoolCore {
                             std::to_string(outputs_.size()) + ")");
     }
   }
-  // The pusher's part of a batch it lent to `shard` (push): copies the batch from the back, a
-  // piece at a time, into `chunk` (sized to the batch), until it meets the lanes coming from
-  // the front; then puts its copies at the front of the shard's queue, and waits until no
-  // lane reads the batch any more, so that the caller may reuse its array when push returns.
-  // The batch goes into slots as fast as the lanes and this thread together can move it: a
-  // single pusher that copied every batch whole was the pace of a pool with idle lanes
-  // (docs/gpu.md, "Lent batches").
-  void finish_lend(typename ShardedFifo<Entry, LentBatch>::Shard& shard, const LentBatch& lent,
-                   std::vector<Entry>& chunk) {
-    for (;;) {
-      if (config_.lend_piece_pause.count() != 0)
-        std::this_thread::sleep_for(config_.lend_piece_pause);
-      std::size_t first = 0;
-      std::size_t k = 0;
-      {
-        std::lock_guard<AdaptiveMutex> lock(shard.mutex);
-        k = shard.claim_back(kLendPiece, first);
-        if (k == 0) {
-          // relaxed: a statistic.
-          lent_in_place_.fetch_add(shard.lent_back, std::memory_order_relaxed);
-          shard.end_lend(chunk);
-          // seq_cst: as push's size store. Under the lock, unlike push's: this may store 0
-          // (the lanes took the whole batch), which must not overwrite a later push's size.
-          shard.size.store(shard.pending(), std::memory_order_seq_cst);
-          break;
-        }
-      }
-      for (std::size_t i = first; i < first + k; ++i) {
-        chunk[i] = Entry::of(lent.records[i], lent.out, lent.callback);
-      }
-    }
-    // acquire: pairs with the lanes' release decrements (ShardedFifo::take); their reads of
-    // the batch happen before this returns. Each lane reads at most one take's worth.
-    while (lent.readers.load(std::memory_order_acquire) != 0) weft::cpu::detail::cpu_relax();
-  }
-
   static void check_record(const Record& r) {
     if (r.payload_size > Capacity) {
       throw InvalidArgument("weft::gpu::Pool::push: payload_size " +
@@ -1369,14 +1288,7 @@ class PoolCore {
     for (;;) {
       lane.batch.clear();
       take_batch(lane, 4096);
-      if (lane.batch.empty()) {
-        // Nothing taken, but something may be queued still: the last tasks of a lent batch,
-        // which its pusher is copying and puts back shortly (finish_lend), or a size hint a
-        // pusher stored late (the take above corrected it).
-        if (queued_count() == 0) return n;
-        std::this_thread::yield();
-        continue;
-      }
+      if (lane.batch.empty()) return n;
       n += cancel_batch(lane);
     }
   }
@@ -1687,9 +1599,7 @@ class PoolCore {
   // consumers hunted in the others' shards (single tasks 290-378 -> 94-98 ns per task with
   // the cap, bench/results/h100/probes/out_shards_bench_ab-ac530d0/).
   static constexpr std::size_t kOutputShardsMax = 4;
-  ShardedFifo<Entry, LentBatch>
-      input_;  // QueueOrder::fifo; its shards count accepted tasks in both orders
-  std::atomic<std::uint64_t> lent_in_place_{0};  // PoolStats::lent_in_place
+  ShardedFifo<Entry> input_;  // QueueOrder::fifo; its shards count accepted tasks in both orders
 
   // Read by pushes; written when a lane goes to sleep or wakes.
   alignas(64) std::atomic<std::size_t> sleeping_lanes_{0};

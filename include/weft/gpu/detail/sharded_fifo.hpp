@@ -9,10 +9,6 @@
 // none of the well-kept concurrent queues (oneTBB, Boost.Lockfree, moodycamel) is on the GPU
 // machine, which cannot install anything, and the shards need the pool's own close protocol
 // (a push must see "no more tasks" under the lock the lanes take from).
-//
-// A long batch pushed to an empty shard may be lent instead of copied (PoolCore::push): the
-// lanes read its first elements in place from the pusher's own array while the pusher copies
-// the last ones, and the two meet in the middle (docs/gpu.md, "Lent batches").
 #pragma once
 
 #include <algorithm>
@@ -41,29 +37,12 @@ std::size_t thread_ticket() noexcept {
 struct PushTicket {};
 struct PopTicket {};
 
-/// What a lent batch provides (PoolCore's LentBatch): a count of the lanes reading it, and
-/// append(out, first, n), which appends its elements first .. first + n - 1 to `out`. This one
-/// is never lent (queues of plain elements).
-struct NoLend {
-  mutable std::atomic<int> readers{0};
-  template <class Out>
-  void append(Out&, std::size_t, std::size_t) const {}
-};
-
-template <class T, class Lent = NoLend>
+template <class T>
 class ShardedFifo {
  public:
   struct alignas(64) Shard {
     AdaptiveMutex mutex;
     ChunkQueue<T> queue;  // under mutex
-    // A batch its pusher lends (under mutex; null: none): its elements [lent_front, lent_back)
-    // are not yet claimed; lanes claim from the front and read them in place (take), the
-    // pusher claims from the back and copies them into a vector of its own (claim_back), which
-    // goes to the front of `queue` when the two meet (end_lend). Lent only while `queue` is
-    // empty, so `queue` holds only what was pushed after it, and nothing is taken from `queue`
-    // until the lend ends.
-    const Lent* lent = nullptr;
-    std::size_t lent_front = 0, lent_back = 0, lent_end = 0;
     // Tasks accepted through this shard (FIFO or priority order alike), counted under the
     // pusher's lock before they can be taken: PoolCore's count of what is pending.
     std::atomic<std::uint64_t> accepted{0};
@@ -74,36 +53,6 @@ class ShardedFifo {
     // pusher writes under the lock (no difference measurable on the H100 machine's noisy
     // instances: bench/results/h100/probes/false_sharing_single_ab-e444ee3.txt).
     alignas(64) std::atomic<std::size_t> size{0};
-
-    // Under mutex. Elements queued, the lent batch's not yet read ones included (those the
-    // pusher has claimed are still queued: they come back in end_lend).
-    [[nodiscard]] std::size_t pending() const noexcept {
-      return queue.size() + (lent != nullptr ? lent_end - lent_front : 0);
-    }
-    // Under mutex. Whether nothing is queued here (a batch may be lent).
-    [[nodiscard]] bool empty() const noexcept { return lent == nullptr && queue.empty(); }
-    // Under mutex, with empty(): lends `count` elements of `batch`.
-    void lend(const Lent* batch, std::size_t count) noexcept {
-      lent = batch;
-      lent_front = 0;
-      lent_back = lent_end = count;
-    }
-    // Under mutex, while lending: claims up to `max` elements from the back for the pusher to
-    // copy; returns how many, from index `first`. 0: the lanes and the pusher have met.
-    std::size_t claim_back(std::size_t max, std::size_t& first) noexcept {
-      const std::size_t k = std::min(max, lent_back - lent_front);
-      lent_back -= k;
-      first = lent_back;
-      return k;
-    }
-    // Under mutex, once claim_back returned 0: ends the lend. `tail` holds the lent batch's
-    // elements at their indexes in it (those before the meeting point unused); the ones from
-    // the meeting point on go to the front of the queue.
-    void end_lend(std::vector<T>& tail) {
-      const std::size_t meet = lent_back;
-      lent = nullptr;
-      queue.push_front_chunk(tail, meet);
-    }
   };
 
   explicit ShardedFifo(std::size_t shards) {
@@ -163,31 +112,10 @@ class ShardedFifo {
       } else {
         lock.lock();
       }
-      cursor = (s + 1) % n;
-      if (sh.lent != nullptr) {
-        // The lent batch first, claimed under the lock and read outside it: the pusher's
-        // push returns only when no lane reads its batch any more.
-        const Lent* batch = sh.lent;
-        const std::size_t first = sh.lent_front;
-        const std::size_t k = std::min(max - taken, sh.lent_back - first);
-        sh.lent_front += k;
-        // relaxed: ordered with the pushers' stores by the mutex; see Shard::size.
-        sh.size.store(sh.pending(), std::memory_order_relaxed);
-        if (k == 0) continue;  // the pusher is copying the rest; nothing behind it may go first
-        // relaxed: under the lock; the pusher reads the count only after it took the lock and
-        // found the batch all claimed, so it sees this increment.
-        batch->readers.fetch_add(1, std::memory_order_relaxed);
-        lock.unlock();
-        batch->append(out, first, k);
-        // release: pairs with the pusher's acquire load of the count; these reads of the
-        // batch happen before its push returns (and the caller may reuse the array).
-        batch->readers.fetch_sub(1, std::memory_order_release);
-        taken += k;
-        continue;
-      }
       taken += sh.queue.take(out, max - taken);
       // relaxed: ordered with the pushers' stores by the mutex; see Shard::size.
       sh.size.store(sh.queue.size(), std::memory_order_relaxed);
+      cursor = (s + 1) % n;
     }
     return taken;
   }
