@@ -54,6 +54,9 @@ std::atomic<int> g_threads{0};
 thread_local int t_thread = -1;
 std::atomic<int> g_phase{-1};
 std::vector<std::pair<double, double>> g_phase_spans;  // bmod phases, start and end
+// fwd/bdiv phases, start and end; their tasks are tagged kFwdBdiv + the phase's index.
+constexpr int kFwdBdiv = 1 << 20;
+std::vector<std::pair<double, double>> g_fb_spans;
 
 template <class F>
 void timed(F f, int phase) {
@@ -84,16 +87,18 @@ int root_thread() {
   return -1;
 }
 
-PhaseIdle bmod_idle() {
+// Idle time inside the phases `phases` (start, end), whose tasks are tagged tag0 + index, of
+// the threads that ran a task in each.
+PhaseIdle phase_idle(const std::vector<std::pair<double, double>>& phases, int tag0) {
   PhaseIdle idle;
   const int root = root_thread();
-  for (std::size_t k = 0; k < g_phase_spans.size(); ++k) {
-    const auto [start, end] = g_phase_spans[k];
-    for (int th = 0; th < kMaxThreads; ++th) {
+  for (std::size_t k = 0; k < phases.size(); ++k) {
+    const auto [start, end] = phases[k];
+    for (int th = 0; th < g_threads.load(); ++th) {
       const auto& spans = g_spans[th];
       double first = 1e300, last = 0, busy = 0;
       for (const Span& sp : spans) {
-        if (sp.phase != static_cast<int>(k)) continue;
+        if (sp.phase != tag0 + static_cast<int>(k)) continue;
         first = std::min(first, sp.start);
         last = std::max(last, sp.end);
         busy += sp.end - sp.start;
@@ -116,16 +121,19 @@ void factorise(SparseMatrix& m, MakeGroup make_group) {
     timed([&] { common::lu0(m.at(k, k)->data(), bs); }, kLu0);
     const float* diag = m.at(k, k)->data();
     {
+      const double fb_start = now();
+      const int tag = kFwdBdiv + static_cast<int>(g_fb_spans.size());
       Group g = make_group();
       for (int j = k + 1; j < nb; ++j) {
         if (auto* b = m.at(k, j))
-          g.spawn([=] { timed([&] { common::fwd(diag, b->data(), bs); }); });
+          g.spawn([=] { timed([&] { common::fwd(diag, b->data(), bs); }, tag); });
       }
       for (int i = k + 1; i < nb; ++i) {
         if (auto* b = m.at(i, k))
-          g.spawn([=] { timed([&] { common::bdiv(diag, b->data(), bs); }); });
+          g.spawn([=] { timed([&] { common::bdiv(diag, b->data(), bs); }, tag); });
       }
       g.wait();
+      g_fb_spans.emplace_back(fb_start, now());
     }
     const double phase_start = now();
     g_phase.store(static_cast<int>(g_phase_spans.size()));
@@ -189,7 +197,8 @@ int main(int argc, char** argv) {
   const int contenders = ex2 ? 3 : 2;
   std::vector<double> wall[3], busy[3];
   std::vector<double> bmod_us[3], lu0_us[3];  // every call's time
-  PhaseIdle idle[3];
+  PhaseIdle idle[3], fb_idle[3];
+  double outside[3] = {0, 0, 0};  // wall outside both kinds of phase (lu0, hand-overs), s
   for (int r = 0; r < reps; ++r) {
     for (int c = 0; c < contenders; ++c) {
       SparseMatrix m = weft::bench::cpu::sparselu_input(32, 64);
@@ -200,6 +209,7 @@ int main(int argc, char** argv) {
       g_busy = 0;
       for (auto& spans : g_spans) spans.clear();
       g_phase_spans.clear();
+      g_fb_spans.clear();
       const double t0 = now();
       if (c == 1) {
         factorise<TbbGroup>(m, [] { return TbbGroup{}; });
@@ -209,14 +219,22 @@ int main(int argc, char** argv) {
       }
       wall[c].push_back(now() - t0);
       busy[c].push_back(g_busy.load());
-      const PhaseIdle p = bmod_idle();
+      const PhaseIdle p = phase_idle(g_phase_spans, 0);
+      const PhaseIdle f = phase_idle(g_fb_spans, kFwdBdiv);
+      fb_idle[c].head += f.head / reps;
+      fb_idle[c].gaps += f.gaps / reps;
+      fb_idle[c].tail += f.tail / reps;
+      double in_phases = 0;
+      for (const auto& [a, z] : g_phase_spans) in_phases += z - a;
+      for (const auto& [a, z] : g_fb_spans) in_phases += z - a;
+      outside[c] += (wall[c].back() - in_phases) / reps;
       idle[c].head += p.head / reps;
       idle[c].gaps += p.gaps / reps;
       idle[c].tail += p.tail / reps;
       idle[c].root_gaps += p.root_gaps / reps;
       for (const auto& spans : g_spans) {
         for (const Span& sp : spans) {
-          if (sp.phase >= 0) bmod_us[c].push_back((sp.end - sp.start) * 1e6);
+          if (sp.phase >= 0 && sp.phase < kFwdBdiv) bmod_us[c].push_back((sp.end - sp.start) * 1e6);
           if (sp.phase == kLu0) lu0_us[c].push_back((sp.end - sp.start) * 1e6);
         }
       }
@@ -246,5 +264,9 @@ int main(int argc, char** argv) {
         "\n      bmod us p50 %.1f p90 %.1f; lu0 us p50 %.1f; root's share of the gaps %.2f\n",
         pct(bmod_us[c], 0.5), pct(bmod_us[c], 0.9), pct(lu0_us[c], 0.5),
         idle[c].gaps > 0 ? idle[c].root_gaps / idle[c].gaps : 0.0);
+    std::printf(
+        "      fwd/bdiv phases' idle ms: head %.2f gaps %.2f tail %.2f; wall outside the "
+        "phases (lu0, hand-overs) %.2f ms\n",
+        fb_idle[c].head * 1e3, fb_idle[c].gaps * 1e3, fb_idle[c].tail * 1e3, outside[c] * 1e3);
   }
 }
