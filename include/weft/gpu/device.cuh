@@ -44,14 +44,6 @@ inline constexpr unsigned long long kDeepIdleSafetyPollNs = 2'000'000;
 // block reads host memory about once per microsecond (one read in flight), ~0.1% of the pinned
 // bandwidth.
 inline constexpr unsigned kStandbyBackoffNs = 256;
-// ...while it has had a task in the last kStandbyWarmNs; after that it polls with
-// kStandbyColdBackoffNs. Other blocks' reads of host memory in flight slow a block's
-// system-scope release of FINISHED: with eight standby blocks polling fast it took 1.28 us
-// (p50) against 0.70-0.77 with them polling every 2 us or with one lane
-// (bench/results/h100/probes/standby_backoff_ab-c092c14.txt). So the standby blocks of lanes
-// that get no tasks poll slowly and leave the link to the one that does.
-inline constexpr unsigned long long kStandbyWarmNs = 10'000'000;
-inline constexpr unsigned kStandbyColdBackoffNs = 2048;
 // The epoch is replicated so that 2000 sleeping blocks do not all read one L2 line.
 inline constexpr int kEpochCopies = 64;
 inline constexpr int kEpochStride = 32;  // words: one copy per 128 bytes
@@ -246,8 +238,7 @@ struct BlockShared {
 // `first_backoff` doubling up to kBusyPollBackoffNs; otherwise warm idle (doubling up to
 // kMaxPollBackoffNs), then deep idle (lane 0) after warm_idle_ns (the scheduler rings the
 // doorbell only for blocks with nothing in flight). A standby block stays in warm idle with a
-// back-off of at most kStandbyBackoffNs, or kStandbyColdBackoffNs once it has had no task for
-// kStandbyWarmNs.
+// back-off of at most kStandbyBackoffNs.
 template <class Busy>
 __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth, unsigned pos,
                                           unsigned usable, const ResidentArgs& a,
@@ -270,18 +261,15 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
     const std::uint32_t first = __shfl_sync(0xFFFFFFFFu, s, 0);
     if (is_ready_or_exit(first)) return s;
     if (lane == 0) a.polls[blockIdx.x] = polls;  // it may wait here for the pool's life
-    const bool is_busy = busy();                 // uniform: an mbarrier test by lane 0, shuffled
-    if (is_busy != was_busy) {                   // the task threads ended their run
+    if (standby) {
+      __nanosleep(kStandbyBackoffNs);
+      continue;
+    }
+    const bool is_busy = busy();  // uniform: an mbarrier test by lane 0, shuffled
+    if (is_busy != was_busy) {    // the task threads ended their run
       was_busy = is_busy;
       since = global_ns();
       backoff = first_backoff;
-    }
-    if (standby) {
-      // Lane 0's clock decides for the warp, as below.
-      const int cold =
-          __shfl_sync(0xFFFFFFFFu, !is_busy && global_ns() - since >= kStandbyWarmNs ? 1 : 0, 0);
-      __nanosleep(cold != 0 ? kStandbyColdBackoffNs : kStandbyBackoffNs);
-      continue;
     }
     if (is_busy) {
       __nanosleep(backoff);
