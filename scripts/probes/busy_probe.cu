@@ -65,9 +65,9 @@ void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, i
   for (int rep = 0; rep < 2; ++rep) {
     const std::uint64_t polls0 = pool.stats().host_polls;
     std::vector<Timed::Payload> done;
-    // Touched before the timing: faulting its pages in while popping (32 MB at 1000 tasks per
-    // block) stretched the host's wall past the GPU's span by up to 8.6 ms
-    // (bench/results/h100/probes/busy_pushers-9f4270b.txt).
+    // Touched before the timing, so that the popping thread does not fault its pages in (32 MB
+    // at 1000 tasks per block). That was not what made the host's wall run past the GPU's span
+    // (bench/results/h100/probes/busy_pushers-ba3854b.txt).
     done.resize(n);
     done.clear();
     const double t0 = now();
