@@ -83,8 +83,13 @@ void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, i
       });
     }
     std::vector<P::Record> got(4096);
+    std::uint64_t pop_calls = 0;
+    double pop_s = 0;  // the popping thread's time inside pop_batch
     while (done.size() < n) {
+      const double a = now();
       const std::size_t k = pool.pop_batch(got);
+      pop_s += now() - a;
+      ++pop_calls;
       for (std::size_t j = 0; j < k; ++j) done.push_back(got[j].as<Timed>());
     }
     for (auto& t : pushing) t.join();
@@ -125,11 +130,15 @@ void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, i
         "blocks); gap "
         "us "
         "p10 %.2f p50 %.2f p90 %.2f p99 %.2f; host reads/task %.2f; of GPU span %.2f ms: "
-        "body %.3f gaps %.3f ramp %.3f tail %.3f\n",
+        "body %.3f gaps %.3f ramp %.3f tail %.3f; popper: %.1f records a pop_batch, %.2f us in "
+        "each, "
+        "%.1f ns a record\n",
         bps, pool.ring_depth(), pool.num_lanes(), pushers, ns / 1000, rep,
         body / (static_cast<double>(pool.num_blocks()) * wall), wall * 1e3, by_block.size(), q(0.1),
         q(0.5), q(0.9), q(0.99), static_cast<double>(pool.stats().host_polls - polls0) / n,
-        span * 1e3, body / block_time, gap_sum / block_time, ramp / block_time, tail / block_time);
+        span * 1e3, body / block_time, gap_sum / block_time, ramp / block_time, tail / block_time,
+        static_cast<double>(n) / static_cast<double>(pop_calls),
+        pop_s / static_cast<double>(pop_calls) * 1e6, pop_s / static_cast<double>(n) * 1e9);
   }
 }
 
