@@ -219,6 +219,9 @@ void run_single(std::size_t lanes, std::uint64_t n) {
     const PoolStats s0 = pool.stats();
 #if defined(WEFT_POOL_PROFILE)
     const std::uint64_t parks0 = detail::AdaptiveMutex::g_parks.load();
+    using Out = detail::ShardedOutput<P::Record>;
+    const std::uint64_t waits0 = Out::g_waits.load(), sleeps0 = Out::g_sleeps.load(),
+                        notifies0 = Out::g_notifies.load();
 #endif
     std::vector<double> push_s(kThreads, 0.0), pop_s(kThreads, 0.0);
     std::vector<std::uint64_t> sums(kThreads, 0);
@@ -259,6 +262,12 @@ void run_single(std::size_t lanes, std::uint64_t n) {
     std::printf("; parks on a queue lock per 1000 tasks %.1f",
                 static_cast<double>(detail::AdaptiveMutex::g_parks.load() - parks0) * 1000.0 /
                     static_cast<double>(total));
+    std::printf(
+        "; per 1000 tasks: consumer waits %.1f, sleeps %.1f, lanes' notifies %.1f",
+        static_cast<double>(Out::g_waits.load() - waits0) * 1000.0 / static_cast<double>(total),
+        static_cast<double>(Out::g_sleeps.load() - sleeps0) * 1000.0 / static_cast<double>(total),
+        static_cast<double>(Out::g_notifies.load() - notifies0) * 1000.0 /
+            static_cast<double>(total));
 #endif
     std::printf(
         "; direct loads %.1f%%, lane sleeps %llu, host reads/task %.2f; sum %s\n",

@@ -120,9 +120,17 @@ class ShardedOutput {
     std::unique_lock<std::mutex> lock(wait_mutex_);
     // seq_cst: see deliver().
     waiters_.fetch_add(1, std::memory_order_seq_cst);
+#if defined(WEFT_POOL_PROFILE)
+    // scripts/probes/lane_profile.cu: consumers' waits, and those that slept.
+    g_waits.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
+    if (!pred()) g_sleeps.fetch_add(1, std::memory_order_relaxed);
+#endif
     cv_.wait(lock, pred);
     waiters_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: only ever a hint downward
   }
+#if defined(WEFT_POOL_PROFILE)
+  static inline std::atomic<std::uint64_t> g_waits{0}, g_sleeps{0}, g_notifies{0};
+#endif
   [[nodiscard]] bool has_waiters() const noexcept {
     // seq_cst: see deliver() (also used after a flag that ends waits was stored).
     return waiters_.load(std::memory_order_seq_cst) > 0;
@@ -151,6 +159,9 @@ class ShardedOutput {
     s.popped.fetch_add(n, std::memory_order_seq_cst);
   }
   void notify(bool all) {
+#if defined(WEFT_POOL_PROFILE)
+    g_notifies.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+#endif
     // Taking the lock (empty section) orders this notify after a consumer that counted itself
     // in waiters_ has gone to sleep: it held the lock from counting until the wait.
     { std::lock_guard<std::mutex> lock(wait_mutex_); }
