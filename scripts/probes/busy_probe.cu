@@ -126,13 +126,10 @@ void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, i
       return gaps.empty() ? 0.0 : gaps[static_cast<std::size_t>(f * (gaps.size() - 1))];
     };
     std::printf(
-        "bps %d depth %zu lanes %zu pushers %d task %llu us rep %d: busy %.3f (wall %.2f ms, %zu "
-        "blocks); gap "
-        "us "
-        "p10 %.2f p50 %.2f p90 %.2f p99 %.2f; host reads/task %.2f; of GPU span %.2f ms: "
-        "body %.3f gaps %.3f ramp %.3f tail %.3f; popper: %.1f records a pop_batch, %.2f us in "
-        "each, "
-        "%.1f ns a record\n",
+        "bps %d depth %zu lanes %zu pushers %d task %llu us rep %d: busy %.3f (wall %.2f ms, "
+        "%zu blocks); gap us p10 %.2f p50 %.2f p90 %.2f p99 %.2f; host reads/task %.2f; of GPU "
+        "span %.2f ms: body %.3f gaps %.3f ramp %.3f tail %.3f; popper (waits included): %.1f "
+        "records a pop_batch, %.2f us in each, %.1f ns a record\n",
         bps, pool.ring_depth(), pool.num_lanes(), pushers, ns / 1000, rep,
         body / (static_cast<double>(pool.num_blocks()) * wall), wall * 1e3, by_block.size(), q(0.1),
         q(0.5), q(0.9), q(0.99), static_cast<double>(pool.stats().host_polls - polls0) / n,

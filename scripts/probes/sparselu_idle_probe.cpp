@@ -3,12 +3,15 @@
 // idle share = 1 - (sum of task times) / (workers x wall) separates scheduling (idle cores)
 // from the kernels themselves; the idle time inside the bmod phases is split into the head
 // (phase start to a thread's first task), the gaps between a thread's tasks (and how much of
-// them is the root's), and the tail; the kernels' own times (bmod, lu0) as percentiles.
+// them is the root's), and the tail, and so is the idle time inside the fwd/bdiv phases; the
+// wall outside both kinds of phase (lu0 and the hand-overs between phases); the kernels' own
+// times (bmod, lu0) as percentiles.
 // Alternates weft, a second weft (S2 set) and TBB; medians of `reps` factorisations, phase
 // figures summed over all of them and divided by reps.
 // Environment: S=<us> / S2=<us> set ExecutorOptions::spin_before_sleep of the two weft
 // executors, SETTLE=<ms> sleeps before each run (as the bench's harness does, 50 ms), PREFILL
-// allocates the fill-in blocks before the timing.
+// allocates the fill-in blocks before the timing, PRIV=<n> / PUB=<n> set the executors'
+// private_bound / public_bound.
 // Build from the repository root after `make` (build/ as the Makefile makes it):
 //   g++ -O3 -DNDEBUG -std=c++20 -Iinclude -Ibench scripts/probes/sparselu_idle_probe.cpp \
 //     build/bench/libweft_bench.a build/src/libweft.a -ltbb -fopenmp -lhwloc -lstarpu-1.3 \
@@ -75,6 +78,13 @@ void timed(F f) {
 struct PhaseIdle {
   double head = 0, gaps = 0, tail = 0;  // seconds, summed over threads and phases
   double root_gaps = 0;                 // the part of `gaps` on the root's thread
+  // Adds one factorisation's figures, as a share of `reps` (the mean over the runs).
+  void add(const PhaseIdle& one, int reps) {
+    head += one.head / reps;
+    gaps += one.gaps / reps;
+    tail += one.tail / reps;
+    root_gaps += one.root_gaps / reps;
+  }
 };
 
 // The thread that ran lu0 (the root), or -1.
@@ -219,19 +229,12 @@ int main(int argc, char** argv) {
       }
       wall[c].push_back(now() - t0);
       busy[c].push_back(g_busy.load());
-      const PhaseIdle p = phase_idle(g_phase_spans, 0);
-      const PhaseIdle f = phase_idle(g_fb_spans, kFwdBdiv);
-      fb_idle[c].head += f.head / reps;
-      fb_idle[c].gaps += f.gaps / reps;
-      fb_idle[c].tail += f.tail / reps;
+      idle[c].add(phase_idle(g_phase_spans, 0), reps);
+      fb_idle[c].add(phase_idle(g_fb_spans, kFwdBdiv), reps);
       double in_phases = 0;
       for (const auto& [a, z] : g_phase_spans) in_phases += z - a;
       for (const auto& [a, z] : g_fb_spans) in_phases += z - a;
       outside[c] += (wall[c].back() - in_phases) / reps;
-      idle[c].head += p.head / reps;
-      idle[c].gaps += p.gaps / reps;
-      idle[c].tail += p.tail / reps;
-      idle[c].root_gaps += p.root_gaps / reps;
       for (const auto& spans : g_spans) {
         for (const Span& sp : spans) {
           if (sp.phase >= 0 && sp.phase < kFwdBdiv) bmod_us[c].push_back((sp.end - sp.start) * 1e6);
