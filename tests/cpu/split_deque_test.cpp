@@ -70,6 +70,20 @@ TEST(SplitDeque, HoldsFewerThanTracksSteals) {
   EXPECT_TRUE(seen);
 }
 
+// Thieves empty the deque; the owner's pop finds it empty. Its size estimate must then be exact:
+// a stale one counted the stolen tasks as still there, so the next spawns ran at once (the
+// bound looked reached) for up to 8 calls while the thieves had nothing to steal.
+TEST(SplitDeque, EmptyPopResetsTheSizeEstimate) {
+  SplitDeque dq(64);
+  for (std::uintptr_t i = 1; i <= 10; ++i) ASSERT_TRUE(dq.push(fake(i)));
+  EXPECT_FALSE(dq.holds_fewer_than(10));  // caches top
+  dq.publish(0);
+  for (int i = 0; i < 10; ++i) ASSERT_NE(dq.steal(), nullptr);
+  EXPECT_EQ(dq.pop(), nullptr);
+  for (std::uintptr_t i = 11; i <= 20; ++i) ASSERT_TRUE(dq.push(fake(i)));
+  EXPECT_TRUE(dq.holds_fewer_than(11));  // 10 tasks now, and the first call must know it
+}
+
 // Owner pushes, publishes and pops while thieves steal: every task is taken exactly once.
 TEST(SplitDeque, StressEveryTaskTakenExactlyOnce) {
   constexpr std::uintptr_t kTasks = 200000;

@@ -143,7 +143,13 @@ class SplitDeque {
   Task* reclaim_and_pop() noexcept {
     const std::int64_t old_split = split_mine_;
     std::int64_t t = top_.load(std::memory_order_relaxed);
-    if (t >= old_split) return nullptr;
+    if (t >= old_split) {
+      // Empty. Keep the size estimate exact: a top_seen_ left behind by thieves' steals would
+      // make holds_fewer_than() count tasks that are gone, and the spawner would run its next
+      // children at once while the thieves starve.
+      top_seen_ = t;
+      return nullptr;
+    }
     const std::int64_t take = std::max<std::int64_t>(1, (old_split - t) / 2);
     const std::int64_t s = old_split - take;
     split_mine_ = s;
@@ -178,6 +184,7 @@ class SplitDeque {
     // Thieves took everything: public and private are empty.
     split_mine_ = old_split;
     split_.store(old_split, std::memory_order_relaxed);
+    top_seen_ = t;
     return nullptr;
   }
 
