@@ -118,10 +118,16 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
 
   weft::cpu::ExecutorOptions eo;
   eo.workers = static_cast<std::size_t>(o.workers);
+  eo.pinning = o.pinning;
   auto ex = std::make_unique<weft::cpu::Executor>(eo);
+  // The suite's other executors (help-first, bounded-depth) live beside `ex`, which holds the
+  // automatic binding; they are bound to the same units when it is (only one of them runs at a
+  // time), so that the spawn policies are compared under the same placement.
+  eo.pinning = ex->pinned_units().empty() ? weft::cpu::Pinning::none : weft::cpu::Pinning::always;
   const int p = static_cast<int>(ex->num_workers());
-  std::fprintf(stderr, "[bench] cpu suite: %d workers for weft and every peer%s\n", p,
-               o.quick ? " (quick sizes)" : "");
+  std::fprintf(stderr, "[bench] cpu suite: %d workers for weft and every peer%s; weft's %s\n", p,
+               o.quick ? " (quick sizes)" : "",
+               ex->pinned_units().empty() ? "unbound" : "bound one to each hardware thread");
 #if WEFT_HAVE_TBB
   tbb::global_control tbb_threads(tbb::global_control::max_allowed_parallelism,
                                   static_cast<std::size_t>(p));

@@ -11,7 +11,10 @@
 // Environment: S=<us> / S2=<us> set ExecutorOptions::spin_before_sleep of the two weft
 // executors, SETTLE=<ms> sleeps before each run (as the bench's harness does, 50 ms), PREFILL
 // allocates the fill-in blocks before the timing, PRIV=<n> / PUB=<n> set the executors'
-// private_bound / public_bound.
+// private_bound / public_bound, PIN=none|always|automatic their pinning (default automatic),
+// LONGGAPS prints every gap over 10 us between one thread's bmod tasks with where it fell.
+// The "root's / other's gaps" lines give those gaps' distribution per thread, and how many were
+// over 10 us and their sum per factorisation: a thief that had nothing to steal, or had no core.
 // Build from the repository root after `make` (build/ as the Makefile makes it):
 //   g++ -O3 -DNDEBUG -std=c++20 -Iinclude -Ibench scripts/probes/sparselu_idle_probe.cpp \
 //     build/bench/libweft_bench.a build/src/libweft.a -ltbb -fopenmp -lhwloc -lstarpu-1.3 \
@@ -25,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -60,6 +64,7 @@ std::vector<std::pair<double, double>> g_phase_spans;  // bmod phases, start and
 // fwd/bdiv phases, start and end; their tasks are tagged kFwdBdiv + the phase's index.
 constexpr int kFwdBdiv = 1 << 20;
 std::vector<std::pair<double, double>> g_fb_spans;
+int g_contender = 0;
 
 template <class F>
 void timed(F f, int phase) {
@@ -76,14 +81,17 @@ void timed(F f) {
 }
 
 struct PhaseIdle {
-  double head = 0, gaps = 0, tail = 0;  // seconds, summed over threads and phases
-  double root_gaps = 0;                 // the part of `gaps` on the root's thread
+  double head = 0, gaps = 0, tail = 0;            // seconds, summed over threads and phases
+  double root_gaps = 0;                           // the part of `gaps` on the root's thread
+  std::vector<double> root_gap_us, other_gap_us;  // each gap between a thread's tasks, us
   // Adds one factorisation's figures, as a share of `reps` (the mean over the runs).
   void add(const PhaseIdle& one, int reps) {
     head += one.head / reps;
     gaps += one.gaps / reps;
     tail += one.tail / reps;
     root_gaps += one.root_gaps / reps;
+    root_gap_us.insert(root_gap_us.end(), one.root_gap_us.begin(), one.root_gap_us.end());
+    other_gap_us.insert(other_gap_us.end(), one.other_gap_us.begin(), one.other_gap_us.end());
   }
 };
 
@@ -107,11 +115,25 @@ PhaseIdle phase_idle(const std::vector<std::pair<double, double>>& phases, int t
     for (int th = 0; th < g_threads.load(); ++th) {
       const auto& spans = g_spans[th];
       double first = 1e300, last = 0, busy = 0;
+      std::vector<std::pair<double, double>> mine;
       for (const Span& sp : spans) {
         if (sp.phase != tag0 + static_cast<int>(k)) continue;
         first = std::min(first, sp.start);
         last = std::max(last, sp.end);
         busy += sp.end - sp.start;
+        mine.emplace_back(sp.start, sp.end);
+      }
+      std::sort(mine.begin(), mine.end());
+      for (std::size_t q = 1; q < mine.size(); ++q) {
+        const double gap_us = (mine[q].first - mine[q - 1].second) * 1e6;
+        (th == root ? idle.root_gap_us : idle.other_gap_us).push_back(gap_us);
+        if (std::getenv("LONGGAPS") != nullptr && gap_us > 10 && tag0 == 0)
+          std::printf(
+              "  %s long gap %s phase %zu of %zu tasks here %zu/%zu: %.1f us, from %.1f us after "
+              "the phase's start to %.1f us before its end (phase %.1f us)\n",
+              g_contender == 1 ? "tbb " : "weft", th == root ? "root " : "other", k, phases.size(),
+              q, mine.size(), gap_us, (mine[q - 1].second - start) * 1e6,
+              (end - mine[q].first) * 1e6, (end - start) * 1e6);
       }
       if (busy == 0) continue;
       idle.head += first - start;
@@ -197,6 +219,11 @@ int main(int argc, char** argv) {
     eo.workers = kWorkers;
     if (const char* s = std::getenv(env))
       eo.spin_before_sleep = std::chrono::microseconds(std::atoi(s));
+    if (const char* s = std::getenv("PIN")) {
+      eo.pinning = std::string(s) == "none"     ? weft::cpu::Pinning::none
+                   : std::string(s) == "always" ? weft::cpu::Pinning::always
+                                                : weft::cpu::Pinning::automatic;
+    }
     if (const char* s = std::getenv("PRIV")) eo.private_bound = std::strtoul(s, nullptr, 10);
     if (const char* s = std::getenv("PUB")) eo.public_bound = std::strtoul(s, nullptr, 10);
     return eo;
@@ -217,6 +244,7 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(s)));
       }
       g_busy = 0;
+      g_contender = c;
       for (auto& spans : g_spans) spans.clear();
       g_phase_spans.clear();
       g_fb_spans.clear();
@@ -267,6 +295,23 @@ int main(int argc, char** argv) {
         "\n      bmod us p50 %.1f p90 %.1f; lu0 us p50 %.1f; root's share of the gaps %.2f\n",
         pct(bmod_us[c], 0.5), pct(bmod_us[c], 0.9), pct(lu0_us[c], 0.5),
         idle[c].gaps > 0 ? idle[c].root_gaps / idle[c].gaps : 0.0);
+    auto gap_line = [&](const char* who, std::vector<double>& v) {
+      double over10 = 0;
+      int n10 = 0;
+      for (double g : v) {
+        if (g > 10) {
+          over10 += g;
+          ++n10;
+        }
+      }
+      std::printf(
+          "      %s gaps: %zu per factorisation, us p50 %.2f p90 %.2f p99 %.1f; over 10 us: %.1f "
+          "per factorisation, %.2f ms\n",
+          who, v.size() / reps, pct(v, 0.5), pct(v, 0.9), pct(v, 0.99),
+          static_cast<double>(n10) / reps, over10 / reps * 1e-3);
+    };
+    gap_line("root's ", idle[c].root_gap_us);
+    gap_line("other's", idle[c].other_gap_us);
     std::printf(
         "      fwd/bdiv phases' idle ms: head %.2f gaps %.2f tail %.2f; wall outside the "
         "phases (lu0, hand-overs) %.2f ms\n",

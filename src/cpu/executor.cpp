@@ -45,6 +45,10 @@ void validate(const ExecutorOptions& o) {
   }
 }
 
+// Held by the one automatically pinned executor alive in the process: a second one would bind
+// its workers to the same units as the first's and stack them there.
+std::atomic<bool> g_automatic_pins_taken{false};
+
 std::size_t resolve_workers(std::size_t requested) {
   if (requested != 0) return requested;
   const unsigned hw = std::thread::hardware_concurrency();
@@ -77,9 +81,46 @@ Executor::Executor(ExecutorOptions options) : options_(options) {
     workers_.push_back(std::make_unique<detail::Worker>(*this, i, options_.deque_capacity));
   }
   sleepers_.reserve(options_.workers + 64);
+  const std::vector<std::size_t> units = choose_pinning();
   for (auto& w : workers_) {
     detail::Worker* wp = w.get();
     wp->thread = std::thread([this, wp] { worker_main(*wp); });
+    // Bound here rather than by the worker itself, so that pinned_units() is settled when the
+    // constructor returns; a worker that started elsewhere migrates.
+    if (!units.empty() && pin_thread_to_pu(wp->thread, units[wp->index % units.size()])) {
+      pinned_units_.push_back(units[wp->index % units.size()]);
+    }
+  }
+  if (options_.pinning == Pinning::always && pinned_units_.size() != workers_.size()) {
+    std::fprintf(stderr,
+                 "weft: Pinning::always requested but binding is unavailable (no hwloc, or the OS "
+                 "refused): %zu of %zu workers bound\n",
+                 pinned_units_.size(), workers_.size());
+  }
+}
+
+std::vector<std::size_t> Executor::choose_pinning() {
+  if (options_.pinning == Pinning::none) return {};
+  std::vector<std::size_t> units = allowed_processing_units();
+  if (options_.pinning == Pinning::always || units.empty()) return units;
+  // automatic: only an executor with one worker per allowed unit, and only one at a time.
+  // Fewer workers than units, bound to the first ones, would pile two such executors (two
+  // processes, say) onto the same units while the others idle; more would share units anyway.
+  if (units.size() != workers_.size()) return {};
+  bool expected = false;
+  // acq_rel: the flag only hands out a claim (no data rides on it); release in release_pins().
+  if (!g_automatic_pins_taken.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) {
+    return {};
+  }
+  holds_automatic_pins_ = true;
+  return units;
+}
+
+void Executor::release_pins() noexcept {
+  if (holds_automatic_pins_) {
+    holds_automatic_pins_ = false;
+    // release: pairs with the acq_rel claim of the next executor.
+    g_automatic_pins_taken.store(false, std::memory_order_release);
   }
 }
 
@@ -108,6 +149,7 @@ void Executor::shutdown(ShutdownMode mode) {
     if (w->thread.joinable()) w->thread.join();
   }
   joined_ = true;
+  release_pins();
 }
 
 ExecutorStats Executor::stats() const noexcept {
@@ -321,11 +363,6 @@ void Executor::worker_main(detail::Worker& w) {
   w.parker = detail::this_thread_parker_index();
   const std::string name = "weft-w" + std::to_string(w.index);
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
-  if (options_.pin_workers && !pin_this_thread_to_pu(w.index) && w.index == 0) {
-    std::fprintf(stderr,
-                 "weft: pin_workers requested but pinning is unavailable (no hwloc, or "
-                 "the OS refused); workers run unpinned\n");
-  }
 
   for (;;) {
     if (detail::Task* t = find_task(w)) {

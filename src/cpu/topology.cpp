@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #if WEFT_HAVE_HWLOC
 #include <hwloc.h>
@@ -73,19 +74,63 @@ CpuTopology describe_cpu_topology() noexcept {
   return t;
 }
 
+#if WEFT_HAVE_HWLOC
+namespace {
+// The PU of logical index `index` modulo their number, or null.
+hwloc_obj_t pu_by_index(HwlocTopology& h, std::size_t index) {
+  if (!h.ok) return nullptr;
+  const int n = hwloc_get_nbobjs_by_type(h.topo, HWLOC_OBJ_PU);
+  if (n <= 0) return nullptr;
+  return hwloc_get_obj_by_type(h.topo, HWLOC_OBJ_PU,
+                               static_cast<unsigned>(index % static_cast<std::size_t>(n)));
+}
+}  // namespace
+#endif
+
 bool pin_this_thread_to_pu(std::size_t index) noexcept {
 #if WEFT_HAVE_HWLOC
   HwlocTopology& h = hwloc_topology();
-  if (!h.ok) return false;
-  const int n = hwloc_get_nbobjs_by_type(h.topo, HWLOC_OBJ_PU);
-  if (n <= 0) return false;
-  hwloc_obj_t pu = hwloc_get_obj_by_type(h.topo, HWLOC_OBJ_PU, static_cast<unsigned>(index % n));
-  if (pu == nullptr) return false;
-  return hwloc_set_cpubind(h.topo, pu->cpuset, HWLOC_CPUBIND_THREAD) == 0;
+  hwloc_obj_t pu = pu_by_index(h, index);
+  return pu != nullptr && hwloc_set_cpubind(h.topo, pu->cpuset, HWLOC_CPUBIND_THREAD) == 0;
 #else
   (void)index;
   return false;
 #endif
+}
+
+bool pin_thread_to_pu(std::thread& thread, std::size_t index) noexcept {
+#if WEFT_HAVE_HWLOC
+  HwlocTopology& h = hwloc_topology();
+  hwloc_obj_t pu = pu_by_index(h, index);
+  return pu != nullptr &&
+         hwloc_set_thread_cpubind(h.topo, thread.native_handle(), pu->cpuset, 0) == 0;
+#else
+  (void)thread;
+  (void)index;
+  return false;
+#endif
+}
+
+std::vector<std::size_t> allowed_processing_units() noexcept {
+  std::vector<std::size_t> units;
+#if WEFT_HAVE_HWLOC
+  HwlocTopology& h = hwloc_topology();
+  if (!h.ok) return units;
+  hwloc_bitmap_t mask = hwloc_bitmap_alloc();
+  if (mask == nullptr) return units;
+  if (hwloc_get_cpubind(h.topo, mask, HWLOC_CPUBIND_THREAD) == 0) {
+    try {
+      for (hwloc_obj_t pu = hwloc_get_next_obj_by_type(h.topo, HWLOC_OBJ_PU, nullptr);
+           pu != nullptr; pu = hwloc_get_next_obj_by_type(h.topo, HWLOC_OBJ_PU, pu)) {
+        if (hwloc_bitmap_isincluded(pu->cpuset, mask)) units.push_back(pu->logical_index);
+      }
+    } catch (...) {
+      units.clear();  // out of memory: report the mask as unreadable
+    }
+  }
+  hwloc_bitmap_free(mask);
+#endif
+  return units;
 }
 
 }  // namespace weft::cpu

@@ -8,6 +8,8 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "weft/cpu/task_group.hpp"
 #include "weft/cpu/topology.hpp"
@@ -187,19 +189,83 @@ TEST(Executor, StealingSpreadsWorkOverWorkers) {
 namespace weft::cpu {
 namespace {
 
+// The affinity mask of the worker that runs the task: how many CPUs, and the first one.
+std::pair<int, int> worker_affinity(Executor& ex) {
+  return ex
+      .submit([] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        sched_getaffinity(0, sizeof set, &set);
+        int first = -1;
+        for (int c = 0; c < CPU_SETSIZE && first < 0; ++c) {
+          if (CPU_ISSET(c, &set)) first = c;
+        }
+        return std::pair<int, int>{CPU_COUNT(&set), first};
+      })
+      .get();
+}
+
 TEST(Executor, PinnedWorkersRunOnOneProcessingUnitEach) {
   const CpuTopology topo = describe_cpu_topology();
   if (!topo.from_hwloc) GTEST_SKIP() << "weft was built without hwloc: pinning is unavailable";
-  Executor ex(ExecutorOptions{.workers = 2, .pin_workers = true});
-  for (int round = 0; round < 20; ++round) {
-    auto f = ex.submit([] {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      sched_getaffinity(0, sizeof set, &set);
-      return CPU_COUNT(&set);
-    });
-    EXPECT_EQ(f.get(), 1);
+  Executor ex(ExecutorOptions{.workers = 2, .pinning = Pinning::always});
+  ASSERT_EQ(ex.pinned_units().size(), 2u);
+  for (int round = 0; round < 20; ++round) EXPECT_EQ(worker_affinity(ex).first, 1);
+}
+
+// automatic: one worker per allowed unit gets them bound, each to its own unit; fewer or more
+// workers, or a second such executor while the first lives, stay unbound.
+TEST(Executor, AutomaticPinningOnlyWithOneWorkerPerAllowedUnit) {
+  const std::vector<std::size_t> units = allowed_processing_units();
+  if (units.empty()) GTEST_SKIP() << "no hwloc, or the affinity mask is unreadable";
+  {
+    Executor ex(ExecutorOptions{.workers = units.size()});
+    EXPECT_EQ(ex.pinned_units(), units);
+    {
+      Executor second(ExecutorOptions{.workers = units.size()});
+      EXPECT_TRUE(second.pinned_units().empty()) << "two executors bound to the same units";
+      Executor forced(ExecutorOptions{.workers = 1, .pinning = Pinning::always});
+      EXPECT_EQ(forced.pinned_units().size(), 1u);  // always: the user's choice
+    }
+    for (int round = 0; round < 10; ++round) EXPECT_EQ(worker_affinity(ex).first, 1);
   }
+  Executor more(ExecutorOptions{.workers = units.size() + 1});
+  EXPECT_TRUE(more.pinned_units().empty());
+  more.shutdown();
+  Executor again(ExecutorOptions{.workers = units.size()});  // the first one's claim was freed
+  EXPECT_EQ(again.pinned_units().size(), units.size());
+  Executor none(ExecutorOptions{.workers = units.size(), .pinning = Pinning::none});
+  EXPECT_TRUE(none.pinned_units().empty());
+  EXPECT_EQ(worker_affinity(none).first, static_cast<int>(units.size()));  // the whole mask
+}
+
+// The units come from the constructing thread's affinity mask (taskset, an MPI launcher's
+// binding): an executor made on a thread restricted to one CPU binds its one worker there.
+TEST(Executor, AutomaticPinningFollowsTheCallersAffinityMask) {
+  const std::vector<std::size_t> units = allowed_processing_units();
+  if (units.size() < 2) GTEST_SKIP() << "needs hwloc and two allowed processing units";
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  int last = -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &all)) last = c;
+  }
+  std::pair<int, int> seen{0, -1};
+  std::size_t bound = 0, allowed = 0;
+  std::thread([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(last, &one);
+    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    allowed = allowed_processing_units().size();
+    Executor ex(ExecutorOptions{.workers = 1});
+    bound = ex.pinned_units().size();
+    seen = worker_affinity(ex);
+  }).join();
+  EXPECT_EQ(allowed, 1u);
+  EXPECT_EQ(bound, 1u);
+  EXPECT_EQ(seen, (std::pair<int, int>{1, last}));
 }
 
 }  // namespace

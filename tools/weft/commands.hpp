@@ -17,6 +17,7 @@ struct BenchCpuArgs {
   std::string json_path;
   int samples = 0;  // 0: 5 (3 with --quick)
   int workers = 0;
+  std::string pinning = "automatic";  // automatic | none | always (weft's executor)
   std::vector<std::string> only;
   std::string machine;
   std::string command;

@@ -1,6 +1,8 @@
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "commands.hpp"
 #include "weft/cpu/topology.hpp"
@@ -47,6 +49,11 @@ std::vector<GpuInfo> list_gpus(std::string& status) {
 
 int run_info(bool json) {
   const cpu::CpuTopology t = cpu::describe_cpu_topology();
+  // What Pinning::automatic does for an executor with the default worker count (one per
+  // hardware thread): it binds them when this process may run on exactly that many units.
+  const std::size_t allowed = cpu::allowed_processing_units().size();
+  const std::size_t default_workers = std::max(1u, std::thread::hardware_concurrency());
+  const bool default_pinned = allowed != 0 && allowed == default_workers;
   std::string gpu_status;
   const auto gpus = list_gpus(gpu_status);
   // The pool `weft demo` starts with default options (started and stopped here to describe
@@ -67,6 +74,8 @@ int run_info(bool json) {
                 {"numa_nodes", t.numa_nodes},
                 {"cores", t.cores},
                 {"processing_units", t.processing_units},
+                {"allowed_processing_units", allowed},
+                {"default_executor_pinned", default_pinned},
                 {"source", t.from_hwloc ? "hwloc" : "c++ runtime"}};
     j["gpus"] = nlohmann::json::array();
     for (const auto& g : gpus) {
@@ -86,6 +95,15 @@ int run_info(bool json) {
   std::printf("        %zu package(s), %zu NUMA node(s), %zu core(s), %zu hardware thread(s)%s\n",
               t.packages, t.numa_nodes, t.cores, t.processing_units,
               t.from_hwloc ? " [hwloc]" : " [no hwloc: counts from the C++ runtime]");
+  if (allowed == 0) {
+    std::printf(
+        "        workers unbound: no hwloc, or this process's affinity mask is unreadable\n");
+  } else {
+    std::printf("        %zu allowed to this process; a default executor (%zu workers) %s\n",
+                allowed, default_workers,
+                default_pinned ? "binds one worker to each"
+                               : "leaves its workers unbound (not one worker per allowed unit)");
+  }
   if (gpus.empty()) {
     std::printf("GPUs    none: %s\n", gpu_status.c_str());
   } else {

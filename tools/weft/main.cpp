@@ -33,6 +33,11 @@ int main(int argc, char** argv) {
       ->add_option("--workers", cpu_args.workers,
                    "Threads for weft and every peer (default: hardware threads)")
       ->check(CLI::Range(1, 4096));
+  bench_cpu
+      ->add_option("--pinning", cpu_args.pinning,
+                   "Binding of weft's workers: automatic (default: bound when one worker per "
+                   "allowed hardware thread), none, always; the peers keep their own defaults")
+      ->check(CLI::IsMember({"automatic", "none", "always"}));
   bench_cpu->add_option("--only", cpu_args.only, "Run only these benchmarks (repeatable)")
       ->check(CLI::IsMember(weft::tools::cpu_benchmark_names()));
   bench_cpu->add_option("--machine", cpu_args.machine,

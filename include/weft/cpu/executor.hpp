@@ -80,6 +80,13 @@ class Executor {
 
   [[nodiscard]] ExecutorStats stats() const noexcept;
 
+  /// The processing units (hwloc logical indices) the workers are bound to, worker i to
+  /// element i; empty when they are not bound (ExecutorOptions::pinning). Settled when the
+  /// constructor returns.
+  [[nodiscard]] const std::vector<std::size_t>& pinned_units() const noexcept {
+    return pinned_units_;
+  }
+
   /// Index of the calling thread among this executor's workers, or -1. Any thread.
   [[nodiscard]] int this_worker_index() const noexcept {
     const detail::Worker* w = detail::tl_context.worker;
@@ -141,8 +148,12 @@ class Executor {
   void unregister_sleeper(std::uint32_t parker);
   void wake_all_sleepers();
   static void report_unhandled(std::exception_ptr e) noexcept;
+  std::vector<std::size_t> choose_pinning();
+  void release_pins() noexcept;
 
   ExecutorOptions options_;
+  std::vector<std::size_t> pinned_units_;
+  bool holds_automatic_pins_ = false;
   std::int64_t queue_bound_;
   std::int64_t private_bound_;
   std::vector<std::unique_ptr<detail::Worker>> workers_;

@@ -28,6 +28,20 @@ enum class ShutdownMode : std::uint8_t {
   cancel_pending,
 };
 
+/// Whether the workers are bound to processing units (hardware threads). See docs/cpu.md,
+/// "Pinning".
+enum class Pinning : std::uint8_t {
+  /// Bound, worker i to the i-th processing unit the constructing thread may run on, when the
+  /// executor has exactly one worker per such unit and no other executor of the process holds
+  /// them bound; unbound otherwise, and silently so without hwloc. The default.
+  automatic,
+  /// Never bound: the OS places the workers.
+  none,
+  /// Bound in any case, worker i to the allowed unit i modulo their number (two workers may
+  /// share one); a warning on stderr when binding is unavailable (no hwloc, OS refused).
+  always,
+};
+
 /// Options of weft::cpu::Executor. Defaults follow seed 003 (6 private + 30 public).
 struct ExecutorOptions {
   /// Worker threads; 0 means the number of hardware threads.
@@ -42,8 +56,9 @@ struct ExecutorOptions {
   /// Physical capacity of a worker's deque (rounded up to a power of two). When full, spawns run
   /// at once whatever the policy.
   std::size_t deque_capacity = 4096;
-  /// Bind worker i to processing unit i (via hwloc; ignored with a warning without hwloc).
-  bool pin_workers = false;
+  /// Binding workers to processing units (through hwloc). Bound workers cannot be stacked on
+  /// one core by the OS's wake-up placement while another core idles (docs/cpu.md, "Pinning").
+  Pinning pinning = Pinning::automatic;
   /// How long an idle worker keeps looking for work (stealing, pausing, then yielding its core)
   /// before it sleeps. A sleeping worker costs the next task a wake-up; spinning costs a core
   /// only while the pool goes quiet. 250 us bridges the short serial stretches of fork-join

@@ -3,6 +3,8 @@
 
 #include <cstddef>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace weft::cpu {
 
@@ -19,8 +21,17 @@ struct CpuTopology {
 /// knows when weft was built without hwloc).
 CpuTopology describe_cpu_topology() noexcept;
 
-/// Binds the calling thread to processing unit `index` modulo their number. Returns false (and
-/// changes nothing) without hwloc or when the OS refuses.
+/// Binds the calling thread to processing unit `index` (hwloc's logical index) modulo their
+/// number. Returns false (and changes nothing) without hwloc or when the OS refuses.
 bool pin_this_thread_to_pu(std::size_t index) noexcept;
+
+/// Binds `thread` to processing unit `index` (logical) modulo their number. Returns false (and
+/// changes nothing) without hwloc or when the OS refuses. Any thread.
+bool pin_thread_to_pu(std::thread& thread, std::size_t index) noexcept;
+
+/// Logical indices of the processing units the calling thread may run on (its affinity mask:
+/// taskset, cgroups, an MPI launcher's binding), in order; empty without hwloc or when the
+/// mask cannot be read. Threads the caller starts inherit this mask.
+std::vector<std::size_t> allowed_processing_units() noexcept;
 
 }  // namespace weft::cpu
