@@ -225,12 +225,15 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
   so.settle_ms = 20;
   Suite suite("graph", so);
   suite.record_host_handoff("start");  // which kind of machine instance this run had
-  cpu::Executor executor;
+  cpu::ExecutorOptions eo;
+  eo.pinning = o.pinning;
+  cpu::Executor executor(eo);
   wg::RuntimeOptions ro;
   ro.device = o.device == "emulated" ? wg::DeviceKind::emulated : wg::DeviceKind::cuda;
   wg::Runtime rt(executor, ro);
-  std::fprintf(stderr, "[graph] device: %s, %zu CPU workers\n", rt.device_name().c_str(),
-               executor.num_workers());
+  std::fprintf(stderr, "[graph] device: %s, %zu CPU workers (%s)\n", rt.device_name().c_str(),
+               executor.num_workers(),
+               executor.pinned_units().empty() ? "unbound" : "bound one per hardware thread");
   suite.set_gpu(rt.device_name(), 1);
   std::vector<const factors::Application*> apps;
   for (const auto& a : factors::applications()) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness/harness.hpp"
+#include "weft/cpu/options.hpp"
 #include "weft/graph/runtime.hpp"
 
 namespace weft::bench::graph {
@@ -29,6 +30,8 @@ struct GraphSuiteOptions {
   /// there is, which bounds what any mapping policy can gain over D-Map.
   bool exhaustive = false;
   int exhaustive_samples = 3;
+  /// The CPU executor's workers' binding (ExecutorOptions::pinning).
+  weft::cpu::Pinning pinning = weft::cpu::Pinning::automatic;
 };
 
 /// Mappings whose simulated makespan (schedule.hpp, from the calibrated models) is over this

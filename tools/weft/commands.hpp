@@ -45,7 +45,8 @@ struct GraphArgs {
   std::string size = "32m";
   std::vector<std::string> sizes;
   std::string policy = "pptm";
-  bool exhaustive = false;  // bench graph: also time every mapping at the largest size
+  bool exhaustive = false;            // bench graph: also time every mapping at the largest size
+  std::string pinning = "automatic";  // bench graph: the executor's ExecutorOptions::pinning
   std::string trace, svg, trace_dir;
   std::string db;       // empty: default_models_path()
   std::string machine;  // the models' key: $WEFT_MACHINE, else the host name

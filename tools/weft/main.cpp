@@ -78,6 +78,10 @@ int main(int argc, char** argv) {
                         "Also time every mapping of each application at the largest size (but "
                         "those the models put over 2x the fastest policy): the best any "
                         "mapping policy could do");
+  bench_graph
+      ->add_option("--pinning", graph_args.pinning,
+                   "Binding of the CPU workers: automatic (default), none, always")
+      ->check(CLI::IsMember({"automatic", "none", "always"}));
   bench_graph->add_option("--trace-dir", graph_args.trace_dir,
                           "Write a Chrome trace and an SVG timeline per app, size and policy");
   bench_graph->add_option("--machine", graph_args.machine,
