@@ -77,12 +77,18 @@ void task_thunk(Task* t, TaskOp op) {
   }
 }
 
-// ---- per-thread free list ----------------------------------------------------------------
+// ---- per-thread free list and the shared depot ---------------------------------------------
 // Tasks are recycled through a free list of the thread that finishes them, so the steady state
-// of a spawning program allocates nothing. A task may be freed on another thread than the one
-// that allocated it; the list is capped so a thread that only frees cannot hoard memory.
+// of a spawning program allocates nothing. A task is often freed on another thread than the one
+// that allocated it (a thief runs what the spawner made): the thief's list then grows while the
+// spawner's stays empty. Past kFreeListCap, a thread hands kDepotBatch tasks at once to a
+// process-wide depot, and a thread whose list is empty takes a batch from it before asking the
+// heap: one lock per batch, and no task goes back to the heap of a thread that is allocating
+// (glibc's free() of a chunk from another thread's arena takes that arena's lock, and the
+// spawner and the thief then convoy on it: docs/cpu.md, "Task memory").
 
 inline constexpr std::uint32_t kFreeListCap = 1024;
+inline constexpr std::uint32_t kDepotBatch = 64;
 
 struct TaskFreeList {
   Task* head;
@@ -92,9 +98,13 @@ struct TaskFreeList {
 
 inline thread_local TaskFreeList tl_free_list{nullptr, 0, false};
 
-/// Allocates fresh task memory and, the first time on a thread, arranges to free the thread's
-/// list at thread exit. Out of line: the slow path.
+/// The thread's list is empty: takes a batch from the depot into it and returns one task, or
+/// allocates fresh memory (and, the first time on a thread, arranges to free the thread's list
+/// at thread exit). Out of line: the slow path.
 Task* allocate_task_slow();
+/// The thread's list is full: moves a batch of it, with `t`, to the depot (to the heap when the
+/// depot is full or the thread is exiting). Out of line: the slow path.
+void free_task_slow(Task* t) noexcept;
 
 inline Task* allocate_task() {
   TaskFreeList& fl = tl_free_list;
@@ -114,8 +124,15 @@ inline void free_task(Task* t) noexcept {
     ++fl.count;
     return;
   }
-  ::operator delete (t, std::align_val_t{alignof(Task)});
+  free_task_slow(t);
 }
+
+/// Arranges for the calling thread's free list to be freed when it exits (allocate_task_slow
+/// does it too): for threads that may free tasks without ever allocating one (workers).
+void prepare_thread_free_list() noexcept;
+
+/// Tasks held by the depot now (batches x kDepotBatch). Any thread; for tests.
+std::size_t depot_tasks() noexcept;
 
 /// Builds a task that will run `f`. Throws std::bad_alloc only.
 template <class F>
