@@ -50,9 +50,7 @@ void validate(const ExecutorOptions& o) {
 std::atomic<bool> g_automatic_pins_taken{false};
 
 std::size_t resolve_workers(std::size_t requested) {
-  if (requested != 0) return requested;
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : hw;
+  return requested != 0 ? requested : allowed_hardware_threads();
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "weft/cpu/topology.hpp"
 
+#include <sched.h>
+
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -86,6 +88,17 @@ hwloc_obj_t pu_by_index(HwlocTopology& h, std::size_t index) {
 }
 }  // namespace
 #endif
+
+std::size_t allowed_hardware_threads() noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return static_cast<std::size_t>(n);
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : hw;
+}
 
 bool pin_this_thread_to_pu(std::size_t index) noexcept {
 #if WEFT_HAVE_HWLOC

@@ -19,10 +19,13 @@
 namespace weft::cpu {
 namespace {
 
-TEST(Executor, DefaultsToHardwareThreads) {
+// One worker per hardware thread of the caller's affinity mask (all of them when unrestricted).
+TEST(Executor, DefaultsToTheAllowedHardwareThreads) {
   Executor ex;
-  const unsigned hw = std::thread::hardware_concurrency();
-  EXPECT_EQ(ex.num_workers(), hw == 0 ? 1u : hw);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  EXPECT_EQ(ex.num_workers(), static_cast<std::size_t>(CPU_COUNT(&set)));
 }
 
 TEST(Executor, RejectsBadOptions) {
@@ -240,7 +243,8 @@ TEST(Executor, AutomaticPinningOnlyWithOneWorkerPerAllowedUnit) {
 }
 
 // The units come from the constructing thread's affinity mask (taskset, an MPI launcher's
-// binding): an executor made on a thread restricted to one CPU binds its one worker there.
+// binding), and so does the default worker count: an executor made on a thread restricted to
+// one CPU has one worker, bound there.
 TEST(Executor, AutomaticPinningFollowsTheCallersAffinityMask) {
   const std::vector<std::size_t> units = allowed_processing_units();
   if (units.size() < 2) GTEST_SKIP() << "needs hwloc and two allowed processing units";
@@ -252,18 +256,22 @@ TEST(Executor, AutomaticPinningFollowsTheCallersAffinityMask) {
     if (CPU_ISSET(c, &all)) last = c;
   }
   std::pair<int, int> seen{0, -1};
-  std::size_t bound = 0, allowed = 0;
+  std::size_t bound = 0, allowed = 0, workers = 0, allowed_threads = 0;
   std::thread([&] {
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(last, &one);
     ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
     allowed = allowed_processing_units().size();
-    Executor ex(ExecutorOptions{.workers = 1});
+    allowed_threads = allowed_hardware_threads();
+    Executor ex;  // default worker count
+    workers = ex.num_workers();
     bound = ex.pinned_units().size();
     seen = worker_affinity(ex);
   }).join();
   EXPECT_EQ(allowed, 1u);
+  EXPECT_EQ(allowed_threads, 1u);
+  EXPECT_EQ(workers, 1u);
   EXPECT_EQ(bound, 1u);
   EXPECT_EQ(seen, (std::pair<int, int>{1, last}));
 }

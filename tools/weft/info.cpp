@@ -1,8 +1,6 @@
-#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 
 #include "commands.hpp"
 #include "weft/cpu/topology.hpp"
@@ -50,9 +48,10 @@ std::vector<GpuInfo> list_gpus(std::string& status) {
 int run_info(bool json) {
   const cpu::CpuTopology t = cpu::describe_cpu_topology();
   // What Pinning::automatic does for an executor with the default worker count (one per
-  // hardware thread): it binds them when this process may run on exactly that many units.
+  // hardware thread of the affinity mask): it binds them when hwloc sees that many allowed
+  // units.
   const std::size_t allowed = cpu::allowed_processing_units().size();
-  const std::size_t default_workers = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t default_workers = cpu::allowed_hardware_threads();
   const bool default_pinned = allowed != 0 && allowed == default_workers;
   std::string gpu_status;
   const auto gpus = list_gpus(gpu_status);
@@ -99,7 +98,7 @@ int run_info(bool json) {
     std::printf(
         "        workers unbound: no hwloc, or this process's affinity mask is unreadable\n");
   } else {
-    std::printf("        %zu allowed to this process; a default executor (%zu workers) %s\n",
+    std::printf("        %zu allowed to this process; a default executor (%zu worker(s)) %s\n",
                 allowed, default_workers,
                 default_pinned ? "binds one worker to each"
                                : "leaves its workers unbound (not one worker per allowed unit)");

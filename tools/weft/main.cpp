@@ -30,8 +30,9 @@ int main(int argc, char** argv) {
   bench_cpu->add_option("--samples", cpu_args.samples, "Measured runs per contender (>= 1)")
       ->check(CLI::Range(1, 1000));
   bench_cpu
-      ->add_option("--workers", cpu_args.workers,
-                   "Threads for weft and every peer (default: hardware threads)")
+      ->add_option(
+          "--workers", cpu_args.workers,
+          "Threads for weft and every peer (default: the hardware threads this process may run on)")
       ->check(CLI::Range(1, 4096));
   bench_cpu
       ->add_option("--pinning", cpu_args.pinning,

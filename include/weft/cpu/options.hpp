@@ -44,7 +44,8 @@ enum class Pinning : std::uint8_t {
 
 /// Options of weft::cpu::Executor. Defaults follow seed 003 (6 private + 30 public).
 struct ExecutorOptions {
-  /// Worker threads; 0 means the number of hardware threads.
+  /// Worker threads; 0 means one per hardware thread the constructing thread may run on (its
+  /// affinity mask, as OpenMP and TBB count theirs; all of the machine's when unrestricted).
   std::size_t workers = 0;
   SpawnPolicy spawn_policy = SpawnPolicy::bounded_queue;
   /// Tasks a worker keeps private (unstealable, no synchronisation) before publishing.

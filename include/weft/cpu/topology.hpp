@@ -21,6 +21,11 @@ struct CpuTopology {
 /// knows when weft was built without hwloc).
 CpuTopology describe_cpu_topology() noexcept;
 
+/// How many hardware threads the calling thread may run on (its affinity mask: taskset,
+/// cgroups' cpusets, an MPI launcher's binding), as OpenMP and TBB count their default threads;
+/// std::thread::hardware_concurrency() where the mask cannot be read; at least 1.
+std::size_t allowed_hardware_threads() noexcept;
+
 /// Binds the calling thread to processing unit `index` (hwloc's logical index) modulo their
 /// number. Returns false (and changes nothing) without hwloc or when the OS refuses.
 bool pin_this_thread_to_pu(std::size_t index) noexcept;
