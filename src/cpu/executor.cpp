@@ -358,8 +358,9 @@ bool Executor::all_workers_idle() const noexcept {
 
 void Executor::worker_main(detail::Worker& w) {
   detail::tl_context.worker = &w;
-  detail::prepare_thread_free_list();  // a worker that only runs stolen tasks frees, never
-                                       // allocates
+  // A worker that only runs stolen tasks frees tasks but never allocates one: arm the cleanup of
+  // its free list at thread exit now rather than on its first allocation.
+  detail::prepare_thread_free_list();
   w.parker = detail::this_thread_parker_index();
   const std::string name = "weft-w" + std::to_string(w.index);
   pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
