@@ -12,7 +12,7 @@ namespace weft::bench::cpu {
 struct CpuSuiteOptions {
   bool quick = false;  // small sizes, 3 samples: a smoke run (CI uses it)
   int samples = 5;     // medians of at least 5 per the issue
-  int workers = 0;     // 0: hardware threads
+  int workers = 0;     // 0: the hardware threads this process may run on
   weft::cpu::Pinning pinning = weft::cpu::Pinning::automatic;  // weft's workers only
   std::vector<std::string> only;  // run only these benchmarks (empty: all)
 };

@@ -85,9 +85,9 @@ Executor::Executor(ExecutorOptions options) : options_(options) {
     wp->thread = std::thread([this, wp] { worker_main(*wp); });
     // Bound here rather than by the worker itself, so that pinned_units() is settled when the
     // constructor returns; a worker that started elsewhere migrates.
-    if (!units.empty() && pin_thread_to_pu(wp->thread, units[wp->index % units.size()])) {
-      pinned_units_.push_back(units[wp->index % units.size()]);
-    }
+    if (units.empty()) continue;
+    const std::size_t unit = units[wp->index % units.size()];
+    if (pin_thread_to_pu(wp->thread, unit)) pinned_units_.push_back(unit);
   }
   if (options_.pinning == Pinning::always && pinned_units_.size() != workers_.size()) {
     std::fprintf(stderr,

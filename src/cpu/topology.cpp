@@ -76,19 +76,6 @@ CpuTopology describe_cpu_topology() noexcept {
   return t;
 }
 
-#if WEFT_HAVE_HWLOC
-namespace {
-// The PU of logical index `index` modulo their number, or null.
-hwloc_obj_t pu_by_index(HwlocTopology& h, std::size_t index) {
-  if (!h.ok) return nullptr;
-  const int n = hwloc_get_nbobjs_by_type(h.topo, HWLOC_OBJ_PU);
-  if (n <= 0) return nullptr;
-  return hwloc_get_obj_by_type(h.topo, HWLOC_OBJ_PU,
-                               static_cast<unsigned>(index % static_cast<std::size_t>(n)));
-}
-}  // namespace
-#endif
-
 std::size_t allowed_hardware_threads() noexcept {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -100,21 +87,14 @@ std::size_t allowed_hardware_threads() noexcept {
   return hw == 0 ? 1 : hw;
 }
 
-bool pin_this_thread_to_pu(std::size_t index) noexcept {
-#if WEFT_HAVE_HWLOC
-  HwlocTopology& h = hwloc_topology();
-  hwloc_obj_t pu = pu_by_index(h, index);
-  return pu != nullptr && hwloc_set_cpubind(h.topo, pu->cpuset, HWLOC_CPUBIND_THREAD) == 0;
-#else
-  (void)index;
-  return false;
-#endif
-}
-
 bool pin_thread_to_pu(std::thread& thread, std::size_t index) noexcept {
 #if WEFT_HAVE_HWLOC
   HwlocTopology& h = hwloc_topology();
-  hwloc_obj_t pu = pu_by_index(h, index);
+  if (!h.ok) return false;
+  const int n = hwloc_get_nbobjs_by_type(h.topo, HWLOC_OBJ_PU);
+  if (n <= 0) return false;
+  hwloc_obj_t pu = hwloc_get_obj_by_type(
+      h.topo, HWLOC_OBJ_PU, static_cast<unsigned>(index % static_cast<std::size_t>(n)));
   return pu != nullptr &&
          hwloc_set_thread_cpubind(h.topo, thread.native_handle(), pu->cpuset, 0) == 0;
 #else

@@ -14,9 +14,7 @@ int run_bench_cpu(const BenchCpuArgs& args) {
   o.quick = args.quick;
   o.samples = args.samples > 0 ? args.samples : (args.quick ? 3 : 5);
   o.workers = args.workers;
-  o.pinning = args.pinning == "none"     ? cpu::Pinning::none
-              : args.pinning == "always" ? cpu::Pinning::always
-                                         : cpu::Pinning::automatic;
+  o.pinning = args.pinning;
   o.only = args.only;
   std::string machine = args.machine;
   if (machine.empty()) {

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "weft/cpu/options.hpp"
+
 namespace weft::cpu {
 class Executor;
 }
@@ -17,7 +19,7 @@ struct BenchCpuArgs {
   std::string json_path;
   int samples = 0;  // 0: 5 (3 with --quick)
   int workers = 0;
-  std::string pinning = "automatic";  // automatic | none | always (weft's executor)
+  cpu::Pinning pinning = cpu::Pinning::automatic;  // weft's executor
   std::vector<std::string> only;
   std::string machine;
   std::string command;
@@ -45,8 +47,8 @@ struct GraphArgs {
   std::string size = "32m";
   std::vector<std::string> sizes;
   std::string policy = "pptm";
-  bool exhaustive = false;            // bench graph: also time every mapping at the largest size
-  std::string pinning = "automatic";  // bench graph: the executor's ExecutorOptions::pinning
+  bool exhaustive = false;  // bench graph: also time every mapping at the largest size
+  cpu::Pinning pinning = cpu::Pinning::automatic;  // bench graph: the executor's binding
   std::string trace, svg, trace_dir;
   std::string db;       // empty: default_models_path()
   std::string machine;  // the models' key: $WEFT_MACHINE, else the host name

@@ -194,9 +194,7 @@ int run_bench_graph(const GraphArgs& a) {
   bench::graph::GraphSuiteOptions o;
   o.device = a.device == "emulated" ? "emulated" : "auto";
   o.samples = a.samples > 0 ? a.samples : (a.quick ? 3 : 7);
-  o.pinning = a.pinning == "none"     ? cpu::Pinning::none
-              : a.pinning == "always" ? cpu::Pinning::always
-                                      : cpu::Pinning::automatic;
+  o.pinning = a.pinning;
   if (a.quick) o.totals = {1'000'000, 4'000'000};
   if (!a.sizes.empty()) {
     o.totals.clear();

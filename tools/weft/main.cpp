@@ -3,11 +3,23 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <map>
 #include <string>
 
 #include "commands.hpp"
 
 int main(int argc, char** argv) {
+  // --pinning, for both benches: its words, checked, then stored as ExecutorOptions::pinning.
+  const std::map<std::string, weft::cpu::Pinning> pinning_names{
+      {"automatic", weft::cpu::Pinning::automatic},
+      {"none", weft::cpu::Pinning::none},
+      {"always", weft::cpu::Pinning::always}};
+  auto add_pinning = [&](CLI::App* sub, weft::cpu::Pinning& to, const std::string& help) {
+    sub->add_option_function<std::string>(
+           "--pinning", [&pinning_names, &to](const std::string& w) { to = pinning_names.at(w); },
+           help)
+        ->check(CLI::IsMember({"automatic", "none", "always"}));
+  };
   CLI::App app{"weft: task-parallel runtime for CPU+GPU machines", "weft"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("weft ") + WEFT_VERSION);
@@ -34,11 +46,9 @@ int main(int argc, char** argv) {
           "--workers", cpu_args.workers,
           "Threads for weft and every peer (default: the hardware threads this process may run on)")
       ->check(CLI::Range(1, 4096));
-  bench_cpu
-      ->add_option("--pinning", cpu_args.pinning,
-                   "Binding of weft's workers: automatic (default: bound when one worker per "
-                   "allowed hardware thread), none, always; the peers keep their own defaults")
-      ->check(CLI::IsMember({"automatic", "none", "always"}));
+  add_pinning(bench_cpu, cpu_args.pinning,
+              "Binding of weft's workers: automatic (default: bound when one worker per allowed "
+              "hardware thread), none, always; the peers keep their own defaults");
   bench_cpu->add_option("--only", cpu_args.only, "Run only these benchmarks (repeatable)")
       ->check(CLI::IsMember(weft::tools::cpu_benchmark_names()));
   bench_cpu->add_option("--machine", cpu_args.machine,
@@ -79,10 +89,8 @@ int main(int argc, char** argv) {
                         "Also time every mapping of each application at the largest size (but "
                         "those the models put over 2x the fastest policy): the best any "
                         "mapping policy could do");
-  bench_graph
-      ->add_option("--pinning", graph_args.pinning,
-                   "Binding of the CPU workers: automatic (default), none, always")
-      ->check(CLI::IsMember({"automatic", "none", "always"}));
+  add_pinning(bench_graph, graph_args.pinning,
+              "Binding of the CPU workers: automatic (default), none, always");
   bench_graph->add_option("--trace-dir", graph_args.trace_dir,
                           "Write a Chrome trace and an SVG timeline per app, size and policy");
   bench_graph->add_option("--machine", graph_args.machine,

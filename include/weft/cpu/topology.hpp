@@ -26,12 +26,8 @@ CpuTopology describe_cpu_topology() noexcept;
 /// std::thread::hardware_concurrency() where the mask cannot be read; at least 1.
 std::size_t allowed_hardware_threads() noexcept;
 
-/// Binds the calling thread to processing unit `index` (hwloc's logical index) modulo their
-/// number. Returns false (and changes nothing) without hwloc or when the OS refuses.
-bool pin_this_thread_to_pu(std::size_t index) noexcept;
-
-/// Binds `thread` to processing unit `index` (logical) modulo their number. Returns false (and
-/// changes nothing) without hwloc or when the OS refuses. Any thread.
+/// Binds `thread` to processing unit `index` (hwloc's logical index) modulo their number. Returns
+/// false (and changes nothing) without hwloc or when the OS refuses. Any thread.
 bool pin_thread_to_pu(std::thread& thread, std::size_t index) noexcept;
 
 /// Logical indices of the processing units the calling thread may run on (its affinity mask:
