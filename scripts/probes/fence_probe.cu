@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "mailbox.cuh"
+
 namespace {
 
 // Byte offsets in the 4 KiB mailbox (each its own 128-byte line unless said).
@@ -96,24 +98,11 @@ __global__ void mailbox_kernel(unsigned char* box, int n, int variant) {
   }
 }
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-template <class T>
-T pct(std::vector<T> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(p * (v.size() - 1))];
-}
-
 void mailbox(int variant, int gap_us) {
-  unsigned char* box = nullptr;
-  cudaHostAlloc(reinterpret_cast<void**>(&box), 4096, cudaHostAllocMapped);
-  std::memset(box, 0, 4096);
-  unsigned char* dbox = nullptr;
-  cudaHostGetDevicePointer(reinterpret_cast<void**>(&dbox), box, 0);
+  const MappedBox mailbox_memory(4096);
+  unsigned char* box = mailbox_memory.host;
   const int n = 400;
-  mailbox_kernel<<<1, 128>>>(dbox, n, variant);
+  mailbox_kernel<<<1, 128>>>(mailbox_memory.device, n, variant);
   std::atomic_ref<unsigned> in(*reinterpret_cast<unsigned*>(box + kIn));
   std::atomic_ref<unsigned> out(*reinterpret_cast<unsigned*>(box + kOut));
   std::vector<double> lat;
@@ -131,7 +120,6 @@ void mailbox(int variant, int gap_us) {
   std::vector<unsigned long long> cyc(n), ns(n);
   cudaMemcpyFromSymbol(cyc.data(), g_fence_cycles, n * sizeof(unsigned long long));
   cudaMemcpyFromSymbol(ns.data(), g_fence_ns, n * sizeof(unsigned long long));
-  cudaFreeHost(box);
   std::printf(
       "%-50s gap %4d us: round trip p50 %5.2f p99 %5.2f us; fence p50 %6llu cycles "
       "%5llu ns, p90 %5llu ns\n",

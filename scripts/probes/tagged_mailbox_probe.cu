@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "mailbox.cuh"
+
 namespace {
 
 // Byte offsets in the 4 KiB mailbox.
@@ -116,25 +118,13 @@ __global__ void mailbox_kernel(unsigned char* box, int n, int variant) {
   }
 }
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double pct(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))];
-}
-
 void mailbox(int variant, int gap_us) {
-  unsigned char* box = nullptr;
-  cudaHostAlloc(reinterpret_cast<void**>(&box), 4096, cudaHostAllocMapped);
-  std::memset(box, 0, 4096);
-  unsigned char* dbox = nullptr;
-  cudaHostGetDevicePointer(reinterpret_cast<void**>(&dbox), box, 0);
+  const MappedBox mailbox_memory(4096);
+  unsigned char* box = mailbox_memory.host;
   const unsigned long long zero = 0;
   cudaMemcpyToSymbol(g_torn, &zero, sizeof zero);
   const int n = 400;
-  mailbox_kernel<<<1, 128>>>(dbox, n, variant);
+  mailbox_kernel<<<1, 128>>>(mailbox_memory.device, n, variant);
   std::vector<double> lat;
   bool ok = true;
   for (unsigned i = 1; i <= static_cast<unsigned>(n); ++i) {
@@ -177,7 +167,6 @@ void mailbox(int variant, int gap_us) {
   cudaDeviceSynchronize();
   unsigned long long torn = 0;
   cudaMemcpyFromSymbol(&torn, g_torn, sizeof torn);
-  cudaFreeHost(box);
   std::printf(
       "%-48s gap %4d us: round trip p50 %5.2f p90 %5.2f p99 %5.2f us; torn polls %llu; %s\n",
       kNames[variant], gap_us, pct(lat, 0.5), pct(lat, 0.9), pct(lat, 0.99), torn,
