@@ -6,7 +6,7 @@
  * trip), and publishes its results with a system-scope release (a fence). With tagged records
  * every 8-byte word of a slot carries a tag beside its 32 bits of data, and 8-byte accesses are
  * single-copy atomic, but nothing orders one word against another: a reader may see any mix of
- * old and new words (the H100 showed one such poll in 4800,
+ * old and new words (the H100 showed one such poll in 6400 tagged round trips,
  * bench/results/h100/probes/tagged_mailbox-a0d93bd.txt). The tag of a word is
  * 2 * (the slot's use count) + direction (0: request from the scheduler, 1: result from the
  * block), modulo TAGS; the slots start with every word's tag odd (a result's). So:
