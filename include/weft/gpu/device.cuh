@@ -253,8 +253,9 @@ struct RecordsFound {
   bool exit;
 };
 
-// Loads per lane in one pass of read_records: enough for 8 slots of 64-byte payloads at once.
-inline constexpr unsigned kLoadsPerLane = 8;
+// Loads per lane in one pass of read_records: 128 words, 8 slots of 48-byte payloads at once.
+// (8 took the kernel from 48 to 64 registers, and the default pool from 6 to 5 blocks per SM.)
+inline constexpr unsigned kLoadsPerLane = 4;
 
 // Warp 0: one read of the records of the `window` slots from ring position `pos` (ring order),
 // their words copied into shared memory (type, size, payload) as they arrive, and each record
@@ -517,10 +518,9 @@ __device__ inline void publish_loop(BlockShared& sh, unsigned char* ring, const 
       auto* ended_word =
           reinterpret_cast<std::uint64_t*>(ring + pos * a.slot_stride) + kEndedWord;
       // release, system scope: pairs with the scheduler's acquire load of the ended word (a
-      // fence, then the store: the task's global-memory writes are visible to whatever the
-      // scheduler's delivery leads to). The status and result words are written by the task
-      // threads after they let this go, not before it, so that the fence does not wait for
-      // their trip over PCIe; the scheduler checks their tags.
+      // fence, then the store: the task's global-memory writes, status and results are
+      // visible to whatever the scheduler's delivery leads to; the scheduler checks the tags of
+      // status and results all the same).
       cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*ended_word)
           .store(tagged(result_tag(use), 0), cuda::memory_order_release);
       WEFT_TRACE(4);
@@ -584,16 +584,17 @@ __global__ void resident_kernel(ResidentArgs a) {
       uint4* mine = payloads + j * kWords;
       const TaskStatus status = size <= Capacity ? Types::dispatch(sh.type[j], mine, size, ctx)
                                                  : TaskStatus::bad_payload_size;
-      // Every task thread's global-memory and result words' writes happen before the arrival.
+      // Every task thread's global-memory writes and result words happen before the copy.
       named_sync(kTaskBarrier, threads);
       if (me < 32) {
         WEFT_TRACE(2);
-        // release, block scope: pairs with the publisher's wait; with the barrier above, every
-        // task thread's writes for this task happen before the publisher's release store.
-        if (me == 0) mbar_arrive(&sh.done[j]);
-        // Then the status and the results back into the slot (posted writes over PCIe; relaxed:
-        // each vouches for itself by its tag) by the first task warp, while the publisher
-        // fences.
+        // The status and the results back into the slot (posted writes over PCIe; relaxed:
+        // each vouches for itself by its tag) by the first task warp, before the publisher's
+        // release: its fence makes them visible with the ended word. (Written after the
+        // arrival instead, beside the fence, they reached the host microseconds late: the
+        // latency trace's link 2.7 -> 7.3 us, bench/results/h100/probes/
+        // tagged_slots_latency_ab-f7aa3fc.txt. Posted writes to host memory are not pushed out
+        // by anything but a fence.)
         const std::uint32_t tag = sh.result_tag[j];
         std::uint64_t* out = slot(j);
         const std::uint32_t words = size <= Capacity ? payload_words(size) : 0;
@@ -601,7 +602,13 @@ __global__ void resident_kernel(ResidentArgs a) {
         for (std::uint32_t i = me; i < words; i += 32) {
           store_word_relaxed(out + kPayloadWord + i, tagged(tag, result[i]));
         }
-        if (me == 0) store_word_relaxed(out + kStatusWord, tagged(tag, static_cast<std::uint32_t>(status)));
+        if (me == 0) {
+          store_word_relaxed(out + kStatusWord, tagged(tag, static_cast<std::uint32_t>(status)));
+        }
+        __syncwarp();  // the lanes' writes happen before lane 0's arrival
+        // release, block scope: pairs with the publisher's wait; with the barrier above, every
+        // task thread's writes for this task happen before the publisher's release store.
+        if (me == 0) mbar_arrive(&sh.done[j]);
       }
       // The next task may reuse the types' shared memory only after every thread left this
       // one (the copy above reads only this slot's payload words).

@@ -1135,8 +1135,8 @@ class PoolCore {
     if (results != nullptr) copy_payload<Capacity>(r.payload, results, m.size);
   }
   // A task whose status word arrived: stages it with the results read from its slot's payload
-  // words, or, when one of them has yet to arrive (the block writes them after it let the
-  // status go: docs/gpu.md, "Slots"), stages nothing and returns false.
+  // words, or, when one of them does not carry the result tag yet, stages nothing and returns
+  // false (the block releases them with the ended word, so this is a guard, not a wait).
   bool stage_results(Lane& lane, const SlotMeta& m, TaskStatus status, const std::uint64_t* slot,
                      std::uint32_t tag) {
     Record& r = stage_record(lane, m, status);

@@ -38,9 +38,9 @@
 // Ordering beyond a record's own words (a task's global-memory writes seen by the tasks and
 // the host code that come after it): the block stores the ended word after a system-scope
 // release fence and the scheduler loads it with acquire; the scheduler stores word 0 with
-// release and the block loads it with acquire (docs/gpu.md, "Slots"). The status and result
-// words are not ordered before the ended word (the GPU writes them beside the fence, not
-// before it, so that the fence need not wait for them): the scheduler checks their tags too.
+// release and the block loads it with acquire (docs/gpu.md, "Slots"). Status and results are
+// written before that release, so they arrive with the ended word; the scheduler checks their
+// tags all the same (a record is only ever trusted by its tags).
 #pragma once
 
 #include <atomic>
