@@ -30,7 +30,10 @@ void trace(const char* name, PoolOptions o) {
   P pool(o);
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  constexpr int kPhases = 12;
+#if !defined(WEFT_TRACE_WORDS)
+#define WEFT_TRACE_WORDS 5
+#endif
+  constexpr int kPhases = 14;
   const char* names[kPhases] = {"push() call",
                                 "push returned->lane took",
                                 "took->READY stored",
@@ -42,7 +45,9 @@ void trace(const char* name, PoolOptions o) {
                                 "gpu: hand-offs + task",
                                 "gpu: results + hand-off",
                                 "gpu: FINISHED store",
-                                "link (2 trips + poll wait)"};
+                                "link (2 trips + poll wait)",
+                                "gpu: record reads in the poll",
+                                "gpu: of them torn"};
   std::vector<std::vector<double>> v(kPhases);
   std::vector<std::vector<double>> rows;  // per task, every phase: where the tail's time goes
   for (int i = 0; i < kTasks; ++i) {
@@ -52,8 +57,9 @@ void trace(const char* name, PoolOptions o) {
     const long long t1 = detail::trace_now();
     (void)pool.pop();
     const long long t3 = detail::trace_now();
-    unsigned long long g[5] = {};
-    cudaMemcpyFromSymbolAsync(g, detail::g_weft_trace, sizeof g, 0, cudaMemcpyDeviceToHost, stream);
+    unsigned long long g[7] = {};  // [5], [6]: tagged records only (WEFT_TRACE_WORDS 7)
+    cudaMemcpyFromSymbolAsync(g, detail::g_weft_trace, WEFT_TRACE_WORDS * sizeof g[0], 0,
+                              cudaMemcpyDeviceToHost, stream);
     cudaStreamSynchronize(stream);
     const long long k = detail::g_trace_taken.load(), l = detail::g_trace_loaded.load(),
                     s = detail::g_trace_seen.load(), d = detail::g_trace_delivered.load();
@@ -63,7 +69,8 @@ void trace(const char* name, PoolOptions o) {
                                 static_cast<double>(d - s),       static_cast<double>(t3 - d),
                                 static_cast<double>(t3 - t0),     static_cast<double>(g[1] - g[0]),
                                 static_cast<double>(g[2] - g[1]), static_cast<double>(g[3] - g[2]),
-                                static_cast<double>(g[4] - g[3]), static_cast<double>(s - l) - gpu};
+                                static_cast<double>(g[4] - g[3]), static_cast<double>(s - l) - gpu,
+                                static_cast<double>(g[5]) * 1e3,  static_cast<double>(g[6]) * 1e3};
     for (int k = 0; k < kPhases; ++k) v[k].push_back(in[k] * 1e-3);
     rows.emplace_back(in, in + kPhases);
   }

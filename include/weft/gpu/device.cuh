@@ -50,9 +50,12 @@ inline constexpr int kEpochCopies = 64;
 inline constexpr int kEpochStride = 32;  // words: one copy per 128 bytes
 
 #if defined(WEFT_POOL_TRACE)
-// scripts/probes/latency_trace.cu: the GPU clock when the last block to run a task saw it
-// READY, had read its payload, had run it, had fenced, and had stored FINISHED.
-__device__ unsigned long long g_weft_trace[5];
+// scripts/probes/latency_trace.cu: the GPU clock when the last block to run a task had read its
+// record (twice: once the poll, once the payload, when they were two reads), had run it, had
+// handed it to the publisher, and had stored its ended word; then how many reads of records
+// the poll that found it made, and how many of them found a record part old, part new.
+#define WEFT_TRACE_WORDS 7
+__device__ unsigned long long g_weft_trace[WEFT_TRACE_WORDS];
 #define WEFT_TRACE(k)                                            \
   do {                                                           \
     if ((threadIdx.x & 31u) == 0) g_weft_trace[k] = global_ns(); \
@@ -263,7 +266,7 @@ inline constexpr unsigned kLoadsPerLane = 4;
 // size covers carry request_tag(n) (a record read while the scheduler writes it may be part
 // old, part new: slot.hpp). The loads are issued together (one PCIe round trip for up to
 // 32 * kLoadsPerLane words): every lane first loads its share of words 1 and the payload words
-// (relaxed: each vouches for itself by its tag), then lane t loads word 0 of record t with
+// (relaxed: each vouches for itself by its tag), then lane 31 - t loads word 0 of record t with
 // acquire (system scope: pairs with the scheduler's release store of it; an earlier load in the
 // lane's order is not held back by it, a later one would be). The slots in the window are free:
 // neither the task threads nor the publisher use them.
@@ -295,6 +298,15 @@ __device__ inline RecordsFound read_records(BlockShared& sh, std::uint32_t* payl
   if (lane < window) sh.first_stale[lane] = kRecordWords;
   __syncwarp();
   const unsigned others = window * kOther;
+  // Lane 31 - t loads word 0 of record t, after its share of the other words (an acquire load
+  // holds back the loads after it, not those before) and before any value is used: all the
+  // loads of a pass go out together. (With word 0 loaded after the others had arrived, a
+  // round trip later, nearly every task's first sight of its record was torn, word 0 new and
+  // the rest old, and a poll took two trips: latency link 2.7 -> 7.1 us, bench/results/h100/
+  // probes/tagged_variants-d325686.txt.)
+  const unsigned head_t = 31u - lane;
+  const bool loads_head = head_t < window;
+  std::uint64_t head = 0;
   for (unsigned base = 0; base < others; base += 32 * kLoadsPerLane) {
     std::uint64_t v[kLoadsPerLane];
 #pragma unroll
@@ -305,6 +317,13 @@ __device__ inline RecordsFound read_records(BlockShared& sh, std::uint32_t* payl
         v[k] = load_word_relaxed(record(t) + (o == 0 ? kSizeWord : kPayloadWord + o - 1));
       }
     }
+    if (loads_head && base + 32 * kLoadsPerLane >= others) {
+#if defined(WEFT_RECORD_HEAD_RELAXED)
+      head = load_word_relaxed(record(head_t) + kTypeWord);
+#else
+      head = load_word_acquire(record(head_t) + kTypeWord);
+#endif
+    }
 #pragma unroll
     for (unsigned k = 0; k < kLoadsPerLane; ++k) {
       const unsigned i = base + k * 32 + lane;
@@ -314,7 +333,7 @@ __device__ inline RecordsFound read_records(BlockShared& sh, std::uint32_t* payl
       }
     }
   }
-  if (lane < window) take(lane, kTypeWord, load_word_acquire(record(lane) + kTypeWord));
+  if (loads_head) take(head_t, kTypeWord, head);
   __syncwarp();  // every lane's shared writes and atomics before the checks below
   bool whole = false, is_exit = false;
   if (lane < window) {
@@ -360,12 +379,23 @@ __device__ inline RecordsFound poll_ring(BlockShared& sh, std::uint32_t* payload
   unsigned backoff = first_backoff;
   unsigned long long since = global_ns();
   bool was_busy = busy();
+#if defined(WEFT_POOL_TRACE)
+  unsigned long long reads = 0, torn = 0;
+#endif
   for (;;) {
     const unsigned window = wide || was_busy ? usable : 1u;
     const RecordsFound found = read_records<kRecordWords, kSharedWords, kCapacity>(
         sh, payload_words32, ring, a.slot_stride, depth, pos, window);
     // Host memory read, in 64-byte lines.
     if (lane == 0) polls += (window * a.slot_stride + 63) / 64;
+#if defined(WEFT_POOL_TRACE)
+    ++reads;
+    if (found.count == 0 && !found.exit && sh.first_stale[0] > kTypeWord) ++torn;
+    if (found.count != 0 && lane == 0) {
+      g_weft_trace[5] = reads;
+      g_weft_trace[6] = torn;
+    }
+#endif
     if (found.count != 0 || found.exit) return found;
     if (lane == 0) a.polls[blockIdx.x] = polls;  // it may wait here for the pool's life
     if (standby) {
