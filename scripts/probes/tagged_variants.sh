@@ -1,9 +1,15 @@
+#!/usr/bin/env bash
+# The latency trace of the tagged-record pool (the tree) against c6f4ef0's state-word pool
+# (scripts/gpu-ab.sh prepare c6f4ef0 first, and carry "ab"), alternated twice on one machine
+# instance; extra nvcc flags for the tree's build (e.g. -DSOMETHING) go in $NEW_FLAGS.
+# Run on the GPU machine from the repository root: bash scripts/probes/tagged_variants.sh
 set -u
-cd scripts/probes
+cd "$(dirname "$0")"
 n="nvcc -O2 -std=c++20 -gencode=arch=compute_90,code=sm_90 -DWEFT_POOL_TRACE"
 b=$(mktemp -d)
-$n -I../../ab/c6f4ef0/include -I../../include latency_trace.cu ../../ab/c6f4ef0/src/gpu/device_blocks.cu ../../ab/c6f4ef0/src/gpu/host_blocks.cpp -o $b/old &
-$n -I../../include latency_trace.cu ../../src/gpu/device_blocks.cu ../../src/gpu/host_blocks.cpp -o $b/new &
-$n -DWEFT_RECORD_HEAD_RELAXED -I../../include latency_trace.cu ../../src/gpu/device_blocks.cu ../../src/gpu/host_blocks.cpp -o $b/relaxed &
+$n -I../../ab/c6f4ef0/include -I../../include latency_trace.cu ../../ab/c6f4ef0/src/gpu/device_blocks.cu \
+  ../../ab/c6f4ef0/src/gpu/host_blocks.cpp -o "$b/old" &
+$n ${NEW_FLAGS:-} -I../../include latency_trace.cu ../../src/gpu/device_blocks.cu ../../src/gpu/host_blocks.cpp \
+  -o "$b/new" &
 wait
-for r in 1 2; do for v in old new relaxed; do echo "=== $v (round $r)"; timeout 60 $b/$v; done; done
+for r in 1 2; do for v in old new; do echo "=== $v (round $r)"; timeout 60 "$b/$v"; done; done

@@ -256,84 +256,57 @@ struct RecordsFound {
   bool exit;
 };
 
-// Loads per lane in one pass of read_records: 128 words, 8 slots of 48-byte payloads at once.
-// (8 took the kernel from 48 to 64 registers, and the default pool from 6 to 5 blocks per SM.)
-inline constexpr unsigned kLoadsPerLane = 4;
+// Words of a record a block reads: the headers (words 0 and 1) and the payload words (words 2
+// and 3 are the block's own).
+template <std::uint32_t kRecordWords>
+inline constexpr unsigned kReadWords = kRecordWords - 2;
+// Records one pass of read_records covers: one word per lane. A strong (system-scope) load
+// waits for its data before the warp issues another: one lane loading 8 words in a row took 8
+// round trips, an acquire load in a divergent branch after relaxed ones two, and one load per
+// lane in a single instruction one, acquire or not (1.3 us; bench/results/h100/probes/
+// poll_read-8bb7057.txt). A record of more than 32 words (a payload over 120 bytes) takes a
+// pass, and a round trip, per 32 words.
+template <std::uint32_t kRecordWords>
+inline constexpr unsigned kRecordsPerPass =
+    kReadWords<kRecordWords> >= 32 ? 1u : 32u / kReadWords<kRecordWords>;
 
-// Warp 0: one read of the records of the `window` slots from ring position `pos` (ring order),
-// their words copied into shared memory (type, size, payload) as they arrive, and each record
-// checked: it holds its slot's next use n in full when words 0, 1 and the payload words its
-// size covers carry request_tag(n) (a record read while the scheduler writes it may be part
-// old, part new: slot.hpp). The loads are issued together (one PCIe round trip for up to
-// 32 * kLoadsPerLane words): every lane first loads its share of words 1 and the payload words
-// (relaxed: each vouches for itself by its tag), then lane 31 - t loads word 0 of record t with
-// acquire (system scope: pairs with the scheduler's release store of it; an earlier load in the
-// lane's order is not held back by it, a later one would be). The slots in the window are free:
-// neither the task threads nor the publisher use them.
+// Warp 0: one read of the records of the `window` slots from ring position `pos` (ring order,
+// window <= kRecordsPerPass), their words copied into shared memory (type, size, payload) as
+// they arrive, and each record checked: it holds its slot's next use n in full when words 0, 1
+// and the payload words its size covers carry request_tag(n) (a record read while the
+// scheduler writes it may be part old, part new: slot.hpp). Every lane loads one word per pass
+// with acquire (system scope: pairs with the scheduler's release store of word 0, and costs no
+// more than a relaxed load when the whole warp loads in one instruction). The slots in the
+// window are free: neither the task threads nor the publisher use them.
 template <std::uint32_t kRecordWords, std::uint32_t kSharedWords, std::size_t kCapacity>
 __device__ inline RecordsFound read_records(BlockShared& sh, std::uint32_t* payload_words32,
                                             unsigned char* ring, std::size_t slot_stride,
                                             unsigned depth, unsigned pos, unsigned window) {
   const unsigned lane = threadIdx.x;  // warp 0
-  // Per record: word 1, then the payload words (words 2 and 3 are the block's own). In shared
-  // memory slot j's payload is kSharedWords 4-byte words from j * kSharedWords.
-  constexpr unsigned kOther = kRecordWords - kPayloadWord + 1;
-  auto record = [&](unsigned t) {
-    return reinterpret_cast<const std::uint64_t*>(ring + ((pos + t) % depth) * slot_stride);
-  };
-  auto expected = [&](unsigned t) { return request_tag(sh.use[(pos + t) % depth] + 1); };
-  // Word `w` of record `t` arrived as `v`: keep its data, or note it stale.
-  auto take = [&](unsigned t, unsigned w, std::uint64_t v) {
-    const unsigned j = (pos + t) % depth;
-    if (tag_of(v) != expected(t)) {
-      atomicMin(&sh.first_stale[t], w);
-    } else if (w == kTypeWord) {
-      sh.type[j] = data_of(v);
-    } else if (w == kSizeWord) {
-      sh.size[j] = data_of(v);
-    } else {
-      payload_words32[j * kSharedWords + (w - kPayloadWord)] = data_of(v);
-    }
-  };
+  // In shared memory slot j's payload is kSharedWords 4-byte words from j * kSharedWords.
+  constexpr unsigned kRead = kReadWords<kRecordWords>;
   if (lane < window) sh.first_stale[lane] = kRecordWords;
   __syncwarp();
-  const unsigned others = window * kOther;
-  // Lane 31 - t loads word 0 of record t, after its share of the other words (an acquire load
-  // holds back the loads after it, not those before) and before any value is used: all the
-  // loads of a pass go out together. (With word 0 loaded after the others had arrived, a
-  // round trip later, nearly every task's first sight of its record was torn, word 0 new and
-  // the rest old, and a poll took two trips: latency link 2.7 -> 7.1 us, bench/results/h100/
-  // probes/tagged_variants-d325686.txt.)
-  const unsigned head_t = 31u - lane;
-  const bool loads_head = head_t < window;
-  std::uint64_t head = 0;
-  for (unsigned base = 0; base < others; base += 32 * kLoadsPerLane) {
-    std::uint64_t v[kLoadsPerLane];
-#pragma unroll
-    for (unsigned k = 0; k < kLoadsPerLane; ++k) {
-      const unsigned i = base + k * 32 + lane;
-      if (i < others) {
-        const unsigned t = i / kOther, o = i % kOther;
-        v[k] = load_word_relaxed(record(t) + (o == 0 ? kSizeWord : kPayloadWord + o - 1));
-      }
-    }
-    if (loads_head && base + 32 * kLoadsPerLane >= others) {
-#if defined(WEFT_RECORD_HEAD_RELAXED)
-      head = load_word_relaxed(record(head_t) + kTypeWord);
-#else
-      head = load_word_acquire(record(head_t) + kTypeWord);
-#endif
-    }
-#pragma unroll
-    for (unsigned k = 0; k < kLoadsPerLane; ++k) {
-      const unsigned i = base + k * 32 + lane;
-      if (i < others) {
-        const unsigned t = i / kOther, o = i % kOther;
-        take(t, o == 0 ? kSizeWord : kPayloadWord + o - 1, v[k]);
+  const unsigned words = window * kRead;
+  for (unsigned base = 0; base < words; base += 32) {
+    const unsigned i = base + lane;
+    if (i < words) {
+      const unsigned t = i / kRead, o = i % kRead;
+      const unsigned w = o < 2 ? o : o + 2;  // words 0, 1, then 4...
+      const unsigned j = (pos + t) % depth;
+      const std::uint64_t v = load_word_acquire(
+          reinterpret_cast<const std::uint64_t*>(ring + j * slot_stride) + w);
+      if (tag_of(v) != request_tag(sh.use[j] + 1)) {
+        atomicMin(&sh.first_stale[t], w);
+      } else if (w == kTypeWord) {
+        sh.type[j] = data_of(v);
+      } else if (w == kSizeWord) {
+        sh.size[j] = data_of(v);
+      } else {
+        payload_words32[j * kSharedWords + (w - kPayloadWord)] = data_of(v);
       }
     }
   }
-  if (loads_head) take(head_t, kTypeWord, head);
   __syncwarp();  // every lane's shared writes and atomics before the checks below
   bool whole = false, is_exit = false;
   if (lane < window) {
@@ -383,7 +356,7 @@ __device__ inline RecordsFound poll_ring(BlockShared& sh, std::uint32_t* payload
   unsigned long long reads = 0, torn = 0;
 #endif
   for (;;) {
-    const unsigned window = wide || was_busy ? usable : 1u;
+    const unsigned window = wide || was_busy ? min(usable, kRecordsPerPass<kRecordWords>) : 1u;
     const RecordsFound found = read_records<kRecordWords, kSharedWords, kCapacity>(
         sh, payload_words32, ring, a.slot_stride, depth, pos, window);
     // Host memory read, in 64-byte lines.
