@@ -334,20 +334,24 @@ __device__ inline RecordsFound read_records(BlockShared& sh, std::uint32_t* payl
 }
 
 // The loader: waits until the slot at ring position `pos` holds its next use (a task or EXIT)
-// and returns what read_records found, the tasks' words in shared memory. While `busy()` (the
-// task threads hold a run, or the publisher is behind) each poll reads the `usable` free slots
-// from pos (one pass) with back-off from `first_backoff` doubling up to kBusyPollBackoffNs;
-// otherwise it reads the slot at pos alone (a poll of an idle block is one line of host
-// memory), in warm idle (doubling up to kMaxPollBackoffNs), then in deep idle (lane 0) after
-// warm_idle_ns (the scheduler rings the doorbell only for blocks with nothing in flight). A
-// standby block stays in warm idle with a back-off of at most kStandbyBackoffNs.
+// and returns what read_records found, the tasks' words in shared memory. A poll reads the
+// record at pos alone (one line of host memory for small payloads: reads of more lines per
+// poll took the busy pool's host-memory traffic from 3.4% to 12.4% of the pinned bandwidth and
+// slowed the lanes' writes, bench/results/h100/probes/tagged_bench_ab-e8ef7ec/); when it holds
+// a task and `busy()` (the task threads hold a run, or the publisher is behind), one more pass
+// reads the records after it (up to the `usable` free slots), whose tasks join the run: that
+// trip overlaps the tasks in hand. While busy, polls back off from `first_backoff` doubling up
+// to kBusyPollBackoffNs; otherwise in warm idle (doubling up to kMaxPollBackoffNs), then in
+// deep idle (lane 0) after warm_idle_ns (the scheduler rings the doorbell only for blocks with
+// nothing in flight). A standby block stays in warm idle with a back-off of at most
+// kStandbyBackoffNs.
 template <std::uint32_t kRecordWords, std::uint32_t kSharedWords, std::size_t kCapacity,
           class Busy>
 __device__ inline RecordsFound poll_ring(BlockShared& sh, std::uint32_t* payload_words32,
                                          unsigned char* ring, unsigned depth, unsigned pos,
                                          unsigned usable, const ResidentArgs& a,
                                          unsigned long long& polls, unsigned first_backoff,
-                                         bool wide, bool standby, Busy busy) {
+                                         bool standby, Busy busy) {
   const unsigned lane = threadIdx.x;  // warp 0
   unsigned backoff = first_backoff;
   unsigned long long since = global_ns();
@@ -356,11 +360,17 @@ __device__ inline RecordsFound poll_ring(BlockShared& sh, std::uint32_t* payload
   unsigned long long reads = 0, torn = 0;
 #endif
   for (;;) {
-    const unsigned window = wide || was_busy ? min(usable, kRecordsPerPass<kRecordWords>) : 1u;
-    const RecordsFound found = read_records<kRecordWords, kSharedWords, kCapacity>(
-        sh, payload_words32, ring, a.slot_stride, depth, pos, window);
+    RecordsFound found = read_records<kRecordWords, kSharedWords, kCapacity>(
+        sh, payload_words32, ring, a.slot_stride, depth, pos, 1);
     // Host memory read, in 64-byte lines.
-    if (lane == 0) polls += (window * a.slot_stride + 63) / 64;
+    if (lane == 0) polls += (a.slot_stride + 63) / 64;
+    if (found.count != 0 && was_busy && usable > 1) {
+      const unsigned more = min(usable - 1, kRecordsPerPass<kRecordWords>);
+      found.count += read_records<kRecordWords, kSharedWords, kCapacity>(
+                         sh, payload_words32, ring, a.slot_stride, depth, (pos + 1) % depth, more)
+                         .count;
+      if (lane == 0) polls += (more * a.slot_stride + 63) / 64;
+    }
 #if defined(WEFT_POOL_TRACE)
     ++reads;
     if (found.count == 0 && !found.exit && sh.first_stale[0] > kTypeWord) ++torn;
@@ -378,7 +388,6 @@ __device__ inline RecordsFound poll_ring(BlockShared& sh, std::uint32_t* payload
     const bool is_busy = busy();  // uniform: an mbarrier test by lane 0, shuffled
     if (is_busy != was_busy) {    // the task threads ended their run
       was_busy = is_busy;
-      wide = false;
       since = global_ns();
       backoff = first_backoff;
     }
@@ -461,7 +470,7 @@ __device__ void load_loop(BlockShared& sh, std::uint32_t* payload_words32, unsig
     // task threads gave back with the run before the one they hold.
     const RecordsFound found = poll_ring<kRecordWords, kSharedWords, kCapacity>(
         sh, payload_words32, ring, depth, pos, depth - in_use, a, polls,
-        after_tasks ? 256u : 32u, after_tasks, standby, busy);
+        after_tasks ? 256u : 32u, standby, busy);
     const unsigned count = found.count;
     if (lane == 0) a.polls[blockIdx.x] = polls;  // only this thread writes it; read at the end
     if (count != 0) {
