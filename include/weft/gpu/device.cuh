@@ -364,7 +364,10 @@ __device__ inline RecordsFound poll_ring(BlockShared& sh, std::uint32_t* payload
         sh, payload_words32, ring, a.slot_stride, depth, pos, 1);
     // Host memory read, in 64-byte lines.
     if (lane == 0) polls += (a.slot_stride + 63) / 64;
-    if (found.count != 0 && was_busy && usable > 1) {
+    // busy() asked now: a standby block does not re-evaluate was_busy between its polls (with
+    // was_busy, every lone task on an idle pool paid the extra pass, ~1.3 us: latency link
+    // 3.0 -> 5.0 us, bench/results/h100/probes/tagged_variants-d08f45b.txt).
+    if (found.count != 0 && usable > 1 && busy()) {
       const unsigned more = min(usable - 1, kRecordsPerPass<kRecordWords>);
       found.count += read_records<kRecordWords, kSharedWords, kCapacity>(
                          sh, payload_words32, ring, a.slot_stride, depth, (pos + 1) % depth, more)
