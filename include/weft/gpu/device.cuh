@@ -178,7 +178,11 @@ inline constexpr unsigned kFreeBarrier = 3;                       // task thread
 // While the task threads run a run, the loader polls for the next one with back-off from
 // kFirstBackoffAfterTaskNs doubling up to kBusyPollBackoffNs: a block running long tasks reads
 // host memory a few times per run, not once a microsecond.
+#if defined(WEFT_PROBE_BUSY_BACKOFF_NS)
+inline constexpr unsigned kBusyPollBackoffNs = WEFT_PROBE_BUSY_BACKOFF_NS;
+#else
 inline constexpr unsigned kBusyPollBackoffNs = 16384;
+#endif
 // The loader's first back-off after it loaded tasks: the scheduler needs about this long to
 // collect the slots and load the next tasks, and polling sooner only takes the line away from
 // the CPU's cache while it writes it.
@@ -367,7 +371,11 @@ __device__ inline RecordsFound poll_ring(BlockShared& sh, std::uint32_t* payload
     // busy() asked now: a standby block does not re-evaluate was_busy between its polls (with
     // was_busy, every lone task on an idle pool paid the extra pass, ~1.3 us: latency link
     // 3.0 -> 5.0 us, bench/results/h100/probes/tagged_variants-d08f45b.txt).
+#if defined(WEFT_PROBE_NO_EXTENSION)
+    if (false) {
+#else
     if (found.count != 0 && usable > 1 && busy()) {
+#endif
       const unsigned more = min(usable - 1, kRecordsPerPass<kRecordWords>);
       found.count += read_records<kRecordWords, kSharedWords, kCapacity>(
                          sh, payload_words32, ring, a.slot_stride, depth, (pos + 1) % depth, more)
