@@ -23,6 +23,11 @@
 #include "empty_pool.cuh"
 
 constexpr int kTasks = 2000;
+// Words of g_weft_trace: 5 in the pool's kernel; 7 in the tagged-record kernel of branch
+// tagged-records, which defines it (reads of records in the poll that found a task, torn ones).
+#if !defined(WEFT_TRACE_WORDS)
+#define WEFT_TRACE_WORDS 5
+#endif
 
 void trace(const char* name, PoolOptions o) {
   o.backend = Backend::device;
@@ -30,9 +35,6 @@ void trace(const char* name, PoolOptions o) {
   P pool(o);
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-#if !defined(WEFT_TRACE_WORDS)
-#define WEFT_TRACE_WORDS 5
-#endif
   constexpr int kPhases = 14;
   const char* names[kPhases] = {"push() call",
                                 "push returned->lane took",
@@ -79,7 +81,8 @@ void trace(const char* name, PoolOptions o) {
   const std::size_t worst = std::max<std::size_t>(1, rows.size() / 100);
   std::printf("%s (%zu lanes, %zu blocks, %d tasks): us p50 / p90 / p99 / mean of slowest 1%%\n",
               name, pool.num_lanes(), pool.num_blocks(), kTasks);
-  for (int k = 0; k < kPhases; ++k) {
+  // The last two rows exist only in a kernel with tagged records (branch tagged-records).
+  for (int k = 0; k < (WEFT_TRACE_WORDS > 5 ? kPhases : kPhases - 2); ++k) {
     std::sort(v[k].begin(), v[k].end());
     double tail = 0;
     for (std::size_t r = 0; r < worst; ++r) tail += rows[r][k] * 1e-3;

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# For the tagged-record pool, which lives on branch tagged-records (not adopted: docs/gpu.md,
+# "Tagged records"): check that branch out first; on main both sides are the state-word pool.
 # busy_probe --short of c6f4ef0 (ab/, scripts/gpu-ab.sh prepare c6f4ef0) against the tagged-record tree, with its busy back-off capped at 1 us and without the extension pass (probe macros of device.cuh). Run on the GPU machine from the repository root.
 set -u
 cd scripts/probes

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# For the tagged-record pool, which lives on branch tagged-records (not adopted: docs/gpu.md,
+# "Tagged records"): check that branch out first; on main both sides are the state-word pool.
 # The latency trace of the tagged-record pool (the tree) against c6f4ef0's state-word pool
 # (scripts/gpu-ab.sh prepare c6f4ef0 first, and carry "ab"), alternated twice on one machine
 # instance; extra nvcc flags for the tree's build (e.g. -DSOMETHING) go in $NEW_FLAGS.

@@ -53,12 +53,13 @@ class DeviceBlocks final : public BlockRuntime {
  public:
   DeviceBlocks(const DeviceProgram& program, std::vector<int> devices, int blocks_per_sm,
                int threads, std::size_t depth, std::size_t capacity,
-               std::chrono::nanoseconds warm_idle)
+               std::chrono::nanoseconds warm_idle, bool watchdog)
       : program_(program),
         threads_(threads),
         depth_(depth),
         shared_bytes_(program.shared_bytes(depth)),
-        warm_idle_ns_(static_cast<unsigned long long>(warm_idle.count())) {
+        warm_idle_ns_(static_cast<unsigned long long>(warm_idle.count())),
+        watchdog_(watchdog) {
     if (!program.valid() || program.max_blocks_per_sm == nullptr) {
       throw InvalidArgument(
           "weft::gpu::Pool: Backend::device needs PoolOptions::program (from "
@@ -129,9 +130,8 @@ class DeviceBlocks final : public BlockRuntime {
     const std::size_t bytes = rings_bytes + 128;
     WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), bytes,
                                   cudaHostAllocMapped | cudaHostAllocPortable));
-    std::memset(host_, 0, bytes);  // doorbell 0
+    std::memset(host_, 0, bytes);  // every slot IDLE, doorbell 0
     layout_ = RingLayout(host_, capacity, depth);
-    init_rings(layout_, static_cast<std::size_t>(total));  // every slot as after a collection
     doorbell_ = reinterpret_cast<std::uint32_t*>(host_ + rings_bytes);
     for (auto& l : launches_) {
       WEFT_CUDA_CHECK(cudaSetDevice(l.device));
@@ -200,6 +200,7 @@ class DeviceBlocks final : public BlockRuntime {
       a.polls = l.polls;
       a.warm_idle_ns = warm_idle_ns_;
       a.standby = l.standby;
+      a.watchdog = watchdog_;
       const auto e =
           static_cast<cudaError_t>(program_.launch(a, l.blocks, threads_, shared_bytes_, l.stream));
       if (e != cudaSuccess) throw_cuda("resident kernel launch", e, __FILE__, __LINE__);
@@ -316,6 +317,7 @@ class DeviceBlocks final : public BlockRuntime {
   std::size_t depth_;
   std::size_t shared_bytes_;
   unsigned long long warm_idle_ns_;
+  bool watchdog_;
   int blocks_ = 0;
   unsigned char* host_ = nullptr;
   RingLayout layout_;
@@ -332,9 +334,10 @@ std::unique_ptr<BlockRuntime> make_device_blocks(const DeviceProgram& program,
                                                  const std::vector<int>& devices, int blocks_per_sm,
                                                  int threads, std::size_t depth,
                                                  std::size_t payload_capacity,
-                                                 std::chrono::nanoseconds warm_idle) {
+                                                 std::chrono::nanoseconds warm_idle,
+                                                 bool watchdog) {
   return std::make_unique<DeviceBlocks>(program, devices, blocks_per_sm, threads, depth,
-                                        payload_capacity, warm_idle);
+                                        payload_capacity, warm_idle, watchdog);
 }
 
 }  // namespace weft::gpu::detail

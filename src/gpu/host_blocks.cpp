@@ -31,7 +31,7 @@ class HostBlocks final : public BlockRuntime {
         layout_(static_cast<unsigned char*>(::operator new (bytes_, std::align_val_t{128})),
                 capacity, depth) {
     if (blocks == 0) throw InvalidArgument("weft::gpu host backend: 0 blocks");
-    init_rings(layout_, blocks);  // every slot as after a collection
+    std::memset(layout_.base, 0, bytes_);  // every slot IDLE
     shared_.resize(blocks * (shared_bytes == 0 ? 1 : shared_bytes));
   }
   ~HostBlocks() override {
@@ -66,43 +66,30 @@ class HostBlocks final : public BlockRuntime {
   }
 
  private:
-  // Whether `record` holds use `use` in full: its headers carry the request tag (the type word
-  // loaded with acquire: pairs with the scheduler's release store of it) and so do the payload
-  // words its size covers, which are copied into `payload` (an EXIT record has none).
-  bool take_request(const std::uint64_t* record, std::uint32_t use, std::uint32_t& type,
-                    std::uint32_t& size, unsigned char* payload) const {
-    const std::uint32_t tag = request_tag(use);
-    const std::uint64_t w0 = load_word(record[kTypeWord], std::memory_order_acquire);
-    if (tag_of(w0) != tag) return false;
-    // relaxed: the word vouches for itself by its tag.
-    const std::uint64_t w1 = load_word(record[kSizeWord], std::memory_order_relaxed);
-    if (tag_of(w1) != tag) return false;
-    type = data_of(w0);
-    size = data_of(w1);
-    if (size == kExitMark) return true;
-    // A size past the capacity: the task fails with bad_payload_size, nothing more is read.
-    return size > layout_.capacity || read_payload_words(record, tag, payload, size);
+  static bool ready_or_exit(std::uint32_t s) {
+    return s == static_cast<std::uint32_t>(SlotState::ready) ||
+           s == static_cast<std::uint32_t>(SlotState::exit);
   }
 
-  // The GPU kernel's loop (include/weft/gpu/device.cuh) with one thread: wait until the
-  // record at the ring position holds its next use in full, run it, write the results and the
-  // status back, go on to the next slot; return at an EXIT record.
+  // The GPU kernel's loop (include/weft/gpu/device.cuh) with one thread: wait until the slot
+  // at the ring position is READY or EXIT, take the run of READY slots from there, run them in
+  // ring order, publish each FINISHED.
   void block_main(std::size_t b) {
+    std::uint32_t* states = layout_.states(b);
     const std::size_t depth = layout_.depth;
     void* shared = shared_.data() + b * (shared_bytes_ == 0 ? 1 : shared_bytes_);
     const BlockContext ctx(0, 1, static_cast<int>(b), shared);
-    // The task's payload while it runs (the GPU block's shared-memory copy).
-    std::vector<unsigned char> payload(layout_.capacity + 16);
-    std::vector<std::uint32_t> uses(depth, 0);  // slot j's uses so far
     std::size_t pos = 0;
     for (;;) {
-      std::uint64_t* record = layout_.slot(b, pos);
-      const std::uint32_t use = uses[pos] + 1;
-      std::uint32_t type = 0, size = 0;
-      bool taken = take_request(record, use, type, size, payload.data());
-      for (int spin = 0; !taken && spin < 256; ++spin) {
+      // std::atomic_ref here, cuda::atomic_ref<thread_scope_system> in the kernel: the same
+      // acquire/release protocol; the host side needs no CUDA headers.
+      std::atomic_ref<std::uint32_t> head(states[pos]);
+      // acquire: pairs with the scheduler's release store of READY/EXIT; the task's type, size
+      // and payload written before it are visible.
+      std::uint32_t s = head.load(std::memory_order_acquire);
+      for (int spin = 0; !ready_or_exit(s) && spin < 256; ++spin) {
         cpu_relax();
-        taken = take_request(record, use, type, size, payload.data());
+        s = head.load(std::memory_order_acquire);
       }
       // Idle: sleep and look again, 1 us at first, doubling up to 128 us (as a GPU block backs
       // off with __nanosleep). Not std::atomic wait/notify: with GCC 13's libstdc++ on the
@@ -110,31 +97,43 @@ class HostBlocks final : public BlockRuntime {
       // one task of the million-task stress test for good (scripts/probes/
       // host_stress_probe.cpp on the tree of 33f7e6f: 999 999 of 1 000 000 delivered in 2 of 3
       // runs; never seen with GCC 12 on 2 cores). Polling cannot miss a store.
-      for (unsigned sleep_us = 1; !taken; sleep_us = std::min(sleep_us * 2, 128u)) {
+      for (unsigned sleep_us = 1; !ready_or_exit(s); sleep_us = std::min(sleep_us * 2, 128u)) {
         std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-        taken = take_request(record, use, type, size, payload.data());
+        s = head.load(std::memory_order_acquire);  // acquire: as above
       }
-      uses[pos] = use;
-      if (size == kExitMark) return;
-      TaskStatus status = TaskStatus::bad_payload_size;
-      if (size <= layout_.capacity) {
+      if (s == static_cast<std::uint32_t>(SlotState::exit)) return;
+      // The run of READY slots from pos (what the GPU block reads in one pass).
+      std::size_t n = 1;
+      while (n < depth && std::atomic_ref<std::uint32_t>(states[(pos + n) % depth])
+                                  .load(std::memory_order_acquire) ==  // acquire: as above
+                              static_cast<std::uint32_t>(SlotState::ready)) {
+        ++n;
+      }
+      // Like the GPU block, each task is published as soon as it ends.
+      for (std::size_t t = 0; t < n; ++t) {
+        const std::size_t j = (pos + t) % depth;
+        auto* header = reinterpret_cast<SlotHeader*>(layout_.slot(b, j));
+        TaskStatus status;
         try {
-          status = dispatch_(type, payload.data(), size, ctx);
+          status = dispatch_(header->type, layout_.slot(b, j) + kSlotHeaderBytes,
+                             header->payload_size, ctx);
         } catch (...) {
           // A host body that throws is the host's analogue of a device trap; the GPU cannot
           // throw, so the status the task reports is the one a faulting device task gets.
           status = TaskStatus::device_failed;
         }
-        // The results over the payload words (relaxed: each vouches for itself by its tag).
-        write_payload_words(record, result_tag(use), payload.data(), size);
+        header->status = static_cast<std::uint32_t>(status);
+        std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
+        // release: the status and the payload's results are visible to the scheduler's
+        // acquire load of FINISHED. A CAS: a scheduler that gave up on this task (watchdog)
+        // and shut down has stored EXIT meanwhile, which must stay.
+        if (!std::atomic_ref<std::uint32_t>(states[j]).compare_exchange_strong(
+                expected, static_cast<std::uint32_t>(SlotState::finished),
+                std::memory_order_release, std::memory_order_relaxed)) {
+          return;  // EXIT
+        }
       }
-      // relaxed: vouches for itself by its tag.
-      store_word(record[kStatusWord], tagged(result_tag(use), static_cast<std::uint32_t>(status)),
-                 std::memory_order_relaxed);
-      // release: pairs with the scheduler's acquire load of the ended word; the task's effects
-      // are visible to whoever the scheduler delivers it to.
-      store_word(record[kEndedWord], tagged(result_tag(use), 0), std::memory_order_release);
-      pos = pos + 1 == depth ? 0 : pos + 1;
+      pos = (pos + n) % depth;
     }
   }
 
@@ -153,6 +152,20 @@ std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t d
                                                std::size_t payload_capacity,
                                                std::size_t shared_bytes, HostDispatch dispatch) {
   return std::make_unique<HostBlocks>(blocks, depth, payload_capacity, shared_bytes, dispatch);
+}
+
+const char* to_string(SlotState s) noexcept {
+  switch (s) {
+    case SlotState::idle:
+      return "IDLE";
+    case SlotState::ready:
+      return "READY";
+    case SlotState::finished:
+      return "FINISHED";
+    case SlotState::exit:
+      return "EXIT";
+  }
+  return "?";
 }
 
 }  // namespace weft::gpu::detail

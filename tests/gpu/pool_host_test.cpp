@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -113,60 +111,20 @@ struct GateWhere {
 using Types = TaskTypes<Small, Medium, Large, Gate, Sleep, Stuck, WhereRun, GateWhere>;
 using TestPool = Pool<Types, 256>;
 
-// The record format of slot.hpp: a reader takes words only with the tag it expects.
-TEST(SlotRecord, PayloadWordsRoundTripWithTheirTag) {
-  std::vector<std::uint64_t> record(detail::record_words(16), 0);
-  const unsigned char in[11] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
-  detail::write_request(record.data(), 5, 42, sizeof in, in);
-  EXPECT_EQ(detail::tag_of(record[detail::kTypeWord]), detail::request_tag(5));
-  EXPECT_EQ(detail::data_of(record[detail::kTypeWord]), 42u);
-  EXPECT_EQ(detail::data_of(record[detail::kSizeWord]), 11u);
-  unsigned char out[12] = {};
-  EXPECT_TRUE(detail::read_payload_words(record.data(), detail::request_tag(5), out, sizeof in));
-  EXPECT_EQ(std::memcmp(in, out, sizeof in), 0);
-  EXPECT_EQ(out[11], 0);  // past the size: untouched
-  // The same words as another use's, or as a result: refused.
-  EXPECT_FALSE(detail::read_payload_words(record.data(), detail::request_tag(4), out, sizeof in));
-  EXPECT_FALSE(detail::payload_tagged(record.data(), detail::result_tag(5), sizeof in));
-}
-
-TEST(SlotRecord, ATornRecordIsRefusedUntilItsLastWordArrives) {
-  std::vector<std::uint64_t> record(detail::record_words(16), 0);
-  const std::uint32_t in[4] = {7, 8, 9, 10};
-  detail::write_request(record.data(), 3, 1, sizeof in, in);
-  // A reader that sees the last word's old value (the result of use 2).
-  const std::uint64_t last = record[detail::kPayloadWord + 3];
-  record[detail::kPayloadWord + 3] = detail::tagged(detail::result_tag(2), 99);
-  std::uint32_t out[4] = {};
-  EXPECT_FALSE(detail::payload_tagged(record.data(), detail::request_tag(3), sizeof in));
-  EXPECT_FALSE(detail::read_payload_words(record.data(), detail::request_tag(3), out, sizeof in));
-  // A payload of 12 bytes does not cover that word.
-  EXPECT_TRUE(detail::payload_tagged(record.data(), detail::request_tag(3), 12));
-  record[detail::kPayloadWord + 3] = last;
-  EXPECT_TRUE(detail::read_payload_words(record.data(), detail::request_tag(3), out, sizeof in));
-  EXPECT_EQ(out[3], 10u);
-}
-
-TEST(SlotRecord, TagsOfConsecutiveUsesNeverMatchAcrossTheWrap) {
-  // A header is rewritten only by its own side: use n's must not pass for use n + 1's, even
-  // where the use count wraps; a request never passes for a result.
-  for (const std::uint32_t use : {1u, 2u, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFFu, 0u}) {
-    EXPECT_NE(detail::request_tag(use), detail::request_tag(use + 1));
-    EXPECT_NE(detail::result_tag(use), detail::result_tag(use + 1));
-    EXPECT_NE(detail::request_tag(use), detail::result_tag(use));
-    EXPECT_NE(detail::request_tag(use + 1), detail::result_tag(use));
-  }
-  // Fresh rings read as collected results of use 0: no block takes them for use 1.
-  std::vector<unsigned char> memory(detail::ring_stride(16, 2) + 128);
-  auto* base = reinterpret_cast<unsigned char*>(
-      (reinterpret_cast<std::uintptr_t>(memory.data()) + 127) / 128 * 128);
-  const detail::RingLayout layout(base, 16, 2);
-  detail::init_rings(layout, 1);
-  for (std::size_t j = 0; j < 2; ++j) {
-    for (std::size_t w = 0; w < detail::record_words(16); ++w) {
-      EXPECT_EQ(detail::tag_of(layout.slot(0, j)[w]), detail::result_tag(0));
+TEST(SlotProtocol, OnlyTheDocumentedTransitionsAreAllowed) {
+  using detail::SlotState;
+  const SlotState all[] = {SlotState::idle, SlotState::ready, SlotState::finished, SlotState::exit};
+  std::set<std::pair<int, int>> allowed;
+  for (SlotState a : all) {
+    for (SlotState b : all) {
+      if (detail::slot_transition_allowed(a, b)) allowed.insert({int(a), int(b)});
     }
   }
+  const std::set<std::pair<int, int>> expected{{int(SlotState::idle), int(SlotState::ready)},
+                                               {int(SlotState::ready), int(SlotState::finished)},
+                                               {int(SlotState::finished), int(SlotState::idle)},
+                                               {int(SlotState::idle), int(SlotState::exit)}};
+  EXPECT_EQ(allowed, expected);
 }
 
 TEST(Pool, RunsATaskAndReturnsItsResult) {

@@ -6,14 +6,13 @@
 //   weft::gpu::DeviceProgram my_program() { return weft::gpu::device_program<MyTasks, 64>(); }
 //
 // Each block serves a ring of slots in pinned host-mapped memory until it reads EXIT. Warp 0
-// polls the records of its next slots (tagged words, weft/gpu/detail/slot.hpp): one read of a
-// record is at once the poll and the copy of its payload into shared memory, and the record is
-// taken when every word it needs carries the tag of the slot's next use. It backs off with
-// __nanosleep; a block idle for a while stops reading host memory and sleeps on a per-GPU
-// epoch in device memory, which one watcher block moves when the scheduler rings the host
-// doorbell (docs/gpu.md, "Idle"). The task threads run the tasks in ring order and write each
-// one's status and results back as tagged words; warp 1 stores each one's ended word with a
-// system-scope release as soon as it ends.
+// polls the ring's control line (the slots' state words) with system-scope acquire loads,
+// backing off with __nanosleep; a block idle for a while stops reading host memory and sleeps
+// on a per-GPU epoch in device memory, which one watcher block moves when the scheduler rings
+// the host doorbell (docs/gpu.md, "Idle"). The block copies the run of READY slots into shared
+// memory in one pass of 16-byte words, runs the tasks in ring order with all its threads,
+// copies each one's results back, and thread 0 publishes each one's FINISHED state with a
+// system-scope release store as soon as it ends.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -50,12 +49,9 @@ inline constexpr int kEpochCopies = 64;
 inline constexpr int kEpochStride = 32;  // words: one copy per 128 bytes
 
 #if defined(WEFT_POOL_TRACE)
-// scripts/probes/latency_trace.cu: the GPU clock when the last block to run a task had read its
-// record (twice: once the poll, once the payload, when they were two reads), had run it, had
-// handed it to the publisher, and had stored its ended word; then how many reads of records
-// the poll that found it made, and how many of them found a record part old, part new.
-#define WEFT_TRACE_WORDS 7
-__device__ unsigned long long g_weft_trace[WEFT_TRACE_WORDS];
+// scripts/probes/latency_trace.cu: the GPU clock when the last block to run a task saw it
+// READY, had read its payload, had run it, had fenced, and had stored FINISHED.
+__device__ unsigned long long g_weft_trace[5];
 #define WEFT_TRACE(k)                                            \
   do {                                                           \
     if ((threadIdx.x & 31u) == 0) g_weft_trace[k] = global_ns(); \
@@ -78,25 +74,17 @@ __device__ inline unsigned long long global_ns() {
   return t;
 }
 
-// System-scope accesses to the words of a record (8 bytes, single-copy atomic).
-__device__ inline std::uint64_t load_word_relaxed(const std::uint64_t* p) {
-  return cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*const_cast<std::uint64_t*>(p))
-      .load(cuda::memory_order_relaxed);
-}
-__device__ inline std::uint64_t load_word_acquire(const std::uint64_t* p) {
-  return cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*const_cast<std::uint64_t*>(p))
-      .load(cuda::memory_order_acquire);
-}
-__device__ inline void store_word_relaxed(std::uint64_t* p, std::uint64_t v) {
-  cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*p).store(v,
-                                                                       cuda::memory_order_relaxed);
+__device__ inline bool is_ready_or_exit(std::uint32_t s) {
+  return s == static_cast<std::uint32_t>(SlotState::ready) ||
+         s == static_cast<std::uint32_t>(SlotState::exit);
 }
 
-// Deep idle (thread 0): an eventcount on this GPU's epoch. Returns once the record's type word
-// `type_word` carries `tag` (the slot's next use is being written; the caller reads the whole
-// record again). Reads of host memory: one per epoch change, plus the watcher's doorbell polls.
-__device__ inline void deep_idle(const std::uint64_t* type_word, std::uint32_t tag,
-                                 const ResidentArgs& a, unsigned long long& polls) {
+// Deep idle (thread 0): an eventcount on this GPU's epoch. Returns the slot's state once it
+// is READY or EXIT. Reads of host memory: one per epoch change, plus the watcher's doorbell
+// polls.
+__device__ inline std::uint32_t deep_idle(
+    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>& state, const ResidentArgs& a,
+    unsigned long long& polls) {
   auto* idle = static_cast<DeviceIdle*>(a.idle);
   const int me = static_cast<int>(blockIdx.x);
   cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> my_epoch(
@@ -107,19 +95,19 @@ __device__ inline void deep_idle(const std::uint64_t* type_word, std::uint32_t t
     // acquire, device scope: pairs with the watcher's release stores of the epoch; whatever
     // the scheduler published before the doorbell value it copied is visible after it.
     const std::uint32_t e = my_epoch.load(cuda::memory_order_acquire);
-    // acquire, system scope: pairs with the scheduler's release store of the type word. Read
-    // after the epoch: a record written before the ring that produced a later epoch is seen
+    // acquire, system scope: pairs with the scheduler's release store of READY/EXIT. Read
+    // after the epoch: a READY stored before the ring that produced a later epoch is seen
     // here or makes the epoch move (the eventcount's re-check).
-    const std::uint32_t seen = tag_of(load_word_acquire(type_word));
+    const std::uint32_t s = state.load(cuda::memory_order_acquire);
     ++polls;
     a.polls[blockIdx.x] = polls;  // counted while idle too: the idle pool's traffic
-    if (seen == tag) {
+    if (is_ready_or_exit(s)) {
       int mine = me;
       // relaxed: the role is a hint that one block polls the doorbell; a vacancy is filled
       // by another deep-idle block within kDeepIdleSleepNs, and a new watcher compares the
       // doorbell with the published epoch, so no ring is missed.
       watcher.compare_exchange_strong(mine, -1, cuda::memory_order_relaxed);
-      return;
+      return s;
     }
     const unsigned long long since = global_ns();
     for (;;) {
@@ -129,7 +117,7 @@ __device__ inline void deep_idle(const std::uint64_t* type_word, std::uint32_t t
                             watcher.compare_exchange_strong(vacant, me, cuda::memory_order_relaxed);
       if (watching) {
         // acquire, system scope: pairs with the scheduler's release increment of the doorbell
-        // (made after its records' stores).
+        // (made after its READY/EXIT stores).
         const std::uint32_t d = doorbell.load(cuda::memory_order_acquire);
         ++polls;
         cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> first(idle->epoch[0]);
@@ -139,7 +127,7 @@ __device__ inline void deep_idle(const std::uint64_t* type_word, std::uint32_t t
             cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device> copy(
                 idle->epoch[c * kEpochStride]);
             // release, device scope: pairs with the deep-idle blocks' acquire loads; carries
-            // the doorbell's happens-before (the scheduler's record stores) to them.
+            // the doorbell's happens-before (the scheduler's slot stores) to them.
             copy.store(d, cuda::memory_order_release);
           }
         }
@@ -178,11 +166,7 @@ inline constexpr unsigned kFreeBarrier = 3;                       // task thread
 // While the task threads run a run, the loader polls for the next one with back-off from
 // kFirstBackoffAfterTaskNs doubling up to kBusyPollBackoffNs: a block running long tasks reads
 // host memory a few times per run, not once a microsecond.
-#if defined(WEFT_PROBE_BUSY_BACKOFF_NS)
-inline constexpr unsigned kBusyPollBackoffNs = WEFT_PROBE_BUSY_BACKOFF_NS;
-#else
 inline constexpr unsigned kBusyPollBackoffNs = 16384;
-#endif
 // The loader's first back-off after it loaded tasks: the scheduler needs about this long to
 // collect the slots and load the next tasks, and polling sooner only takes the line away from
 // the CPU's cache while it writes it.
@@ -238,159 +222,44 @@ __device__ inline void named_arrive(unsigned id, unsigned count) {
 // The block's shared state besides the payloads.
 struct BlockShared {
   std::uint64_t done[kMaxRingDepth];  // task threads -> publisher: slot j's task has ended
-  std::uint64_t pub[kMaxRingDepth];   // publisher -> loader: slot j's ended word is stored
+  std::uint64_t pub[kMaxRingDepth];   // publisher -> loader: slot j's FINISHED is stored
   std::uint64_t quit;                 // task threads -> publisher: the block ends
   std::uint32_t type[kMaxRingDepth];  // slot j's task type and payload size (loader)
   std::uint32_t size[kMaxRingDepth];
-  // Loader -> task threads (with the run): the result tag of slot j's task.
-  std::uint32_t result_tag[kMaxRingDepth];
-  // The loader's own: slot j's uses so far, and while a poll checks a record at ring distance
-  // t, the lowest index of its words that did not carry the tag expected.
-  std::uint32_t use[kMaxRingDepth];
-  std::uint32_t first_stale[kMaxRingDepth];
   // The run handed over (loader; read by the task threads after kFullBarrier): first slot,
   // number of slots, and whether the block ends instead.
   std::uint32_t run_first, run_count, run_exit;
 };
 
-// What one read of the records from the ring position found: `count` records in a row that
-// hold their slot's next task in full, or (count 0) an EXIT record at the position.
-struct RecordsFound {
-  unsigned count;
-  bool exit;
-};
-
-// Words of a record a block reads: the headers (words 0 and 1) and the payload words (words 2
-// and 3 are the block's own).
-template <std::uint32_t kRecordWords>
-inline constexpr unsigned kReadWords = kRecordWords - 2;
-// Records one pass of read_records covers: one word per lane. A strong (system-scope) load
-// waits for its data before the warp issues another: one lane loading 8 words in a row took 8
-// round trips, an acquire load in a divergent branch after relaxed ones two, and one load per
-// lane in a single instruction one, acquire or not (1.3 us; bench/results/h100/probes/
-// poll_read-8bb7057.txt). A record of more than 32 words (a payload over 120 bytes) takes a
-// pass, and a round trip, per 32 words.
-template <std::uint32_t kRecordWords>
-inline constexpr unsigned kRecordsPerPass =
-    kReadWords<kRecordWords> >= 32 ? 1u : 32u / kReadWords<kRecordWords>;
-
-// Warp 0: one read of the records of the `window` slots from ring position `pos` (ring order,
-// window <= kRecordsPerPass), their words copied into shared memory (type, size, payload) as
-// they arrive, and each record checked: it holds its slot's next use n in full when words 0, 1
-// and the payload words its size covers carry request_tag(n) (a record read while the
-// scheduler writes it may be part old, part new: slot.hpp). Every lane loads one word per pass
-// with acquire (system scope: pairs with the scheduler's release store of word 0, and costs no
-// more than a relaxed load when the whole warp loads in one instruction). The slots in the
-// window are free: neither the task threads nor the publisher use them.
-template <std::uint32_t kRecordWords, std::uint32_t kSharedWords, std::size_t kCapacity>
-__device__ inline RecordsFound read_records(BlockShared& sh, std::uint32_t* payload_words32,
-                                            unsigned char* ring, std::size_t slot_stride,
-                                            unsigned depth, unsigned pos, unsigned window) {
-  const unsigned lane = threadIdx.x;  // warp 0
-  // In shared memory slot j's payload is kSharedWords 4-byte words from j * kSharedWords.
-  constexpr unsigned kRead = kReadWords<kRecordWords>;
-  if (lane < window) sh.first_stale[lane] = kRecordWords;
-  __syncwarp();
-  const unsigned words = window * kRead;
-  for (unsigned base = 0; base < words; base += 32) {
-    const unsigned i = base + lane;
-    if (i < words) {
-      const unsigned t = i / kRead, o = i % kRead;
-      const unsigned w = o < 2 ? o : o + 2;  // words 0, 1, then 4...
-      const unsigned j = (pos + t) % depth;
-      const std::uint64_t v = load_word_acquire(
-          reinterpret_cast<const std::uint64_t*>(ring + j * slot_stride) + w);
-      if (tag_of(v) != request_tag(sh.use[j] + 1)) {
-        atomicMin(&sh.first_stale[t], w);
-      } else if (w == kTypeWord) {
-        sh.type[j] = data_of(v);
-      } else if (w == kSizeWord) {
-        sh.size[j] = data_of(v);
-      } else {
-        payload_words32[j * kSharedWords + (w - kPayloadWord)] = data_of(v);
-      }
-    }
-  }
-  __syncwarp();  // every lane's shared writes and atomics before the checks below
-  bool whole = false, is_exit = false;
-  if (lane < window) {
-    const unsigned j = (pos + lane) % depth;
-    const std::uint32_t stale = sh.first_stale[lane];
-    if (stale > kSizeWord) {  // the headers are this use's
-      const std::uint32_t size = sh.size[j];
-      is_exit = size == kExitMark;
-      // A size past the capacity (no scheduler sends one) fails with bad_payload_size; its
-      // payload is not read.
-      whole = is_exit || size > kCapacity || stale >= kPayloadWord + payload_words(size);
-    }
-  }
-  const unsigned tasks = __ballot_sync(0xFFFFFFFFu, whole && !is_exit);
-  const unsigned count = ~tasks == 0u ? 32u : static_cast<unsigned>(__ffs(~tasks)) - 1u;
-  const bool exit_first = __shfl_sync(0xFFFFFFFFu, whole && is_exit ? 1 : 0, 0) != 0;
-  if (lane < count) {
-    const unsigned j = (pos + lane) % depth;
-    const std::uint32_t use = sh.use[j] + 1;
-    sh.use[j] = use;
-    sh.result_tag[j] = result_tag(use);
-  }
-  __syncwarp();
-  return RecordsFound{count, count == 0 && exit_first};
-}
-
-// The loader: waits until the slot at ring position `pos` holds its next use (a task or EXIT)
-// and returns what read_records found, the tasks' words in shared memory. A poll reads the
-// record at pos alone (one line of host memory for small payloads: reads of more lines per
-// poll took the busy pool's host-memory traffic from 3.4% to 12.4% of the pinned bandwidth and
-// slowed the lanes' writes, bench/results/h100/probes/tagged_bench_ab-e8ef7ec/); when it holds
-// a task and `busy()` (the task threads hold a run, or the publisher is behind), one more pass
-// reads the records after it (up to the `usable` free slots), whose tasks join the run: that
-// trip overlaps the tasks in hand. While busy, polls back off from `first_backoff` doubling up
-// to kBusyPollBackoffNs; otherwise in warm idle (doubling up to kMaxPollBackoffNs), then in
-// deep idle (lane 0) after warm_idle_ns (the scheduler rings the doorbell only for blocks with
-// nothing in flight). A standby block stays in warm idle with a back-off of at most
-// kStandbyBackoffNs.
-template <std::uint32_t kRecordWords, std::uint32_t kSharedWords, std::size_t kCapacity,
-          class Busy>
-__device__ inline RecordsFound poll_ring(BlockShared& sh, std::uint32_t* payload_words32,
-                                         unsigned char* ring, unsigned depth, unsigned pos,
-                                         unsigned usable, const ResidentArgs& a,
-                                         unsigned long long& polls, unsigned first_backoff,
-                                         bool standby, Busy busy) {
+// The loader: waits until the slot at ring position `pos` is READY or EXIT and returns the
+// states of the ring from `pos` on (lane t < `usable`: slot (pos + t) % depth; other lanes
+// read nothing: their slots are the run the task threads hold). One poll is one coalesced read
+// of the ring's control line. While `busy()` (the task threads hold a run), back-off from
+// `first_backoff` doubling up to kBusyPollBackoffNs; otherwise warm idle (doubling up to
+// kMaxPollBackoffNs), then deep idle (lane 0) after warm_idle_ns (the scheduler rings the
+// doorbell only for blocks with nothing in flight). A standby block stays in warm idle with a
+// back-off of at most kStandbyBackoffNs.
+template <class Busy>
+__device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth, unsigned pos,
+                                          unsigned usable, const ResidentArgs& a,
+                                          unsigned long long& polls, unsigned first_backoff,
+                                          bool standby, Busy busy) {
   const unsigned lane = threadIdx.x;  // warp 0
   unsigned backoff = first_backoff;
   unsigned long long since = global_ns();
   bool was_busy = busy();
-#if defined(WEFT_POOL_TRACE)
-  unsigned long long reads = 0, torn = 0;
-#endif
   for (;;) {
-    RecordsFound found = read_records<kRecordWords, kSharedWords, kCapacity>(
-        sh, payload_words32, ring, a.slot_stride, depth, pos, 1);
-    // Host memory read, in 64-byte lines.
-    if (lane == 0) polls += (a.slot_stride + 63) / 64;
-    // busy() asked now: a standby block does not re-evaluate was_busy between its polls (with
-    // was_busy, every lone task on an idle pool paid the extra pass, ~1.3 us: latency link
-    // 3.0 -> 5.0 us, bench/results/h100/probes/tagged_variants-d08f45b.txt).
-#if defined(WEFT_PROBE_NO_EXTENSION)
-    if (false) {
-#else
-    if (found.count != 0 && usable > 1 && busy()) {
-#endif
-      const unsigned more = min(usable - 1, kRecordsPerPass<kRecordWords>);
-      found.count += read_records<kRecordWords, kSharedWords, kCapacity>(
-                         sh, payload_words32, ring, a.slot_stride, depth, (pos + 1) % depth, more)
-                         .count;
-      if (lane == 0) polls += (more * a.slot_stride + 63) / 64;
+    std::uint32_t s = static_cast<std::uint32_t>(SlotState::idle);
+    if (lane < usable) {
+      // acquire, system scope: pairs with the scheduler's release store of READY (or EXIT);
+      // the type, size and payload it wrote before are visible to this lane after it, and to
+      // the warp's other lanes after the __syncwarp that follows.
+      s = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(states[(pos + lane) % depth])
+              .load(cuda::memory_order_acquire);
     }
-#if defined(WEFT_POOL_TRACE)
-    ++reads;
-    if (found.count == 0 && !found.exit && sh.first_stale[0] > kTypeWord) ++torn;
-    if (found.count != 0 && lane == 0) {
-      g_weft_trace[5] = reads;
-      g_weft_trace[6] = torn;
-    }
-#endif
-    if (found.count != 0 || found.exit) return found;
+    if (lane == 0) ++polls;  // the warp's loads share one line: one read of host memory
+    const std::uint32_t first = __shfl_sync(0xFFFFFFFFu, s, 0);
+    if (is_ready_or_exit(first)) return s;
     if (lane == 0) a.polls[blockIdx.x] = polls;  // it may wait here for the pool's life
     if (standby) {
       __nanosleep(kStandbyBackoffNs);
@@ -412,27 +281,30 @@ __device__ inline RecordsFound poll_ring(BlockShared& sh, std::uint32_t* payload
     const int expired = __shfl_sync(0xFFFFFFFFu, global_ns() - since >= a.warm_idle_ns ? 1 : 0, 0);
     if (expired != 0) {
       if (lane == 0) {
-        const auto* head = reinterpret_cast<const std::uint64_t*>(ring + pos * a.slot_stride);
-        deep_idle(head + kTypeWord, request_tag(sh.use[pos] + 1), a, polls);
+        cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> head(states[pos]);
+        (void)deep_idle(head, a, polls);
       }
       __syncwarp();
       since = global_ns();
       backoff = 32;
-      continue;  // read the record again
+      continue;  // read the whole line again
     }
     __nanosleep(backoff);
     backoff = backoff < kMaxPollBackoffNs ? backoff * 2 : kMaxPollBackoffNs;
   }
 }
 
-// Warp 0: loads runs of tasks into shared memory and hands them to the task threads, in ring
-// order, until it reads EXIT.
-template <std::uint32_t kRecordWords, std::uint32_t kSharedWords, std::size_t kCapacity>
-__device__ void load_loop(BlockShared& sh, std::uint32_t* payload_words32, unsigned char* ring,
-                          const ResidentArgs& a, unsigned task_threads, bool standby) {
+// Warp 0: loads runs of READY slots into shared memory and hands them to the task threads, in
+// ring order, until it reads EXIT.
+template <std::uint32_t kWords>
+__device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* states,
+                          unsigned char* ring, const ResidentArgs& a, unsigned task_threads,
+                          bool standby) {
+  constexpr std::uint32_t kSlotWords = 1 + kWords;  // the header, then the payload
   const unsigned depth = a.ring_depth;
   const unsigned lane = threadIdx.x;
   const unsigned pair = task_threads + 32;  // the named barriers' count: task threads + loader
+  auto slot = [&](unsigned j) { return ring + kRingControlBytes + j * a.slot_stride; };
   unsigned long long polls = 0;
   unsigned pos = 0;          // the ring slot loaded next
   unsigned held = 0;         // slots of the run the task threads hold (0: none)
@@ -441,10 +313,9 @@ __device__ void load_loop(BlockShared& sh, std::uint32_t* payload_words32, unsig
   unsigned oldest = 0;           // lane 0: the slot of the oldest task not known published
   std::uint32_t pub_parity = 0;  // lane 0: bit j, the parity of slot j's next pub phase
   bool after_tasks = false;      // the last poll found tasks
-  for (unsigned j = lane; j < depth; j += 32) sh.use[j] = 0;
-  __syncwarp();
   // Counts the tasks the publisher has published since (a test of each slot's pub mbarrier,
-  // in ring order; acquire, block scope: the publisher's ended store happens before).
+  // in ring order; acquire, block scope: the publisher's FINISHED store happens before, so a
+  // READY read afterwards in that slot is a new task, never the old one still READY).
   auto advance = [&] {
     if (lane == 0) {
       while (published != loaded && mbar_test(&sh.pub[oldest], (pub_parity >> oldest) & 1u)) {
@@ -461,10 +332,9 @@ __device__ void load_loop(BlockShared& sh, std::uint32_t* payload_words32, unsig
     return published != loaded;
   };
   for (;;) {
-    // Slots not to read: those of the run the task threads hold (given back only at
-    // kFreeBarrier) and those whose task is not yet published (their pub mbarrier's phase is
-    // still to complete; a slot is loaded again only after its last phase completed): the last
-    // max(loaded - published, held) slots before pos.
+    // Slots not to load: those whose task is not yet published (their state may still read
+    // READY) and those of the run the task threads hold (given back only at kFreeBarrier):
+    // the last max(loaded - published, held) slots before pos.
     advance();
     const unsigned in_use = max(loaded - published, held);
     if (in_use == depth) {
@@ -477,15 +347,29 @@ __device__ void load_loop(BlockShared& sh, std::uint32_t* payload_words32, unsig
       continue;
     }
     if (after_tasks) __nanosleep(kFirstBackoffAfterTaskNs);  // see kFirstBackoffAfterTaskNs
-    // The records and their payloads in one read (one round trip over PCIe), into slots the
-    // task threads gave back with the run before the one they hold.
-    const RecordsFound found = poll_ring<kRecordWords, kSharedWords, kCapacity>(
-        sh, payload_words32, ring, depth, pos, depth - in_use, a, polls,
-        after_tasks ? 256u : 32u, standby, busy);
-    const unsigned count = found.count;
+    const std::uint32_t s = poll_ring(states, depth, pos, depth - in_use, a, polls,
+                                      after_tasks ? 256u : 32u, standby, busy);
+    // The run of READY slots from pos (lanes at or past depth - in_use read nothing).
+    const unsigned ready =
+        __ballot_sync(0xFFFFFFFFu, s == static_cast<std::uint32_t>(SlotState::ready));
+    const unsigned count = ~ready == 0u ? 32u : static_cast<unsigned>(__ffs(~ready)) - 1u;
     if (lane == 0) a.polls[blockIdx.x] = polls;  // only this thread writes it; read at the end
+    __syncwarp();  // the lanes' acquire loads happen before every lane's reads below
     if (count != 0) {
       WEFT_TRACE(0);
+      // Headers and payloads of the run in one coalesced pass (one round trip over PCIe), into
+      // slots the task threads gave back with the run before the one they hold.
+      for (unsigned i = lane; i < count * kSlotWords; i += 32) {
+        const unsigned t = i / kSlotWords, w = i % kSlotWords;
+        const unsigned j = (pos + t) % depth;
+        const uint4 word = reinterpret_cast<const uint4*>(slot(j))[w];
+        if (w == 0) {
+          sh.type[j] = word.x;  // SlotHeader: type, payload_size, status, reserved
+          sh.size[j] = word.y;
+        } else {
+          payloads[j * kWords + w - 1] = word;
+        }
+      }
       WEFT_TRACE(1);
     }
     // Take back the run the task threads hold (they arrive when they have ended it): its
@@ -496,8 +380,8 @@ __device__ void load_loop(BlockShared& sh, std::uint32_t* payload_words32, unsig
       sh.run_count = count;
       sh.run_exit = count == 0 ? 1u : 0u;  // EXIT at pos: the block ends after the runs before
     }
-    // Every lane's shared-memory writes (payloads, headers, tags, run words) happen before the
-    // task threads' reads: they wait at this barrier; this warp does not.
+    // Every lane's shared-memory writes (payloads, headers, run words) happen before the task
+    // threads' reads: they wait at this barrier; this warp does not.
     named_arrive(kFullBarrier, pair);
     if (count == 0) return;
     loaded += count;
@@ -507,18 +391,17 @@ __device__ void load_loop(BlockShared& sh, std::uint32_t* payload_words32, unsig
   }
 }
 
-// Warp 1: stores each task's ended word as soon as the task threads end it, in ring order,
-// with one system-scope release store; ends when the task threads end. Lane l counts the uses
-// of slot l (the tag), as the loader does: both go through the ring in order.
-__device__ inline void publish_loop(BlockShared& sh, unsigned char* ring, const ResidentArgs& a) {
+// Warp 1: stores each task's FINISHED as soon as the task threads end it, in ring order, with
+// one system-scope release store; ends when the task threads end.
+__device__ inline void publish_loop(BlockShared& sh, std::uint32_t* states, const ResidentArgs& a) {
   const unsigned depth = a.ring_depth;
   const unsigned lane = threadIdx.x - 32;
   unsigned pos = 0;
-  std::uint32_t parity = 0;    // bit j: the parity of slot j's next done phase
-  std::uint32_t my_uses = 0;   // lane l < depth: slot l's tasks published so far
+  std::uint32_t parity = 0;  // bit j: the parity of slot j's next done phase
   for (;;) {
     // acquire, block scope (the completed wait): pairs with the task threads' arrival; the
-    // task's global-memory writes happen before the release store below.
+    // task's results and status (written into the slot by the task threads) and its
+    // global-memory writes happen before the release store below.
     // Every lane waits (with lane 0 alone waiting, 67d4a79, one task's publication came 0.5 us
     // later: bench/results/h100/probes/session-67d4a79.txt); lane 0's outcome decides for the
     // warp, so that the lanes cannot take different branches, and lane 0 is the lane that
@@ -534,18 +417,20 @@ __device__ inline void publish_loop(BlockShared& sh, unsigned char* ring, const 
       continue;
     }
     parity ^= 1u << pos;
-    if (lane == pos) ++my_uses;
-    const std::uint32_t use = __shfl_sync(0xFFFFFFFFu, my_uses, pos);
     WEFT_TRACE(3);
     if (lane == 0) {
-      auto* ended_word =
-          reinterpret_cast<std::uint64_t*>(ring + pos * a.slot_stride) + kEndedWord;
-      // release, system scope: pairs with the scheduler's acquire load of the ended word (a
-      // fence, then the store: the task's global-memory writes, status and results are
-      // visible to whatever the scheduler's delivery leads to; the scheduler checks the tags of
-      // status and results all the same).
-      cuda::atomic_ref<std::uint64_t, cuda::thread_scope_system>(*ended_word)
-          .store(tagged(result_tag(use), 0), cuda::memory_order_release);
+      cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(states[pos]);
+      if (a.watchdog) {
+        std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
+        // release, system scope: pairs with the scheduler's acquire load of FINISHED. A CAS
+        // (a round trip over PCIe) only with a watchdog: a scheduler that gave up on this task
+        // and shut down has stored EXIT meanwhile, and EXIT must stay (the loader finds it).
+        state.compare_exchange_strong(expected, static_cast<std::uint32_t>(SlotState::finished),
+                                      cuda::memory_order_release, cuda::memory_order_relaxed);
+      } else {
+        // release, system scope: pairs with the scheduler's acquire load of FINISHED.
+        state.store(static_cast<std::uint32_t>(SlotState::finished), cuda::memory_order_release);
+      }
       WEFT_TRACE(4);
       // release, block scope: pairs with the loader's test; the store above happens before.
       mbar_arrive(&sh.pub[pos]);
@@ -557,11 +442,9 @@ __device__ inline void publish_loop(BlockShared& sh, unsigned char* ring, const 
 
 template <class Types, std::size_t Capacity>
 __global__ void resident_kernel(ResidentArgs a) {
-  // The payload in shared memory: a whole number of 16-byte words (the task types' Payload
-  // alignment); a record carries it 4 bytes a word (kPayloadWords words).
+  // A payload is a whole number of 16-byte words: copies move uint4s (one PCIe request per
+  // 16 bytes, not per byte); bytes past the payload size are copied but never read.
   constexpr std::uint32_t kWords = (Capacity + 15) / 16;
-  constexpr std::uint32_t kRecordWords = static_cast<std::uint32_t>(record_words(Capacity));
-  static_assert(kRecordWords - kPayloadWord <= kWords * 4, "a record's payload fits its copy");
   const unsigned depth = a.ring_depth;
   extern __shared__ __align__(16) unsigned char shared[];
   auto* payloads = reinterpret_cast<uint4*>(shared);          // slot j: kWords words at j*kWords
@@ -571,6 +454,7 @@ __global__ void resident_kernel(ResidentArgs a) {
   const int block = a.first_block + static_cast<int>(blockIdx.x);
   unsigned char* ring =
       static_cast<unsigned char*>(a.rings) + static_cast<std::size_t>(block) * a.ring_stride;
+  auto* states = reinterpret_cast<std::uint32_t*>(ring);
   const unsigned threads = blockDim.x - kRoleThreads;  // task threads
   if (threadIdx.x == 0) {
     for (unsigned j = 0; j < depth; ++j) {
@@ -581,18 +465,17 @@ __global__ void resident_kernel(ResidentArgs a) {
   }
   __syncthreads();  // the mbarriers are initialised; the only block-wide barrier
   if (threadIdx.x < 32) {
-    load_loop<kRecordWords, kWords * 4, Capacity>(
-        sh, reinterpret_cast<std::uint32_t*>(payloads), ring, a, threads,
-        a.standby != nullptr && a.standby[blockIdx.x] != 0);
+    load_loop<kWords>(sh, payloads, states, ring, a, threads,
+                      a.standby != nullptr && a.standby[blockIdx.x] != 0);
     return;
   }
   if (threadIdx.x < kRoleThreads) {
-    publish_loop(sh, ring, a);
+    publish_loop(sh, states, a);
     return;
   }
   // The task threads: run after run.
   const unsigned me = threadIdx.x - kRoleThreads;
-  auto slot = [&](unsigned j) { return reinterpret_cast<std::uint64_t*>(ring + j * a.slot_stride); };
+  auto slot = [&](unsigned j) { return ring + kRingControlBytes + j * a.slot_stride; };
   const BlockContext ctx(static_cast<int>(me), static_cast<int>(threads), block, task_shared);
   for (;;) {
     named_sync(kFullBarrier, threads + 32);  // the loader's run (it arrives)
@@ -607,27 +490,16 @@ __global__ void resident_kernel(ResidentArgs a) {
       uint4* mine = payloads + j * kWords;
       const TaskStatus status = size <= Capacity ? Types::dispatch(sh.type[j], mine, size, ctx)
                                                  : TaskStatus::bad_payload_size;
-      // Every task thread's global-memory writes and result words happen before the copy.
+      // Every task thread's result words and global-memory writes happen before the copy.
       named_sync(kTaskBarrier, threads);
       if (me < 32) {
         WEFT_TRACE(2);
-        // The status and the results back into the slot (posted writes over PCIe; relaxed:
-        // each vouches for itself by its tag) by the first task warp, before the publisher's
-        // release: its fence makes them visible with the ended word. (Written after the
-        // arrival instead, beside the fence, they reached the host microseconds late: the
-        // latency trace's link 2.7 -> 7.3 us, bench/results/h100/probes/
-        // tagged_slots_latency_ab-f7aa3fc.txt. Posted writes to host memory are not pushed out
-        // by anything but a fence.)
-        const std::uint32_t tag = sh.result_tag[j];
-        std::uint64_t* out = slot(j);
-        const std::uint32_t words = size <= Capacity ? payload_words(size) : 0;
-        const auto* result = reinterpret_cast<const std::uint32_t*>(mine);
-        for (std::uint32_t i = me; i < words; i += 32) {
-          store_word_relaxed(out + kPayloadWord + i, tagged(tag, result[i]));
-        }
-        if (me == 0) {
-          store_word_relaxed(out + kStatusWord, tagged(tag, static_cast<std::uint32_t>(status)));
-        }
+        // The results back into the slot (posted writes over PCIe) by the first task warp.
+        const std::uint32_t words = size <= Capacity ? (size + 15) / 16 : 0;
+        auto* out = reinterpret_cast<uint4*>(slot(j) + kSlotHeaderBytes);
+        for (std::uint32_t i = me; i < words; i += 32) out[i] = mine[i];
+        if (me == 0)
+          reinterpret_cast<SlotHeader*>(slot(j))->status = static_cast<std::uint32_t>(status);
         __syncwarp();  // the lanes' writes happen before lane 0's arrival
         // release, block scope: pairs with the publisher's wait; with the barrier above, every
         // task thread's writes for this task happen before the publisher's release store.

@@ -21,6 +21,7 @@ struct ResidentArgs {
   // Per block of this GPU (device memory; null: none): 1 for a standby block, which never
   // goes into deep idle and polls its ring with a short back-off (single-task latency).
   const unsigned char* standby = nullptr;
+  bool watchdog = false;  // FINISHED by CAS (an EXIT stored over a lost task must stay)
 };
 
 /// Made by weft::gpu::device_program<Types, Capacity>() in a .cu file (weft/gpu/device.cuh).

@@ -210,7 +210,7 @@ class Pool {
                               std::to_string(o.warm_idle.count()) + " us)");
       }
       return detail::make_device_blocks(o.program, o.devices, o.blocks_per_sm, o.threads_per_block,
-                                        depth, Capacity, o.warm_idle);
+                                        depth, Capacity, o.warm_idle, o.task_deadline.count() > 0);
     }
     if (o.host_blocks == 0 || o.host_blocks > 4096) {
       throw InvalidArgument("weft::gpu::PoolOptions::host_blocks must be in [1, 4096] (got " +

@@ -33,7 +33,7 @@ class BlockRuntime {
   virtual void join() = 0;
   /// Empty while the blocks are healthy; else what failed (a kernel that trapped or faulted).
   virtual std::string failure() = 0;
-  /// After a lane loaded a batch of slots (tasks or EXIT): the device backend rings the
+  /// After a lane loaded a batch of slots (READY or EXIT): the device backend rings the
   /// doorbell that wakes blocks in deep idle.
   virtual void after_loads() noexcept {}
   /// Instead of join() when some block may never return (a task past the watchdog deadline):
@@ -60,13 +60,14 @@ std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t d
 /// The GPU path: one resident kernel per device in `devices` (empty: every visible GPU), with
 /// blocks_per_sm blocks per SM (0: as many as occupancy allows) of `threads` threads, each
 /// serving a ring of `depth` slots in pinned host-mapped memory; a block idle for `warm_idle`
-/// stops polling its ring and waits in deep idle. Throws
+/// stops polling its ring and
+/// waits in deep idle; `watchdog`: the pool may give up on tasks (blocks finish by CAS). Throws
 /// weft::InvalidArgument for a program that does not match, weft::CudaError when a CUDA call fails
 /// (no GPU, no driver), and, in a build without CUDA, weft::InvalidArgument saying so.
 std::unique_ptr<BlockRuntime> make_device_blocks(const DeviceProgram& program,
                                                  const std::vector<int>& devices, int blocks_per_sm,
                                                  int threads, std::size_t depth,
                                                  std::size_t payload_capacity,
-                                                 std::chrono::nanoseconds warm_idle);
+                                                 std::chrono::nanoseconds warm_idle, bool watchdog);
 
 }  // namespace weft::gpu::detail

@@ -22,7 +22,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -199,7 +198,6 @@ class PoolCore {
       lane->blocks.resize(count);  // idle_since: the epoch, long ago: ring
       for (BlockMeta& bm : lane->blocks) bm.loaded = bm.collected = config_.count_origin;
       lane->meta.resize(count * depth_);
-      lane->uses.assign(count * depth_, 0);
       lane->heads.assign(depth_, kNil);
       lane->level_size.assign(depth_, 0);
       lane->active.reserve(count);
@@ -557,9 +555,6 @@ class PoolCore {
     std::size_t first = 0;          // global index of its first block
     std::vector<BlockMeta> blocks;  // lane-local block index
     std::vector<SlotMeta> meta;     // block * depth + j
-    // block * depth + j: the slot's loads so far (its records' tags, slot.hpp). Written by
-    // whoever loads the slot: the lane, or a pushing thread that claimed it (push_direct).
-    std::vector<std::uint32_t> uses;
     // Loadable blocks (no lost slot, ring not full) by how many tasks they have in flight:
     // heads[d] starts the list of level d. A task goes to the lowest level: spread over idle
     // blocks first, and only then queued behind another task in a ring.
@@ -922,22 +917,12 @@ class PoolCore {
     m.active_at = kNil;
   }
 
-  // ---- slots (records of tagged words: slot.hpp) ----
-  std::uint64_t* slot_of(const Lane& lane, std::uint32_t b, std::uint32_t j) const {
-    return layout_.slot(lane.first + b, j);
+  // ---- slots ----
+  std::atomic_ref<std::uint32_t> state_of(const Lane& lane, std::uint32_t b, std::uint32_t j) {
+    return std::atomic_ref<std::uint32_t>(layout_.states(lane.first + b)[j]);
   }
-  // The status of the slot's current use when its ended and status words carry the result
-  // tag, else nullopt (the task runs, or a word is still on its way).
-  std::optional<TaskStatus> ended_status(const Lane& lane, std::uint32_t b, std::uint32_t j) const {
-    const std::uint64_t* slot = slot_of(lane, b, j);
-    const std::uint32_t tag = result_tag(lane.uses[b * depth_ + j]);
-    // acquire: pairs with the block's release (a system-scope fence, then the store) of the
-    // ended word: the task's effects happen before what the lane delivers.
-    if (tag_of(load_word(slot[kEndedWord], std::memory_order_acquire)) != tag) return std::nullopt;
-    // relaxed: vouches for itself by its tag.
-    const std::uint64_t status = load_word(slot[kStatusWord], std::memory_order_relaxed);
-    if (tag_of(status) != tag) return std::nullopt;
-    return static_cast<TaskStatus>(data_of(status));
+  unsigned char* slot_of(const Lane& lane, std::uint32_t b, std::uint32_t j) {
+    return layout_.slot(lane.first + b, j);
   }
 
   // Asks for the cache lines of slot j of block b (header and `bytes` of payload). The lanes'
@@ -946,10 +931,9 @@ class PoolCore {
   // stalling the lane in turn (which was most of a lane's cost per task).
   void prefetch_slot(const Lane& lane, std::uint32_t b, std::uint32_t j, std::size_t bytes,
                      bool for_write) const {
-    const std::uint64_t* p = layout_.slot(lane.first + b, j);
+    const unsigned char* p = layout_.slot(lane.first + b, j);
     const auto first = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{63};
-    const auto end = reinterpret_cast<std::uintptr_t>(p + kPayloadWord + payload_words(
-                                                              static_cast<std::uint32_t>(bytes)));
+    const auto end = reinterpret_cast<std::uintptr_t>(p) + kSlotHeaderBytes + bytes;
     for (std::uintptr_t a = first; a < end; a += 64) {
       if (for_write) {
         __builtin_prefetch(reinterpret_cast<const void*>(a), 1, 3);
@@ -1008,19 +992,25 @@ class PoolCore {
     return j;
   }
 
-  // Writes a reserved slot's record.
+  // Writes a reserved slot and publishes it (READY).
   void write_slot(Lane& lane, std::uint32_t b, std::uint32_t j, const Entry& e,
                   Clock::time_point now) {
     lane.meta[b * depth_ + j] = SlotMeta::of(e, now);
     publish_slot(lane, b, j, e.type, e.payload_size, e.payload);
   }
-  // The slot's record for its next use: payload and headers, tagged (write_request: the type
-  // word last, with release). Touches nothing else of the lane but the slot's use count (a
+  // The slot's memory: header and payload, then READY. Touches nothing else of the lane (a
   // pushing thread calls it for a direct load).
-  void publish_slot(Lane& lane, std::uint32_t b, std::uint32_t j, std::uint32_t type,
+  void publish_slot(const Lane& lane, std::uint32_t b, std::uint32_t j, std::uint32_t type,
                     std::uint32_t size, const unsigned char* payload) {
-    const std::uint32_t use = ++lane.uses[b * depth_ + j];
-    write_request(slot_of(lane, b, j), use, type, size, payload);
+    unsigned char* slot = slot_of(lane, b, j);
+    auto* h = reinterpret_cast<SlotHeader*>(slot);
+    h->type = type;
+    h->payload_size = size;
+    h->status = 0;
+    copy_payload<Capacity>(slot + kSlotHeaderBytes, payload, size);
+    // release: type, size and payload are visible to the block's acquire load of READY.
+    state_of(lane, b, j)
+        .store(static_cast<std::uint32_t>(SlotState::ready), std::memory_order_release);
 #if defined(WEFT_POOL_TRACE)
     g_trace_loaded.store(trace_now());
 #endif
@@ -1051,7 +1041,7 @@ class PoolCore {
 #if defined(WEFT_POOL_TRACE)
     g_trace_taken.store(trace_now());
 #endif
-    publish_slot(lane, 0, j, r.type, r.payload_size, r.payload);  // the record, type word last
+    publish_slot(lane, 0, j, r.type, r.payload_size, r.payload);  // READY, release
     lane.express_meta =
         SlotMeta::of(r.tag, static_cast<std::uint32_t>(out), r.type, r.payload_size, cb, {});
     // relaxed: a statistic, on the line this thread holds anyway.
@@ -1115,7 +1105,7 @@ class PoolCore {
   }
 
   // A task ended (finished, timed out or failed): stage it for delivery.
-  Record& stage_record(Lane& lane, const SlotMeta& m, TaskStatus status) {
+  void stage(Lane& lane, const SlotMeta& m, TaskStatus status, const unsigned char* results) {
     Record* r;
     if (m.callback != 0) {
       lane.callbacks.emplace_back(m.callback, Record{});
@@ -1127,43 +1117,25 @@ class PoolCore {
     r->payload_size = m.size;
     r->tag = m.tag;
     r->status = status;
+    if (results != nullptr) copy_payload<Capacity>(r->payload, results, m.size);
     lane.staged_failed += status != TaskStatus::ok;  // counted here: flush need not re-read
-    return *r;
-  }
-  void stage(Lane& lane, const SlotMeta& m, TaskStatus status, const unsigned char* results) {
-    Record& r = stage_record(lane, m, status);
-    if (results != nullptr) copy_payload<Capacity>(r.payload, results, m.size);
-  }
-  // A task whose status word arrived: stages it with the results read from its slot's payload
-  // words, or, when one of them does not carry the result tag yet, stages nothing and returns
-  // false (the block releases them with the ended word, so this is a guard, not a wait).
-  bool stage_results(Lane& lane, const SlotMeta& m, TaskStatus status, const std::uint64_t* slot,
-                     std::uint32_t tag) {
-    Record& r = stage_record(lane, m, status);
-    if (read_payload_words(slot, tag, r.payload, m.size)) return true;
-    lane.staged_failed -= status != TaskStatus::ok;
-    if (m.callback != 0) {
-      lane.callbacks.pop_back();
-    } else {
-      lane.staged[m.out].pop_back();
-    }
-    return false;
   }
 
   // Collects the finished slots of every block with tasks in flight (and, with a watchdog,
   // gives up on tasks past the deadline). Returns how many tasks ended.
   std::size_t collect(Lane& lane, Clock::time_point now) {
-    // The records a block wrote are cache misses (the GPU's write over PCIe invalidated
-    // them): ask for the first slot each block may have finished (status and results) first,
-    // so that the misses overlap instead of queueing.
+    // The control lines a block wrote are cache misses (the GPU's write over PCIe invalidated
+    // them): ask for all of them first, so that the misses overlap instead of queueing.
+    // Likewise the first slot each block may have finished (header, status and results).
     WEFT_POOL_SUB_BEGIN(t_prefetch);
     for (const std::uint32_t b : lane.active) {
+      __builtin_prefetch(layout_.states(lane.first + b), 0, 0);
       const std::uint32_t j = lane.blocks[b].collect_slot;
       prefetch_slot(lane, b, j, lane.meta[b * depth_ + j].size, false);
     }
     WEFT_POOL_SUB_END(lane, 0, t_prefetch);
     // Then find the blocks whose next slot ended, in a loop with nothing else in it: its loads
-    // of the status words (the prefetches above cannot all be in flight at once) overlap
+    // of the control lines (the prefetches above cannot all be in flight at once) overlap
     // with each other. Looked for inside the collecting loop below, whose body is long, they
     // were taken one after another: with one lane and 792 blocks, 477 blocks looked at and
     // 226 tasks collected per round, collecting cost 673 TSC cycles per task
@@ -1175,10 +1147,9 @@ class PoolCore {
     const bool watchdog = config_.task_deadline.count() > 0;
     for (const std::uint32_t b : lane.active) {
       const std::uint32_t j = lane.blocks[b].collect_slot;
-      // relaxed: a filter only; collect_block loads the ended word again with acquire.
-      if (watchdog || tag_of(load_word(slot_of(lane, b, j)[kEndedWord],
-                                       std::memory_order_relaxed)) ==
-                          result_tag(lane.uses[b * depth_ + j])) {
+      // relaxed: a filter only; collect_block loads the state again with acquire.
+      if (watchdog || state_of(lane, b, j).load(std::memory_order_relaxed) ==
+                          static_cast<std::uint32_t>(SlotState::finished)) {
         lane.finishing.push_back(b);
       }
     }
@@ -1200,29 +1171,34 @@ class PoolCore {
     bool changed = false;
     while (bm.collected != bm.loaded) {
       const std::uint32_t j = bm.collect_slot;
-      const std::optional<TaskStatus> status = ended_status(lane, b, j);  // acquire
-      if (!status) break;
+      // acquire: pairs with the block's release store of FINISHED; status and results are
+      // visible.
+      if (state_of(lane, b, j).load(std::memory_order_acquire) !=
+          static_cast<std::uint32_t>(SlotState::finished)) {
+        break;
+      }
       SlotMeta& m = lane.meta[b * depth_ + j];
-      const std::uint64_t* slot = slot_of(lane, b, j);
 #if defined(WEFT_POOL_TRACE)
       g_trace_seen.store(trace_now());
 #endif
-      const std::uint32_t tag = result_tag(lane.uses[b * depth_ + j]);
       if (m.lost) {
-        // Delivered as timed_out already: the late result is dropped (exactly once), once
-        // all of it arrived (a result word still on its way would land over the next task).
-        if (!payload_tagged(slot, tag, m.size)) break;
+        // Delivered as timed_out already: the late result is dropped (exactly once).
         --bm.lost;
         slots_lost_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: statistic
       } else {
         WEFT_POOL_SUB_BEGIN(t_stage);
-        // The results, unless a word of them is still on its way (the status word came
-        // first): then this slot, and the block's later ones, are collected next round.
-        if (!stage_results(lane, m, *status, slot, tag)) break;
+        const unsigned char* slot = slot_of(lane, b, j);
+        stage(lane, m, static_cast<TaskStatus>(reinterpret_cast<const SlotHeader*>(slot)->status),
+              slot + kSlotHeaderBytes);
         WEFT_POOL_SUB_END(lane, 1, t_stage);
         --lane.unresolved;
         ++ended;
       }
+      WEFT_POOL_SUB_BEGIN(t_idle);
+      // relaxed: the block does not act on IDLE; the next READY publishes the next task.
+      state_of(lane, b, j)
+          .store(static_cast<std::uint32_t>(SlotState::idle), std::memory_order_relaxed);
+      WEFT_POOL_SUB_END(lane, 2, t_idle);
       ++bm.collected;
       bm.collect_slot = next_slot(j);
       changed = true;
@@ -1571,13 +1547,18 @@ class PoolCore {
         std::this_thread::yield();
       }
     }
-    // EXIT as the next use of each block's next slot, where the block looks after its last
-    // task. A slot whose task the watchdog gave up on may be that slot (a full ring): EXIT
-    // rewrites only the headers, which the block never writes, so its late results cannot
-    // overwrite it; the block reads it once it ends that task.
     for (std::uint32_t b = 0; b < lane.blocks.size(); ++b) {
-      const std::uint32_t j = lane.blocks[b].load_slot;
-      write_exit(slot_of(lane, b, j), ++lane.uses[b * depth_ + j]);
+      for (std::uint32_t j = 0; j < depth_; ++j) {
+        std::uint32_t expected = state_of(lane, b, j).load(std::memory_order_relaxed);
+        // release: nothing to publish but the state itself; the block acquires it. A lost
+        // slot's block may be finishing right now: the CAS loop makes sure EXIT is the last
+        // word (the block's own FINISHED store is a CAS from READY when a watchdog is on, so
+        // it sees EXIT and returns).
+        while (!state_of(lane, b, j)
+                    .compare_exchange_weak(expected, static_cast<std::uint32_t>(SlotState::exit),
+                                           std::memory_order_release, std::memory_order_relaxed)) {
+        }
+      }
     }
     blocks_->after_loads();
   }
