@@ -5,9 +5,9 @@
 # ring of 1 to 3 slots), spec/direct_load.pml (a lane's standby slot offered to pushing
 # threads, with sleeping and shutdown), spec/lone_tasks.pml (lone tasks left to their home
 # lane: no task waits forever) and spec/tagged_records.pml (slots read and written a tagged
-# word at a time: the design the pool is to move to, not yet its code). Fails when spin finds
-# an error or did not explore the whole
-# state space, and also when spin does NOT find the error in one of the models' mutants (known
+# word at a time: a design measured and not adopted, docs/gpu.md "Tagged records"). Fails
+# when spin finds an error or did not explore the whole state space, and also when spin does
+# NOT find the error in one of the models' mutants (known
 # protocol bugs: the check must be able to fail).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

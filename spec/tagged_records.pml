@@ -1,6 +1,9 @@
 /* spec/tagged_records.pml - slots whose records are read and written a word at a time, each
- * word tagged: the design the pool is to move to (docs/gpu.md, "Latency"; NOT yet the code,
- * whose model is spec/slot_protocol.pml).
+ * word tagged: a design built and measured but not adopted (docs/gpu.md, "Tagged records"; its
+ * code is on branch tagged-records; the pool's model is spec/slot_protocol.pml). The branch
+ * differs from this model in one respect: its headers are the scheduler's and its status words
+ * the block's (a result does not overwrite word 0), so its headers carry the use count, which
+ * this model shows is otherwise needed only for diagnosis.
  *
  * Today a block acquires a slot's state word, then reads the payload (a second PCIe round
  * trip), and publishes its results with a system-scope release (a fence). With tagged records
