@@ -6,6 +6,8 @@
 //   cd scripts/probes && nvcc -O2 -std=c++20 -gencode=arch=compute_90,code=sm_90 \
 //     -I../../include busy_probe.cu ../../src/gpu/host_blocks.cpp ../../src/gpu/device_blocks.cu \
 //     -o busy_probe && ./busy_probe [--short | --default | --pushers]
+// With -DWEFT_PROBE_RING_LEVELS it also prints how many tasks a block's ring held before and
+// after each of the lanes' collections from it.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -136,6 +138,23 @@ void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, i
         span * 1e3, body / block_time, gap_sum / block_time, ramp / block_time, tail / block_time,
         static_cast<double>(n) / static_cast<double>(pop_calls),
         pop_s / static_cast<double>(pop_calls) * 1e6, pop_s / static_cast<double>(n) * 1e9);
+#if defined(WEFT_PROBE_RING_LEVELS)
+    std::printf("  tasks left in the ring at a collection (share, so far):");
+    std::uint64_t all = 0;
+    for (auto& c : weft::gpu::detail::g_probe_ring_levels) all += c.load();
+    for (std::size_t k = 0; k <= pool.ring_depth() && k < 33; ++k) {
+      std::printf(" %zu:%.3f", k,
+                  static_cast<double>(weft::gpu::detail::g_probe_ring_levels[k].load()) /
+                      static_cast<double>(all == 0 ? 1 : all));
+    }
+    std::printf("\n  ... and before it:");
+    for (std::size_t k = 0; k <= pool.ring_depth() && k < 33; ++k) {
+      std::printf(" %zu:%.3f", k,
+                  static_cast<double>(weft::gpu::detail::g_probe_ring_before[k].load()) /
+                      static_cast<double>(all == 0 ? 1 : all));
+    }
+    std::printf("\n");
+#endif
   }
 }
 

@@ -120,6 +120,14 @@ inline std::atomic<std::uint64_t> g_push_copy_cycles{0}, g_push_lock_cycles{0},
     g_push_total_cycles{0};
 #endif
 
+#if defined(WEFT_PROBE_RING_LEVELS)
+// scripts/probes/busy_probe.cu: how many tasks a block's ring still held each time a lane
+// collected from it (index: tasks left in flight, the last counts 32 and more).
+inline std::atomic<std::uint64_t> g_probe_ring_levels[33];
+// ... and how many it held before that collection.
+inline std::atomic<std::uint64_t> g_probe_ring_before[33];
+#endif
+
 #if defined(WEFT_POOL_TRACE)
 // scripts/probes/latency_trace.cu: steady-clock ns when a lane last stored READY, last saw
 // FINISHED, and last delivered to an output queue.
@@ -1169,6 +1177,9 @@ class PoolCore {
     BlockMeta& bm = lane.blocks[b];
     std::size_t ended = 0;
     bool changed = false;
+#if defined(WEFT_PROBE_RING_LEVELS)
+    const std::uint32_t before = bm.in_flight();
+#endif
     while (bm.collected != bm.loaded) {
       const std::uint32_t j = bm.collect_slot;
       // acquire: pairs with the block's release store of FINISHED; status and results are
@@ -1222,6 +1233,14 @@ class PoolCore {
         changed = true;
       }
     }
+#if defined(WEFT_PROBE_RING_LEVELS)
+    if (ended > 0) {
+      g_probe_ring_levels[std::min<std::uint32_t>(bm.in_flight(), 32)].fetch_add(
+          1, std::memory_order_relaxed);
+      g_probe_ring_before[std::min<std::uint32_t>(before, 32)].fetch_add(1,
+                                                                     std::memory_order_relaxed);
+    }
+#endif
     WEFT_POOL_SUB_BEGIN(t_relink);
     if (changed) relink(lane, b);
     WEFT_POOL_SUB_END(lane, 2, t_relink);
