@@ -29,10 +29,12 @@ enum Variant : int {
   single_lane_v2 = 5,      // one lane, 4 relaxed loads of 8 bytes in a row (as a vector would)
   kVariants = 6
 };
-const char* kNames[kVariants] = {
-    "8 lanes x 4 B acquire (state words)",    "8 lanes x 8 B relaxed (whole record)",
-    "6 lanes x 8 B relaxed (pool's words)",   "5 relaxed + word 0 acquire, lane 31 (pool)",
-    "8 lanes x 8 B acquire",                  "1 lane, 8 x 8 B relaxed in a row"};
+const char* kNames[kVariants] = {"8 lanes x 4 B acquire (state words)",
+                                 "8 lanes x 8 B relaxed (whole record)",
+                                 "6 lanes x 8 B relaxed (pool's words)",
+                                 "5 relaxed + word 0 acquire, lane 31 (pool)",
+                                 "8 lanes x 8 B acquire",
+                                 "1 lane, 8 x 8 B relaxed in a row"};
 
 __device__ inline unsigned long long gtime() {
   unsigned long long t;

@@ -1238,7 +1238,7 @@ class PoolCore {
       g_probe_ring_levels[std::min<std::uint32_t>(bm.in_flight(), 32)].fetch_add(
           1, std::memory_order_relaxed);
       g_probe_ring_before[std::min<std::uint32_t>(before, 32)].fetch_add(1,
-                                                                     std::memory_order_relaxed);
+                                                                         std::memory_order_relaxed);
     }
 #endif
     WEFT_POOL_SUB_BEGIN(t_relink);
