@@ -7,8 +7,8 @@
 # lane: no task waits forever) and spec/tagged_records.pml (slots read and written a tagged
 # word at a time: a design measured and not adopted, docs/gpu.md "Tagged records"). Fails
 # when spin finds an error or did not explore the whole state space, and also when spin does
-# NOT find the error in one of the models' mutants (known
-# protocol bugs: the check must be able to fail).
+# NOT find the error in one of the models' mutants (known protocol bugs: the check must be able
+# to fail).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 command -v spin >/dev/null || { echo "check-spin: SKIPPED: spin is not installed (make deps)"; exit 77; }

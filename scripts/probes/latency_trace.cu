@@ -23,11 +23,6 @@
 #include "empty_pool.cuh"
 
 constexpr int kTasks = 2000;
-// Words of g_weft_trace: 5 in the pool's kernel; 7 in the tagged-record kernel of branch
-// tagged-records, which defines it (reads of records in the poll that found a task, torn ones).
-#if !defined(WEFT_TRACE_WORDS)
-#define WEFT_TRACE_WORDS 5
-#endif
 
 void trace(const char* name, PoolOptions o) {
   o.backend = Backend::device;
@@ -35,7 +30,7 @@ void trace(const char* name, PoolOptions o) {
   P pool(o);
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  constexpr int kPhases = 14;
+  constexpr int kPhases = 12;
   const char* names[kPhases] = {"push() call",
                                 "push returned->lane took",
                                 "took->READY stored",
@@ -47,9 +42,7 @@ void trace(const char* name, PoolOptions o) {
                                 "gpu: hand-offs + task",
                                 "gpu: results + hand-off",
                                 "gpu: FINISHED store",
-                                "link (2 trips + poll wait)",
-                                "gpu: record reads in the poll",
-                                "gpu: of them torn"};
+                                "link (2 trips + poll wait)"};
   std::vector<std::vector<double>> v(kPhases);
   std::vector<std::vector<double>> rows;  // per task, every phase: where the tail's time goes
   for (int i = 0; i < kTasks; ++i) {
@@ -59,9 +52,8 @@ void trace(const char* name, PoolOptions o) {
     const long long t1 = detail::trace_now();
     (void)pool.pop();
     const long long t3 = detail::trace_now();
-    unsigned long long g[7] = {};  // [5], [6]: tagged records only (WEFT_TRACE_WORDS 7)
-    cudaMemcpyFromSymbolAsync(g, detail::g_weft_trace, WEFT_TRACE_WORDS * sizeof g[0], 0,
-                              cudaMemcpyDeviceToHost, stream);
+    unsigned long long g[5] = {};
+    cudaMemcpyFromSymbolAsync(g, detail::g_weft_trace, sizeof g, 0, cudaMemcpyDeviceToHost, stream);
     cudaStreamSynchronize(stream);
     const long long k = detail::g_trace_taken.load(), l = detail::g_trace_loaded.load(),
                     s = detail::g_trace_seen.load(), d = detail::g_trace_delivered.load();
@@ -71,8 +63,7 @@ void trace(const char* name, PoolOptions o) {
                                 static_cast<double>(d - s),       static_cast<double>(t3 - d),
                                 static_cast<double>(t3 - t0),     static_cast<double>(g[1] - g[0]),
                                 static_cast<double>(g[2] - g[1]), static_cast<double>(g[3] - g[2]),
-                                static_cast<double>(g[4] - g[3]), static_cast<double>(s - l) - gpu,
-                                static_cast<double>(g[5]) * 1e3,  static_cast<double>(g[6]) * 1e3};
+                                static_cast<double>(g[4] - g[3]), static_cast<double>(s - l) - gpu};
     for (int k = 0; k < kPhases; ++k) v[k].push_back(in[k] * 1e-3);
     rows.emplace_back(in, in + kPhases);
   }
@@ -81,8 +72,7 @@ void trace(const char* name, PoolOptions o) {
   const std::size_t worst = std::max<std::size_t>(1, rows.size() / 100);
   std::printf("%s (%zu lanes, %zu blocks, %d tasks): us p50 / p90 / p99 / mean of slowest 1%%\n",
               name, pool.num_lanes(), pool.num_blocks(), kTasks);
-  // The last two rows exist only in a kernel with tagged records (branch tagged-records).
-  for (int k = 0; k < (WEFT_TRACE_WORDS > 5 ? kPhases : kPhases - 2); ++k) {
+  for (int k = 0; k < kPhases; ++k) {
     std::sort(v[k].begin(), v[k].end());
     double tail = 0;
     for (std::size_t r = 0; r < worst; ++r) tail += rows[r][k] * 1e-3;

@@ -1,7 +1,8 @@
 // How long does one poll of a slot in host-mapped memory take on the GPU, by the shape of the
-// read? The pool's tagged-record poll (tree 8bb7057) came back every ~2.3 us where the state-word
-// poll it replaced came back every ~1.3 (latency_trace's reads per 200 us: 80-92 against ~150),
-// both sleeping 256 ns between polls. One warp polls a 128-byte-aligned host-mapped line the
+// read? The pool's tagged-record poll (tree d325686) came back only every ~2.3 us with 256 ns of
+// sleep between polls (latency_trace's reads per 200 us, 64-81:
+// bench/results/h100/probes/tagged_variants-d325686.txt). One warp polls a 128-byte-aligned
+// host-mapped line the
 // CPU does not write, 2000 times, each read timed with %globaltimer from before the loads to
 // after every value has been used (a __syncwarp after a shared store of each), no sleep.
 // Build and run on the GPU machine from scripts/probes:
