@@ -41,10 +41,15 @@ using Errors = std::map<std::string, std::vector<double>>;
 // apart) from a noisy machine (measurements spread) in the log.
 using Observations = std::map<std::pair<std::string, std::size_t>,
                               std::pair<std::vector<double>, std::vector<double>>>;
-// The same per (device_kernel, size, policy): a CPU kernel beside transfers (a mixed mapping)
-// may run slower than alone (CPU-only), which one model per kernel cannot tell apart.
+// The same per (device_kernel, size, policy), with each run's share beside copies: a CPU
+// kernel beside transfers (a mixed mapping) runs slower than alone (CPU-only); its models tell
+// the two apart (CostModels::observe_cpu).
+struct PolicyRuns {
+  std::vector<double> seconds;
+  std::vector<double> copy_overlap;
+};
 using ObservationsByPolicy =
-    std::map<std::tuple<std::string, std::size_t, std::string>, std::vector<double>>;
+    std::map<std::tuple<std::string, std::size_t, std::string>, PolicyRuns>;
 
 void collect_errors(const wg::Graph& g, const wg::RunReport& r, const char* policy, Errors& errors,
                     Observations& seen, ObservationsByPolicy& by_policy) {
@@ -57,7 +62,9 @@ void collect_errors(const wg::Graph& g, const wg::RunReport& r, const char* poli
     auto& [m, p] = seen[{key, n.size}];
     m.push_back(measured);
     p.push_back(n.predicted);
-    by_policy[{key, n.size, policy}].push_back(measured);
+    PolicyRuns& runs = by_policy[{key, n.size, policy}];
+    runs.seconds.push_back(measured);
+    runs.copy_overlap.push_back(n.copy_overlap);
   }
 }
 
@@ -68,7 +75,9 @@ double quantile(std::vector<double> v, double q) {
 }
 
 void print_by_policy(const ObservationsByPolicy& by_policy) {
-  std::fprintf(stderr, "[graph] per kernel, size and policy: measured median ms (n)\n");
+  std::fprintf(stderr,
+               "[graph] per kernel, size and policy: measured median ms (n, median share of the "
+               "time with copies in flight)\n");
   std::string last;
   for (const auto& [key, v] : by_policy) {
     const auto& [kernel, size, policy] = key;
@@ -78,7 +87,8 @@ void print_by_policy(const ObservationsByPolicy& by_policy) {
       std::fprintf(stderr, "[graph]   %-28s %12zu B ", kernel.c_str(), size);
       last = row;
     }
-    std::fprintf(stderr, "  %s %.3f (%zu)", policy.c_str(), quantile(v, 0.5) * 1e3, v.size());
+    std::fprintf(stderr, "  %s %.3f (%zu, %.2f)", policy.c_str(), quantile(v.seconds, 0.5) * 1e3,
+                 v.seconds.size(), quantile(v.copy_overlap, 0.5));
   }
   if (!last.empty()) std::fprintf(stderr, "\n");
 }

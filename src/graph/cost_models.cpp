@@ -1,5 +1,6 @@
 #include "weft/graph/cost_models.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "weft/error.hpp"
@@ -53,6 +54,41 @@ void CostModels::observe(const std::string& device, const std::string& kernel, d
       return;
     }
   }
+}
+
+namespace {
+
+void check_overlap(const char* who, const std::string& kernel, double overlap) {
+  if (!(overlap >= 0 && overlap <= 1)) {
+    throw InvalidArgument(std::string("weft::graph::CostModels::") + who + ": '" + kernel +
+                          "': overlap " + std::to_string(overlap) + " is not in [0, 1]");
+  }
+}
+
+}  // namespace
+
+double CostModels::predict_cpu(const std::string& kernel, double size, double overlap) const {
+  check_overlap("predict_cpu", kernel, overlap);
+  const double own = predict("cpu", kernel, size);
+  const LinearCostModel* beside = find("cpu", kernel + kBesideCopies);
+  if (beside == nullptr || overlap == 0) return own;
+  return own + overlap * (beside->predict(size) - own);
+}
+
+void CostModels::observe_cpu(const std::string& kernel, double size, double seconds,
+                             double overlap) {
+  check_overlap("observe_cpu", kernel, overlap);
+  const LinearCostModel* own = find("cpu", kernel);
+  if (overlap < kAloneMaxOverlap || own == nullptr) {
+    observe("cpu", kernel, size, seconds);
+    return;
+  }
+  if (overlap < kBesideCopiesMinOverlap) return;
+  if (!(size >= 0) || !std::isfinite(size) || !(seconds >= 0) || !std::isfinite(seconds)) {
+    observe("cpu", kernel, size, seconds);  // throws, naming the bad value
+  }
+  const double alone = own->predict(size);
+  observe("cpu", kernel + kBesideCopies, size, std::max(0.0, alone + (seconds - alone) / overlap));
 }
 
 std::size_t CostModels::pending(const std::string& device, const std::string& kernel) const {

@@ -35,14 +35,13 @@ std::exception_ptr nested_in_error(std::exception_ptr original, const std::strin
 }  // namespace
 
 Dispatcher::Dispatcher(GraphImpl& graph, const std::vector<Device>& mapping, DeviceBackend* device,
-                       DeviceMemory* memory, cpu::Executor& executor, const CostModels& models,
-                       int compute_streams, int cpu_nodes_at_once)
+                       DeviceMemory* memory, cpu::Executor& executor, int compute_streams,
+                       int cpu_nodes_at_once)
     : g_(graph),
       mapping_(mapping),
       device_(device),
       memory_(memory),
       executor_(executor),
-      models_(models),
       nodes_(graph.nodes.size()),
       data_(graph.data.size()),
       futures_(graph.nodes.size()),
@@ -285,12 +284,6 @@ void Dispatcher::finish_outputs() {
   }
 }
 
-double Dispatcher::predicted(std::size_t node, Device d) const {
-  const NodeEntry& n = g_.nodes[node];
-  const LinearCostModel* m = models_.find(to_string(d), n.kernel.name);
-  return m == nullptr ? 0 : m->predict(static_cast<double>(n.bytes));
-}
-
 void Dispatcher::collect_times(RunReport& report) {
   if (device_ != nullptr && ref_ && !device_failed_) {
     auto at = [&](Event e) { return ref_host_ + device_->elapsed_ms(*ref_, e) / 1000.0; };
@@ -310,8 +303,8 @@ void Dispatcher::collect_times(RunReport& report) {
     }
   }
   for (NodeRecord& r : records_) {
-    r.predicted = predicted(r.node, r.device);
     r.size = g_.nodes[r.node].bytes;
+    r.copy_overlap = share_beside_transfers(r.start, r.end, report.transfers);
   }
   std::sort(records_.begin(), records_.end(),
             [](const NodeRecord& a, const NodeRecord& b) { return a.end < b.end; });

@@ -29,7 +29,6 @@
 #include "device_backend.hpp"
 #include "graph_impl.hpp"
 #include "weft/cpu/future.hpp"
-#include "weft/graph/cost_models.hpp"
 #include "weft/graph/runtime.hpp"
 
 namespace weft::graph::detail {
@@ -37,8 +36,8 @@ namespace weft::graph::detail {
 class Dispatcher {
  public:
   Dispatcher(GraphImpl& graph, const std::vector<Device>& mapping, DeviceBackend* device,
-             DeviceMemory* memory, cpu::Executor& executor, const CostModels& models,
-             int compute_streams, int cpu_nodes_at_once);
+             DeviceMemory* memory, cpu::Executor& executor, int compute_streams,
+             int cpu_nodes_at_once);
   /// Runs the graph; fills `report`. Throws the first failure (a node's, nested in a
   /// weft::Error naming it, or the device's) after everything in flight has ended.
   void run(RunReport& report);
@@ -100,14 +99,12 @@ class Dispatcher {
   void collect_times(RunReport& report);
   [[nodiscard]] double since_start() const;
   [[nodiscard]] int stream_for(std::size_t node);
-  [[nodiscard]] double predicted(std::size_t node, Device d) const;
 
   GraphImpl& g_;
   const std::vector<Device>& mapping_;
   DeviceBackend* device_;
   DeviceMemory* memory_;
   cpu::Executor& executor_;
-  const CostModels& models_;
   std::vector<NodeState> nodes_;
   std::vector<DataState> data_;
   std::vector<PendingTransfer> transfers_;

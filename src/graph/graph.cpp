@@ -194,6 +194,7 @@ NodeId Graph::add_node(Kernel kernel, std::vector<Arg> args, std::string label) 
   n.kernel = std::move(kernel);
   n.args = std::move(args);
   g.nodes.push_back(std::move(n));
+  g.overlap_by_mapping.clear();
   g.consumers.emplace_back();
   for (std::size_t p : g.nodes.back().producers) g.consumers[p].push_back(index);
   return NodeId{index};
@@ -216,6 +217,7 @@ void Graph::add_edge(NodeId before, NodeId after) {
   }
   add_unique(producers, b);
   g.consumers[b].push_back(a);
+  g.overlap_by_mapping.clear();  // the runs it holds had other dependencies
 }
 
 std::size_t Graph::num_nodes() const noexcept { return impl_->nodes.size(); }

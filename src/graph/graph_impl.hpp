@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "weft/graph/bfc_allocator.hpp"
 #include "weft/graph/detail/coherence.hpp"
 #include "weft/graph/graph.hpp"
+#include "weft/graph/mincut.hpp"
 
 namespace weft::graph::detail {
 
@@ -69,6 +71,12 @@ struct GraphImpl {
   std::vector<NodeEntry> nodes;
   std::vector<std::vector<std::size_t>> consumers;  // inverse of producers
   std::shared_ptr<DeviceMemory> memory;             // set by the first run on a device
+  // Per mapping run before: each node's share of its time beside copies (NodeRecord::
+  // copy_overlap), averaged over its runs with weight 1/2 for the last; what the next run of
+  // that mapping expects when it predicts a CPU node's time (CostModels::predict_cpu). Cleared
+  // when nodes or edges are added, and when it holds kOverlapMappings mappings.
+  static constexpr std::size_t kOverlapMappings = 64;
+  std::map<std::vector<Device>, std::vector<double>> overlap_by_mapping;
   bool running = false;
 };
 

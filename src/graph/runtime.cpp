@@ -31,6 +31,24 @@ const char* to_string(Policy p) noexcept {
   return "?";
 }
 
+double share_beside_transfers(double start, double end,
+                              const std::vector<TransferRecord>& transfers) {
+  if (!(end > start)) return 0;
+  std::vector<std::pair<double, double>> spans;  // the transfers' parts inside [start, end]
+  for (const TransferRecord& t : transfers) {
+    const double a = std::max(start, t.start), b = std::min(end, t.end);
+    if (b > a) spans.emplace_back(a, b);
+  }
+  std::sort(spans.begin(), spans.end());
+  double covered = 0, reached = start;  // the union: copies on two streams may overlap
+  for (const auto& [a, b] : spans) {
+    if (b <= reached) continue;
+    covered += b - std::max(a, reached);
+    reached = b;
+  }
+  return std::min(1.0, covered / (end - start));
+}
+
 Policy parse_policy(std::string_view name) {
   for (Policy p : kAllPolicies) {
     std::string n = to_string(p);
@@ -294,7 +312,7 @@ RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std
   }
   g.running = true;
   try {
-    detail::Dispatcher d(g, mapping, device_.get(), memory_.get(), executor_, models_,
+    detail::Dispatcher d(g, mapping, device_.get(), memory_.get(), executor_,
                          options_.compute_streams, options_.cpu_nodes_at_once);
     d.run(report);
   } catch (...) {
@@ -302,10 +320,16 @@ RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std
     throw;
   }
   g.running = false;
+  predict_and_remember(g, mapping, report);
   if (options_.learn) {
     for (const NodeRecord& n : report.nodes) {
-      models_.observe(to_string(n.device), g.nodes[n.node].kernel.name, static_cast<double>(n.size),
-                      n.end - n.start);
+      const std::string& kernel = g.nodes[n.node].kernel.name;
+      const auto size = static_cast<double>(n.size);
+      if (n.device == Device::cpu) {
+        models_.observe_cpu(kernel, size, n.end - n.start, n.copy_overlap);
+      } else {
+        models_.observe("gpu", kernel, size, n.end - n.start);
+      }
     }
     for (const TransferRecord& t : report.transfers) {
       models_.observe("gpu", t.to_device ? kTransferToDevice : kTransferToHost,
@@ -313,6 +337,35 @@ RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std
     }
   }
   return report;
+}
+
+void Runtime::predict_and_remember(detail::GraphImpl& g, const std::vector<Device>& mapping,
+                                   RunReport& report) const {
+  // The models' times before this run teaches them; a CPU node's with the share beside copies
+  // that this mapping's runs so far had (none yet: alone).
+  auto& history = g.overlap_by_mapping;
+  const auto seen = history.find(mapping);
+  for (NodeRecord& n : report.nodes) {
+    const std::string& kernel = g.nodes[n.node].kernel.name;
+    const auto size = static_cast<double>(n.size);
+    if (n.device == Device::cpu) {
+      const double expected = seen == history.end() ? 0 : seen->second[n.node];
+      n.predicted =
+          models_.find("cpu", kernel) == nullptr ? 0 : models_.predict_cpu(kernel, size, expected);
+    } else {
+      const LinearCostModel* m = models_.find("gpu", kernel);
+      n.predicted = m == nullptr ? 0 : m->predict(size);
+    }
+  }
+  if (seen == history.end() && history.size() >= detail::GraphImpl::kOverlapMappings) {
+    history.clear();  // a caller trying many mappings; the recent ones come back
+  }
+  std::vector<double>& shares = history[mapping];
+  const bool first = shares.empty();
+  shares.resize(g.nodes.size(), 0.0);
+  for (const NodeRecord& n : report.nodes) {
+    shares[n.node] = first ? n.copy_overlap : 0.5 * (shares[n.node] + n.copy_overlap);
+  }
 }
 
 void Runtime::release(Graph& graph) {

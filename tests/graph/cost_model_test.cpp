@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "weft/error.hpp"
@@ -296,3 +297,46 @@ TEST(CostModels, FitAfterTwoSizesThenRefineAndSurviveTheStore) {
 }
 
 }  // namespace
+
+// A CPU kernel beside copies (the copy engines take host memory bandwidth from it) is learnt
+// apart from the kernel alone, and predicted between the two by the share of its time with
+// copies in flight.
+TEST(CostModels, ACpuKernelBesideCopiesHasAModelOfItsOwn) {
+  weft::graph::CostModels m;
+  const std::string beside = std::string("delta") + weft::graph::kBesideCopies;
+  // Alone: 1 ns per byte.
+  m.observe_cpu("delta", 1e6, 1.0e-3, 0.0);
+  m.observe_cpu("delta", 2e6, 2.0e-3, 0.05);
+  ASSERT_NE(m.find("cpu", "delta"), nullptr);
+  // Beside copies throughout: 1.2 ns per byte; these runs leave the kernel's own model alone.
+  m.observe_cpu("delta", 1e6, 1.2e-3, 1.0);
+  EXPECT_EQ(m.pending("cpu", beside), 1u);
+  m.observe_cpu("delta", 2e6, 2.4e-3, 1.0);
+  ASSERT_NE(m.find("cpu", beside), nullptr);
+  EXPECT_NEAR(m.predict("cpu", "delta", 1e6), 1.0e-3, 1e-12);
+  EXPECT_NEAR(m.predict_cpu("delta", 1e6, 0.0), 1.0e-3, 1e-12);
+  EXPECT_NEAR(m.predict_cpu("delta", 1e6, 1.0), 1.2e-3, 1e-12);
+  EXPECT_NEAR(m.predict_cpu("delta", 1e6, 0.5), 1.1e-3, 1e-12);
+  // Half the time beside copies at 1.1 us per 1000 bytes is the whole overlap's 1.2: the
+  // beside-copies model, exact already, does not move.
+  m.observe_cpu("delta", 1e6, 1.1e-3, 0.5);
+  EXPECT_NEAR(m.predict_cpu("delta", 1e6, 1.0), 1.2e-3, 1e-12);
+  // A run between the bands teaches neither model, however far off it is.
+  m.observe_cpu("delta", 1e6, 10.0, 0.3);
+  EXPECT_NEAR(m.predict_cpu("delta", 1e6, 0.0), 1.0e-3, 1e-12);
+  EXPECT_NEAR(m.predict_cpu("delta", 1e6, 1.0), 1.2e-3, 1e-12);
+  // A kernel without a model of its own learns one from any run (nothing to scale with yet).
+  m.observe_cpu("scale", 1e6, 1.0e-3, 1.0);
+  EXPECT_EQ(m.pending("cpu", "scale"), 1u);
+  EXPECT_EQ(m.pending("cpu", std::string("scale") + weft::graph::kBesideCopies), 0u);
+  // Without a model beside copies, the kernel's own.
+  m.observe_cpu("scale", 2e6, 2.0e-3, 1.0);
+  EXPECT_NEAR(m.predict_cpu("scale", 1e6, 1.0), 1.0e-3, 1e-12);
+  // Bad input.
+  for (double bad : {-0.1, 1.5, std::nan("")}) {
+    EXPECT_THROW(m.observe_cpu("delta", 1e6, 1e-3, bad), InvalidArgument) << bad;
+    EXPECT_THROW((void)m.predict_cpu("delta", 1e6, bad), InvalidArgument) << bad;
+  }
+  EXPECT_THROW(m.observe_cpu("delta", 1e6, -1.0, 1.0), InvalidArgument);
+  EXPECT_THROW((void)m.predict_cpu("rank", 1e6, 0.5), weft::InvalidState);
+}

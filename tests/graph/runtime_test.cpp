@@ -533,3 +533,90 @@ TEST(Runtime, TracesHoldEveryNodeAndCopy) {
 }
 
 }  // namespace
+
+TEST(Runtime, ShareBesideTransfersIsTheUnionOfTheCopiesInsideTheNode) {
+  using weft::graph::share_beside_transfers;
+  using weft::graph::TransferRecord;
+  std::vector<TransferRecord> t(3);
+  t[0].start = 0, t[0].end = 1;
+  t[1].start = 0.5, t[1].end = 2;  // overlaps the first: counted once
+  t[2].start = 3, t[2].end = 4;
+  EXPECT_NEAR(share_beside_transfers(0.5, 3.5, t), 2.0 / 3.0, 1e-12);
+  EXPECT_NEAR(share_beside_transfers(0, 4, t), 3.0 / 4.0, 1e-12);
+  EXPECT_NEAR(share_beside_transfers(1.2, 1.8, t), 1.0, 1e-12);
+  EXPECT_EQ(share_beside_transfers(2, 3, t), 0.0);
+  EXPECT_EQ(share_beside_transfers(1, 1, t), 0.0);  // an empty span
+  EXPECT_EQ(share_beside_transfers(0, 1, {}), 0.0);
+}
+
+// A CPU node running while a copy is in flight: its record says for what share of its time,
+// and the next run of the same mapping predicts its time from that share and the kernel's two
+// models (alone, beside copies); the share it learns is what the runs had.
+TEST(Runtime, CpuNodesBesideCopiesArePredictedFromTheirMappingsRuns) {
+  weft::cpu::Executor ex(weft::cpu::ExecutorOptions{.workers = 2});
+  Runtime rt(ex, emulated(1, 1));
+  rt.set_learning(false);
+  const std::size_t n = std::size_t{16} << 20;  // 64 MB to copy in
+  std::vector<float> big(n, 1.0f), out(n), small(1000, 2.0f), small_out(1000);
+  Graph g;
+  auto x = g.add_data("x", big.data(), n * sizeof(float));
+  auto y = g.add_data("y", out.data(), n * sizeof(float));
+  auto s = g.add_data("s", small.data(), small.size() * sizeof(float));
+  auto t = g.add_data("t", small_out.data(), small_out.size() * sizeof(float));
+  g.add_node(affine(1, 1), {read(x), write(y)}, "copied");
+  Kernel slow{"slow",
+              [](const CpuCall& c) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(150));
+                for (std::size_t i = 0; i < c.count<float>(0); ++i) {
+                  c.get<float>(1)[i] = c.get<float>(0)[i];
+                }
+              },
+              not_on_emulated,
+              {}};
+  g.add_node(slow, {read(s), write(t)}, "beside");
+  // Alone 0.1 s, beside copies 0.3 s, at any size.
+  using weft::graph::CostSample;
+  using weft::graph::LinearCostModel;
+  const std::vector<CostSample> alone{{1, 0.1}, {2, 0.1}}, with_copies{{1, 0.3}, {2, 0.3}};
+  rt.models().set("cpu", "slow", LinearCostModel::fit(alone));
+  rt.models().set("cpu", std::string("slow") + weft::graph::kBesideCopies,
+                  LinearCostModel::fit(with_copies));
+  auto overlap_of_beside = [&](const weft::graph::RunReport& r) {
+    for (const auto& rec : r.nodes) {
+      if (rec.node != 1) continue;
+      // The share, counted independently: 20000 points of the node's span.
+      int covered = 0;
+      for (int k = 0; k < 20000; ++k) {
+        const double at = rec.start + (rec.end - rec.start) * (k + 0.5) / 20000;
+        for (const auto& tr : r.transfers) {
+          if (tr.start <= at && at < tr.end) {
+            ++covered;
+            break;
+          }
+        }
+      }
+      EXPECT_NEAR(rec.copy_overlap, covered / 20000.0, 1e-3);
+      return std::pair{rec.copy_overlap, rec.predicted};
+    }
+    ADD_FAILURE() << "no record of the CPU node";
+    return std::pair{0.0, 0.0};
+  };
+  const std::vector<Device> mixed{kGpu, kCpu};
+  const auto [f1, p1] = overlap_of_beside(rt.run(g, mixed));
+  EXPECT_GT(f1, 0.0) << "the 64 MB copy in ran while the CPU node slept 150 ms";
+  EXPECT_NEAR(p1, 0.1, 1e-9);  // the mapping's first run: predicted alone
+  const auto [f2, p2] = overlap_of_beside(rt.run(g, mixed));
+  EXPECT_NEAR(p2, 0.1 + f1 * 0.2, 1e-9);
+  const auto [f3, p3] = overlap_of_beside(rt.run(g, mixed));
+  EXPECT_NEAR(p3, 0.1 + 0.5 * (f1 + f2) * 0.2, 1e-9);
+  (void)f3;
+  // Everything on the CPU copies nothing.
+  const auto [f4, p4] = overlap_of_beside(rt.run(g, std::vector<Device>{kCpu, kCpu}));
+  EXPECT_EQ(f4, 0.0);
+  EXPECT_NEAR(p4, 0.1, 1e-9);
+  // A new node: the runs remembered had another graph.
+  g.add_node(affine(1, 0), {read(t), write(s)}, "after");
+  const auto [f5, p5] = overlap_of_beside(rt.run(g, std::vector<Device>{kGpu, kCpu, kCpu}));
+  EXPECT_NEAR(p5, 0.1, 1e-9);
+  (void)f5;
+}

@@ -20,6 +20,18 @@ namespace weft::graph {
 inline constexpr const char* kTransferToDevice = "transfer:h2d";
 inline constexpr const char* kTransferToHost = "transfer:d2h";
 
+/// A CPU kernel runs slower while host<->device copies are in flight: the copy engines take
+/// host memory bandwidth from it (on the H100 machine `delta` over 256 MB took 5.7 ms alone and
+/// 6.3-6.9 ms beside copies, `bench/results/h100/graph.log`). So a CPU kernel has two models:
+/// its own ("delta") from runs with a share of their time beside copies below
+/// kAloneMaxOverlap, and one beside copies ("delta+copies": the kernel name with this suffix),
+/// of its time with copies in flight throughout, from runs at or above
+/// kBesideCopiesMinOverlap (scaled up to a whole overlap from the own model); runs in between
+/// teach neither.
+inline constexpr const char* kBesideCopies = "+copies";
+inline constexpr double kAloneMaxOverlap = 0.1;
+inline constexpr double kBesideCopiesMinOverlap = 0.5;
+
 /// Cost models by (device, kernel); devices are "cpu" and "gpu". Not thread-safe (the runtime
 /// owns one and updates it between runs).
 ///
@@ -43,6 +55,17 @@ class CostModels {
   /// measurements at two distinct sizes allow a least-squares fit. Throws InvalidArgument for a
   /// negative or non-finite size or time.
   void observe(const std::string& device, const std::string& kernel, double size, double seconds);
+  /// A CPU kernel with copies in flight for a share `overlap` (0..1) of its time: its own model's
+  /// time, moved that share of the way toward its model beside copies when there is one.
+  /// Throws InvalidState when the kernel has no CPU model, InvalidArgument for an overlap
+  /// outside [0, 1].
+  [[nodiscard]] double predict_cpu(const std::string& kernel, double size, double overlap) const;
+  /// A CPU kernel's measured run with copies in flight for a share `overlap` of it: teaches its
+  /// own model below kAloneMaxOverlap (and always while it has none: without it the run could
+  /// not be scaled), the model beside copies at or above kBesideCopiesMinOverlap, with the time
+  /// scaled to a whole overlap, own + (seconds - own) / overlap; runs in between teach neither.
+  /// Throws like observe, and InvalidArgument for an overlap outside [0, 1].
+  void observe_cpu(const std::string& kernel, double size, double seconds, double overlap);
   /// Measurements still waiting for a second size, per (device, kernel).
   [[nodiscard]] std::size_t pending(const std::string& device, const std::string& kernel) const;
 

@@ -25,6 +25,7 @@ namespace weft::graph {
 namespace detail {
 class DeviceBackend;
 struct DeviceMemory;
+struct GraphImpl;
 }  // namespace detail
 
 /// How nodes are mapped. a_free: every node on the CPU; d_map: every node with a GPU
@@ -67,8 +68,14 @@ struct NodeRecord {
   Device device = Device::cpu;
   int lane = 0;  // CPU: the executor worker (or -1: the dispatcher); GPU: the stream
   double start = 0, end = 0;
-  double predicted = 0;  // the model's time for the node on its device (0 without a model)
+  /// The models' time for the node on its device (0 without a model). A CPU node's allows for
+  /// the copies its mapping's previous run had in flight beside it (CostModels::predict_cpu;
+  /// the first run of a mapping predicts it alone).
+  double predicted = 0;
   std::size_t size = 0;  // the bytes its arguments span (the models' size)
+  /// The share of [start, end] with at least one host<->device copy in flight (0..1): a CPU
+  /// kernel then shares host memory bandwidth with the copy engines (cost_models.hpp).
+  double copy_overlap = 0;
 };
 
 struct TransferRecord {
@@ -89,6 +96,11 @@ struct RunReport {
   std::vector<NodeRecord> nodes;  // in completion order
   std::vector<TransferRecord> transfers;
 };
+
+/// The share of [start, end] during which at least one of `transfers` was in flight: 0 for an
+/// empty span. NodeRecord::copy_overlap.
+[[nodiscard]] double share_beside_transfers(double start, double end,
+                                            const std::vector<TransferRecord>& transfers);
 
 /// Runs graphs. One run at a time (run() is not reentrant; calls from several threads are
 /// serialised by the caller). The executor must outlive the runtime; a graph run on a device
@@ -148,6 +160,10 @@ class Runtime {
 
  private:
   RunReport execute(Graph& graph, const std::vector<Device>& mapping, std::string policy);
+  /// Sets each node's predicted time in `report` and remembers its share beside copies for
+  /// the mapping's next run.
+  void predict_and_remember(detail::GraphImpl& g, const std::vector<Device>& mapping,
+                            RunReport& report) const;
 
   cpu::Executor& executor_;
   RuntimeOptions options_;
