@@ -88,7 +88,33 @@ void CostModels::observe_cpu(const std::string& kernel, double size, double seco
     observe("cpu", kernel, size, seconds);  // throws, naming the bad value
   }
   const double alone = own->predict(size);
-  observe("cpu", kernel + kBesideCopies, size, std::max(0.0, alone + (seconds - alone) / overlap));
+  const double whole = std::max(0.0, alone + (seconds - alone) / overlap);
+  const std::string key = kernel + kBesideCopies;
+  Entry& e = entries_[{"cpu", key}];
+  if (e.model) {
+    observe("cpu", key, size, whole);
+    return;
+  }
+  // Seeded from the kernel's own model, not fitted: runs beside copies may come at one size for
+  // a long time (a fit needs two), and a fit through one run at the second size follows that
+  // run, often a first run's page faults. The own line times the median slowdown of the first
+  // kBesideCopiesSeedRuns runs keeps the own model's shape and its covariance (which depends on
+  // the sizes measured, not on the times), and one slow run among them does not set it.
+  e.recent.push_back({size, whole});
+  if (e.recent.size() < kBesideCopiesSeedRuns) return;
+  std::vector<double> slowdowns;
+  for (const CostSample& s : e.recent) {
+    const double t = own->predict(s.size);
+    if (t > 0) slowdowns.push_back(s.seconds / t);
+  }
+  if (slowdowns.empty()) return;  // a model that predicts nothing: keep the runs, wait
+  std::nth_element(slowdowns.begin(), slowdowns.begin() + slowdowns.size() / 2, slowdowns.end());
+  const double r = slowdowns[slowdowns.size() / 2];
+  LinearCostModel::State seeded = own->state();
+  seeded.intercept *= r;
+  seeded.slope *= r;
+  seeded.one_sided = 0;
+  e.model = LinearCostModel::from_state(seeded);
 }
 
 std::size_t CostModels::pending(const std::string& device, const std::string& kernel) const {

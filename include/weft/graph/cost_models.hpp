@@ -31,6 +31,9 @@ inline constexpr const char* kTransferToHost = "transfer:d2h";
 inline constexpr const char* kBesideCopies = "+copies";
 inline constexpr double kAloneMaxOverlap = 0.1;
 inline constexpr double kBesideCopiesMinOverlap = 0.5;
+/// The model beside copies starts as the kernel's own line times the median slowdown of this
+/// many runs beside copies (at any sizes), then learns by RLS like every model.
+inline constexpr std::size_t kBesideCopiesSeedRuns = 3;
 
 /// Cost models by (device, kernel); devices are "cpu" and "gpu". Not thread-safe (the runtime
 /// owns one and updates it between runs).
@@ -63,7 +66,8 @@ class CostModels {
   /// A CPU kernel's measured run with copies in flight for a share `overlap` of it: teaches its
   /// own model below kAloneMaxOverlap (and always while it has none: without it the run could
   /// not be scaled), the model beside copies at or above kBesideCopiesMinOverlap, with the time
-  /// scaled to a whole overlap, own + (seconds - own) / overlap; runs in between teach neither.
+  /// scaled to a whole overlap, own + (seconds - own) / overlap (seeded after
+  /// kBesideCopiesSeedRuns such runs); runs in between teach neither.
   /// Throws like observe, and InvalidArgument for an overlap outside [0, 1].
   void observe_cpu(const std::string& kernel, double size, double seconds, double overlap);
   /// Measurements still waiting for a second size, per (device, kernel).
