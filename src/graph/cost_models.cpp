@@ -79,14 +79,13 @@ void CostModels::observe_cpu(const std::string& kernel, double size, double seco
                              double overlap) {
   check_overlap("observe_cpu", kernel, overlap);
   const LinearCostModel* own = find("cpu", kernel);
-  if (overlap < kAloneMaxOverlap || own == nullptr) {
-    observe("cpu", kernel, size, seconds);
+  const bool bad =
+      !(size >= 0) || !std::isfinite(size) || !(seconds >= 0) || !std::isfinite(seconds);
+  if (bad || overlap < kAloneMaxOverlap || own == nullptr) {
+    observe("cpu", kernel, size, seconds);  // a bad sample throws there, named
     return;
   }
   if (overlap < kBesideCopiesMinOverlap) return;
-  if (!(size >= 0) || !std::isfinite(size) || !(seconds >= 0) || !std::isfinite(seconds)) {
-    observe("cpu", kernel, size, seconds);  // throws, naming the bad value
-  }
   const double alone = own->predict(size);
   const double whole = std::max(0.0, alone + (seconds - alone) / overlap);
   const std::string key = kernel + kBesideCopies;

@@ -344,5 +344,7 @@ TEST(CostModels, ACpuKernelBesideCopiesHasAModelOfItsOwn) {
     EXPECT_THROW((void)m.predict_cpu("delta", 1e6, bad), InvalidArgument) << bad;
   }
   EXPECT_THROW(m.observe_cpu("delta", 1e6, -1.0, 1.0), InvalidArgument);
+  EXPECT_THROW(m.observe_cpu("delta", 1e6, std::nan(""), 0.3),
+               InvalidArgument);  // no band hides it
   EXPECT_THROW((void)m.predict_cpu("rank", 1e6, 0.5), weft::InvalidState);
 }
