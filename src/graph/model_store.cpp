@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -173,6 +174,12 @@ ModelStore::ModelStore(const std::string& path) : db_(std::make_unique<Db>()) {
   db_->path = path;
   if (sqlite3_open_v2(path.c_str(), &db_->handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
                       nullptr) != SQLITE_OK) {
+    // SQLite says only "unable to open database file"; the usual reason is worth naming.
+    std::error_code ec;
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+      db_->fail("opening (directory " + dir.string() + " does not exist)");
+    }
     db_->fail("opening");
   }
   constexpr std::chrono::milliseconds kPatience{5000};

@@ -201,6 +201,9 @@ TEST(ModelStore, BadKeysAndPathsAreErrorsWithAReason) {
   } catch (const weft::Error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent-dir/weft/models.db"), std::string::npos)
         << e.what();
+    EXPECT_NE(std::string(e.what()).find("directory /nonexistent-dir/weft does not exist"),
+              std::string::npos)
+        << e.what();
   }
 }
 

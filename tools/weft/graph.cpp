@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,7 +68,8 @@ std::unique_ptr<wg::Runtime> make_runtime(cpu::Executor& ex, const std::string& 
 // Models from the store when it has this machine's, else a calibration here at small sizes.
 void ensure_models(wg::Runtime& rt, const GraphArgs& a, const std::string& app) {
   const std::string db = a.db.empty() ? default_models_path() : a.db;
-  if (wg::ModelStore::available()) {
+  // A store that does not exist is not created here (opening would): nothing is stored yet.
+  if (wg::ModelStore::available() && std::filesystem::exists(db)) {
     try {
       wg::ModelStore store(db);
       const std::size_t n = rt.models().load(store, a.machine);
@@ -184,6 +186,11 @@ int run_calibrate(const GraphArgs& a) {
                 m.intercept(), m.slope(), m.observations());
   }
   const std::string db = a.db.empty() ? default_models_path() : a.db;
+  // The store's directory is made as `mkdir -p` would (on a fresh machine the default,
+  // $XDG_DATA_HOME/weft or ~/.local/share/weft, does not exist yet).
+  if (const auto dir = std::filesystem::path(db).parent_path(); !dir.empty()) {
+    std::filesystem::create_directories(dir);
+  }
   wg::ModelStore store(db);  // throws InvalidState without SQLite
   rt->models().save(store, a.machine);
   std::printf("stored under machine '%s' in %s\n", a.machine.c_str(), db.c_str());

@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
       ->check(apps_check);
   calibrate->add_option("--device", graph_args.device, "auto, cuda or emulated")
       ->check(CLI::IsMember({"auto", "cuda", "emulated"}));
-  calibrate->add_option("--db", graph_args.db, "The store (default as for `weft models`)");
+  calibrate->add_option("--db", graph_args.db,
+                        "The store, its directory made if missing (default as for `weft models`)");
   calibrate->add_option("--machine", graph_args.machine,
                         "The models' machine (default: host name)");
 
