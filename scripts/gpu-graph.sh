@@ -7,12 +7,13 @@
 #                                     scripts/gpu-check.sh (the pool; skipped with
 #                                     WEFT_SKIP_POOL_CHECK=1). -> $OUT/graph-check.md
 #   bash scripts/gpu-graph.sh bench   weft bench graph (32m and 320m floats) -> $OUT/graph.json,
-#                                     graph.md, graph.log, and factor5_320m's traces (pptm, d_map)
+#                                     graph.md, graph.log, graph-nodes.csv (every node of every
+#                                     run: --node-log), and factor5_320m's traces (pptm, d_map)
 # Pass the commit: WEFT_COMMIT=<hash> (the tree sent to the GPU machine has no .git).
 # The bench takes 15 samples per contender (WEFT_BENCH_ARGS replaces that): with 7, identical
 # mappings measured up to 9% apart on a noisy machine instance (probes/graph-e79e9a6.log).
-# The device tool returns at most 8 files from $OUT: bench writes 7, check 1 (plus the pool
-# check's); a call that runs both and anything else loses files.
+# The device tool returns at most 8 files from $OUT: bench writes 8, check 1 (plus the pool
+# check's); a call that runs bench and anything else loses files.
 set -uo pipefail
 mode=${1:-check}
 out=${OUT:-gpu-graph-out}
@@ -31,7 +32,8 @@ if [ "$mode" = bench ]; then
   configure_and_build || { tail -40 "$logs/build.log"; exit 1; }
   traces=$(mktemp -d)
   $build/tools/weft/weft bench graph ${WEFT_BENCH_ARGS:---samples 15} --machine "$WEFT_MACHINE" \
-    --json "$out/graph.json" --trace-dir "$traces" 2>&1 | tee "$out/graph.log"
+    --json "$out/graph.json" --trace-dir "$traces" --node-log "$out/graph-nodes.csv" 2>&1 |
+    tee "$out/graph.log"
   rc=${PIPESTATUS[0]}
   for p in pptm d_map; do
     cp "$traces/factor5_320m_$p.svg" "$traces/factor5_320m_$p.trace.json" "$out/" 2>/dev/null

@@ -24,6 +24,25 @@ std::string size_label(std::size_t total) {
   return std::to_string((total + 500'000) / 1'000'000) + "m";
 }
 
+NodeLog::NodeLog(const std::string& path) : file_(std::fopen(path.c_str(), "w")) {
+  if (!file_) throw Error("weft bench graph: cannot write the node log " + path);
+  std::fprintf(file_.get(),
+               "phase,app,size,policy,run,node,kernel,device,bytes,start_ms,end_ms,ms,"
+               "predicted_ms,copy_overlap,run_ms\n");
+}
+
+void NodeLog::add(const char* phase, const std::string& app, std::size_t total, const char* policy,
+                  const wg::Graph& g, const wg::RunReport& r) {
+  ++runs_;
+  for (const wg::NodeRecord& n : r.nodes) {
+    std::fprintf(file_.get(), "%s,%s,%s,%s,%zu,%zu,%s,%s,%zu,%.4f,%.4f,%.4f,%.4f,%.3f,%.4f\n",
+                 phase, app.c_str(), size_label(total).c_str(), policy, runs_, n.node,
+                 g.kernel(wg::NodeId{n.node}).name.c_str(), wg::to_string(n.device), n.size,
+                 n.start * 1e3, n.end * 1e3, (n.end - n.start) * 1e3, n.predicted * 1e3,
+                 n.copy_overlap, r.seconds * 1e3);
+  }
+}
+
 std::string mapping_string(const std::vector<wg::Device>& m) {
   std::string s;
   for (wg::Device d : m) s += d == wg::Device::gpu ? 'G' : 'C';
@@ -207,7 +226,7 @@ std::vector<double> fastest_mapping(wg::Runtime& rt, factors::BuiltApp& built,
 }  // namespace
 
 void calibrate(wg::Runtime& rt, const std::vector<std::string>& names,
-               std::vector<std::size_t> totals) {
+               std::vector<std::size_t> totals, NodeLog* log) {
   std::sort(totals.begin(), totals.end());
   for (std::size_t total : totals) {
     factors::Market market = factors::generate_market(factors::shape_for_total(total), 42);
@@ -217,10 +236,13 @@ void calibrate(wg::Runtime& rt, const std::vector<std::string>& names,
       }
       factors::BuiltApp built = app.build(market);
       for (wg::Policy p : {wg::Policy::a_free, wg::Policy::d_map}) {
+        auto logged = [&](const char* phase, const wg::RunReport& r) {
+          if (log != nullptr) log->add(phase, app.name, total, wg::to_string(p), *built.graph, r);
+        };
         rt.set_learning(false);
-        (void)rt.run(*built.graph, p);
+        logged("calibrate-cold", rt.run(*built.graph, p));
         rt.set_learning(true);
-        for (int k = 0; k < 2; ++k) (void)rt.run(*built.graph, p);
+        for (int k = 0; k < 2; ++k) logged("calibrate", rt.run(*built.graph, p));
       }
       rt.release(*built.graph);
       std::fprintf(stderr, "[calibrate] %s at %s\n", app.name.c_str(), size_label(total).c_str());
@@ -254,7 +276,9 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
   std::vector<std::size_t> totals = o.totals;
   std::sort(totals.begin(), totals.end());
 
-  calibrate(rt, o.apps, totals);
+  std::unique_ptr<NodeLog> log;
+  if (!o.node_log.empty()) log = std::make_unique<NodeLog>(o.node_log);
+  calibrate(rt, o.apps, totals, log.get());
 
   Errors errors;
   Observations seen;
@@ -281,9 +305,14 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
                      mapping_string(mapping).c_str(),
                      wg::mapping_cost(rt.problem(*built.graph), mapping));
         contenders.push_back(
-            {p == wg::Policy::pptm ? "weft" : wg::to_string(p), [&, p, mapping] {
+            {p == wg::Policy::pptm ? "weft" : wg::to_string(p),
+             [&, p, mapping, calls = std::make_shared<int>(0)] {
                std::fill(built.output.begin(), built.output.end(), -1.0f);
                const wg::RunReport r = rt.run(*built.graph, mapping);
+               if (log) {
+                 log->add((*calls)++ < so.warmups ? "warmup" : "sample", app->name, total,
+                          wg::to_string(p), *built.graph, r);
+               }
                result.bytes[p] = r.bytes_to_device + r.bytes_to_host;
                collect_errors(*built.graph, r, wg::to_string(p), errors, seen, by_policy);
                return Outcome{r.seconds, factors::compare(built.output, want).ok()};

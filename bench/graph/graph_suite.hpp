@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,28 @@ struct GraphSuiteOptions {
   int exhaustive_samples = 3;
   /// The CPU executor's workers' binding (ExecutorOptions::pinning).
   weft::cpu::Pinning pinning = weft::cpu::Pinning::automatic;
+  /// Non-empty: every node of every calibration and timed run, one CSV row each (NodeLog).
+  std::string node_log;
+};
+
+/// Every node of the runs it is given, as CSV: phase (calibrate-cold, calibrate, warmup,
+/// sample), app, size, policy, the run's sequence number, the node, its kernel and device, the
+/// bytes its arguments span, start, end and measured ms, the models' predicted ms, its share of
+/// time beside copies, and the run's ms. The figures the suite prints are medians; this is for
+/// looking at single runs (a tail, a calibration that measured otherwise than the timed runs).
+class NodeLog {
+ public:
+  /// Throws weft::Error naming the file when it cannot be created.
+  explicit NodeLog(const std::string& path);
+  void add(const char* phase, const std::string& app, std::size_t total, const char* policy,
+           const weft::graph::Graph& graph, const weft::graph::RunReport& report);
+
+ private:
+  struct Close {
+    void operator()(std::FILE* f) const noexcept { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, Close> file_;
+  std::size_t runs_ = 0;
 };
 
 /// Mappings whose simulated makespan (schedule.hpp, from the calibrated models) is over this
@@ -44,7 +68,7 @@ inline constexpr double kExhaustivePrune = 2.0;
 /// every node on the CPU, then every GPU-capable node on the GPU; the first (cold) run of each
 /// teaches nothing, the next two do. Prints progress on stderr.
 void calibrate(weft::graph::Runtime& runtime, const std::vector<std::string>& apps,
-               std::vector<std::size_t> totals);
+               std::vector<std::size_t> totals, NodeLog* log = nullptr);
 
 /// Runs the suite. Throws weft::Error when the device asked for is not there.
 Suite run_graph_suite(const GraphSuiteOptions& options);

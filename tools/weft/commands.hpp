@@ -50,8 +50,9 @@ struct GraphArgs {
   bool exhaustive = false;  // bench graph: also time every mapping at the largest size
   cpu::Pinning pinning = cpu::Pinning::automatic;  // bench graph: the executor's binding
   std::string trace, svg, trace_dir;
-  std::string db;       // empty: default_models_path()
-  std::string machine;  // the models' key: $WEFT_MACHINE, else the host name
+  std::string node_log;  // bench graph: every node of every run as CSV
+  std::string db;        // empty: default_models_path()
+  std::string machine;   // the models' key: $WEFT_MACHINE, else the host name
   std::string command;
 };
 /// "32m" -> 32'000'000; "4000000" -> 4'000'000. Throws InvalidArgument otherwise.

@@ -211,6 +211,7 @@ int run_bench_graph(const GraphArgs& a) {
   o.trace_dir = a.trace_dir;
   o.machine = a.machine;
   o.exhaustive = a.exhaustive;
+  o.node_log = a.node_log;
   // The JSON's machine and the models' key are one name (--machine, else $WEFT_MACHINE, else the
   // host name: default_machine()).
   setenv("WEFT_MACHINE", a.machine.c_str(), 1);

@@ -91,6 +91,10 @@ int main(int argc, char** argv) {
                         "mapping policy could do");
   add_pinning(bench_graph, graph_args.pinning,
               "Binding of the CPU workers: automatic (default), none, always");
+  bench_graph->add_option("--node-log", graph_args.node_log,
+                          "Write every node of every calibration and timed run as CSV (phase, app, "
+                          "size, policy, run, node, kernel, device, times, prediction, share "
+                          "beside copies)");
   bench_graph->add_option("--trace-dir", graph_args.trace_dir,
                           "Write a Chrome trace and an SVG timeline per app, size and policy");
   bench_graph->add_option("--machine", graph_args.machine,
