@@ -11,6 +11,7 @@
 #include "pipelines.hpp"
 #include "weft/cpu/executor.hpp"
 #include "weft/error.hpp"
+#include "weft/graph/calibration.hpp"
 #include "weft/graph/model_store.hpp"
 #include "weft/graph/runtime.hpp"
 #include "weft/graph/schedule.hpp"
@@ -228,6 +229,11 @@ std::vector<double> fastest_mapping(wg::Runtime& rt, factors::BuiltApp& built,
 void calibrate(wg::Runtime& rt, const std::vector<std::string>& names,
                std::vector<std::size_t> totals, NodeLog* log) {
   std::sort(totals.begin(), totals.end());
+  // Every measurement of the calibration fitted at once (calibration.hpp): learnt run by run,
+  // the runs at the last size outweighed the first size's.
+  wg::Calibration calibration;
+  const bool learning = rt.learning();
+  rt.set_learning(false);
   for (std::size_t total : totals) {
     factors::Market market = factors::generate_market(factors::shape_for_total(total), 42);
     for (const auto& app : factors::applications()) {
@@ -238,16 +244,19 @@ void calibrate(wg::Runtime& rt, const std::vector<std::string>& names,
       for (wg::Policy p : {wg::Policy::a_free, wg::Policy::d_map}) {
         auto logged = [&](const char* phase, const wg::RunReport& r) {
           if (log != nullptr) log->add(phase, app.name, total, wg::to_string(p), *built.graph, r);
+          return r;
         };
-        rt.set_learning(false);
-        logged("calibrate-cold", rt.run(*built.graph, p));
-        rt.set_learning(true);
-        for (int k = 0; k < 2; ++k) logged("calibrate", rt.run(*built.graph, p));
+        (void)logged("calibrate-cold", rt.run(*built.graph, p));
+        for (int k = 0; k < 2; ++k) {
+          calibration.add(*built.graph, logged("calibrate", rt.run(*built.graph, p)));
+        }
       }
       rt.release(*built.graph);
       std::fprintf(stderr, "[calibrate] %s at %s\n", app.name.c_str(), size_label(total).c_str());
     }
   }
+  calibration.fit_into(rt.models());
+  rt.set_learning(learning);
 }
 
 Suite run_graph_suite(const GraphSuiteOptions& o) {

@@ -66,7 +66,9 @@ inline constexpr double kExhaustivePrune = 2.0;
 
 /// Calibrates `runtime`'s cost models: each application at each size (floats in total) with
 /// every node on the CPU, then every GPU-capable node on the GPU; the first (cold) run of each
-/// teaches nothing, the next two do. Prints progress on stderr.
+/// teaches nothing, the next two are measured, and at the end every model measured at two sizes
+/// is the least-squares fit of all its measurements (weft::graph::Calibration). Prints progress
+/// on stderr.
 void calibrate(weft::graph::Runtime& runtime, const std::vector<std::string>& apps,
                std::vector<std::size_t> totals, NodeLog* log = nullptr);
 

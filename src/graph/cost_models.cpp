@@ -116,6 +116,15 @@ void CostModels::observe_cpu(const std::string& kernel, double size, double seco
   e.model = LinearCostModel::from_state(seeded);
 }
 
+void CostModels::fit(const std::string& device, const std::string& kernel,
+                     std::span<const CostSample> samples) {
+  LinearCostModel m = LinearCostModel::fit(samples);  // throws before anything changes
+  Entry& e = entries_[{device, kernel}];
+  e.model = std::move(m);
+  const std::size_t keep = std::min(samples.size(), kRecent);
+  e.recent.assign(samples.end() - static_cast<std::ptrdiff_t>(keep), samples.end());
+}
+
 std::size_t CostModels::pending(const std::string& device, const std::string& kernel) const {
   auto it = entries_.find({device, kernel});
   return it == entries_.end() || it->second.model ? 0 : it->second.recent.size();

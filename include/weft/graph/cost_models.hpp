@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,11 @@ class CostModels {
   /// kBesideCopiesSeedRuns such runs); runs in between teach neither.
   /// Throws like observe, and InvalidArgument for an overlap outside [0, 1].
   void observe_cpu(const std::string& kernel, double size, double seconds, double overlap);
+  /// Sets the model to the least-squares fit of `samples` (LinearCostModel::fit: at least two
+  /// distinct sizes, else InvalidArgument), replacing any, and keeps the last of them as the
+  /// measurements its stored fit error is computed over (save).
+  void fit(const std::string& device, const std::string& kernel,
+           std::span<const CostSample> samples);
   /// Measurements still waiting for a second size, per (device, kernel).
   [[nodiscard]] std::size_t pending(const std::string& device, const std::string& kernel) const;
 

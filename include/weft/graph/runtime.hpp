@@ -124,6 +124,7 @@ class Runtime {
 
   /// Whether runs refine the models (RuntimeOptions::learn); e.g. off for cold first runs.
   void set_learning(bool on) noexcept { options_.learn = on; }
+  [[nodiscard]] bool learning() const noexcept { return options_.learn; }
 
   [[nodiscard]] CostModels& models() noexcept { return models_; }
   [[nodiscard]] const CostModels& models() const noexcept { return models_; }
