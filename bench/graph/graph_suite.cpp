@@ -42,6 +42,12 @@ void NodeLog::add(const char* phase, const std::string& app, std::size_t total, 
                  n.start * 1e3, n.end * 1e3, (n.end - n.start) * 1e3, n.predicted * 1e3,
                  n.copy_overlap, r.seconds * 1e3);
   }
+  for (const wg::TransferRecord& t : r.transfers) {  // node "-": a copy of datum `data`
+    std::fprintf(file_.get(), "%s,%s,%s,%s,%zu,-,%s,gpu,%zu,%.4f,%.4f,%.4f,,,%.4f\n", phase,
+                 app.c_str(), size_label(total).c_str(), policy, runs_,
+                 t.to_device ? wg::kTransferToDevice : wg::kTransferToHost, t.bytes, t.start * 1e3,
+                 t.end * 1e3, (t.end - t.start) * 1e3, r.seconds * 1e3);
+  }
 }
 
 std::string mapping_string(const std::vector<wg::Device>& m) {

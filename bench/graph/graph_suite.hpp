@@ -38,11 +38,13 @@ struct GraphSuiteOptions {
   std::string node_log;
 };
 
-/// Every node of the runs it is given, as CSV: phase (calibrate-cold, calibrate, warmup,
-/// sample), app, size, policy, the run's sequence number, the node, its kernel and device, the
-/// bytes its arguments span, start, end and measured ms, the models' predicted ms, its share of
-/// time beside copies, and the run's ms. The figures the suite prints are medians; this is for
-/// looking at single runs (a tail, a calibration that measured otherwise than the timed runs).
+/// Every node and copy of the runs it is given, as CSV: phase (calibrate-cold, calibrate,
+/// warmup, sample), app, size, policy, the run's sequence number, the node ("-" for a copy),
+/// its kernel (transfer:h2d or transfer:d2h for a copy) and device, the bytes its arguments
+/// span (a copy's bytes), start, end and measured ms, the models' predicted ms and its share of
+/// time beside copies (empty for a copy), and the run's ms. The figures the suite prints are
+/// medians; this is for looking at single runs (a tail, a calibration that measured otherwise than
+/// the timed runs).
 class NodeLog {
  public:
   /// Throws weft::Error naming the file when it cannot be created.
