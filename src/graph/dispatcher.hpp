@@ -97,6 +97,10 @@ class Dispatcher {
   void fail(std::exception_ptr e);
   void finish_outputs();
   void collect_times(RunReport& report);
+  /// Copies to the device, at once, the graph inputs that no node writes and a GPU node reads.
+  void prefetch_inputs();
+  /// Enqueues datum `data`'s copy to the device on the copy-in stream.
+  void copy_in(std::size_t data);
   [[nodiscard]] double since_start() const;
   [[nodiscard]] int stream_for(std::size_t node);
 

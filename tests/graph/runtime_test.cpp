@@ -620,3 +620,53 @@ TEST(Runtime, CpuNodesBesideCopiesArePredictedFromTheirMappingsRuns) {
   EXPECT_NEAR(p5, 0.1, 1e-9);
   (void)f5;
 }
+
+// A graph input that no node writes is copied to the GPU at the start of a run, not when its
+// GPU reader's CPU producer has finished: the copy overlaps the CPU work.
+TEST(Runtime, InputsNoNodeWritesAreCopiedInAtTheStart) {
+  weft::cpu::Executor ex(weft::cpu::ExecutorOptions{.workers = 2});
+  Runtime rt(ex, emulated(1, 1));
+  const std::size_t n = std::size_t{1} << 20;
+  std::vector<float> x(n, 1.0f), y(n, 2.0f), out(n);
+  Graph g;
+  auto dx = g.add_data("x", x.data(), n * sizeof(float));
+  auto dy = g.add_data("y", y.data(), n * sizeof(float));
+  auto t = g.add_data("t", n * sizeof(float));
+  auto dout = g.add_data("out", out.data(), n * sizeof(float));
+  Kernel slow{"slow",
+              [](const CpuCall& c) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                for (std::size_t i = 0; i < c.count<float>(0); ++i) {
+                  c.get<float>(1)[i] = c.get<float>(0)[i] * 3;
+                }
+              },
+              not_on_emulated,
+              {}};
+  g.add_node(slow, {read(dx), write(t)}, "cpu first");
+  g.add_node(add(), {read(t), read(dy), write(dout)}, "gpu after");
+  for (int run = 0; run < 2; ++run) {
+    std::fill(out.begin(), out.end(), 0.0f);
+    const auto r = rt.run(g, std::vector<Device>{kCpu, kGpu});
+    double cpu_end = -1;
+    for (const auto& rec : r.nodes) {
+      if (rec.node == 0) cpu_end = rec.end;
+    }
+    int y_copies = 0, t_copies = 0;
+    for (const auto& tr : r.transfers) {
+      if (!tr.to_device) continue;
+      if (tr.data == dy.index()) {
+        ++y_copies;
+        EXPECT_LT(tr.start, cpu_end) << "y waited for the CPU node (run " << run << ")";
+      } else if (tr.data == t.index()) {
+        ++t_copies;
+        EXPECT_GE(tr.start, cpu_end);  // t is the CPU node's result: after it, necessarily
+      }
+    }
+    EXPECT_EQ(y_copies, 1);  // once, not again when its reader starts
+    EXPECT_EQ(t_copies, 1);
+    EXPECT_EQ(r.bytes_to_device, 2 * n * sizeof(float));
+    EXPECT_EQ(r.bytes_to_device + r.bytes_to_host,
+              rt.planned_transfer_bytes(g, std::vector<Device>{kCpu, kGpu}));
+    expect_near_all(out, std::vector<float>(n, 5.0f));
+  }
+}
