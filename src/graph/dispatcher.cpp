@@ -70,8 +70,8 @@ void Dispatcher::prefetch_inputs() {
   // start: its copy in need not wait until the reader's other producers (CPU nodes) are done.
   // On the H100, factor4's PPTM mapping (three CPU nodes, then multiply(..., returns) on the GPU)
   // copied `returns` only after the CPU chain, 1.1 ms of a 6.5 ms run at 32m
-  // (bench/results/h100/graph-nodes.csv, run 306). Taken in the order of their first GPU
-  // reader, after the nodes ready at the start have enqueued their own copies.
+  // (bench/results/h100/probes/graph-ebed203-nodes.csv, run 306). Taken in the order of their first
+  // GPU reader, after the nodes ready at the start have enqueued their own copies.
   for (std::size_t node = 0; node < g_.nodes.size(); ++node) {
     if (mapping_[node] != Device::gpu) continue;
     for (const Arg& a : g_.nodes[node].args) {
