@@ -72,6 +72,7 @@ void Dispatcher::prefetch_inputs() {
   // copied `returns` only after the CPU chain, 1.1 ms of a 6.5 ms run at 32m
   // (bench/results/h100/probes/graph-ebed203-nodes.csv, run 306). Taken in the order of their first
   // GPU reader, after the nodes ready at the start have enqueued their own copies.
+  bool any = false;
   for (std::size_t node = 0; node < g_.nodes.size(); ++node) {
     if (mapping_[node] != Device::gpu) continue;
     for (const Arg& a : g_.nodes[node].args) {
@@ -84,7 +85,18 @@ void Dispatcher::prefetch_inputs() {
       if (d.device == nullptr) d.device = memory_->allocator->allocate(d.bytes);
       (void)d.copies.read_at(kDevice0, "data '" + d.name + "'");  // host -> shared with device
       copy_in(i);
+      any = true;
     }
+  }
+  // The run waits for these copies as for a kernel: a reader that never starts (a producer
+  // failed) must not leave one reading a host buffer after run() returns. One callback after
+  // the last (the stream is in order) rather than one per copy, which would put the host
+  // function's turnaround between them.
+  if (any) {
+    ++in_flight_device_;
+    device_->on_host(copy_in_, [inbox = inbox_](std::exception_ptr e) {
+      inbox->post({Message::Kind::prefetch_landed, 0, std::move(e)});
+    });
   }
 }
 
@@ -229,6 +241,11 @@ void Dispatcher::start_gpu(std::size_t node) {
 }
 
 void Dispatcher::handle(const Message& m) {
+  if (m.kind == Message::Kind::prefetch_landed) {
+    --in_flight_device_;
+    if (m.error) fail(m.error);
+    return;
+  }
   if (m.kind == Message::Kind::copy_landed) {
     --in_flight_device_;
     if (m.error) fail(m.error);

@@ -60,7 +60,7 @@ class Dispatcher {
     std::vector<std::size_t> host_waiters;  // CPU nodes waiting for that copy
   };
   struct Message {
-    enum class Kind { node_finished, copy_landed } kind;
+    enum class Kind { node_finished, copy_landed, prefetch_landed } kind;
     std::size_t index;  // node or data
     std::exception_ptr error;
     double start = 0, end = 0;  // CPU nodes: seconds since the run began

@@ -670,3 +670,38 @@ TEST(Runtime, InputsNoNodeWritesAreCopiedInAtTheStart) {
     expect_near_all(out, std::vector<float>(n, 5.0f));
   }
 }
+
+// A prefetched input whose reader never starts (its CPU producer fails): the run still waits
+// for the copy before it throws, so the caller may write the input's buffer right after
+// (ThreadSanitizer would see the emulated copy still reading it otherwise), and the graph runs
+// again with the new values.
+TEST(Runtime, AFailedRunWaitsForItsPrefetchedCopies) {
+  weft::cpu::Executor ex(weft::cpu::ExecutorOptions{.workers = 2});
+  Runtime rt(ex, emulated(1, 1));
+  for (int round = 0; round < 3; ++round) {
+    const std::size_t n = std::size_t{4} << 20;
+    std::vector<float> big(n, 1.0f);
+    std::vector<float> small(16, 1.0f), out(n);
+    Graph g;
+    auto dbig = g.add_data("big", big.data(), n * sizeof(float));
+    auto ds = g.add_data("small", small.data(), small.size() * sizeof(float));
+    auto t = g.add_data("t", n * sizeof(float));
+    auto dout = g.add_data("out", out.data(), n * sizeof(float));
+    std::atomic<bool> fail{true};
+    Kernel producer{"producer",
+                    [&fail](const CpuCall& c) {
+                      if (fail.load()) throw std::runtime_error("producer failed");
+                      for (std::size_t i = 0; i < c.count<float>(1); ++i) c.get<float>(1)[i] = 1;
+                    },
+                    not_on_emulated,
+                    {}};
+    g.add_node(producer, {read(ds), write(t)}, "producer");
+    g.add_node(add(), {read(t), read(dbig), write(dout)}, "reader");
+    EXPECT_THROW((void)rt.run(g, std::vector<Device>{kCpu, kGpu}), weft::Error);
+    std::fill(big.begin(), big.end(), 2.0f);  // no copy of the failed run may still read it
+    fail = false;
+    const auto r = rt.run(g, std::vector<Device>{kCpu, kGpu});
+    EXPECT_EQ(r.nodes.size(), 2u);
+    expect_near_all(out, std::vector<float>(n, 3.0f));
+  }
+}
