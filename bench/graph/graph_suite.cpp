@@ -1,6 +1,7 @@
 #include "graph/graph_suite.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -274,6 +275,9 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
   suite.record_host_handoff("start");  // which kind of machine instance this run had
   cpu::ExecutorOptions eo;
   eo.pinning = o.pinning;
+  if (o.spin_before_sleep_us >= 0) {
+    eo.spin_before_sleep = std::chrono::microseconds(o.spin_before_sleep_us);
+  }
   cpu::Executor executor(eo);
   wg::RuntimeOptions ro;
   ro.device = o.device == "emulated" ? wg::DeviceKind::emulated : wg::DeviceKind::cuda;

@@ -34,6 +34,8 @@ struct GraphSuiteOptions {
   int exhaustive_samples = 3;
   /// The CPU executor's workers' binding (ExecutorOptions::pinning).
   weft::cpu::Pinning pinning = weft::cpu::Pinning::automatic;
+  /// The CPU executor's idle spin (ExecutorOptions::spin_before_sleep); negative: its default.
+  long spin_before_sleep_us = -1;
   /// Non-empty: every node of every calibration and timed run, one CSV row each (NodeLog).
   std::string node_log;
 };

@@ -202,6 +202,7 @@ int run_bench_graph(const GraphArgs& a) {
   o.device = a.device == "emulated" ? "emulated" : "auto";
   o.samples = a.samples > 0 ? a.samples : (a.quick ? 3 : 7);
   o.pinning = a.pinning;
+  o.spin_before_sleep_us = a.spin_before_sleep_us;
   if (a.quick) o.totals = {1'000'000, 4'000'000};
   if (!a.sizes.empty()) {
     o.totals.clear();

@@ -89,6 +89,11 @@ int main(int argc, char** argv) {
                         "Also time every mapping of each application at the largest size (but "
                         "those the models put over 2x the fastest policy): the best any "
                         "mapping policy could do");
+  bench_graph
+      ->add_option("--spin-before-sleep-us", graph_args.spin_before_sleep_us,
+                   "The CPU executor's idle spin before a worker sleeps, in us (default: the "
+                   "executor's, 250)")
+      ->check(CLI::Range(0L, 1'000'000L));
   add_pinning(bench_graph, graph_args.pinning,
               "Binding of the CPU workers: automatic (default), none, always");
   bench_graph->add_option("--node-log", graph_args.node_log,
