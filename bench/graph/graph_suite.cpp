@@ -249,13 +249,13 @@ void calibrate(wg::Runtime& rt, const std::vector<std::string>& names,
       }
       factors::BuiltApp built = app.build(market);
       for (wg::Policy p : {wg::Policy::a_free, wg::Policy::d_map}) {
-        auto logged = [&](const char* phase, const wg::RunReport& r) {
-          if (log != nullptr) log->add(phase, app.name, total, wg::to_string(p), *built.graph, r);
-          return r;
-        };
-        (void)logged("calibrate-cold", rt.run(*built.graph, p));
-        for (int k = 0; k < 2; ++k) {
-          calibration.add(*built.graph, logged("calibrate", rt.run(*built.graph, p)));
+        for (int k = 0; k < 3; ++k) {  // the first (cold) run teaches nothing
+          const wg::RunReport r = rt.run(*built.graph, p);
+          if (log != nullptr) {
+            log->add(k == 0 ? "calibrate-cold" : "calibrate", app.name, total, wg::to_string(p),
+                     *built.graph, r);
+          }
+          if (k > 0) calibration.add(*built.graph, r);
         }
       }
       rt.release(*built.graph);

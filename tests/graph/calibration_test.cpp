@@ -58,31 +58,26 @@ TEST(Calibration, EveryModelIsTheFitOfAllItsRuns) {
   Calibration cal;
   std::mt19937_64 rng(3);
   std::normal_distribution<double> noise(0.0, 0.03);
-  double small_sum = 0, large_sum = 0;
-  for (int i = 0; i < 10; ++i) {
-    const double t = 1e-3 * (1 + noise(rng));
-    small_sum += t;
-    RunReport r = run_of(Device::gpu, 25.6e6, t);
-    TransferRecord tr;
-    tr.to_device = true;
-    tr.bytes = 25'600'000;
-    tr.start = 0;
-    tr.end = t / 2;
-    r.transfers.push_back(tr);
-    cal.add(app.g, r);
-  }
-  for (int i = 0; i < 200; ++i) {
-    const double t = 1e-2 * (1 + noise(rng));
-    large_sum += t;
-    RunReport r = run_of(Device::gpu, 256e6, t);
-    TransferRecord tr;
-    tr.to_device = true;
-    tr.bytes = 256'000'000;
-    tr.start = 0;
-    tr.end = t / 2;
-    r.transfers.push_back(tr);
-    cal.add(app.g, r);
-  }
+  // `runs` runs of `bytes`, each taking the mean time times noise, with a copy in of half that;
+  // returns the sum of the runs' times.
+  auto add_runs = [&](int runs, std::size_t bytes, double mean) {
+    double sum = 0;
+    for (int i = 0; i < runs; ++i) {
+      const double t = mean * (1 + noise(rng));
+      sum += t;
+      RunReport r = run_of(Device::gpu, static_cast<double>(bytes), t);
+      TransferRecord tr;
+      tr.to_device = true;
+      tr.bytes = bytes;
+      tr.start = 0;
+      tr.end = t / 2;
+      r.transfers.push_back(tr);
+      cal.add(app.g, r);
+    }
+    return sum;
+  };
+  const double small_sum = add_runs(10, 25'600'000, 1e-3);
+  const double large_sum = add_runs(200, 256'000'000, 1e-2);
   EXPECT_EQ(cal.size(), 420u);
   CostModels models;
   models.fit("gpu", "k", std::vector<CostSample>{{1, 5.0}, {2, 5.0}});  // replaced below
