@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On the GPU machine (device tool): is the slow copy right after a CPU node the CPU executor's
-# idle spin? `weft bench graph` at 32m (factor4 and factor5, the applications whose copies after
+# idle spin? `weft bench graph` at 8m and 32m (factor4 and factor5, the applications whose copies after
 # a CPU node run slowest) with the executor's default idle spin and with none
 # (--spin-before-sleep-us 0), each with its node log read by copy_after_cpu.py.
 # -> $OUT/spin{250,0}.log, spin{250,0}-nodes.csv, copy_after_cpu.txt
@@ -15,7 +15,7 @@ cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON -DCMAKE_CUDA_ARCH
   { tail -40 /tmp/configure.log /tmp/build.log; exit 1; }
 echo "built at $(date +%T)"
 for spin in 250 0; do
-  $build/tools/weft/weft bench graph --app factor4 --app factor5 --sizes 32m \
+  $build/tools/weft/weft bench graph --app factor4 --app factor5 --sizes 8m 32m \
     ${WEFT_BENCH_ARGS:---samples 9} --spin-before-sleep-us $spin \
     --node-log "$out/spin$spin-nodes.csv" > "$out/spin$spin.log" 2>&1
   grep bench "$out/spin$spin.log"
