@@ -159,7 +159,8 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int threads = argc > 1 ? std::atoi(argv[1]) : static_cast<int>(std::thread::hardware_concurrency());
+  const int threads =
+      argc > 1 ? std::atoi(argv[1]) : static_cast<int>(std::thread::hardware_concurrency());
   const int reps = 15;
   Team team(threads);
   const std::size_t scratch_n = (std::size_t{1} << 30) / sizeof(float);
@@ -174,7 +175,8 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreate(&b));
   std::printf("threads %d, %d repetitions per case; medians\n", threads, reps);
   std::printf("%-14s %9s %10s %8s %10s\n", "case", "MB", "copy ms", "GB/s", "prep ms");
-  for (std::size_t bytes : {std::size_t{25583364}, std::size_t{102333456}, std::size_t{255833640}}) {
+  for (std::size_t bytes :
+       {std::size_t{25583364}, std::size_t{102333456}, std::size_t{255833640}}) {
     const std::size_t n = bytes / sizeof(float);
     float* host = static_cast<float*>(std::aligned_alloc(4096, (bytes + 4095) / 4096 * 4096));
     std::memset(host, 0, bytes);
@@ -200,9 +202,27 @@ int main(int argc, char** argv) {
     };
     double prep = 0;
     std::vector<Case> cases = {
-        {"evicted", [&] { team_write(false); evict(); prep = 0; }, false},
-        {"dirty", [&] { evict(); team_write(false); prep = 0; }, false},
-        {"dirty-spin", [&] { evict(); team_write(true); prep = 0; }, true},
+        {"evicted",
+         [&] {
+           team_write(false);
+           evict();
+           prep = 0;
+         },
+         false},
+        {"dirty",
+         [&] {
+           evict();
+           team_write(false);
+           prep = 0;
+         },
+         false},
+        {"dirty-spin",
+         [&] {
+           evict();
+           team_write(true);
+           prep = 0;
+         },
+         true},
         {"dirty-1",
          [&] {
            evict();
@@ -223,8 +243,11 @@ int main(int argc, char** argv) {
            team_write(false);
            evict();
            static std::atomic<double> sink{0};
-           team.run([&](int i) { sink.store(read_part(host, n, i, team.size()), std::memory_order_relaxed); },
-                    false);
+           team.run(
+               [&](int i) {
+                 sink.store(read_part(host, n, i, team.size()), std::memory_order_relaxed);
+               },
+               false);
            prep = 0;
          },
          false},

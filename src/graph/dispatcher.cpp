@@ -160,6 +160,16 @@ void Dispatcher::start_cpu(std::size_t node) {
   if (nodes_[node].copies_awaited == 0) submit_cpu(node);
 }
 
+bool Dispatcher::read_next_on_gpu(std::size_t node, std::size_t data) const {
+  for (std::size_t c : g_.consumers[node]) {
+    if (mapping_[c] != Device::gpu) continue;
+    for (const auto& [producer, read] : g_.nodes[c].flows) {
+      if (producer == node && read == data) return true;
+    }
+  }
+  return false;
+}
+
 void Dispatcher::submit_cpu(std::size_t node) {
   if (in_flight_cpu_ >= cpu_limit_) {
     cpu_queue_.push_back(node);  // its turn comes when a running CPU node finishes
@@ -167,27 +177,30 @@ void Dispatcher::submit_cpu(std::size_t node) {
   }
   std::vector<void*> pointers;
   std::vector<std::size_t> bytes;
+  std::vector<unsigned char> to_device;
   for (const Arg& a : g_.nodes[node].args) {
     pointers.push_back(g_.data[a.data.index()].host);
     bytes.push_back(g_.data[a.data.index()].bytes);
+    to_device.push_back(a.access != Access::read && read_next_on_gpu(node, a.data.index()) ? 1 : 0);
   }
-  futures_[node] = executor_.submit(
-      [this, inbox = inbox_, node, pointers = std::move(pointers), bytes = std::move(bytes)] {
-        Message m{Message::Kind::node_finished, node, nullptr};
-        m.lane = executor_.this_worker_index();
-        m.start = since_start();
-        try {
-          CpuCall call;
-          call.pointers = pointers;
-          call.bytes = bytes;
-          call.executor = &executor_;
-          g_.nodes[node].kernel.cpu(call);
-        } catch (...) {
-          m.error = std::current_exception();
-        }
-        m.end = since_start();
-        inbox->post(std::move(m));  // the last use of `this`
-      });
+  futures_[node] = executor_.submit([this, inbox = inbox_, node, pointers = std::move(pointers),
+                                     bytes = std::move(bytes), to_device = std::move(to_device)] {
+    Message m{Message::Kind::node_finished, node, nullptr};
+    m.lane = executor_.this_worker_index();
+    m.start = since_start();
+    try {
+      CpuCall call;
+      call.pointers = pointers;
+      call.bytes = bytes;
+      call.to_device = to_device;
+      call.executor = &executor_;
+      g_.nodes[node].kernel.cpu(call);
+    } catch (...) {
+      m.error = std::current_exception();
+    }
+    m.end = since_start();
+    inbox->post(std::move(m));  // the last use of `this`
+  });
   ++in_flight_cpu_;
 }
 

@@ -90,6 +90,8 @@ class Dispatcher {
   void satisfy(std::size_t consumer);
   void start_cpu(std::size_t node);
   void submit_cpu(std::size_t node);
+  // Whether a GPU consumer of `node` reads `data` from it (its output is copied in next).
+  [[nodiscard]] bool read_next_on_gpu(std::size_t node, std::size_t data) const;
   void start_gpu(std::size_t node);
   void copy_back(std::size_t data, int stream);
   void handle(const Message& m);

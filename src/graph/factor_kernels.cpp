@@ -13,6 +13,7 @@
 #include "weft/cpu/parallel.hpp"
 #include "weft/error.hpp"
 #include "weft/graph/factor_ops.hpp"
+#include "weft/graph/stream_copy.hpp"
 
 namespace weft::graph::kernels {
 
@@ -76,6 +77,47 @@ void split(const CpuCall& c, std::size_t n, F f) {
       cpu::Schedule::dynamic(grain));
 }
 
+// Writes the output rows [s0, s1) of argument `out` by rows(shift, r, b, e), which computes rows
+// [b, e) of its inputs shifted by `shift` rows into r (row b at r + b * days): straight into
+// the output, or, when the run copies the output to the GPU next (CpuCall::copied_to_device),
+// a row at a time into a buffer that stays in the cache, each row then streamed out past the
+// caches (stream_copy.hpp says why).
+template <class Rows>
+void write_rows(const CpuCall& c, std::size_t out, Shape shape, std::size_t s0, std::size_t s1,
+                Rows rows) {
+  float* r = c.get<float>(out);
+  if (!c.copied_to_device(out)) {
+    rows(std::size_t{0}, r, s0, s1);
+    return;
+  }
+  std::vector<float> row(shape.days);
+  for (std::size_t s = s0; s < s1; ++s) {
+    rows(s, row.data(), std::size_t{0}, std::size_t{1});
+    stream_copy_unfenced(r + s * shape.days, row.data(), shape.days * sizeof(float));
+  }
+  stream_fence();
+}
+
+// An element-wise operator over [b, e): op(i, n, r) writes elements [i, i + n) into r (element
+// i at r[0]); blocks of kBlock through a buffer and streamed out when the output is copied to
+// the GPU next, as write_rows.
+template <class Op>
+void write_elements(const CpuCall& c, std::size_t out, std::size_t b, std::size_t e, Op op) {
+  float* r = c.get<float>(out);
+  if (!c.copied_to_device(out)) {
+    op(b, e - b, r + b);
+    return;
+  }
+  constexpr std::size_t kBlock = 2048;  // 8 KiB: stays in L1
+  float block[kBlock];
+  for (std::size_t i = b; i < e; i += kBlock) {
+    const std::size_t n = std::min(kBlock, e - i);
+    op(i, n, block);
+    stream_copy_unfenced(r + i, block, n * sizeof(float));
+  }
+  stream_fence();
+}
+
 // Scale and average by rows, in three parallel passes: (1) per chunk of stocks, the per-day
 // sums and counts of its rows; (2) per day, the chunks' partials added in chunk order; (3) per
 // stock, its row from the day totals. The chunks are fixed (not one per worker), so the sums
@@ -116,6 +158,22 @@ void cross_sectional(const CpuCall& c, Shape shape, bool absolute, Rows rows) {
   split(c, stocks, [&](std::size_t s0, std::size_t s1) { rows(sum.data(), count.data(), s0, s1); });
 }
 
+// Average's rows are all one row (the day means): computed once per part, then copied to each
+// row, streamed when the output is copied to the GPU next (write_rows).
+void average_out(const CpuCall& c, Shape shape, const double* sum, const std::uint32_t* count,
+                 std::size_t s0, std::size_t s1) {
+  if (!c.copied_to_device(1)) {
+    graph::detail::average_rows(c.get<float>(1), shape.days, sum, count, s0, s1);
+    return;
+  }
+  std::vector<float> row(shape.days);
+  graph::detail::average_rows(row.data(), shape.days, sum, count, 0, 1);
+  for (std::size_t s = s0; s < s1; ++s) {
+    stream_copy_unfenced(c.get<float>(1) + s * shape.days, row.data(), shape.days * sizeof(float));
+  }
+  stream_fence();
+}
+
 // Rank splits days in multiples of 16 (its core's block).
 template <class F>
 void split_days(const CpuCall& c, std::size_t days, F f) {
@@ -150,8 +208,11 @@ Kernel moving_mean(Shape shape, std::size_t window) {
       windowed("moving_mean", window), shape,
       [=](const CpuCall& c) {
         split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
-          graph::detail::moving_mean_rows(c.get<float>(0), c.get<float>(1), shape.days, window, s0,
-                                          s1);
+          write_rows(c, 1, shape, s0, s1,
+                     [&](std::size_t shift, float* r, std::size_t b, std::size_t e) {
+                       graph::detail::moving_mean_rows(c.get<float>(0) + shift * shape.days, r,
+                                                       shape.days, window, b, e);
+                     });
         });
       },
       [=](const GpuCall& c) {
@@ -166,8 +227,11 @@ Kernel moving_stddev(Shape shape, std::size_t window) {
       windowed("moving_stddev", window), shape,
       [=](const CpuCall& c) {
         split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
-          graph::detail::moving_stddev_rows(c.get<float>(0), c.get<float>(1), shape.days, window,
-                                            s0, s1);
+          write_rows(c, 1, shape, s0, s1,
+                     [&](std::size_t shift, float* r, std::size_t b, std::size_t e) {
+                       graph::detail::moving_stddev_rows(c.get<float>(0) + shift * shape.days, r,
+                                                         shape.days, window, b, e);
+                     });
         });
       },
       [=](const GpuCall& c) {
@@ -182,8 +246,12 @@ Kernel moving_correlation(Shape shape, std::size_t window) {
       windowed("moving_correlation", window), shape,
       [=](const CpuCall& c) {
         split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
-          graph::detail::moving_correlation_rows(c.get<float>(0), c.get<float>(1), c.get<float>(2),
-                                                 shape.days, window, s0, s1);
+          write_rows(c, 2, shape, s0, s1,
+                     [&](std::size_t shift, float* r, std::size_t b, std::size_t e) {
+                       graph::detail::moving_correlation_rows(c.get<float>(0) + shift * shape.days,
+                                                              c.get<float>(1) + shift * shape.days,
+                                                              r, shape.days, window, b, e);
+                     });
         });
       },
       [=](const GpuCall& c) {
@@ -202,7 +270,11 @@ Kernel delta(Shape shape, std::size_t lag) {
       "delta", shape,
       [=](const CpuCall& c) {
         split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
-          graph::detail::delta_rows(c.get<float>(0), c.get<float>(1), shape.days, lag, s0, s1);
+          write_rows(c, 1, shape, s0, s1,
+                     [&](std::size_t shift, float* r, std::size_t b, std::size_t e) {
+                       graph::detail::delta_rows(c.get<float>(0) + shift * shape.days, r,
+                                                 shape.days, lag, b, e);
+                     });
         });
       },
       [=](const GpuCall& c) {
@@ -211,6 +283,10 @@ Kernel delta(Shape shape, std::size_t lag) {
       });
 }
 
+// Rank writes its output in place even when a GPU node reads it next (CpuCall::
+// copied_to_device): it writes blocks of 16 days down every row, 64-byte pieces that straddle
+// cache lines (a row is not a whole number of lines), which non-temporal stores would send to
+// memory as partial lines.
 Kernel rank(Shape shape) {
   check_shape(shape, "rank");
   return unary(
@@ -234,7 +310,11 @@ Kernel scale(Shape shape) {
         cross_sectional(
             c, shape, true,
             [&](const double* sum, const std::uint32_t*, std::size_t s0, std::size_t s1) {
-              graph::detail::scale_rows(c.get<float>(0), c.get<float>(1), shape.days, sum, s0, s1);
+              write_rows(c, 1, shape, s0, s1,
+                         [&](std::size_t shift, float* r, std::size_t b, std::size_t e) {
+                           graph::detail::scale_rows(c.get<float>(0) + shift * shape.days, r,
+                                                     shape.days, sum, b, e);
+                         });
             });
       },
       [=](const GpuCall& c) {
@@ -249,8 +329,9 @@ Kernel multiply(Shape shape) {
       [=](const CpuCall& c) {
         split(c, shape.count(), [&](std::size_t b, std::size_t e) {
           const float *x = c.get<float>(0), *y = c.get<float>(1);
-          float* r = c.get<float>(2);
-          for (std::size_t i = b; i < e; ++i) r[i] = x[i] * y[i];
+          write_elements(c, 2, b, e, [&](std::size_t i, std::size_t n, float* r) {
+            for (std::size_t k = 0; k < n; ++k) r[k] = x[i + k] * y[i + k];
+          });
         });
       },
       [=](const GpuCall& c) {
@@ -266,8 +347,9 @@ Kernel subtract(Shape shape) {
       [=](const CpuCall& c) {
         split(c, shape.count(), [&](std::size_t b, std::size_t e) {
           const float *x = c.get<float>(0), *y = c.get<float>(1);
-          float* r = c.get<float>(2);
-          for (std::size_t i = b; i < e; ++i) r[i] = x[i] - y[i];
+          write_elements(c, 2, b, e, [&](std::size_t i, std::size_t n, float* r) {
+            for (std::size_t k = 0; k < n; ++k) r[k] = x[i + k] - y[i + k];
+          });
         });
       },
       [=](const GpuCall& c) {
@@ -278,16 +360,14 @@ Kernel subtract(Shape shape) {
 
 Kernel average(Shape shape) {
   check_shape(shape, "average");
-  return unary(
-      "average", shape,
-      [=](const CpuCall& c) {
-        cross_sectional(
-            c, shape, false,
-            [&](const double* sum, const std::uint32_t* count, std::size_t s0, std::size_t s1) {
-              graph::detail::average_rows(c.get<float>(1), shape.days, sum, count, s0, s1);
-            });
-      },
-      {});
+  return unary("average", shape,
+               [=](const CpuCall& c) {
+                 cross_sectional(
+                     c, shape, false,
+                     [&](const double* sum, const std::uint32_t* count, std::size_t s0,
+                         std::size_t s1) { average_out(c, shape, sum, count, s0, s1); });
+               },
+               {});
 }
 
 }  // namespace weft::graph::kernels

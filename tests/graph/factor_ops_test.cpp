@@ -7,10 +7,13 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "weft/cpu/executor.hpp"
 #include "weft/error.hpp"
 #include "weft/graph/factor_kernels.hpp"
+#include "weft/graph/stream_copy.hpp"
 
 using weft::graph::Series;
 
@@ -226,5 +229,80 @@ TEST(FactorKernels, ScaleAndAverageByRowsMatchTheReferencesWhateverTheWorkers) {
     const std::size_t empty_day = days > 5 ? 5 : 0;
     for (std::size_t s = 0; s < x.stocks; ++s) x.at(s, empty_day) = kNaN;  // no value that day
     check_scale_and_average_kernels(x, empty_day, one, three);
+  }
+}
+
+// stream_copy copies exactly what memcpy does, at every alignment of source and destination and
+// every length around its 4-, 16- and 64-byte steps, and writes nothing outside [dst, dst + n).
+TEST(StreamCopy, CopiesLikeMemcpyAtEveryAlignmentAndLength) {
+  std::vector<unsigned char> src(4096 + 64), dst(4096 + 128);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
+  for (std::size_t src_off = 0; src_off < 20; src_off += 3) {
+    for (std::size_t dst_off = 0; dst_off < 20; ++dst_off) {
+      for (std::size_t n : {0, 1, 3, 4, 5, 15, 16, 17, 63, 64, 65, 127, 130, 1000, 4096}) {
+        std::fill(dst.begin(), dst.end(), 0xA5);
+        weft::graph::stream_copy(dst.data() + 32 + dst_off, src.data() + src_off, n);
+        for (std::size_t i = 0; i < dst.size(); ++i) {
+          const bool inside = i >= 32 + dst_off && i < 32 + dst_off + n;
+          const unsigned char want = inside ? src[src_off + i - 32 - dst_off] : 0xA5;
+          ASSERT_EQ(dst[i], want) << "src+" << src_off << " dst+" << dst_off << " n " << n
+                                  << " byte " << i;
+        }
+      }
+    }
+  }
+}
+
+// Every factor kernel gives the same bits whether the runtime says its output goes to the GPU
+// next (written through a buffer and streamed past the caches) or not (written in place), on
+// the executor and inline; shapes whose rows are not a whole number of 16-byte pieces, and more
+// elements than the element-wise kernels' 2048-float block.
+TEST(FactorKernels, OutputsCopiedToTheDeviceNextAreTheSameBits) {
+  weft::cpu::Executor three(weft::cpu::ExecutorOptions{.workers = 3});
+  namespace k = weft::graph::kernels;
+  for (const auto& [stocks, days] : {std::pair<std::size_t, std::size_t>{53, 97}, {5, 3}}) {
+    SCOPED_TRACE(std::to_string(stocks) + " x " + std::to_string(days));
+    const k::Shape shape{stocks, days};
+    Series x = random_walks(stocks, days, 21), y = random_walks(stocks, days, 22);
+    for (std::size_t i = 0; i < x.values.size(); i += 29) x.values[i] = kNaN;
+    const std::size_t w = std::min<std::size_t>(days, 5);
+    const std::vector<std::pair<weft::graph::Kernel, std::size_t>> kernels = {
+        {k::moving_mean(shape, w), 1},
+        {k::moving_stddev(shape, w), 1},
+        {k::moving_correlation(shape, w), 2},
+        {k::delta(shape, 1), 1},
+        {k::rank(shape), 1},
+        {k::scale(shape), 1},
+        {k::multiply(shape), 2},
+        {k::subtract(shape), 2},
+        {k::average(shape), 1}};
+    for (const auto& [kernel, inputs] : kernels) {
+      SCOPED_TRACE(kernel.name);
+      auto run = [&, &kernel = kernel, inputs = inputs](bool to_device, weft::cpu::Executor* ex) {
+        Series out(stocks, days, -1.0f);
+        std::vector<void*> pointers = {x.values.data()};
+        if (inputs == 2) pointers.push_back(y.values.data());
+        pointers.push_back(out.values.data());
+        const std::vector<std::size_t> bytes(pointers.size(), shape.bytes());
+        std::vector<unsigned char> flags(pointers.size(), 0);
+        flags.back() = to_device ? 1 : 0;
+        weft::graph::CpuCall call;
+        call.pointers = pointers;
+        call.bytes = bytes;
+        call.to_device = flags;
+        call.executor = ex;
+        EXPECT_EQ(call.copied_to_device(pointers.size() - 1), to_device);
+        if (ex == nullptr) {
+          kernel.cpu(call);
+        } else {
+          ex->run([&] { kernel.cpu(call); });
+        }
+        return out;
+      };
+      const Series plain = run(false, &three);
+      for (const auto& streamed : {run(true, &three), run(true, nullptr)}) {
+        ASSERT_EQ(std::memcmp(plain.values.data(), streamed.values.data(), shape.bytes()), 0);
+      }
+    }
   }
 }

@@ -172,6 +172,49 @@ TEST(Runtime, DataCrossOnlyWhereANodeNeedsThem) {
   expect_near_all(d.out, d.expected());
 }
 
+// A CPU node is told which of the data it writes a GPU node reads next (CpuCall::
+// copied_to_device, the hint to write them past the caches): not data a CPU node reads next,
+// not data a GPU node overwrites without reading it, nothing past its arguments.
+TEST(Runtime, ACpuNodeKnowsWhichOutputsAGpuNodeReadsNext) {
+  weft::cpu::Executor ex;
+  Runtime rt(ex, emulated());
+  constexpr std::size_t kN = 64;
+  std::vector<float> in(kN, 1.0f);
+  Graph g;
+  const Data d_in = g.add_data("in", in.data(), kN * sizeof(float));
+  std::vector<Data> t, o;
+  for (int i = 0; i < 3; ++i) t.push_back(g.add_data(numbered("t", i), kN * sizeof(float)));
+  for (int i = 0; i < 2; ++i) o.push_back(g.add_data(numbered("o", i), kN * sizeof(float)));
+  std::vector<bool> seen;
+  bool out_of_range = true;
+  const Kernel producer{"producer",
+                        [&](const CpuCall& c) {  // a fence: the mappings keep it on the CPU
+                          seen.clear();
+                          for (std::size_t i = 0; i < 4; ++i) {
+                            seen.push_back(c.copied_to_device(i));
+                            std::fill(c.get<float>(i), c.get<float>(i) + kN, 2.0f);
+                          }
+                          out_of_range = c.copied_to_device(4);
+                        },
+                        {},
+                        {}};
+  g.add_node(producer, {read_write(d_in), write(t[0]), write(t[1]), write(t[2])}, "producer");
+  g.add_node(affine(1, 0), {read(t[0]), write(o[0])}, "reads t0");
+  g.add_node(affine(1, 0), {read(t[1]), write(o[1])}, "reads t1");
+  g.add_node(affine(1, 0), {read(d_in), write(t[2])}, "overwrites t2");
+  const std::vector<std::pair<std::vector<Device>, std::vector<bool>>> cases = {
+      // `in` (read_write) is read next by "overwrites t2": flagged when that runs on the GPU.
+      {{kCpu, kGpu, kCpu, kGpu}, {true, true, false, false}},
+      {{kCpu, kCpu, kGpu, kCpu}, {false, false, true, false}},
+      {{kCpu, kCpu, kCpu, kCpu}, {false, false, false, false}},
+      {{kCpu, kGpu, kGpu, kGpu}, {true, true, true, false}}};
+  for (const auto& [mapping, want] : cases) {
+    (void)rt.run(g, mapping);
+    EXPECT_EQ(seen, want) << "mapping " << ::testing::PrintToString(mapping);
+    EXPECT_FALSE(out_of_range);
+  }
+}
+
 TEST(Runtime, ReadersOnSeveralStreamsShareOneCopyIn) {
   weft::cpu::Executor ex;
   Runtime rt(ex, emulated(4, 0));

@@ -78,6 +78,14 @@ struct KernelArgs {
 /// (it runs on one of that executor's workers, or on a thread that may wait on it).
 struct CpuCall : KernelArgs {
   cpu::Executor* executor = nullptr;
+  /// Per argument (shorter or empty: false): the node writes it and a GPU node reads it next,
+  /// so the run copies it to the device as soon as this node ends. Such an output is best
+  /// written with stream_copy (weft/graph/stream_copy.hpp): left in the cores' caches, it is
+  /// copied at a fraction of the bandwidth. Only a hint: the values are the same either way.
+  std::span<const unsigned char> to_device;
+  [[nodiscard]] bool copied_to_device(std::size_t i) const {
+    return i < to_device.size() && to_device[i] != 0;
+  }
 };
 
 /// A GPU implementation's call: device pointers, the CUDA stream (a cudaStream_t) to launch on
