@@ -77,16 +77,27 @@ void split(const CpuCall& c, std::size_t n, F f) {
       cpu::Schedule::dynamic(grain));
 }
 
+// Whether a kernel writes output `out` past the caches (stream_copy.hpp): when the run copies
+// it to the GPU next (CpuCall::copied_to_device), and when it is too large to stay in one
+// core's cache for a consumer anyway (kStreamMinBytes; a 2 MiB L2 per core on the H100
+// machine): non-temporal stores also spare the read each ordinary store of a line not in the
+// cache makes first. On the H100 machine average over 512 MB took 10.4 ms streamed and
+// 12.7-13.9 ms written in place, 1.2 and 1.4-1.5 ms over 51 MB (medians of c04e801's runs,
+// bench/results/h100/probes/graph-c04e801-nodes.csv).
+constexpr std::size_t kStreamMinBytes = std::size_t{4} << 20;
+bool streams_output(const CpuCall& c, std::size_t out) {
+  return c.copied_to_device(out) || (out < c.bytes.size() && c.bytes[out] >= kStreamMinBytes);
+}
+
 // Writes the output rows [s0, s1) of argument `out` by rows(shift, r, b, e), which computes rows
 // [b, e) of its inputs shifted by `shift` rows into r (row b at r + b * days): straight into
-// the output, or, when the run copies the output to the GPU next (CpuCall::copied_to_device),
-// a row at a time into a buffer that stays in the cache, each row then streamed out past the
-// caches (stream_copy.hpp says why).
+// the output, or, when it streams the output (streams_output), a row at a time into a buffer
+// that stays in the cache, each row then streamed out past the caches.
 template <class Rows>
 void write_rows(const CpuCall& c, std::size_t out, Shape shape, std::size_t s0, std::size_t s1,
                 Rows rows) {
   float* r = c.get<float>(out);
-  if (!c.copied_to_device(out)) {
+  if (!streams_output(c, out)) {
     rows(std::size_t{0}, r, s0, s1);
     return;
   }
@@ -99,12 +110,12 @@ void write_rows(const CpuCall& c, std::size_t out, Shape shape, std::size_t s0, 
 }
 
 // An element-wise operator over [b, e): op(i, n, r) writes elements [i, i + n) into r (element
-// i at r[0]); blocks of kBlock through a buffer and streamed out when the output is copied to
-// the GPU next, as write_rows.
+// i at r[0]); blocks of kBlock through a buffer and streamed out when it streams the output,
+// as write_rows.
 template <class Op>
 void write_elements(const CpuCall& c, std::size_t out, std::size_t b, std::size_t e, Op op) {
   float* r = c.get<float>(out);
-  if (!c.copied_to_device(out)) {
+  if (!streams_output(c, out)) {
     op(b, e - b, r + b);
     return;
   }
@@ -159,10 +170,10 @@ void cross_sectional(const CpuCall& c, Shape shape, bool absolute, Rows rows) {
 }
 
 // Average's rows are all one row (the day means): computed once per part, then copied to each
-// row, streamed when the output is copied to the GPU next (write_rows).
+// row, streamed when it streams the output (write_rows).
 void average_out(const CpuCall& c, Shape shape, const double* sum, const std::uint32_t* count,
                  std::size_t s0, std::size_t s1) {
-  if (!c.copied_to_device(1)) {
+  if (!streams_output(c, 1)) {
     graph::detail::average_rows(c.get<float>(1), shape.days, sum, count, s0, s1);
     return;
   }
@@ -283,8 +294,8 @@ Kernel delta(Shape shape, std::size_t lag) {
       });
 }
 
-// Rank writes its output in place even when a GPU node reads it next (CpuCall::
-// copied_to_device): it writes blocks of 16 days down every row, 64-byte pieces that straddle
+// Rank writes its output in place even when a GPU node reads it next or it is large
+// (streams_output): it writes blocks of 16 days down every row, 64-byte pieces that straddle
 // cache lines (a row is not a whole number of lines), which non-temporal stores would send to
 // memory as partial lines.
 Kernel rank(Shape shape) {

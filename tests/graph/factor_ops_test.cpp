@@ -306,3 +306,37 @@ TEST(FactorKernels, OutputsCopiedToTheDeviceNextAreTheSameBits) {
     }
   }
 }
+
+// Outputs of 4 MiB or more are streamed whether or not a GPU node reads them next
+// (kStreamMinBytes): at such a size every streamed kernel still matches its reference.
+TEST(FactorKernels, LargeOutputsStreamedMatchTheReferences) {
+  weft::cpu::Executor three(weft::cpu::ExecutorOptions{.workers = 3});
+  namespace k = weft::graph::kernels;
+  const std::size_t stocks = 1024, days = 1031;  // 4.03 MiB per series
+  const k::Shape shape{stocks, days};
+  ASSERT_GE(shape.bytes(), std::size_t{4} << 20);
+  Series x = random_walks(stocks, days, 31), y = random_walks(stocks, days, 32);
+  for (std::size_t i = 0; i < x.values.size(); i += 1013) x.values[i] = kNaN;
+  auto run = [&](const weft::graph::Kernel& kernel, std::vector<const Series*> in) {
+    Series out(stocks, days, -1.0f);
+    std::vector<void*> pointers;
+    for (const Series* s : in) pointers.push_back(const_cast<float*>(s->values.data()));
+    pointers.push_back(out.values.data());
+    const std::vector<std::size_t> bytes(pointers.size(), shape.bytes());
+    weft::graph::CpuCall call;  // no to_device flags: large outputs stream regardless
+    call.pointers = pointers;
+    call.bytes = bytes;
+    call.executor = &three;
+    three.run([&] { kernel.cpu(call); });
+    return out;
+  };
+  expect_close(run(k::moving_mean(shape, 10), {&x}), weft::graph::moving_mean(x, 10), 1e-5,
+               "moving_mean");
+  expect_close(run(k::moving_correlation(shape, 10), {&x, &y}),
+               weft::graph::moving_correlation(x, y, 10), 1e-4, "moving_correlation");
+  expect_close(run(k::delta(shape, 2), {&x}), weft::graph::delta(x, 2), 1e-6, "delta");
+  expect_close(run(k::scale(shape), {&x}), weft::graph::scale(x), 1e-5, "scale");
+  expect_close(run(k::average(shape), {&x}), weft::graph::average(x), 1e-5, "average");
+  expect_close(run(k::multiply(shape), {&x, &y}), weft::graph::multiply(x, y), 1e-6, "multiply");
+  expect_close(run(k::subtract(shape), {&x, &y}), weft::graph::subtract(x, y), 1e-6, "subtract");
+}
