@@ -24,7 +24,7 @@ inline constexpr const char* kTransferToHost = "transfer:d2h";
 /// A CPU kernel runs slower while host<->device copies are in flight: the copy engines take
 /// host memory bandwidth from it (on the H100 machine `delta` from one 256 MB series into
 /// another took 5.8 ms alone and 6.4-6.8 ms beside copies: the per-policy table of
-/// `bench/results/h100/graph.log`). So a CPU kernel has two models:
+/// `bench/results/h100/probes/graph-9a41691.log`). So a CPU kernel has two models:
 /// its own ("delta") from runs with a share of their time beside copies below
 /// kAloneMaxOverlap, and one beside copies ("delta+copies": the kernel name with this suffix),
 /// of its time with copies in flight throughout, from runs at or above

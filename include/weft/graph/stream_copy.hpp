@@ -6,7 +6,7 @@
 // snooping those caches, far slower than from DRAM. On the H100 machine (16-core Xeon VM) the
 // copy of a CPU node's 25.6 MB output to the GPU, issued as the node ended, ran at a median
 // 22 GB/s, against 51-54 GB/s for data the CPU had not just written; written with these
-// stores, at 52 GB/s, and factor4 and factor5 at 32m ran 20-23% faster
+// stores, at 52 GB/s, and factor4 and factor5 at 32m ran 19-24% faster
 // (bench/results/h100/probes/streamed_average-*, dirty_copy-*).
 #pragma once
 
