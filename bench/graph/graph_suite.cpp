@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -283,6 +284,14 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
     eo.spin_before_sleep = std::chrono::microseconds(o.spin_before_sleep_us);
   }
   cpu::Executor executor(eo);
+  wg::kernels::set_stream_min_bytes(o.stream_min_bytes);
+  if (o.stream_min_bytes != wg::kernels::kDefaultStreamMinBytes) {
+    std::fprintf(
+        stderr, "[graph] CPU kernels stream outputs going to the GPU%s\n",
+        o.stream_min_bytes == SIZE_MAX
+            ? " only"
+            : (" and those of " + std::to_string(o.stream_min_bytes) + " bytes or more").c_str());
+  }
   wg::RuntimeOptions ro;
   ro.device = o.device == "emulated" ? wg::DeviceKind::emulated : wg::DeviceKind::cuda;
   wg::Runtime rt(executor, ro);

@@ -12,6 +12,7 @@
 
 #include "harness/harness.hpp"
 #include "weft/cpu/options.hpp"
+#include "weft/graph/factor_kernels.hpp"
 #include "weft/graph/runtime.hpp"
 
 namespace weft::bench::graph {
@@ -36,6 +37,9 @@ struct GraphSuiteOptions {
   weft::cpu::Pinning pinning = weft::cpu::Pinning::automatic;
   /// The CPU executor's idle spin (ExecutorOptions::spin_before_sleep); negative: its default.
   long spin_before_sleep_us = -1;
+  /// The factor kernels' threshold for writing outputs past the caches
+  /// (kernels::set_stream_min_bytes; SIZE_MAX: only outputs going to the GPU).
+  std::size_t stream_min_bytes = weft::graph::kernels::kDefaultStreamMinBytes;
   /// Non-empty: every node of every calibration and timed run, one CSV row each (NodeLog).
   std::string node_log;
 };

@@ -4,6 +4,7 @@
 #include "weft/graph/factor_kernels.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -79,14 +80,17 @@ void split(const CpuCall& c, std::size_t n, F f) {
 
 // Whether a kernel writes output `out` past the caches (stream_copy.hpp): when the run copies
 // it to the GPU next (CpuCall::copied_to_device), and when it is too large to stay in one
-// core's cache for a consumer anyway (kStreamMinBytes; a 2 MiB L2 per core on the H100
-// machine): non-temporal stores also spare the read each ordinary store of a line not in the
-// cache makes first. On the H100 machine average over 512 MB took 10.4 ms streamed and
-// 12.7-13.9 ms written in place, 1.2 and 1.4-1.5 ms over 51 MB (medians of c04e801's runs,
+// core's cache for a consumer anyway (stream_min_bytes(), 4 MiB by default; a 2 MiB L2 per core
+// on the H100 machine): non-temporal stores also spare the read each ordinary store of a line
+// not in the cache makes first. On the H100 machine average over 512 MB took 10.4 ms streamed
+// and 12.7-13.9 ms written in place, 1.2 and 1.4-1.5 ms over 51 MB (medians of c04e801's runs,
 // bench/results/h100/probes/graph-c04e801-nodes.csv).
-constexpr std::size_t kStreamMinBytes = std::size_t{4} << 20;
+// A tuning value read once per kernel call, ordering nothing: relaxed on both sides.
+std::atomic<std::size_t> stream_min_bytes_{kDefaultStreamMinBytes};
 bool streams_output(const CpuCall& c, std::size_t out) {
-  return c.copied_to_device(out) || (out < c.bytes.size() && c.bytes[out] >= kStreamMinBytes);
+  return c.copied_to_device(out) ||
+         (out < c.bytes.size() &&
+          c.bytes[out] >= stream_min_bytes_.load(std::memory_order_relaxed));
 }
 
 // Writes the output rows [s0, s1) of argument `out` by rows(shift, r, b, e), which computes rows
@@ -212,6 +216,13 @@ Kernel binary(const std::string& name, Shape shape, CpuCallFn cpu, GpuCallFn gpu
 }  // namespace
 
 bool gpu_compiled() noexcept { return detail::gpu::compiled(); }
+
+void set_stream_min_bytes(std::size_t bytes) noexcept {
+  stream_min_bytes_.store(bytes, std::memory_order_relaxed);
+}
+std::size_t stream_min_bytes() noexcept {
+  return stream_min_bytes_.load(std::memory_order_relaxed);
+}
 
 Kernel moving_mean(Shape shape, std::size_t window) {
   check_window(shape, window, "moving_mean");

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -308,7 +309,8 @@ TEST(FactorKernels, OutputsCopiedToTheDeviceNextAreTheSameBits) {
 }
 
 // Outputs of 4 MiB or more are streamed whether or not a GPU node reads them next
-// (kStreamMinBytes): at such a size every streamed kernel still matches its reference.
+// (kernels::stream_min_bytes()): at such a size every streamed kernel still matches its
+// reference, and gives the bits it gives written in place (the threshold raised past the size).
 TEST(FactorKernels, LargeOutputsStreamedMatchTheReferences) {
   weft::cpu::Executor three(weft::cpu::ExecutorOptions{.workers = 3});
   namespace k = weft::graph::kernels;
@@ -339,4 +341,14 @@ TEST(FactorKernels, LargeOutputsStreamedMatchTheReferences) {
   expect_close(run(k::average(shape), {&x}), weft::graph::average(x), 1e-5, "average");
   expect_close(run(k::multiply(shape), {&x, &y}), weft::graph::multiply(x, y), 1e-6, "multiply");
   expect_close(run(k::subtract(shape), {&x, &y}), weft::graph::subtract(x, y), 1e-6, "subtract");
+
+  ASSERT_EQ(k::stream_min_bytes(), k::kDefaultStreamMinBytes);
+  const Series streamed = run(k::moving_correlation(shape, 10), {&x, &y});
+  const Series streamed_avg = run(k::average(shape), {&x});
+  k::set_stream_min_bytes(SIZE_MAX);
+  const Series in_place = run(k::moving_correlation(shape, 10), {&x, &y});
+  const Series in_place_avg = run(k::average(shape), {&x});
+  k::set_stream_min_bytes(k::kDefaultStreamMinBytes);
+  EXPECT_EQ(std::memcmp(streamed.values.data(), in_place.values.data(), shape.bytes()), 0);
+  EXPECT_EQ(std::memcmp(streamed_avg.values.data(), in_place_avg.values.data(), shape.bytes()), 0);
 }

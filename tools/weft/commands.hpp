@@ -50,6 +50,7 @@ struct GraphArgs {
   bool exhaustive = false;  // bench graph: also time every mapping at the largest size
   cpu::Pinning pinning = cpu::Pinning::automatic;  // bench graph: the executor's binding
   long spin_before_sleep_us = -1;                  // bench graph: the executor's idle spin
+  std::string stream_min_bytes;  // bench graph: the kernels' streaming threshold (empty: default)
   std::string trace, svg, trace_dir;
   std::string node_log;  // bench graph: every node of every run as CSV
   std::string db;        // empty: default_models_path()

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -203,6 +204,11 @@ int run_bench_graph(const GraphArgs& a) {
   o.samples = a.samples > 0 ? a.samples : (a.quick ? 3 : 7);
   o.pinning = a.pinning;
   o.spin_before_sleep_us = a.spin_before_sleep_us;
+  if (a.stream_min_bytes == "gpu-only") {
+    o.stream_min_bytes = SIZE_MAX;
+  } else if (!a.stream_min_bytes.empty()) {
+    o.stream_min_bytes = std::stoull(a.stream_min_bytes);  // CLI11 checked it is a number
+  }
   if (a.quick) o.totals = {1'000'000, 4'000'000};
   if (!a.sizes.empty()) {
     o.totals.clear();

@@ -1,6 +1,7 @@
 // weft - the command-line tool: weft info | weft bench cpu|gpu-pool|graph | weft graph
 // explain|run | weft calibrate | weft models | weft demo
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include <cstdio>
 #include <map>
@@ -94,6 +95,20 @@ int main(int argc, char** argv) {
                    "The CPU executor's idle spin before a worker sleeps, in us (default: the "
                    "executor's, 250)")
       ->check(CLI::Range(0L, 1'000'000L));
+  bench_graph
+      ->add_option("--stream-min-bytes", graph_args.stream_min_bytes,
+                   "The factor kernels write outputs of N bytes or more past the caches, as well "
+                   "as those a GPU node reads next; `gpu-only`: only those (default 4194304)")
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            const bool digits = !v.empty() && v.size() <= 19 &&
+                                std::all_of(v.begin(), v.end(), [](unsigned char ch) {
+                                  return ch >= '0' && ch <= '9';
+                                });
+            return digits || v == "gpu-only" ? std::string()
+                                             : "'" + v + "' is neither a byte count nor gpu-only";
+          },
+          "BYTES|gpu-only"));
   add_pinning(bench_graph, graph_args.pinning,
               "Binding of the CPU workers: automatic (default), none, always");
   bench_graph->add_option("--node-log", graph_args.node_log,

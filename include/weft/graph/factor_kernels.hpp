@@ -34,6 +34,15 @@ Kernel subtract(Shape shape);  // x, y -> x - y
 /// AVG: the fence, CPU only.
 Kernel average(Shape shape);
 
+/// The CPU implementations (all but rank's) write an output past the caches (stream_copy.hpp)
+/// when a GPU node reads it next (CpuCall::copied_to_device) and when it has at least this many
+/// bytes; default kDefaultStreamMinBytes, 4 MiB (docs/graph.md "The copy after a CPU node").
+/// Process-wide, for measurements (`weft bench graph --stream-min-bytes`); SIZE_MAX streams only
+/// the outputs going to the GPU.
+inline constexpr std::size_t kDefaultStreamMinBytes = std::size_t{4} << 20;
+void set_stream_min_bytes(std::size_t bytes) noexcept;
+[[nodiscard]] std::size_t stream_min_bytes() noexcept;
+
 /// Whether the GPU implementations were compiled (weft built with CUDA). Without them the
 /// kernels still declare one, so that mappings and the emulated device treat them as
 /// GPU-capable; calling it on a CUDA stream is then an error.
