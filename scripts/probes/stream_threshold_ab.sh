@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# On the GPU machine (device tool): the factor kernels' streaming threshold A/B on one instance.
+# `weft bench graph` for the applications with CPU nodes in their mappings (factor1, factor4,
+# factor5) at 32m and 320m, with the default (outputs of 4 MiB or more written past the caches,
+# besides those a GPU node reads next) and with `--stream-min-bytes gpu-only`, alternated
+# WEFT_AB_ROUNDS times (default 1: ~5 min with the build). The logs' per-kernel tables hold the
+# CPU kernels' medians; the [bench] lines each policy's time.
+# -> $OUT/{default,gpu-only}-<round>.log and summary.txt
+set -uo pipefail
+out=${OUT:-stream-ab-out}
+mkdir -p "$out"
+build=build-gpu
+cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DWEFT_BUILD_TOOLS=ON -DWEFT_BUILD_BENCH=ON -DWEFT_BUILD_TESTS=OFF > /tmp/configure.log 2>&1 &&
+  cmake --build $build -j "$(nproc)" --target weft_cli > /tmp/build.log 2>&1 ||
+  { tail -40 /tmp/configure.log /tmp/build.log; exit 1; }
+for round in $(seq 1 "${WEFT_AB_ROUNDS:-1}"); do
+  for mode in default gpu-only; do
+    arg=()
+    [ "$mode" = gpu-only ] && arg=(--stream-min-bytes gpu-only)
+    $build/tools/weft/weft bench graph --app factor1 --app factor4 --app factor5 \
+      --sizes 32m 320m --samples 7 "${arg[@]}" > "$out/$mode-$round.log" 2>&1
+  done
+done
+for f in "$out"/*.log; do
+  echo "== $(basename "$f")"
+  grep -E '^\[bench\]' "$f"
+  grep -E '^\[graph\]   cpu_\S+ +[0-9]{9,} B' "$f" | awk '{printf "  %-28s %10s B  median %s ms\n", $2, $3, $7}'
+done | tee "$out/summary.txt"
