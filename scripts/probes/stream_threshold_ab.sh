@@ -22,8 +22,14 @@ for round in $(seq 1 "${WEFT_AB_ROUNDS:-1}"); do
       --sizes 32m 320m --samples 7 "${arg[@]}" > "$out/$mode-$round.log" 2>&1
   done
 done
-for f in "$out"/*.log; do
-  echo "== $(basename "$f")"
-  grep -E '^\[bench\]' "$f"
-  grep -E '^\[graph\]   cpu_\S+ +[0-9]{9,} B' "$f" | awk '{printf "  %-28s %10s B  median %s ms\n", $2, $3, $7}'
-done | tee "$out/summary.txt"
+python3 - "$out"/*.log <<'PY' | tee "$out/summary.txt"
+import re, sys
+for path in sys.argv[1:]:
+    print("==", path.rsplit("/", 1)[-1])
+    for line in open(path):
+        if line.startswith("[bench]"):
+            print(line.rstrip())
+        m = re.match(r"\[graph\]   (cpu_\S+) +(\d{7,}) B  n= *\d+ +[\d.]+ +([\d.]+)", line)
+        if m:
+            print(f"  {m.group(1):28s} {m.group(2):>10s} B  median {m.group(3)} ms")
+PY
