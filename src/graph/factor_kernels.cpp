@@ -86,11 +86,11 @@ void split(const CpuCall& c, std::size_t n, F f) {
 // and 12.7-13.9 ms written in place, 1.2 and 1.4-1.5 ms over 51 MB (medians of c04e801's runs,
 // bench/results/h100/probes/graph-c04e801-nodes.csv).
 // A tuning value read once per kernel call, ordering nothing: relaxed on both sides.
-std::atomic<std::size_t> stream_min_bytes_{kDefaultStreamMinBytes};
+std::atomic<std::size_t> g_stream_min_bytes{kDefaultStreamMinBytes};
 bool streams_output(const CpuCall& c, std::size_t out) {
   return c.copied_to_device(out) ||
          (out < c.bytes.size() &&
-          c.bytes[out] >= stream_min_bytes_.load(std::memory_order_relaxed));
+          c.bytes[out] >= g_stream_min_bytes.load(std::memory_order_relaxed));
 }
 
 // Writes the output rows [s0, s1) of argument `out` by rows(shift, r, b, e), which computes rows
@@ -218,10 +218,10 @@ Kernel binary(const std::string& name, Shape shape, CpuCallFn cpu, GpuCallFn gpu
 bool gpu_compiled() noexcept { return detail::gpu::compiled(); }
 
 void set_stream_min_bytes(std::size_t bytes) noexcept {
-  stream_min_bytes_.store(bytes, std::memory_order_relaxed);
+  g_stream_min_bytes.store(bytes, std::memory_order_relaxed);
 }
 std::size_t stream_min_bytes() noexcept {
-  return stream_min_bytes_.load(std::memory_order_relaxed);
+  return g_stream_min_bytes.load(std::memory_order_relaxed);
 }
 
 Kernel moving_mean(Shape shape, std::size_t window) {
