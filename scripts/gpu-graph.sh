@@ -22,14 +22,12 @@ export WEFT_MACHINE=${WEFT_MACHINE:-$(scripts/machine-name.sh)}
 build=build-gpu
 logs=$(mktemp -d)
 configure_and_build() {
-  cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-    -DWEFT_BUILD_TOOLS=ON -DWEFT_BUILD_BENCH=ON -DWEFT_BUILD_TESTS=ON > "$logs/configure.log" 2>&1 &&
-    cmake --build $build -j "$(nproc)" --target weft_cli weft_graph_tests weft_graph_gpu_tests \
-      weft_cpu_tests weft_cpu_stress > "$logs/build.log" 2>&1
+  scripts/gpu-build.sh "$logs" weft_cli weft_graph_tests weft_graph_gpu_tests weft_cpu_tests \
+    weft_cpu_stress
 }
 
 if [ "$mode" = bench ]; then
-  configure_and_build || { tail -40 "$logs/build.log"; exit 1; }
+  configure_and_build || exit 1
   traces=$(mktemp -d)
   $build/tools/weft/weft bench graph ${WEFT_BENCH_ARGS:---samples 15} --machine "$WEFT_MACHINE" \
     --json "$out/graph.json" --trace-dir "$traces" --node-log "$out/graph-nodes.csv" 2>&1 |

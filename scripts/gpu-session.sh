@@ -29,7 +29,6 @@ timeout 300 bash scripts/gpu-check.sh
 check_rc=$?
 timeout 240 bash scripts/gpu-bench.sh > "$probes/bench-console.log" 2>&1
 bench_rc=$?
-rm -f "$out/bench-configure.log" "$out/bench-build.log"
 wait "$probe_build"
 {
   echo "== latency trace"

@@ -9,10 +9,7 @@ set -uo pipefail
 out=${OUT:-copy-ab-out}
 mkdir -p "$out"
 build=build-gpu
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DWEFT_BUILD_TOOLS=ON -DWEFT_BUILD_BENCH=ON -DWEFT_BUILD_TESTS=OFF > /tmp/configure.log 2>&1 &&
-  cmake --build $build -j "$(nproc)" --target weft_cli > /tmp/build.log 2>&1 ||
-  { tail -40 /tmp/configure.log /tmp/build.log; exit 1; }
+scripts/gpu-build.sh "$(mktemp -d)" weft_cli || exit 1
 echo "built at $(date +%T)"
 for spin in 250 0; do
   $build/tools/weft/weft bench graph --app factor4 --app factor5 --sizes 8m 32m \

@@ -10,10 +10,7 @@ set -uo pipefail
 out=${OUT:-stream-ab-out}
 mkdir -p "$out"
 build=build-gpu
-cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-  -DWEFT_BUILD_TOOLS=ON -DWEFT_BUILD_BENCH=ON -DWEFT_BUILD_TESTS=OFF > /tmp/configure.log 2>&1 &&
-  cmake --build $build -j "$(nproc)" --target weft_cli > /tmp/build.log 2>&1 ||
-  { tail -40 /tmp/configure.log /tmp/build.log; exit 1; }
+scripts/gpu-build.sh "$(mktemp -d)" weft_cli || exit 1
 for round in $(seq 1 "${WEFT_AB_ROUNDS:-1}"); do
   for mode in default gpu-only; do
     arg=()
