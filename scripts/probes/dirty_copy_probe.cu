@@ -35,16 +35,9 @@
 #include <thread>
 #include <vector>
 
-namespace {
+#include "cuda_check.cuh"
 
-#define CHECK(x)                                                                              \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
+namespace {
 
 double now_ms() {
   return std::chrono::duration<double, std::milli>(

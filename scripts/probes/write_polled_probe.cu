@@ -27,16 +27,9 @@
 #include <cuda/atomic>
 #include <vector>
 
-namespace {
+#include "cuda_check.cuh"
 
-#define CHECK(x)                                                                              \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
+namespace {
 
 constexpr int kLineWords = 16;  // 128 bytes
 constexpr int kPolledLine = 0;
