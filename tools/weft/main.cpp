@@ -1,8 +1,8 @@
 // weft - the command-line tool: weft info | weft bench cpu|gpu-pool|graph | weft graph
 // explain|run | weft calibrate | weft models | weft demo
 #include <CLI/CLI.hpp>
-#include <algorithm>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   bench_graph->add_option("--node-log", graph_args.node_log,
                           "Write every node of every calibration and timed run as CSV (phase, app, "
                           "size, policy, run, node, kernel, device, times, prediction, share "
-                          "beside copies)");
+                          "beside copies, and what it was: the node's label or the copied datum)");
   bench_graph->add_option("--trace-dir", graph_args.trace_dir,
                           "Write a Chrome trace and an SVG timeline per app, size and policy");
   bench_graph->add_option("--machine", graph_args.machine,
