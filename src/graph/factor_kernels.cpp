@@ -82,9 +82,10 @@ void split(const CpuCall& c, std::size_t n, F f) {
 // it to the GPU next (CpuCall::copied_to_device), and when it is too large to stay in one
 // core's cache for a consumer anyway (stream_min_bytes(), 4 MiB by default; a 2 MiB L2 per core
 // on the H100 machine): non-temporal stores also spare the read each ordinary store of a line
-// not in the cache makes first. On the H100 machine average over 512 MB took 10.4 ms streamed
-// and 12.7-13.9 ms written in place, 1.2 and 1.4-1.5 ms over 51 MB (medians of c04e801's runs,
-// bench/results/h100/probes/graph-c04e801-nodes.csv).
+// not in the cache makes first. On the H100 machine average over 512 MB took 11.5 ms streamed
+// and 13.6 ms written in place, 1.27 and 1.46 ms over 51 MB (medians of c04e801's timed runs,
+// where only outputs going to the GPU were streamed: scripts/probes/average_streamed.py,
+// bench/results/h100/probes/average_streamed-c04e801.txt).
 // A tuning value read once per kernel call, ordering nothing: relaxed on both sides.
 std::atomic<std::size_t> g_stream_min_bytes{kDefaultStreamMinBytes};
 bool streams_output(const CpuCall& c, std::size_t out) {
