@@ -297,13 +297,18 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
     eo.spin_before_sleep = std::chrono::microseconds(o.spin_before_sleep_us);
   }
   cpu::Executor executor(eo);
-  wg::kernels::set_stream_min_bytes(o.stream_min_bytes);
-  if (o.stream_min_bytes != wg::kernels::kDefaultStreamMinBytes) {
+  if (o.stream_min_bytes) {
+    wg::kernels::set_stream_min_bytes(*o.stream_min_bytes);
     std::fprintf(
         stderr, "[graph] CPU kernels stream outputs going to the GPU%s\n",
-        o.stream_min_bytes == SIZE_MAX
+        *o.stream_min_bytes == SIZE_MAX
             ? " only"
-            : (" and those of " + std::to_string(o.stream_min_bytes) + " bytes or more").c_str());
+            : (" and those of " + std::to_string(*o.stream_min_bytes) + " bytes or more").c_str());
+  } else {
+    std::fprintf(stderr,
+                 "[graph] CPU kernels stream outputs going to the GPU and those of %zu bytes or "
+                 "more (the last-level cache)\n",
+                 wg::kernels::stream_min_bytes());
   }
   wg::RuntimeOptions ro;
   ro.device = o.device == "emulated" ? wg::DeviceKind::emulated : wg::DeviceKind::cuda;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,9 @@ struct GraphSuiteOptions {
   /// The CPU executor's idle spin (ExecutorOptions::spin_before_sleep); negative: its default.
   long spin_before_sleep_us = -1;
   /// The factor kernels' threshold for writing outputs past the caches
-  /// (kernels::set_stream_min_bytes; SIZE_MAX: only outputs going to the GPU).
-  std::size_t stream_min_bytes = weft::graph::kernels::kDefaultStreamMinBytes;
+  /// (kernels::set_stream_min_bytes; SIZE_MAX: only outputs going to the GPU); unset: the
+  /// default, kernels::default_stream_min_bytes().
+  std::optional<std::size_t> stream_min_bytes;
   /// Non-empty: every node of every calibration and timed run, one CSV row each (NodeLog).
   std::string node_log;
 };

@@ -42,6 +42,22 @@ HwlocTopology& hwloc_topology() {
   static HwlocTopology t;
   return t;
 }
+
+// The deepest data or unified cache level present, its caches' sizes summed.
+std::size_t last_level_cache_bytes(hwloc_topology_t topo) {
+  for (const hwloc_obj_type_t type : {HWLOC_OBJ_L5CACHE, HWLOC_OBJ_L4CACHE, HWLOC_OBJ_L3CACHE,
+                                      HWLOC_OBJ_L2CACHE, HWLOC_OBJ_L1CACHE}) {
+    std::size_t total = 0;
+    for (hwloc_obj_t c = hwloc_get_next_obj_by_type(topo, type, nullptr); c != nullptr;
+         c = hwloc_get_next_obj_by_type(topo, type, c)) {
+      if (c->attr != nullptr && c->attr->cache.type != HWLOC_OBJ_CACHE_INSTRUCTION) {
+        total += static_cast<std::size_t>(c->attr->cache.size);
+      }
+    }
+    if (total > 0) return total;
+  }
+  return 0;
+}
 #endif
 
 }  // namespace
@@ -64,6 +80,7 @@ CpuTopology describe_cpu_topology() noexcept {
     t.numa_nodes = count(HWLOC_OBJ_NUMANODE);
     t.cores = count(HWLOC_OBJ_CORE);
     t.processing_units = count(HWLOC_OBJ_PU);
+    t.last_level_cache_bytes = last_level_cache_bytes(h.topo);
     t.from_hwloc = true;
     return t;
   }

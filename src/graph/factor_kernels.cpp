@@ -12,6 +12,7 @@
 #include "factor_gpu.hpp"
 #include "weft/cpu/executor.hpp"
 #include "weft/cpu/parallel.hpp"
+#include "weft/cpu/topology.hpp"
 #include "weft/error.hpp"
 #include "weft/graph/factor_ops.hpp"
 #include "weft/graph/stream_copy.hpp"
@@ -79,19 +80,27 @@ void split(const CpuCall& c, std::size_t n, F f) {
 }
 
 // Whether a kernel writes output `out` past the caches (stream_copy.hpp): when the run copies
-// it to the GPU next (CpuCall::copied_to_device), and when it is too large to stay in one
-// core's cache for a consumer anyway (stream_min_bytes(), 4 MiB by default; a 2 MiB L2 per core
-// on the H100 machine): non-temporal stores also spare the read each ordinary store of a line
-// not in the cache makes first. On the H100 machine average over 512 MB took 11.5 ms streamed
-// and 13.6 ms written in place, 1.27 and 1.46 ms over 51 MB (medians of c04e801's timed runs,
-// where only outputs going to the GPU were streamed: scripts/probes/average_streamed.py,
-// bench/results/h100/probes/average_streamed-c04e801.txt).
-// A tuning value read once per kernel call, ordering nothing: relaxed on both sides.
-std::atomic<std::size_t> g_stream_min_bytes{kDefaultStreamMinBytes};
+// it to the GPU next (CpuCall::copied_to_device), and when it is at least stream_min_bytes(),
+// by default the last-level cache: an output that large cannot wait in the cache for its
+// consumer anyway, and non-temporal stores spare the read each ordinary store of a line not in
+// the cache makes first; a smaller one written in place can stay there. On the H100 machine,
+// two rounds alternated on one instance (bench/results/h100/probes/stream_threshold_ab-d2192a2/:
+// every output streamed from 4 MiB, against only those going to the GPU): over 256 MB outputs
+// average, delta, moving mean and stddev, multiply and subtract took 3-18% less time streamed,
+// the correlations the same, scale 8-9% more; over 25.6 MB ones streaming was nowhere faster,
+// and scale, stddev and correlation/10 took 4-17% more in both rounds (rank, which writes in
+// place either way, 0-11% more in the same rounds). On the 2-core AMD VM, outputs inside its
+// 32 MiB L3, delta took 29-42% more streamed and scale 5-7% (bench/results/cpu2/probes/
+// stream_min_bytes_ab-83e3703/). A tuning value read once per kernel call, ordering nothing:
+// relaxed on both sides; initialised on first use (a function-local static: thread-safe).
+std::atomic<std::size_t>& stream_threshold() {
+  static std::atomic<std::size_t> threshold{default_stream_min_bytes()};
+  return threshold;
+}
 bool streams_output(const CpuCall& c, std::size_t out) {
   return c.copied_to_device(out) ||
          (out < c.bytes.size() &&
-          c.bytes[out] >= g_stream_min_bytes.load(std::memory_order_relaxed));
+          c.bytes[out] >= stream_threshold().load(std::memory_order_relaxed));
 }
 
 // Writes the output rows [s0, s1) of argument `out` by rows(shift, r, b, e), which computes rows
@@ -218,11 +227,20 @@ Kernel binary(const std::string& name, Shape shape, CpuCallFn cpu, GpuCallFn gpu
 
 bool gpu_compiled() noexcept { return detail::gpu::compiled(); }
 
+std::size_t default_stream_min_bytes() noexcept {
+  static const std::size_t bytes = [] {
+    constexpr std::size_t kFloor = std::size_t{4} << 20;     // below it a row buffer's pass costs
+    constexpr std::size_t kUnknown = std::size_t{32} << 20;  // a common server L3
+    const std::size_t llc = cpu::describe_cpu_topology().last_level_cache_bytes;
+    return llc == 0 ? kUnknown : std::max(llc, kFloor);
+  }();
+  return bytes;
+}
 void set_stream_min_bytes(std::size_t bytes) noexcept {
-  g_stream_min_bytes.store(bytes, std::memory_order_relaxed);
+  stream_threshold().store(bytes, std::memory_order_relaxed);
 }
 std::size_t stream_min_bytes() noexcept {
-  return g_stream_min_bytes.load(std::memory_order_relaxed);
+  return stream_threshold().load(std::memory_order_relaxed);
 }
 
 Kernel moving_mean(Shape shape, std::size_t window) {

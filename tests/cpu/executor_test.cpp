@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -206,6 +209,33 @@ std::pair<int, int> worker_affinity(Executor& ex) {
         return std::pair<int, int>{CPU_COUNT(&set), first};
       })
       .get();
+}
+
+// The last-level cache as hwloc sums it, against what Linux says of cpu0's own caches in sysfs
+// (read here independently): the deepest data or unified level, at least one such cache's
+// size and at most one per hardware thread.
+TEST(Topology, LastLevelCacheMatchesSysfs) {
+  const CpuTopology topo = describe_cpu_topology();
+  if (!topo.from_hwloc) GTEST_SKIP() << "weft was built without hwloc";
+  int deepest = 0;
+  std::size_t size = 0;
+  for (int index = 0; index < 16; ++index) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index);
+    std::ifstream level_in(dir + "/level"), type_in(dir + "/type"), size_in(dir + "/size");
+    int level = 0;
+    std::string type, text;
+    if (!(level_in >> level) || !(type_in >> type) || !(size_in >> text)) continue;
+    if (type == "Instruction" || level < deepest) continue;
+    std::size_t bytes = std::stoull(text);
+    if (text.back() == 'K') bytes <<= 10;
+    if (text.back() == 'M') bytes <<= 20;
+    deepest = level;
+    size = bytes;
+  }
+  if (size == 0) GTEST_SKIP() << "sysfs shows no caches for cpu0 (a VM that hides them)";
+  EXPECT_GE(topo.last_level_cache_bytes, size);
+  EXPECT_LE(topo.last_level_cache_bytes, size * std::max<std::size_t>(topo.processing_units, 1));
+  EXPECT_EQ(topo.last_level_cache_bytes % size, 0u) << "caches of one level differ in size?";
 }
 
 TEST(Executor, PinnedWorkersRunOnOneProcessingUnitEach) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "weft/cpu/executor.hpp"
+#include "weft/cpu/topology.hpp"
 #include "weft/error.hpp"
 #include "weft/graph/factor_kernels.hpp"
 #include "weft/graph/stream_copy.hpp"
@@ -308,8 +310,18 @@ TEST(FactorKernels, OutputsCopiedToTheDeviceNextAreTheSameBits) {
   }
 }
 
-// Outputs of 4 MiB or more are streamed whether or not a GPU node reads them next
-// (kernels::stream_min_bytes()): at such a size every streamed kernel still matches its
+// The streaming threshold defaults to the machine's last-level cache (at least 4 MiB; 32 MiB
+// when the cache is unknown), as the header promises.
+TEST(FactorKernels, DefaultStreamThresholdIsTheLastLevelCache) {
+  namespace k = weft::graph::kernels;
+  const std::size_t llc = weft::cpu::describe_cpu_topology().last_level_cache_bytes;
+  const std::size_t expect = llc == 0 ? std::size_t{32} << 20 : std::max(llc, std::size_t{4} << 20);
+  EXPECT_EQ(k::default_stream_min_bytes(), expect);
+  EXPECT_EQ(k::stream_min_bytes(), expect);
+}
+
+// Outputs of kernels::stream_min_bytes() or more are streamed whether or not a GPU node reads
+// them next: with the threshold at the outputs' size every streamed kernel still matches its
 // reference, and gives the bits it gives written in place (the threshold raised past the size).
 TEST(FactorKernels, LargeOutputsStreamedMatchTheReferences) {
   weft::cpu::Executor three(weft::cpu::ExecutorOptions{.workers = 3});
@@ -319,6 +331,8 @@ TEST(FactorKernels, LargeOutputsStreamedMatchTheReferences) {
   ASSERT_GE(shape.bytes(), std::size_t{4} << 20);
   Series x = random_walks(stocks, days, 31), y = random_walks(stocks, days, 32);
   for (std::size_t i = 0; i < x.values.size(); i += 1013) x.values[i] = kNaN;
+  ASSERT_EQ(k::stream_min_bytes(), k::default_stream_min_bytes());
+  k::set_stream_min_bytes(shape.bytes());
   auto run = [&](const weft::graph::Kernel& kernel, std::vector<const Series*> in) {
     Series out(stocks, days, -1.0f);
     std::vector<void*> pointers;
@@ -342,13 +356,12 @@ TEST(FactorKernels, LargeOutputsStreamedMatchTheReferences) {
   expect_close(run(k::multiply(shape), {&x, &y}), weft::graph::multiply(x, y), 1e-6, "multiply");
   expect_close(run(k::subtract(shape), {&x, &y}), weft::graph::subtract(x, y), 1e-6, "subtract");
 
-  ASSERT_EQ(k::stream_min_bytes(), k::kDefaultStreamMinBytes);
   const Series streamed = run(k::moving_correlation(shape, 10), {&x, &y});
   const Series streamed_avg = run(k::average(shape), {&x});
   k::set_stream_min_bytes(SIZE_MAX);
   const Series in_place = run(k::moving_correlation(shape, 10), {&x, &y});
   const Series in_place_avg = run(k::average(shape), {&x});
-  k::set_stream_min_bytes(k::kDefaultStreamMinBytes);
+  k::set_stream_min_bytes(k::default_stream_min_bytes());
   EXPECT_EQ(std::memcmp(streamed.values.data(), in_place.values.data(), shape.bytes()), 0);
   EXPECT_EQ(std::memcmp(streamed_avg.values.data(), in_place_avg.values.data(), shape.bytes()), 0);
 }

@@ -73,6 +73,7 @@ int run_info(bool json) {
                 {"numa_nodes", t.numa_nodes},
                 {"cores", t.cores},
                 {"processing_units", t.processing_units},
+                {"last_level_cache_bytes", t.last_level_cache_bytes},
                 {"allowed_processing_units", allowed},
                 {"default_executor_pinned", default_pinned},
                 {"source", t.from_hwloc ? "hwloc" : "c++ runtime"}};
@@ -94,6 +95,12 @@ int run_info(bool json) {
   std::printf("        %zu package(s), %zu NUMA node(s), %zu core(s), %zu hardware thread(s)%s\n",
               t.packages, t.numa_nodes, t.cores, t.processing_units,
               t.from_hwloc ? " [hwloc]" : " [no hwloc: counts from the C++ runtime]");
+  if (t.last_level_cache_bytes > 0) {
+    std::printf("        last-level cache %.1f MiB in all\n",
+                static_cast<double>(t.last_level_cache_bytes) / (1 << 20));
+  } else {
+    std::printf("        last-level cache unknown\n");
+  }
   if (allowed == 0) {
     std::printf(
         "        workers unbound: no hwloc, or this process's affinity mask is unreadable\n");

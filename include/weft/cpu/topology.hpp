@@ -14,7 +14,11 @@ struct CpuTopology {
   std::size_t cores = 0;
   std::size_t processing_units = 0;  // hardware threads
   std::string model;                 // CPU model name, when known
-  bool from_hwloc = false;           // false: only std::thread::hardware_concurrency() was known
+  /// Bytes of the last-level cache over the whole machine (the sum over the caches of the
+  /// deepest level hwloc reports, e.g. every L3); 0 when unknown (no hwloc, or a VM that hides
+  /// its caches).
+  std::size_t last_level_cache_bytes = 0;
+  bool from_hwloc = false;  // false: only std::thread::hardware_concurrency() was known
 };
 
 /// Describes the machine's CPUs. Any thread; never throws (falls back to what the C++ runtime
