@@ -299,15 +299,16 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
   cpu::Executor executor(eo);
   if (o.stream_min_bytes) {
     wg::kernels::set_stream_min_bytes(*o.stream_min_bytes);
-    std::fprintf(
-        stderr, "[graph] CPU kernels stream outputs going to the GPU%s\n",
-        *o.stream_min_bytes == SIZE_MAX
-            ? " only"
-            : (" and those of " + std::to_string(*o.stream_min_bytes) + " bytes or more").c_str());
+    std::fprintf(stderr, "[graph] CPU kernels stream outputs going to the GPU%s\n",
+                 *o.stream_min_bytes == SIZE_MAX
+                     ? " only"
+                     : (" and those of calls spanning " + std::to_string(*o.stream_min_bytes) +
+                        " bytes or more")
+                           .c_str());
   } else {
     std::fprintf(stderr,
-                 "[graph] CPU kernels stream outputs going to the GPU and those of %zu bytes or "
-                 "more (the last-level cache)\n",
+                 "[graph] CPU kernels stream outputs going to the GPU and those of calls spanning "
+                 "%zu bytes or more (the last-level cache)\n",
                  wg::kernels::stream_min_bytes());
   }
   wg::RuntimeOptions ro;

@@ -80,27 +80,34 @@ void split(const CpuCall& c, std::size_t n, F f) {
 }
 
 // Whether a kernel writes output `out` past the caches (stream_copy.hpp): when the run copies
-// it to the GPU next (CpuCall::copied_to_device), and when it is at least stream_min_bytes(),
-// by default the last-level cache: an output that large cannot wait in the cache for its
-// consumer anyway, and non-temporal stores spare the read each ordinary store of a line not in
-// the cache makes first; a smaller one written in place can stay there. On the H100 machine,
-// two rounds alternated on one instance (bench/results/h100/probes/stream_threshold_ab-d2192a2/:
-// every output streamed from 4 MiB, against only those going to the GPU): over 256 MB outputs
-// average, delta, moving mean and stddev, multiply and subtract took 3-18% less time streamed,
-// the correlations the same, scale 8-9% more; over 25.6 MB ones streaming was nowhere faster,
-// and scale, stddev and correlation/10 took 4-17% more in both rounds (rank, which writes in
-// place either way, 0-11% more in the same rounds). On the 2-core AMD VM, outputs inside its
-// 32 MiB L3, delta took 29-42% more streamed and scale 5-7% (bench/results/cpu2/probes/
-// stream_min_bytes_ab-83e3703/). A tuning value read once per kernel call, ordering nothing:
-// relaxed on both sides; initialised on first use (a function-local static: thread-safe).
+// it to the GPU next (CpuCall::copied_to_device), and when the call's arguments together span
+// at least stream_min_bytes(), by default the last-level cache: the call's own traffic then
+// evicts the output before its consumer could read it from the cache anyway, and non-temporal
+// stores spare the read each ordinary store of a line not in the cache makes first; a call
+// whose data fit can leave its output there. The output's size alone is not the test: on the
+// H100 machine (300 MiB of L3) outputs of 256 MB written in place made the 320m runs slower
+// (bench/results/h100/probes/graph-12680ee-llc-output.*: average 16.9 against 14.9 ms, PPTM's
+// gain over D-Map 0.019). Two rounds alternated on one instance
+// (bench/results/h100/probes/stream_threshold_ab-d2192a2/: every output streamed from 4 MiB,
+// against only those going to the GPU): over 256 MB outputs average, delta, moving mean and stddev,
+// multiply and subtract took 3-18% less time streamed, the correlations the same, scale 8-9% more;
+// over 25.6 MB ones streaming was nowhere faster, and scale, stddev and correlation/10 took 4-17%
+// more in both rounds (rank, which writes in place either way, 0-11% more in the same rounds). On
+// the 2-core AMD VM, outputs inside its 32 MiB L3, delta took 29-42% more streamed and scale 5-7%
+// (bench/results/cpu2/probes/ stream_min_bytes_ab-83e3703/): the rule gives each of these (H100:
+// 51-77 MB of arguments at 32m in place, 512-768 MB at 320m streamed; VM: delta's 25.6 MB in place,
+// multiply's 38.4 streamed), all but scale at 256 MB. A tuning value read once per kernel call,
+// ordering nothing: relaxed on both sides; initialised on first use (a function-local static:
+// thread-safe).
 std::atomic<std::size_t>& stream_threshold() {
   static std::atomic<std::size_t> threshold{default_stream_min_bytes()};
   return threshold;
 }
 bool streams_output(const CpuCall& c, std::size_t out) {
-  return c.copied_to_device(out) ||
-         (out < c.bytes.size() &&
-          c.bytes[out] >= stream_threshold().load(std::memory_order_relaxed));
+  if (c.copied_to_device(out)) return true;
+  std::size_t spanned = 0;
+  for (const std::size_t b : c.bytes) spanned += b;
+  return spanned >= stream_threshold().load(std::memory_order_relaxed);
 }
 
 // Writes the output rows [s0, s1) of argument `out` by rows(shift, r, b, e), which computes rows

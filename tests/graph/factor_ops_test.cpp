@@ -320,9 +320,10 @@ TEST(FactorKernels, DefaultStreamThresholdIsTheLastLevelCache) {
   EXPECT_EQ(k::stream_min_bytes(), expect);
 }
 
-// Outputs of kernels::stream_min_bytes() or more are streamed whether or not a GPU node reads
-// them next: with the threshold at the outputs' size every streamed kernel still matches its
-// reference, and gives the bits it gives written in place (the threshold raised past the size).
+// A call whose arguments span kernels::stream_min_bytes() or more streams its outputs whether
+// or not a GPU node reads them next: with the threshold at one series' size every streamed
+// kernel still matches its reference, and gives the bits it gives written in place (the
+// threshold raised past any call).
 TEST(FactorKernels, LargeOutputsStreamedMatchTheReferences) {
   weft::cpu::Executor three(weft::cpu::ExecutorOptions{.workers = 3});
   namespace k = weft::graph::kernels;

@@ -96,11 +96,10 @@ int main(int argc, char** argv) {
                    "executor's, 250)")
       ->check(CLI::Range(0L, 1'000'000L));
   bench_graph
-      ->add_option(
-          "--stream-min-bytes", graph_args.stream_min_bytes,
-          "The factor kernels write outputs of N bytes or more past the caches, as well "
-          "as those a GPU node reads next; `gpu-only`: only those (default: the last-level "
-          "cache's size, as `weft info` shows it, at least 4 MiB)")
+      ->add_option("--stream-min-bytes", graph_args.stream_min_bytes,
+                   "The factor kernels write their outputs past the caches when a call's arguments "
+                   "span N bytes or more, and those a GPU node reads next; `gpu-only`: only those "
+                   "(default: the last-level cache, as `weft info` shows it, at least 4 MiB)")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
             const bool digits = !v.empty() && v.size() <= 19 &&
