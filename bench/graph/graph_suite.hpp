@@ -50,8 +50,9 @@ struct GraphSuiteOptions {
 /// warmup, sample), app, size, policy, the run's sequence number, the node ("-" for a copy),
 /// its kernel (transfer:h2d or transfer:d2h for a copy) and device, the bytes its arguments
 /// span (a copy's bytes), start, end and measured ms, the models' predicted ms and its share of
-/// time beside copies (empty for a copy), the run's ms, and what it was (the node's label or
-/// the copied datum's name, quoted). The figures the suite prints are
+/// time beside copies (empty for a copy), the run's ms, what it was (the node's label or
+/// the copied datum's name, quoted), and the ms its launch held the dispatcher (GPU nodes; 0 for
+/// a CPU node, empty for a copy). The figures the suite prints are
 /// medians; this is for looking at single runs (a tail, a calibration that measured otherwise than
 /// the timed runs).
 class NodeLog {

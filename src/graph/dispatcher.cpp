@@ -235,7 +235,11 @@ void Dispatcher::start_gpu(std::size_t node) {
     bytes.push_back(d.bytes);
   }
   ns.start = device_->record(s);
+  // Timed: a launch function that synchronizes holds this thread, and with it every other
+  // node's dispatch and completion (NodeRecord::launch_seconds says so).
+  const double launch_begin = since_start();
   device_->launch(s, n.kernel, std::move(pointers), std::move(bytes), &executor_);
+  ns.launch_seconds = since_start() - launch_begin;
   ns.end = device_->record(s);
   for (const Arg& a : n.args) {
     if (a.access == Access::read) continue;
@@ -354,6 +358,7 @@ void Dispatcher::collect_times(RunReport& report) {
       r.lane = nodes_[node].stream;
       r.start = at(nodes_[node].start);
       r.end = at(nodes_[node].end);
+      r.launch_seconds = nodes_[node].launch_seconds;
       records_.push_back(r);
     }
     for (const PendingTransfer& t : transfers_) {

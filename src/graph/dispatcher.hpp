@@ -51,6 +51,7 @@ class Dispatcher {
     std::size_t copies_awaited = 0;
     int stream = -1;
     Event start{}, end{};
+    double launch_seconds = 0;  // GPU: the dispatcher's time in the kernel's launch function
     bool finished = false;
   };
   struct DataState {

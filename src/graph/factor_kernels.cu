@@ -2,14 +2,18 @@
 // cores of factor_ops.cpp: windowed operators with one thread per output summing its window in
 // double (coalesced along days), delta and element-wise operators, scale with per-day sums
 // (threads along days, so reads coalesce, blocks over stock chunks, double atomics), and rank by
-// CUB's segmented sort of (order-preserving key, stock) pairs per day, ties at their mean rank
-// found by binary search in the sorted day. Scratch memory comes from a stream-ordered pool of
-// weft's own (cudaMallocFromPoolAsync) that keeps what it got, so steady-state runs do not go
-// back to the driver.
+// CUB's segmented radix sort of (order-preserving key, stock) pairs per day, ties at their mean
+// rank found by binary search in the sorted day. Every launch here is asynchronous: the graph
+// runtime calls it on its dispatcher's thread, which meanwhile handles nothing else (CUB's
+// DeviceSegmentedSort, used before, copies its partition's sizes to the host and synchronizes
+// the stream: on the H100 that held the dispatcher ~19 ms at 320m floats, so a CPU node
+// whose GPU producer had finished at 5 ms started after 24). Scratch memory comes from a
+// stream-ordered pool of weft's own (cudaMallocFromPoolAsync) that keeps what it got, so
+// steady-state runs do not go back to the driver.
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cub/device/device_segmented_sort.cuh>
+#include <cub/device/device_segmented_radix_sort.cuh>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -273,13 +277,14 @@ void rank(const float* x, float* r, std::size_t stocks, std::size_t days, void* 
   day_offsets<<<blocks_for(days + 1), kThreads, 0, s>>>(offsets, stocks, days);
   check_launch();
   std::size_t temp_bytes = 0;
-  WEFT_CUDA_CHECK(cub::DeviceSegmentedSort::SortPairs(
+  // DeviceSegmentedRadixSort (one block per day) launches without synchronizing; see the top.
+  WEFT_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(
       nullptr, temp_bytes, keys_in, keys_out, stocks_in, stocks_out, static_cast<int>(n),
-      static_cast<int>(days), offsets, offsets + 1, s));
+      static_cast<int>(days), offsets, offsets + 1, 0, 32, s));
   void* temp = scratch<unsigned char>(temp_bytes, s);
-  WEFT_CUDA_CHECK(cub::DeviceSegmentedSort::SortPairs(
+  WEFT_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(
       temp, temp_bytes, keys_in, keys_out, stocks_in, stocks_out, static_cast<int>(n),
-      static_cast<int>(days), offsets, offsets + 1, s));
+      static_cast<int>(days), offsets, offsets + 1, 0, 32, s));
   ranks_from_sorted<<<blocks_for(n), kThreads, 0, s>>>(keys_out, stocks_out, r, stocks, days);
   check_launch();
   for (void* p :

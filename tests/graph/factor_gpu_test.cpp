@@ -95,6 +95,41 @@ TEST(FactorGpu, EachOperatorMatchesItsCpuReference) {
   expect_matches(run_on_gpu(rt, gk::subtract(shape), {x, y}), g::subtract(x, y), "subtract");
 }
 
+// The GPU kernels' launch functions run on the runtime's dispatcher thread and must not wait for
+// the GPU: rank's, enqueued behind its producer's input copies and kernel, returns long before
+// it starts. (CUB's DeviceSegmentedSort, which rank used before, copies its partition's sizes to
+// the host and synchronizes the stream: its launch lasted until after rank's first kernels.)
+TEST(FactorGpu, LaunchesDoNotWaitForTheGpu) {
+  GpuRuntime r;
+  SKIP_WITHOUT_GPU(r);
+  const gk::Shape shape{4000, 4000};  // 64 MB per series: its copies in alone take > 1 ms
+  factors::Market m = factors::generate_market(shape, 5);
+  weft::graph::Graph g;
+  auto close = g.add_data("close", m.close.data(), shape.bytes());
+  auto volume = g.add_data("volume", m.volume.data(), shape.bytes());
+  auto corr = g.add_data("corr", shape.bytes());
+  Series out(shape.stocks, shape.days, -1.0f);
+  auto ranked = g.add_data("ranked", out.values.data(), shape.bytes());
+  g.add_node(gk::moving_correlation(shape, 20),
+             {weft::graph::read(close), weft::graph::read(volume), weft::graph::write(corr)});
+  g.add_node(gk::rank(shape), {weft::graph::read(corr), weft::graph::write(ranked)});
+  for (int run = 0; run < 2; ++run) {  // the second with the scratch pools warm
+    const auto report = r.rt->run(g, std::vector<Device>{Device::gpu, Device::gpu});
+    ASSERT_EQ(report.nodes.size(), 2u);
+    for (const auto& n : report.nodes) {
+      SCOPED_TRACE("node " + std::to_string(n.node) + ", run " + std::to_string(run));
+      EXPECT_GT(n.start, 0.001) << "the input copies alone should take over 1 ms";
+      EXPECT_LT(n.launch_seconds, 0.25 * n.start) << "the launch waited for the GPU";
+    }
+  }
+  Series close_series(shape.stocks, shape.days), volume_series(shape.stocks, shape.days);
+  close_series.values = m.close;
+  volume_series.values = m.volume;
+  const Series want =
+      weft::graph::rank(weft::graph::moving_correlation(close_series, volume_series, 20));
+  expect_matches(out, want, "rank(correlation) at 4000 x 4000");
+}
+
 TEST(FactorGpu, EveryPipelineMatchesItsReferenceUnderEveryPolicy) {
   GpuRuntime r;
   SKIP_WITHOUT_GPU(r);

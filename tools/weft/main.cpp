@@ -115,7 +115,8 @@ int main(int argc, char** argv) {
   bench_graph->add_option("--node-log", graph_args.node_log,
                           "Write every node of every calibration and timed run as CSV (phase, app, "
                           "size, policy, run, node, kernel, device, times, prediction, share "
-                          "beside copies, and what it was: the node's label or the copied datum)");
+                          "beside copies, what it was: the node's label or the copied datum, and "
+                          "a GPU node's launch time on the dispatcher)");
   bench_graph->add_option("--trace-dir", graph_args.trace_dir,
                           "Write a Chrome trace and an SVG timeline per app, size and policy");
   bench_graph->add_option("--machine", graph_args.machine,

@@ -76,6 +76,10 @@ struct NodeRecord {
   /// The share of [start, end] with at least one host<->device copy in flight (0..1): a CPU
   /// kernel then shares host memory bandwidth with the copy engines (cost_models.hpp).
   double copy_overlap = 0;
+  /// GPU: how long the runtime's dispatcher thread spent in the kernel's launch function. It
+  /// should be microseconds: a launch that synchronizes (waits for the GPU) holds the dispatch
+  /// and completion of every other node meanwhile. 0 on the CPU.
+  double launch_seconds = 0;
 };
 
 struct TransferRecord {
