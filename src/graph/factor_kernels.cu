@@ -2,7 +2,8 @@
 // cores of factor_ops.cpp: windowed operators with one thread per output summing its window in
 // double (coalesced along days), delta and element-wise operators, scale with per-day sums
 // (threads along days, so reads coalesce, blocks over stock chunks, double atomics), and rank by
-// CUB's segmented radix sort of (order-preserving key, stock) pairs per day, ties at their mean
+// sorting (order-preserving key, stock) pairs per day, one block per day in shared memory up to
+// 8192 stocks (CUB's BlockRadixSort), CUB's segmented radix sort beyond, ties at their mean
 // rank found by binary search in the sorted day. Every launch here is asynchronous: the graph
 // runtime calls it on its dispatcher's thread, which meanwhile handles nothing else (CUB's
 // DeviceSegmentedSort, used before, copies its partition's sizes to the host and synchronizes
@@ -13,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_segmented_radix_sort.cuh>
 #include <mutex>
 #include <string>
@@ -152,20 +154,21 @@ __global__ void divide_by_day(const float* x, const double* sums, float* r, std:
   r[i] = isnan(v) ? v : (sum > 0 ? static_cast<float>(v / sum) : 0.0f);
 }
 
-// Day-major (key, stock) pairs: keys order like the floats, -0 as +0, NaN after everything.
+// A float's sort key: keys order like the floats, -0 as +0, NaN after everything.
+__device__ std::uint32_t rank_key(float v) {
+  if (isnan(v)) return kNaNKey;
+  if (v == 0.0f) v = 0.0f;
+  const std::uint32_t bits = __float_as_uint(v);
+  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+}
+
+// Day-major (key, stock) pairs.
 __global__ void rank_keys(const float* x, std::uint32_t* keys, std::uint32_t* stocks_of,
                           std::size_t stocks, std::size_t days) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i >= stocks * days) return;
   const std::size_t s = i / days, d = i % days;
-  float v = x[i];
-  std::uint32_t key = kNaNKey;
-  if (!isnan(v)) {
-    if (v == 0.0f) v = 0.0f;
-    const std::uint32_t bits = __float_as_uint(v);
-    key = (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
-  }
-  keys[d * stocks + s] = key;
+  keys[d * stocks + s] = rank_key(x[i]);
   stocks_of[d * stocks + s] = static_cast<std::uint32_t>(s);
 }
 
@@ -203,6 +206,83 @@ __global__ void ranks_from_sorted(const std::uint32_t* keys, const std::uint32_t
     v = n > 1 ? static_cast<float>(mean_rank / static_cast<double>(n - 1)) : 0.5f;
   }
   r[static_cast<std::size_t>(stocks_of[p]) * days + d] = v;
+}
+
+// First position in the sorted shared keys [0, n) whose key is not below `key` (upper: above).
+__device__ unsigned shared_bound(const std::uint32_t* keys, unsigned n, std::uint32_t key,
+                                 bool upper) {
+  unsigned lo = 0, hi = n;
+  while (lo < hi) {
+    const unsigned mid = (lo + hi) / 2;
+    if (keys[mid] < key || (upper && keys[mid] == key)) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// One day per block, all of it in shared memory: the day's stocks' keys (padded with NaN keys
+// to Threads * Items) sorted by cub::BlockRadixSort with their stocks, the sorted keys kept in
+// shared memory for the ties' binary searches, each rank written to its stock's row. Against
+// the segmented sort through global memory (two transposing passes, a sort's temporary
+// buffers) it reads x once and writes r once.
+template <int Threads, int Items>
+struct BlockRank {
+  static constexpr unsigned kCapacity = Threads * Items;
+  using Sort = cub::BlockRadixSort<std::uint32_t, Threads, Items, std::uint32_t>;
+  static constexpr std::size_t kSortBytes = (sizeof(typename Sort::TempStorage) + 15) / 16 * 16;
+  static constexpr std::size_t kSharedBytes = kSortBytes + kCapacity * sizeof(std::uint32_t);
+};
+
+template <int Threads, int Items>
+__global__ void __launch_bounds__(Threads)
+    rank_by_block(const float* x, float* r, std::size_t stocks, std::size_t days) {
+  using B = BlockRank<Threads, Items>;
+  extern __shared__ __align__(16) unsigned char shared[];
+  auto& temp = *reinterpret_cast<typename B::Sort::TempStorage*>(shared);
+  auto* sorted = reinterpret_cast<std::uint32_t*>(shared + B::kSortBytes);
+  const std::size_t d = blockIdx.x;
+  std::uint32_t keys[Items], stock[Items];
+  for (int i = 0; i < Items; ++i) {  // striped: neighbouring threads read neighbouring stocks
+    const std::size_t s = static_cast<std::size_t>(i) * Threads + threadIdx.x;
+    keys[i] = s < stocks ? rank_key(x[s * days + d]) : kNaNKey;
+    stock[i] = s < stocks ? static_cast<std::uint32_t>(s) : 0xFFFFFFFFu;
+  }
+  typename B::Sort(temp).Sort(keys, stock);  // blocked: thread t holds t * Items + i
+  for (int i = 0; i < Items; ++i) sorted[threadIdx.x * Items + i] = keys[i];
+  __syncthreads();
+  const unsigned n = shared_bound(sorted, B::kCapacity, kNaNKey, false);  // stocks with values
+  for (int i = 0; i < Items; ++i) {
+    if (stock[i] == 0xFFFFFFFFu) continue;  // padding
+    float v = __int_as_float(0x7fc00000);
+    if (keys[i] != kNaNKey) {
+      const unsigned lo = shared_bound(sorted, n, keys[i], false);
+      const unsigned hi = shared_bound(sorted, n, keys[i], true) - 1;
+      const double mean_rank = 0.5 * static_cast<double>(lo + hi);
+      v = n > 1 ? static_cast<float>(mean_rank / static_cast<double>(n - 1)) : 0.5f;
+    }
+    r[static_cast<std::size_t>(stock[i]) * days + d] = v;
+  }
+}
+
+// Launches rank_by_block<Threads, Items> over the days (its shared memory is above the 48 KiB a
+// launch gets by default: allowed once per instantiation).
+template <int Threads, int Items>
+void launch_rank_by_block(const float* x, float* r, std::size_t stocks, std::size_t days,
+                          cudaStream_t s) {
+  using B = BlockRank<Threads, Items>;
+  static const bool allowed = [] {
+    WEFT_CUDA_CHECK(cudaFuncSetAttribute(rank_by_block<Threads, Items>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(B::kSharedBytes)));
+    return true;
+  }();
+  (void)allowed;
+  rank_by_block<Threads, Items>
+      <<<static_cast<unsigned>(days), Threads, B::kSharedBytes, s>>>(x, r, stocks, days);
+  check_launch();
 }
 
 }  // namespace
@@ -262,11 +342,19 @@ void scale(const float* x, float* r, std::size_t stocks, std::size_t days, void*
 
 void rank(const float* x, float* r, std::size_t stocks, std::size_t days, void* stream) {
   const std::size_t n = stocks * days;
+  const cudaStream_t s = as_stream(stream);
+  // A day of up to 8192 stocks is ranked in one block's shared memory (rank_by_block); larger
+  // days go through CUB's segmented radix sort in global memory.
+  if (stocks <= BlockRank<128, 8>::kCapacity)
+    return launch_rank_by_block<128, 8>(x, r, stocks, days, s);
+  if (stocks <= BlockRank<256, 16>::kCapacity)
+    return launch_rank_by_block<256, 16>(x, r, stocks, days, s);
+  if (stocks <= BlockRank<512, 16>::kCapacity)
+    return launch_rank_by_block<512, 16>(x, r, stocks, days, s);
   if (n > static_cast<std::size_t>(INT32_MAX)) {
     throw InvalidArgument("weft::graph::kernels::rank (GPU): " + std::to_string(n) +
                           " values exceed CUB's segmented sort (2^31 - 1)");
   }
-  const cudaStream_t s = as_stream(stream);
   auto* keys_in = scratch<std::uint32_t>(n, s);
   auto* keys_out = scratch<std::uint32_t>(n, s);
   auto* stocks_in = scratch<std::uint32_t>(n, s);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <string>
 
 #include "pipelines.hpp"
 #include "weft/cpu/executor.hpp"
@@ -90,6 +91,13 @@ TEST(FactorGpu, EachOperatorMatchesItsCpuReference) {
   expect_matches(run_on_gpu(rt, gk::delta(shape, 3), {x}), g::delta(x, 3), "delta");
   expect_matches(run_on_gpu(rt, gk::rank(shape), {x}), g::rank(x), "rank with ties and holes");
   expect_matches(run_on_gpu(rt, gk::rank(shape), {close}), g::rank(close), "rank");
+  // rank by a block per day up to 1024, 4096 and 8192 stocks, by the segmented sort beyond:
+  // each way at its limits, with holes and ties.
+  for (const std::size_t stocks : {1024u, 1025u, 4096u, 4097u, 8192u, 8193u}) {
+    const Series t = holes_and_ties(stocks, 3, static_cast<unsigned>(stocks));
+    expect_matches(run_on_gpu(rt, gk::rank({stocks, 3}), {t}), g::rank(t),
+                   ("rank of " + std::to_string(stocks) + " stocks").c_str());
+  }
   expect_matches(run_on_gpu(rt, gk::scale(shape), {x}), g::scale(x), "scale");
   expect_matches(run_on_gpu(rt, gk::multiply(shape), {x, y}), g::multiply(x, y), "multiply");
   expect_matches(run_on_gpu(rt, gk::subtract(shape), {x, y}), g::subtract(x, y), "subtract");
