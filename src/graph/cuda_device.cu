@@ -1,6 +1,7 @@
 // The graph runtime's CUDA device: non-blocking streams, timing events from a pool reused across
-// runs, host callbacks through cudaLaunchHostFunc, regions for the BFC allocator from
-// cudaMalloc.
+// runs, host callbacks through cudaLaunchHostFunc on a notify stream beside each stream (so that
+// the stream's next kernel or copy never waits for the host function), regions for the BFC
+// allocator from cudaMalloc.
 #include <cuda_runtime.h>
 
 #include <memory>
@@ -26,6 +27,8 @@ class CudaDevice final : public DeviceBackend {
       cudaStream_t s = nullptr;
       WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
       streams_.push_back(s);
+      WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      notify_.push_back(s);
     }
   }
   ~CudaDevice() override {
@@ -33,6 +36,7 @@ class CudaDevice final : public DeviceBackend {
     cudaDeviceSynchronize();  // no error can be reported from a destructor; callbacks must end
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
     for (cudaStream_t s : streams_) cudaStreamDestroy(s);
+    for (cudaStream_t s : notify_) cudaStreamDestroy(s);
   }
 
   [[nodiscard]] std::string name() const override { return name_; }
@@ -85,10 +89,18 @@ class CudaDevice final : public DeviceBackend {
   void wait(int s, Event e) override {
     WEFT_CUDA_CHECK(cudaStreamWaitEvent(stream(s), events_.at(e), 0));
   }
+  // The host function goes on stream s's notify stream, after an event recorded on s: it runs
+  // once s's work so far is done, as it would on s, but s itself goes on without waiting for it.
+  // A host function in a stream holds the stream until CUDA's callback thread has run it, and
+  // that thread waits for a core when the executor's workers are all busy: on the H100 a GPU
+  // chain's next kernel started a median ~2 ms (up to 13) after the previous one ended while a
+  // CPU node ran beside it (bench/results/h100/graph-nodes.csv of 2afba3d, factor5 at 320m).
   void on_host(int s, std::function<void(std::exception_ptr)> callback) override {
+    const Event done = record(s);
+    WEFT_CUDA_CHECK(cudaStreamWaitEvent(notify(s), events_.at(done), 0));
     auto* cb = new std::function<void(std::exception_ptr)>(std::move(callback));
     const cudaError_t e = cudaLaunchHostFunc(
-        stream(s),
+        notify(s),
         [](void* p) {
           std::unique_ptr<std::function<void(std::exception_ptr)>> f(
               static_cast<std::function<void(std::exception_ptr)>*>(p));
@@ -117,6 +129,7 @@ class CudaDevice final : public DeviceBackend {
   void synchronize() override {
     WEFT_CUDA_CHECK(cudaSetDevice(ordinal_));
     for (cudaStream_t s : streams_) WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
+    for (cudaStream_t s : notify_) WEFT_CUDA_CHECK(cudaStreamSynchronize(s));  // callbacks ran
   }
   void reset_events() override { used_ = 0; }
   bool pin(void* host, std::size_t bytes) override {
@@ -141,11 +154,16 @@ class CudaDevice final : public DeviceBackend {
       throw InvalidArgument("weft::graph: no stream " + std::to_string(s));
     return streams_[static_cast<std::size_t>(s)];
   }
+  cudaStream_t notify(int s) const {
+    (void)stream(s);  // checks s
+    return notify_[static_cast<std::size_t>(s)];
+  }
 
   int ordinal_;
   std::string name_;
   std::vector<cudaStream_t> streams_;
-  std::vector<cudaEvent_t> events_;  // events_[0, used_) are this run's
+  std::vector<cudaStream_t> notify_;  // notify_[s]: stream s's host callbacks (on_host)
+  std::vector<cudaEvent_t> events_;   // events_[0, used_) are this run's
   std::size_t used_ = 0;
 };
 

@@ -2,9 +2,16 @@
 // ties) and composed in the five pipelines. Skipped, and reported so, without a usable GPU.
 #include <gtest/gtest.h>
 
+#if WEFT_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "pipelines.hpp"
 #include "weft/cpu/executor.hpp"
@@ -137,6 +144,54 @@ TEST(FactorGpu, LaunchesDoNotWaitForTheGpu) {
       weft::graph::rank(weft::graph::moving_correlation(close_series, volume_series, 20));
   expect_matches(out, want, "rank(correlation) at 4000 x 4000");
 }
+
+#if WEFT_HAVE_CUDA
+// A chain of GPU nodes runs back to back even while CUDA's callback thread, which runs every
+// host function, is held (here by a host function of the test's own that sleeps 300 ms; in the
+// bench by 16 busy workers keeping it off the cores): the runtime's completion callbacks go on
+// notify streams beside the compute streams, so no kernel waits for one. With the callbacks on
+// the compute stream each next kernel waited until the held thread had run its predecessor's.
+TEST(FactorGpu, ChainedKernelsDoNotWaitForHostCallbacks) {
+  GpuRuntime r;
+  SKIP_WITHOUT_GPU(r);
+  const gk::Shape shape{1000, 1000};
+  Series x = holes_and_ties(shape.stocks, shape.days, 7);
+  weft::graph::Graph g;
+  auto in = g.add_data("x", x.values.data(), shape.bytes());
+  auto a = g.add_data("a", shape.bytes());
+  auto b = g.add_data("b", shape.bytes());
+  Series out(shape.stocks, shape.days, -1.0f);
+  auto c = g.add_data("c", out.values.data(), shape.bytes());
+  g.add_node(gk::delta(shape, 1), {weft::graph::read(in), weft::graph::write(a)});
+  g.add_node(gk::moving_mean(shape, 5), {weft::graph::read(a), weft::graph::write(b)});
+  g.add_node(gk::delta(shape, 2), {weft::graph::read(b), weft::graph::write(c)});
+  const std::vector<Device> all_gpu(3, Device::gpu);
+  (void)r.rt->run(g, all_gpu);  // warm: device memory allocated, kernels loaded
+
+  cudaStream_t holder = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&holder, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaLaunchHostFunc(
+                holder, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); },
+                nullptr),
+            cudaSuccess);
+  const auto report = r.rt->run(g, all_gpu);
+  ASSERT_EQ(cudaStreamSynchronize(holder), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(holder), cudaSuccess);
+
+  ASSERT_EQ(report.nodes.size(), 3u);
+  std::vector<weft::graph::NodeRecord> chain(report.nodes);
+  std::sort(chain.begin(), chain.end(),
+            [](const auto& p, const auto& q) { return p.node < q.node; });
+  for (std::size_t i = 1; i < chain.size(); ++i) {
+    EXPECT_LT(chain[i].start - chain[i - 1].end, 0.02)
+        << "node " << i << " started " << (chain[i].start - chain[i - 1].end) * 1e3
+        << " ms after its producer ended";
+  }
+  EXPECT_GT(report.seconds, 0.2) << "the callback thread was not held: the test tests nothing";
+  const Series want = weft::graph::delta(weft::graph::moving_mean(weft::graph::delta(x, 1), 5), 2);
+  expect_matches(out, want, "delta(moving_mean(delta(x, 1), 5), 2)");
+}
+#endif
 
 TEST(FactorGpu, EveryPipelineMatchesItsReferenceUnderEveryPolicy) {
   GpuRuntime r;
