@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # On the GPU machine (device tool): the factor kernels' streaming threshold A/B on one instance.
 # `weft bench graph` for the applications with CPU nodes in their mappings (factor1, factor4,
-# factor5) at 32m and 320m, with the default (outputs of 4 MiB or more written past the caches,
-# besides those a GPU node reads next) and with `--stream-min-bytes gpu-only`, alternated
-# WEFT_AB_ROUNDS times (default 1: ~5 min with the build). The logs' per-kernel tables hold the
+# factor5) at 32m and 320m, with the default (the outputs of calls whose arguments span the
+# last-level cache written past the caches, besides those a GPU node reads next; until 12680ee
+# every output of 4 MiB or more: the run of probes/stream_threshold_ab-d2192a2/) and with
+# `--stream-min-bytes gpu-only`, alternated WEFT_AB_ROUNDS times (default 1: ~5 min with the
+# build). The logs' per-kernel tables hold the
 # CPU kernels' medians; the [bench] lines each policy's time.
 # -> $OUT/{default,gpu-only}-<round>.log and summary.txt
 set -uo pipefail
