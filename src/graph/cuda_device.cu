@@ -94,7 +94,7 @@ class CudaDevice final : public DeviceBackend {
   // A host function in a stream holds the stream until CUDA's callback thread has run it, and
   // that thread waits for a core when the executor's workers are all busy: on the H100 a GPU
   // chain's next kernel started a median ~2 ms (up to 13) after the previous one ended while a
-  // CPU node ran beside it (bench/results/h100/graph-nodes.csv of 2afba3d, factor5 at 320m).
+  // CPU node ran beside it (2afba3d's headline node log, bench/results/h100, factor5 at 320m).
   void on_host(int s, std::function<void(std::exception_ptr)> callback) override {
     const Event done = record(s);
     WEFT_CUDA_CHECK(cudaStreamWaitEvent(notify(s), events_.at(done), 0));

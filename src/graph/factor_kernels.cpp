@@ -94,7 +94,7 @@ void split(const CpuCall& c, std::size_t n, F f) {
 // over 25.6 MB ones streaming was nowhere faster, and scale, stddev and correlation/10 took 4-17%
 // more in both rounds (rank, which writes in place either way, 0-11% more in the same rounds). On
 // the 2-core AMD VM, outputs inside its 32 MiB L3, delta took 29-42% more streamed and scale 5-7%
-// (bench/results/cpu2/probes/ stream_min_bytes_ab-83e3703/): the rule gives each of these (H100:
+// (bench/results/cpu2/probes/stream_min_bytes_ab-83e3703/): the rule gives each of these (H100:
 // 51-77 MB of arguments at 32m in place, 512-768 MB at 320m streamed; VM: delta's 25.6 MB in place,
 // multiply's 38.4 streamed), all but scale at 256 MB. A tuning value read once per kernel call,
 // ordering nothing: relaxed on both sides; initialised on first use (a function-local static:
@@ -236,7 +236,7 @@ bool gpu_compiled() noexcept { return detail::gpu::compiled(); }
 
 std::size_t default_stream_min_bytes() noexcept {
   static const std::size_t bytes = [] {
-    constexpr std::size_t kFloor = std::size_t{4} << 20;     // below it a row buffer's pass costs
+    constexpr std::size_t kFloor = std::size_t{4} << 20;     // the threshold before 12680ee
     constexpr std::size_t kUnknown = std::size_t{32} << 20;  // a common server L3
     const std::size_t llc = cpu::describe_cpu_topology().last_level_cache_bytes;
     return llc == 0 ? kUnknown : std::max(llc, kFloor);

@@ -267,19 +267,16 @@ __global__ void __launch_bounds__(Threads)
   }
 }
 
-// Launches rank_by_block<Threads, Items> over the days (its shared memory is above the 48 KiB a
-// launch gets by default: allowed once per instantiation).
+// Launches rank_by_block<Threads, Items> over the days. Its shared memory is above the 48 KiB a
+// launch gets by default: allowed at each launch (a host-side attribute of the function on the
+// current device, which may differ between calls; no synchronization).
 template <int Threads, int Items>
 void launch_rank_by_block(const float* x, float* r, std::size_t stocks, std::size_t days,
                           cudaStream_t s) {
   using B = BlockRank<Threads, Items>;
-  static const bool allowed = [] {
-    WEFT_CUDA_CHECK(cudaFuncSetAttribute(rank_by_block<Threads, Items>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(B::kSharedBytes)));
-    return true;
-  }();
-  (void)allowed;
+  WEFT_CUDA_CHECK(cudaFuncSetAttribute(rank_by_block<Threads, Items>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(B::kSharedBytes)));
   rank_by_block<Threads, Items>
       <<<static_cast<unsigned>(days), Threads, B::kSharedBytes, s>>>(x, r, stocks, days);
   check_launch();
