@@ -45,10 +45,11 @@ class DeviceBackend {
   virtual Event record(int stream) = 0;
   /// Later work on `stream` waits for `event`.
   virtual void wait(int stream, Event event) = 0;
-  /// `callback` runs on some host thread once `stream` reaches this point; later work on
-  /// `stream` does not wait for it (CUDA: a notify stream beside it). It must not call the
-  /// backend. An exception a GPU implementation threw on the emulated device, or an error of
-  /// the stream, is passed to it (nullptr when all went well).
+  /// `callback` runs on some host thread once `stream` reaches this point. On CUDA later work
+  /// on `stream` does not wait for it (it goes on a notify stream beside it); the emulated
+  /// device runs it in order on the stream's own thread. It must not call the backend. An exception
+  /// a GPU implementation threw on the emulated device, or an error of the stream, is passed to it
+  /// (nullptr when all went well).
   virtual void on_host(int stream, std::function<void(std::exception_ptr)> callback) = 0;
   /// Milliseconds between two completed events.
   [[nodiscard]] virtual double elapsed_ms(Event from, Event to) = 0;
