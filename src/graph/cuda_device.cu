@@ -94,7 +94,8 @@ class CudaDevice final : public DeviceBackend {
   // A host function in a stream holds the stream until CUDA's callback thread has run it, and
   // that thread waits for a core when the executor's workers are all busy: on the H100 a GPU
   // chain's next kernel started a median ~2 ms (up to 13) after the previous one ended while a
-  // CPU node ran beside it (2afba3d's headline node log, bench/results/h100, factor5 at 320m).
+  // CPU node ran beside it (factor5 at 320m, stddev after correlation; scripts/probes/node_gaps.py,
+  // bench/results/h100/probes/node_gaps-0ff55c3-2afba3d-c7f25a9.txt).
   void on_host(int s, std::function<void(std::exception_ptr)> callback) override {
     const Event done = record(s);
     WEFT_CUDA_CHECK(cudaStreamWaitEvent(notify(s), events_.at(done), 0));

@@ -237,7 +237,7 @@ bool gpu_compiled() noexcept { return detail::gpu::compiled(); }
 std::size_t default_stream_min_bytes() noexcept {
   static const std::size_t bytes = [] {
     constexpr std::size_t kFloor = std::size_t{4} << 20;     // the threshold before 12680ee
-    constexpr std::size_t kUnknown = std::size_t{32} << 20;  // a common server L3
+    constexpr std::size_t kUnknown = std::size_t{32} << 20;  // a guess, not measured
     const std::size_t llc = cpu::describe_cpu_topology().last_level_cache_bytes;
     return llc == 0 ? kUnknown : std::max(llc, kFloor);
   }();

@@ -208,21 +208,6 @@ __global__ void ranks_from_sorted(const std::uint32_t* keys, const std::uint32_t
   r[static_cast<std::size_t>(stocks_of[p]) * days + d] = v;
 }
 
-// First position in the sorted shared keys [0, n) whose key is not below `key` (upper: above).
-__device__ unsigned shared_bound(const std::uint32_t* keys, unsigned n, std::uint32_t key,
-                                 bool upper) {
-  unsigned lo = 0, hi = n;
-  while (lo < hi) {
-    const unsigned mid = (lo + hi) / 2;
-    if (keys[mid] < key || (upper && keys[mid] == key)) {
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return lo;
-}
-
 // One day per block, all of it in shared memory: the day's stocks' keys (padded with NaN keys
 // to Threads * Items) sorted by cub::BlockRadixSort with their stocks, the sorted keys kept in
 // shared memory for the ties' binary searches, each rank written to its stock's row. Against
@@ -253,13 +238,13 @@ __global__ void __launch_bounds__(Threads)
   typename B::Sort(temp).Sort(keys, stock);  // blocked: thread t holds t * Items + i
   for (int i = 0; i < Items; ++i) sorted[threadIdx.x * Items + i] = keys[i];
   __syncthreads();
-  const unsigned n = shared_bound(sorted, B::kCapacity, kNaNKey, false);  // stocks with values
+  const std::size_t n = bound(sorted, 0, B::kCapacity, kNaNKey, false);  // stocks with values
   for (int i = 0; i < Items; ++i) {
     if (stock[i] == 0xFFFFFFFFu) continue;  // padding
     float v = __int_as_float(0x7fc00000);
     if (keys[i] != kNaNKey) {
-      const unsigned lo = shared_bound(sorted, n, keys[i], false);
-      const unsigned hi = shared_bound(sorted, n, keys[i], true) - 1;
+      const std::size_t lo = bound(sorted, 0, n, keys[i], false);
+      const std::size_t hi = bound(sorted, 0, n, keys[i], true) - 1;
       const double mean_rank = 0.5 * static_cast<double>(lo + hi);
       v = n > 1 ? static_cast<float>(mean_rank / static_cast<double>(n - 1)) : 0.5f;
     }

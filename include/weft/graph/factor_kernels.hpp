@@ -39,9 +39,9 @@ Kernel average(Shape shape);
 /// (inputs and outputs) span at least stream_min_bytes() bytes in all: by default
 /// default_stream_min_bytes(), the machine's last-level cache (data that large cannot leave the
 /// output in the cache for its consumer; smaller calls write in place), at least 4 MiB, 32 MiB
-/// where the cache size is unknown (docs/graph.md "The copy after a CPU node"). Process-wide;
-/// set_stream_min_bytes overrides it, for measurements (`weft bench graph --stream-min-bytes`);
-/// SIZE_MAX streams only the outputs going to the GPU.
+/// (a guess) where the cache size is unknown (docs/graph.md "The copy after a CPU node").
+/// Process-wide; set_stream_min_bytes overrides it, for measurements (`weft bench graph
+/// --stream-min-bytes`); SIZE_MAX streams only the outputs going to the GPU.
 [[nodiscard]] std::size_t default_stream_min_bytes() noexcept;
 void set_stream_min_bytes(std::size_t bytes) noexcept;
 [[nodiscard]] std::size_t stream_min_bytes() noexcept;
