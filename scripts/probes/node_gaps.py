@@ -7,7 +7,8 @@ runs only), per size:
   d2h        a copy back's start after the last GPU node that ended before it (the dispatcher
              issues it when it hears of the GPU producer);
   cpu start  a CPU node's start after the last copy back or CPU node that ended before it;
-  launch     how long a GPU node's launch held the dispatcher (logs since 0ff55c3: launch_ms).
+  launch     how long a GPU node's launch held the dispatcher (logs since 0ff55c3: launch_ms),
+             and the six slowest launches.
 Prints n, median, p90 and max in ms.
 
   python3 scripts/probes/node_gaps.py bench/results/h100/graph-nodes.csv
@@ -32,6 +33,7 @@ def main(path):
         if r["phase"] == "sample":
             runs[(r["app"], r["size"], r["policy"], r["run"])].append(r)
     gaps = defaultdict(list)
+    launches = []  # (ms, app, size, policy, kernel)
     for (app, size, _, _), rows in runs.items():
         ends = lambda rs, before: [float(x["end_ms"]) for x in rs
                                    if float(x["end_ms"]) <= before + 1e-6]
@@ -55,9 +57,12 @@ def main(path):
         for g in gpu:
             if g.get("launch_ms"):
                 gaps[("launch", size)].append(float(g["launch_ms"]))
+                launches.append((float(g["launch_ms"]), app, size, g["policy"], g["kernel"]))
     print(path)
     for (what, size), v in sorted(gaps.items()):
         print("  %-16s %-5s %s" % (what, size, summary(v)))
+    for ms, app, size, policy, kernel in sorted(launches, reverse=True)[:6]:
+        print("  slowest launch   %-5s %7.3f ms  %s %s %s" % (size, ms, app, policy, kernel))
 
 
 if __name__ == "__main__":

@@ -80,7 +80,7 @@ struct NodeRecord {
   /// should be microseconds: a launch that synchronizes (waits for the GPU) holds the dispatch
   /// and completion of every other node meanwhile. Milliseconds from a launch that does not
   /// synchronize mean the dispatcher was off its core: on the H100, factor5's correlation at
-  /// 320m, launched while a CPU node kept all 16 workers busy, 3-7 ms in its slowest runs
+  /// 320m, launched while a CPU node kept all 16 workers busy, 4-7 ms in its slowest runs
   /// (scripts/probes/node_gaps.py). 0 on the CPU.
   double launch_seconds = 0;
 };
