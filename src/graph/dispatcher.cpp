@@ -48,6 +48,7 @@ Dispatcher::Dispatcher(GraphImpl& graph, const std::vector<Device>& mapping, Dev
       compute_streams_(compute_streams),
       copy_in_(compute_streams),
       copy_out_(compute_streams + 1),
+      early_out_(compute_streams + 2),
       cpu_limit_(cpu_nodes_at_once == 0 ? SIZE_MAX : static_cast<std::size_t>(cpu_nodes_at_once)) {}
 
 double Dispatcher::since_start() const {
@@ -160,6 +161,20 @@ void Dispatcher::start_cpu(std::size_t node) {
   if (nodes_[node].copies_awaited == 0) submit_cpu(node);
 }
 
+bool Dispatcher::copied_back_at_launch(std::size_t node, std::size_t data) const {
+  const DataEntry& d = g_.data[data];
+  // The user's buffer gets its final value from this node: finish_outputs would copy it back
+  // once every node has finished.
+  if (!d.owned && d.last_writer == static_cast<std::ptrdiff_t>(node)) return true;
+  for (std::size_t c : g_.consumers[node]) {
+    if (mapping_[c] != Device::cpu) continue;
+    for (const auto& [producer, read] : g_.nodes[c].flows) {
+      if (producer == node && read == data) return true;  // start_cpu would copy it back
+    }
+  }
+  return false;
+}
+
 bool Dispatcher::read_next_on_gpu(std::size_t node, std::size_t data) const {
   for (std::size_t c : g_.consumers[node]) {
     if (mapping_[c] != Device::gpu) continue;
@@ -250,6 +265,21 @@ void Dispatcher::start_gpu(std::size_t node) {
   device_->on_host(s, [inbox = inbox_, node](std::exception_ptr e) {
     inbox->post({Message::Kind::node_finished, node, std::move(e)});
   });
+  // What comes back to the host from this node is enqueued now, ordered after the kernel by its
+  // end event, instead of when the dispatcher hears that the kernel ended: on the H100 that
+  // hearing took a median 0.13 ms and up to 1.2 (host callback, inbox, this thread's wake-up;
+  // bench/results/h100/probes/node_gaps-ceb7ba4.txt, "d2h"), a few percent of a 2-5 ms run
+  // at 32m per crossing. Each compute stream has a copy-back stream of its own, so a copy
+  // waiting for a long kernel on one stream does not hold another stream's copy behind it.
+  // Nothing overwrites either copy before the copy lands: the next writer of the datum comes
+  // after its CPU readers (which wait for the copy) or, for a final value, there is none.
+  for (const Arg& a : n.args) {
+    if (a.access == Access::read) continue;
+    const std::size_t i = a.data.index();
+    if (!copied_back_at_launch(node, i)) continue;
+    const std::size_t source = g_.data[i].copies.read_at(kHost, "data '" + g_.data[i].name + "'");
+    if (source == kDevice0) copy_back(i, early_out_ + s);
+  }
   // GPU consumers may be enqueued behind it at once: the stream order and events keep them
   // after it.
   for (std::size_t c : g_.consumers[node]) {

@@ -10,7 +10,9 @@
 //   - a GPU node: every GPU producer has been enqueued (the node's stream waits for producers'
 //     end events on other streams) and every CPU producer has finished.
 // Kernels go on the compute streams; copies to the device on a stream of their own, copies back
-// on another, each ordered after what it needs by events.
+// on another, each ordered after what it needs by events. A GPU node's output that a CPU node
+// reads from it, or that is the final value of a user's buffer, is copied back as the node is
+// enqueued, on a copy-back stream beside the node's compute stream (copied_back_at_launch).
 // Where a datum's valid copy lives is the MSI bookkeeping of detail::Coherence; each datum also
 // remembers the event after which its device copy is ready (the writer's end, or the copy in)
 // and whether a copy back to the host is in flight (CPU readers wait for it).
@@ -91,6 +93,9 @@ class Dispatcher {
   void satisfy(std::size_t consumer);
   void start_cpu(std::size_t node);
   void submit_cpu(std::size_t node);
+  // Whether GPU node `node`'s output `data` is copied back to the host as the node is enqueued:
+  // a CPU consumer reads it from `node`, or it is a user's buffer whose last writer is `node`.
+  [[nodiscard]] bool copied_back_at_launch(std::size_t node, std::size_t data) const;
   // Whether a GPU consumer of `node` reads `data` from it (its output is copied in next).
   [[nodiscard]] bool read_next_on_gpu(std::size_t node, std::size_t data) const;
   void start_gpu(std::size_t node);
@@ -125,6 +130,7 @@ class Dispatcher {
   int next_stream_ = 0;
   int compute_streams_;                // streams [0, compute_streams_) run kernels
   int copy_in_, copy_out_;             // the copy streams
+  int early_out_;                      // + s: compute stream s's copies back at launch
   std::size_t cpu_limit_;              // CPU nodes at once (SIZE_MAX: no limit)
   std::deque<std::size_t> cpu_queue_;  // CPU nodes ready, waiting for a turn
   bool device_failed_ = false;

@@ -70,7 +70,9 @@ Runtime::Runtime(cpu::Executor& executor, RuntimeOptions options)
     throw InvalidArgument("weft::graph::RuntimeOptions::cpu_nodes_at_once must be >= 0 (got " +
                           std::to_string(options_.cpu_nodes_at_once) + ")");
   }
-  const int streams = options_.compute_streams + 2;  // and one each for copies in and out
+  // The compute streams, one each for copies in and out, and a copy-back stream beside each
+  // compute stream (the copies issued as a GPU node is enqueued: Dispatcher::start_gpu).
+  const int streams = 2 * options_.compute_streams + 2;
   switch (options_.device) {
     case DeviceKind::none:
       no_device_why_ = "none asked for";

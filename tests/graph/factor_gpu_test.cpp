@@ -191,6 +191,57 @@ TEST(FactorGpu, ChainedKernelsDoNotWaitForHostCallbacks) {
   const Series want = weft::graph::delta(weft::graph::moving_mean(weft::graph::delta(x, 1), 5), 2);
   expect_matches(out, want, "delta(moving_mean(delta(x, 1), 5), 2)");
 }
+
+// What comes back to the host is enqueued with the kernel that produces it, not when the
+// dispatcher hears (through a host callback) that the kernel ended: with CUDA's callback
+// thread held for 300 ms, a GPU output that a CPU node reads and a user's buffer whose last
+// writer is a GPU node must each start copying back right after their kernel.
+TEST(FactorGpu, CopiesBackDoNotWaitForHostCallbacks) {
+  GpuRuntime r;
+  SKIP_WITHOUT_GPU(r);
+  const gk::Shape shape{1000, 1000};
+  Series x = holes_and_ties(shape.stocks, shape.days, 9);
+  weft::graph::Graph g;
+  auto in = g.add_data("x", x.values.data(), shape.bytes());
+  auto a = g.add_data("a", shape.bytes());
+  Series out(shape.stocks, shape.days, -1.0f), mean(shape.stocks, shape.days, -1.0f);
+  auto c = g.add_data("c", out.values.data(), shape.bytes());
+  auto m = g.add_data("m", mean.values.data(), shape.bytes());
+  g.add_node(gk::delta(shape, 1), {weft::graph::read(in), weft::graph::write(a)});
+  g.add_node(gk::moving_mean(shape, 5), {weft::graph::read(a), weft::graph::write(c)});
+  g.add_node(gk::average(shape), {weft::graph::read(a), weft::graph::write(m)});
+  const std::vector<Device> mapping{Device::gpu, Device::gpu, Device::cpu};
+  (void)r.rt->run(g, mapping);  // warm: device memory allocated, kernels loaded
+
+  cudaStream_t holder = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&holder, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaLaunchHostFunc(
+                holder, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); },
+                nullptr),
+            cudaSuccess);
+  const auto report = r.rt->run(g, mapping);
+  ASSERT_EQ(cudaStreamSynchronize(holder), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(holder), cudaSuccess);
+
+  std::vector<double> end(3, -1);
+  for (const auto& n : report.nodes) end[n.node] = n.end;
+  int back = 0;
+  for (const auto& t : report.transfers) {
+    if (t.to_device) continue;
+    ++back;
+    // `a` comes from node 0 and `c` from node 1 (data indices in order of add_data).
+    ASSERT_TRUE(t.data == 1 || t.data == 2) << "an unexpected copy back of data " << t.data;
+    const double producer_end = end[t.data == 1 ? 0 : 1];
+    EXPECT_LT(t.start - producer_end, 0.02)
+        << "data " << t.data << " started back " << (t.start - producer_end) * 1e3
+        << " ms after its producer ended";
+  }
+  EXPECT_EQ(back, 2);
+  EXPECT_GT(report.seconds, 0.2) << "the callback thread was not held: the test tests nothing";
+  expect_matches(out, weft::graph::moving_mean(weft::graph::delta(x, 1), 5),
+                 "moving_mean(delta(x, 1), 5)");
+  expect_matches(mean, weft::graph::average(weft::graph::delta(x, 1)), "average(delta(x, 1))");
+}
 #endif
 
 TEST(FactorGpu, EveryPipelineMatchesItsReferenceUnderEveryPolicy) {

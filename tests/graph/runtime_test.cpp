@@ -453,6 +453,33 @@ TEST(Runtime, RunsTeachTheModelsOnceTwoSizesWereSeen) {
   EXPECT_EQ(r.nodes.at(0).size, 2 * in.size() * 4);
 }
 
+// A GPU node's output that a CPU node reads from it (t4 for the fence `avg`), and a user's
+// buffer whose last writer is a GPU node (`out`), are copied back as the node is enqueued, on
+// the copy-back stream beside its compute stream (streams: 3 compute, copy in, copy out, then
+// one copy-back stream per compute stream), after the kernel: never on the copy-out stream
+// that the dispatcher uses once it has heard that the kernel ended.
+TEST(Runtime, OutputsTheHostNeedsGoBackBesideTheirKernelsStream) {
+  weft::cpu::Executor ex;
+  Runtime rt(ex, emulated(3));
+  Diamond d;
+  for (int trial = 0; trial < 5; ++trial) {
+    const auto r = rt.run(d.g, Policy::d_map);
+    expect_near_all(d.out, d.expected());
+    std::vector<weft::graph::NodeRecord> by_node(6);
+    for (const auto& n : r.nodes) by_node[n.node] = n;
+    int back = 0;
+    for (const auto& t : r.transfers) {
+      if (t.to_device) continue;
+      ++back;
+      ASSERT_TRUE(t.data == d.t4.index() || t.data == d.d_out.index()) << t.data;
+      const auto& producer = by_node[t.data == d.t4.index() ? 3 : 5];
+      EXPECT_EQ(t.stream, 3 + 2 + producer.lane) << "data " << t.data;
+      EXPECT_GE(t.start, producer.end - 2e-3) << "data " << t.data;  // event times are approximate
+    }
+    EXPECT_EQ(back, 2);
+  }
+}
+
 TEST(Runtime, RecordsEachNodeOnceAndConsumersStartAfterTheirProducersEnd) {
   weft::cpu::Executor ex;
   Runtime rt(ex, emulated());

@@ -47,7 +47,9 @@ struct RuntimeOptions {
   DeviceKind device = DeviceKind::automatic;
   int cuda_device = 0;
   /// Streams GPU nodes are spread over (a GPU node takes its first GPU producer's stream).
-  /// Copies have two streams of their own (in, out), so they overlap the kernels. The default,
+  /// Copies have streams of their own (in, out, and a copy-back stream beside each compute
+  /// stream for outputs the host needs, enqueued with their kernel), so they overlap the
+  /// kernels. The default,
   /// one, runs GPU nodes one at a time, as the cost models and the schedulers assume (a bulk
   /// kernel fills the GPU; two at once would each measure the other's time).
   int compute_streams = 1;
