@@ -19,6 +19,10 @@
 #            `weft bench gpu-pool` old, new, old, new ... (<rounds> each), writing
 #            $OUT/bench-{old,new}-<round>.json and a table of the headline metrics per run
 #            to $OUT/bench-ab.txt: the bench's own figures, A/B'd on one instance
+#   device:  scripts/gpu-ab.sh bench-graph <commit> <rounds> [-- bench arguments]
+#            the same with `weft bench graph` (e.g. -- --sizes 32m --samples 9): writes
+#            $OUT/graph-{old,new}-<round>.log and $OUT/graph-ab.txt: each run's [bench]
+#            lines side by side, then scripts/probes/node_gaps.py over each run's node log
 #
 # Example (what bench/results/h100/probes/latency_ab-bff043d.txt was made by, by hand):
 #   scripts/gpu-ab.sh prepare 48d179e
@@ -26,7 +30,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage() {
-  sed -n '2,24p' "$0" >&2
+  sed -n '2,28p' "$0" >&2
   exit 2
 }
 [[ $# -ge 2 ]] || usage
@@ -99,6 +103,60 @@ for k in keys:
     cells = "".join((f"{m[k]['value']:.4g}" if k in m else "-").rjust(10) for _, m in runs)
     print(k.ljust(36) + cells)
 PY
+    ;;
+  bench-graph)
+    [[ $# -ge 3 ]] || usage
+    rounds=$3
+    shift 3
+    [[ $# -gt 0 && $1 == "--" ]] && shift
+    tree="$root/ab/tree-$commit"
+    [[ -d "$tree" ]] || { echo "gpu-ab: no ab/tree-$commit: run 'prepare-tree $commit' first" >&2; exit 2; }
+    [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-ab: rounds must be a positive number" >&2; exit 2; }
+    out=${OUT:-gpu-ab-out}
+    mkdir -p "$out"
+    build() {  # source dir, build dir
+      cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON \
+        -DCMAKE_CUDA_ARCHITECTURES=90 -DWEFT_BUILD_TOOLS=ON -DWEFT_BUILD_BENCH=ON \
+        -DWEFT_BUILD_TESTS=OFF > "$2.configure.log" 2>&1 &&
+        cmake --build "$2" -j "$(( $(nproc) / 2 ))" --target weft_cli > "$2.build.log" 2>&1
+    }
+    work=$(mktemp -d)
+    build "$tree" "$work/old" & old_pid=$!
+    build "$root" "$work/new" || { tail -30 "$work/new.build.log"; exit 1; }
+    wait "$old_pid" || { tail -30 "$work/old.build.log"; exit 1; }
+    for ((r = 1; r <= rounds; ++r)); do
+      for side in old new; do
+        echo "=== $side$([[ $side == old ]] && echo " $commit") (round $r)"
+        "$work/$side/tools/weft/weft" bench graph "$@" --node-log "$work/graph-$side-$r.csv" \
+          > "$out/graph-$side-$r.log" 2>&1 || echo "gpu-ab: $side exited with status $?"
+      done
+    done
+    python3 - "$out" "$rounds" <<'PY' | tee "$out/graph-ab.txt"
+import re, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+times = {}  # (benchmark, contender) -> {run: seconds}
+runs = []
+for r in range(1, rounds + 1):
+    for side in ("old", "new"):
+        run = f"{side} {r}"
+        runs.append(run)
+        for line in open(f"{out}/graph-{side}-{r}.log", errors="replace"):
+            m = re.match(r"\[bench\] (\S+) +\.* weft ([\d.e-]+) s \| (.*)", line)
+            if not m:
+                continue
+            times.setdefault((m.group(1), "pptm"), {})[run] = float(m.group(2))
+            for peer, t in re.findall(r"(\w+) ([\d.e-]+) \(x", m.group(3)):
+                times.setdefault((m.group(1), peer), {})[run] = float(t)
+print("ms".ljust(24) + "".join(run.rjust(9) for run in runs))
+for (bench, who), by in sorted(times.items()):
+    print(f"{bench} {who}".ljust(24) + "".join(
+        (f"{by[run] * 1e3:.3f}" if run in by else "-").rjust(9) for run in runs))
+PY
+    for ((r = 1; r <= rounds; ++r)); do
+      for side in old new; do
+        python3 "$root/scripts/probes/node_gaps.py" "$work/graph-$side-$r.csv" | tee -a "$out/graph-ab.txt"
+      done
+    done
     ;;
   run)
     [[ $# -ge 4 ]] || usage
