@@ -268,9 +268,10 @@ void Dispatcher::start_gpu(std::size_t node) {
   // What comes back to the host from this node is enqueued now, ordered after the kernel by its
   // end event, instead of when the dispatcher hears that the kernel ended: on the H100 that
   // hearing took a median 0.13 ms and up to 1.2 (host callback, inbox, this thread's wake-up;
-  // bench/results/h100/probes/node_gaps-ceb7ba4.txt, "d2h"), a few percent of a 2-5 ms run
-  // at 32m per crossing. Each compute stream has a copy-back stream of its own, so a copy
-  // waiting for a long kernel on one stream does not hold another stream's copy behind it.
+  // bench/results/h100/probes/node_gaps-ceb7ba4.txt, "d2h"); issued here, 6 us, and the runs
+  // that use the GPU take 0.94 of their time at 32m (probes/copy_back_at_launch_ab-f51081e/).
+  // Each compute stream has a copy-back stream of its own, so a copy waiting for a long kernel
+  // on one stream does not hold another stream's copy behind it.
   // Nothing overwrites either copy before the copy lands: the next writer of the datum comes
   // after its CPU readers (which wait for the copy) or, for a final value, there is none.
   for (const Arg& a : n.args) {
