@@ -43,7 +43,7 @@ NodeLog::NodeLog(const std::string& path) : file_(std::fopen(path.c_str(), "w"))
   if (!file_) throw Error("weft bench graph: cannot write the node log " + path);
   std::fprintf(file_.get(),
                "phase,app,size,policy,run,node,kernel,device,bytes,start_ms,end_ms,ms,"
-               "predicted_ms,copy_overlap,run_ms,what,launch_ms\n");
+               "predicted_ms,copy_overlap,run_ms,what,launch_ms,issued_ms\n");
 }
 
 void NodeLog::add(const char* phase, const std::string& app, std::size_t total, const char* policy,
@@ -51,14 +51,14 @@ void NodeLog::add(const char* phase, const std::string& app, std::size_t total, 
   ++runs_;
   for (const wg::NodeRecord& n : r.nodes) {
     std::fprintf(
-        file_.get(), "%s,%s,%s,%s,%zu,%zu,%s,%s,%zu,%.4f,%.4f,%.4f,%.4f,%.3f,%.4f,%s,%.4f\n", phase,
-        app.c_str(), size_label(total).c_str(), policy, runs_, n.node,
+        file_.get(), "%s,%s,%s,%s,%zu,%zu,%s,%s,%zu,%.4f,%.4f,%.4f,%.4f,%.3f,%.4f,%s,%.4f,%.4f\n",
+        phase, app.c_str(), size_label(total).c_str(), policy, runs_, n.node,
         g.kernel(wg::NodeId{n.node}).name.c_str(), wg::to_string(n.device), n.size, n.start * 1e3,
         n.end * 1e3, (n.end - n.start) * 1e3, n.predicted * 1e3, n.copy_overlap, r.seconds * 1e3,
-        csv_quoted(g.label(wg::NodeId{n.node})).c_str(), n.launch_seconds * 1e3);
+        csv_quoted(g.label(wg::NodeId{n.node})).c_str(), n.launch_seconds * 1e3, n.issued * 1e3);
   }
   for (const wg::TransferRecord& t : r.transfers) {  // node "-": a copy of datum `what`
-    std::fprintf(file_.get(), "%s,%s,%s,%s,%zu,-,%s,gpu,%zu,%.4f,%.4f,%.4f,,,%.4f,%s,\n", phase,
+    std::fprintf(file_.get(), "%s,%s,%s,%s,%zu,-,%s,gpu,%zu,%.4f,%.4f,%.4f,,,%.4f,%s,,\n", phase,
                  app.c_str(), size_label(total).c_str(), policy, runs_,
                  t.to_device ? wg::kTransferToDevice : wg::kTransferToHost, t.bytes, t.start * 1e3,
                  t.end * 1e3, (t.end - t.start) * 1e3, r.seconds * 1e3,

@@ -7,6 +7,10 @@ runs only), per size:
   d2h        a copy back's start after the last GPU node that ended before it (the dispatcher
              issues it when it hears of the GPU producer);
   cpu start  a CPU node's start after the last copy back or CPU node that ended before it;
+  first h2d  a run's first copy to the device, after the run's start, and the application,
+             size and policy whose median is over 0.2 ms (until the commit after d014b1c the
+             dispatcher submitted the CPU nodes ready at the start before it enqueued the
+             device's work);
   launch     how long a GPU node's launch held the dispatcher (logs since 0ff55c3: launch_ms),
              and the six slowest launches.
 Prints n, median, p90 and max in ms.
@@ -34,6 +38,7 @@ def main(path):
             runs[(r["app"], r["size"], r["policy"], r["run"])].append(r)
     gaps = defaultdict(list)
     launches = []  # (ms, app, size, policy, kernel)
+    first_h2d = defaultdict(list)
     for (app, size, _, _), rows in runs.items():
         ends = lambda rs, before: [float(x["end_ms"]) for x in rs
                                    if float(x["end_ms"]) <= before + 1e-6]
@@ -46,6 +51,10 @@ def main(path):
                 if a in by and b in by:
                     gaps[("-> " + b.split("/")[0], size)].append(
                         float(by[b]["start_ms"]) - float(by[a]["end_ms"]))
+        h2d = [float(r["start_ms"]) for r in rows if r["kernel"] == "transfer:h2d"]
+        if h2d:
+            gaps[("first h2d", size)].append(min(h2d))
+            first_h2d[(app, size, rows[0]["policy"])].append(min(h2d))
         for t in d2h:
             e = ends(gpu, float(t["start_ms"]))
             if e:
@@ -61,6 +70,9 @@ def main(path):
     print(path)
     for (what, size), v in sorted(gaps.items()):
         print("  %-16s %-5s %s" % (what, size, summary(v)))
+    for (app, size, policy), v in sorted(first_h2d.items()):
+        if statistics.median(v) > 0.2:
+            print("  first h2d late   %-5s %s %s %s" % (size, app, policy, summary(v)))
     for ms, app, size, policy, kernel in sorted(launches, reverse=True)[:6]:
         print("  slowest launch   %-5s %7.3f ms  %s %s %s" % (size, ms, app, policy, kernel))
 

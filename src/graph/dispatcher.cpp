@@ -198,6 +198,7 @@ void Dispatcher::submit_cpu(std::size_t node) {
     bytes.push_back(g_.data[a.data.index()].bytes);
     to_device.push_back(a.access != Access::read && read_next_on_gpu(node, a.data.index()) ? 1 : 0);
   }
+  nodes_[node].issued = since_start();
   futures_[node] = executor_.submit([this, inbox = inbox_, node, pointers = std::move(pointers),
                                      bytes = std::move(bytes), to_device = std::move(to_device)] {
     Message m{Message::Kind::node_finished, node, nullptr};
@@ -253,6 +254,7 @@ void Dispatcher::start_gpu(std::size_t node) {
   // Timed: a launch function that synchronizes holds this thread, and with it every other
   // node's dispatch and completion (NodeRecord::launch_seconds says so).
   const double launch_begin = since_start();
+  ns.issued = launch_begin;
   device_->launch(s, n.kernel, std::move(pointers), std::move(bytes), &executor_);
   ns.launch_seconds = since_start() - launch_begin;
   ns.end = device_->record(s);
@@ -327,6 +329,7 @@ void Dispatcher::handle(const Message& m) {
     r.lane = m.lane;
     r.start = m.start;
     r.end = m.end;
+    r.issued = nodes_[node].issued;
     records_.push_back(r);
   }
   for (std::size_t c : g_.consumers[node]) {
@@ -390,6 +393,7 @@ void Dispatcher::collect_times(RunReport& report) {
       r.start = at(nodes_[node].start);
       r.end = at(nodes_[node].end);
       r.launch_seconds = nodes_[node].launch_seconds;
+      r.issued = nodes_[node].issued;
       records_.push_back(r);
     }
     for (const PendingTransfer& t : transfers_) {
@@ -408,6 +412,41 @@ void Dispatcher::collect_times(RunReport& report) {
   report.bytes_to_host = bytes_to_host_;
 }
 
+void Dispatcher::start_ready(bool& prefetched) {
+  // Device work first: a CPU node takes every worker, and the workers are bound one to each
+  // core, so the enqueues that this thread does after submitting one wait for a core. On the
+  // H100 D-Map's factor4 at 32m submitted AVG(close) and then prefetched `returns`, whose copy
+  // began 0.9 ms later, behind AVG's start (bench/results/h100/graph-nodes.csv at d014b1c),
+  // (a median 0.95 ms after the run's start, 0.06 under PPTM, which enqueues it first), and
+  // factor5's correlation, launched after a CPU `delta` was submitted, held this thread up to
+  // 4.7 ms (probes/node_gaps-d014b1c.txt). Nodes ready at once are
+  // independent (a dependency would order them), so the order changes no data's state.
+  std::vector<std::size_t> cpu_ready;
+  auto guarded = [this](auto&& start) {
+    try {
+      start();
+    } catch (...) {
+      fail(std::current_exception());
+    }
+  };
+  while (!ready_.empty() && !error_) {
+    const std::size_t node = ready_.front();
+    ready_.pop_front();
+    if (mapping_[node] == Device::gpu) {
+      guarded([&] { start_gpu(node); });  // may make its GPU consumers ready: started here too
+    } else {
+      cpu_ready.push_back(node);
+    }
+  }
+  if (!prefetched && !error_) {
+    prefetched = true;
+    guarded([&] { prefetch_inputs(); });
+  }
+  for (std::size_t node : cpu_ready) {
+    if (!error_) guarded([&] { start_cpu(node); });
+  }
+}
+
 void Dispatcher::run(RunReport& report) {
   t0_ = Clock::now();
   if (device_ != nullptr) {
@@ -423,27 +462,7 @@ void Dispatcher::run(RunReport& report) {
   bool outputs_started = false;
   bool prefetched = device_ == nullptr;
   for (;;) {
-    while (!ready_.empty() && !error_) {
-      const std::size_t node = ready_.front();
-      ready_.pop_front();
-      try {
-        if (mapping_[node] == Device::gpu) {
-          start_gpu(node);
-        } else {
-          start_cpu(node);
-        }
-      } catch (...) {
-        fail(std::current_exception());
-      }
-    }
-    if (!prefetched && !error_) {
-      prefetched = true;
-      try {
-        prefetch_inputs();
-      } catch (...) {
-        fail(std::current_exception());
-      }
-    }
+    start_ready(prefetched);
     if (!error_ && finished_ == nodes_.size() && !outputs_started) {
       outputs_started = true;
       try {

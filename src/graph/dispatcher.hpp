@@ -54,6 +54,7 @@ class Dispatcher {
     int stream = -1;
     Event start{}, end{};
     double launch_seconds = 0;  // GPU: the dispatcher's time in the kernel's launch function
+    double issued = 0;          // when it was submitted (CPU) or its launch called (GPU)
     bool finished = false;
   };
   struct DataState {
@@ -90,6 +91,9 @@ class Dispatcher {
   };
 
   void start_inputs();
+  /// Starts every node in ready_, and the prefetch on the first call: the GPU nodes first, then
+  /// the prefetch, then the CPU nodes (see run()).
+  void start_ready(bool& prefetched);
   void satisfy(std::size_t consumer);
   void start_cpu(std::size_t node);
   void submit_cpu(std::size_t node);

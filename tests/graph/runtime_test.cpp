@@ -741,6 +741,45 @@ TEST(Runtime, InputsNoNodeWritesAreCopiedInAtTheStart) {
   }
 }
 
+// Of the nodes ready at once, the GPU nodes are enqueued (and the inputs prefetched) before the
+// CPU nodes are submitted, whatever their order in the graph: a submitted CPU node takes every
+// worker, and the dispatcher's enqueues after it would wait for a core. Here the CPU nodes come
+// first in the graph, at the start and again when the CPU head finishes.
+TEST(Runtime, DeviceWorkIsEnqueuedBeforeCpuWorkIsSubmitted) {
+  weft::cpu::Executor ex(weft::cpu::ExecutorOptions{.workers = 2});
+  Runtime rt(ex, emulated(2, 0));
+  constexpr std::size_t kN = 1024;
+  std::vector<float> x(kN, 1.0f), y(kN, 2.0f), o1(kN), o2(kN), o3(kN), o4(kN);
+  Graph g;
+  auto dx = g.add_data("x", x.data(), kN * 4);
+  auto dy = g.add_data("y", y.data(), kN * 4);
+  auto d1 = g.add_data("o1", o1.data(), kN * 4);
+  auto d2 = g.add_data("o2", o2.data(), kN * 4);
+  auto d3 = g.add_data("o3", o3.data(), kN * 4);
+  auto d4 = g.add_data("o4", o4.data(), kN * 4);
+  auto head = g.add_data("head", kN * 4);
+  g.add_node(affine(2, 0), {read(dx), write(d1)}, "cpu at the start");      // 0
+  g.add_node(affine(3, 0), {read(dy), write(d2)}, "gpu at the start");      // 1
+  g.add_node(affine(1, 1), {read(dx), write(head)}, "cpu head");            // 2
+  g.add_node(affine(4, 0), {read(head), write(d3)}, "cpu after the head");  // 3
+  g.add_node(affine(5, 0), {read(head), write(d4)}, "gpu after the head");  // 4
+  const std::vector<Device> m{kCpu, kGpu, kCpu, kCpu, kGpu};
+  for (int run = 0; run < 3; ++run) {
+    const auto r = rt.run(g, m);
+    std::vector<double> issued(5, -1);
+    for (const auto& n : r.nodes) issued[n.node] = n.issued;
+    EXPECT_LT(issued[1], issued[0]) << "run " << run;
+    EXPECT_LT(issued[1], issued[2]) << "run " << run;
+    EXPECT_LT(issued[4], issued[3]) << "run " << run;
+    EXPECT_GT(issued[3], 0.0);
+    for (const auto& n : r.nodes) EXPECT_LE(n.issued, n.start + 1e-3) << "node " << n.node;
+    expect_near_all(o1, std::vector<float>(kN, 2.0f));
+    expect_near_all(o2, std::vector<float>(kN, 6.0f));
+    expect_near_all(o3, std::vector<float>(kN, 8.0f));
+    expect_near_all(o4, std::vector<float>(kN, 10.0f));
+  }
+}
+
 // A prefetched input whose reader never starts (its CPU producer fails): the run still waits
 // for the copy before it throws, so the caller may write the input's buffer right after
 // (ThreadSanitizer would see the emulated copy still reading it otherwise), and the graph runs

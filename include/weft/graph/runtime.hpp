@@ -85,6 +85,10 @@ struct NodeRecord {
   /// 320m, launched while a CPU node kept all 16 workers busy, 4-7 ms in its slowest runs
   /// (scripts/probes/node_gaps.py). 0 on the CPU.
   double launch_seconds = 0;
+  /// When the dispatcher handed the node on, in seconds since the run started: a CPU node
+  /// submitted to the executor, a GPU node's launch function called. Of the nodes ready at
+  /// once, the GPU nodes are enqueued before the CPU nodes are submitted (docs/graph.md).
+  double issued = 0;
 };
 
 struct TransferRecord {
