@@ -302,7 +302,7 @@ void Dispatcher::handle(const Message& m) {
     DataState& ds = data_[m.index];
     ds.host_copy_in_flight = false;
     for (std::size_t waiter : ds.host_waiters) {
-      if (--nodes_[waiter].copies_awaited == 0 && !error_) submit_cpu(waiter);
+      if (--nodes_[waiter].copies_awaited == 0 && !error_) cpu_due_.push_back(waiter);
     }
     ds.host_waiters.clear();
     return;
@@ -314,7 +314,7 @@ void Dispatcher::handle(const Message& m) {
   if (!on_gpu && !cpu_queue_.empty() && !m.error && !error_) {
     const std::size_t next = cpu_queue_.front();
     cpu_queue_.pop_front();
-    submit_cpu(next);
+    cpu_due_.push_back(next);  // submitted after the device work made ready meanwhile
   }
   if (m.error) {
     fail(nested_in_error(m.error, "weft::graph: " + g_.describe(node) + " failed on the " +
@@ -441,6 +441,13 @@ void Dispatcher::start_ready(bool& prefetched) {
   if (!prefetched && !error_) {
     prefetched = true;
     guarded([&] { prefetch_inputs(); });
+  }
+  // Then the CPU nodes: first those whose turn or copies came with the messages just handled
+  // (ready before the nodes below), then the newly ready ones.
+  std::vector<std::size_t> due;
+  due.swap(cpu_due_);
+  for (std::size_t node : due) {
+    if (!error_) guarded([&] { submit_cpu(node); });
   }
   for (std::size_t node : cpu_ready) {
     if (!error_) guarded([&] { start_cpu(node); });

@@ -137,6 +137,9 @@ class Dispatcher {
   int early_out_;                      // + s: compute stream s's copies back at launch
   std::size_t cpu_limit_;              // CPU nodes at once (SIZE_MAX: no limit)
   std::deque<std::size_t> cpu_queue_;  // CPU nodes ready, waiting for a turn
+  // CPU nodes whose turn came or whose copies landed in the messages just handled: submitted
+  // by start_ready, after the device work those messages made ready.
+  std::vector<std::size_t> cpu_due_;
   bool device_failed_ = false;
   std::exception_ptr error_;
   Clock::time_point t0_;

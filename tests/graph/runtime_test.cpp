@@ -780,6 +780,35 @@ TEST(Runtime, DeviceWorkIsEnqueuedBeforeCpuWorkIsSubmitted) {
   }
 }
 
+// The same when a CPU node ends: the GPU consumer it releases is enqueued before the CPU node
+// whose turn it frees (one CPU node at a time: `second` waits for `first`).
+TEST(Runtime, DeviceWorkIsEnqueuedBeforeTheNextCpuNodesTurn) {
+  weft::cpu::Executor ex(weft::cpu::ExecutorOptions{.workers = 2});
+  Runtime rt(ex, emulated(1, 1));
+  constexpr std::size_t kN = 1024;
+  std::vector<float> x(kN, 1.0f), o1(kN), o2(kN);
+  Graph g;
+  auto dx = g.add_data("x", x.data(), kN * 4);
+  auto t = g.add_data("t", kN * 4);
+  auto d1 = g.add_data("o1", o1.data(), kN * 4);
+  auto d2 = g.add_data("o2", o2.data(), kN * 4);
+  g.add_node(affine(2, 0), {read(dx), write(t)}, "first");            // 0
+  g.add_node(affine(3, 0), {read(dx), write(d1)}, "second");          // 1
+  g.add_node(affine(1, 1), {read(t), write(d2)}, "gpu after first");  // 2
+  for (int run = 0; run < 3; ++run) {
+    const auto r = rt.run(g, std::vector<Device>{kCpu, kCpu, kGpu});
+    std::vector<double> issued(3, -1), end(3, -1);
+    for (const auto& n : r.nodes) {
+      issued[n.node] = n.issued;
+      end[n.node] = n.end;
+    }
+    EXPECT_GE(issued[1], end[0] - 1e-3) << "second ran beside first (run " << run << ")";
+    EXPECT_LT(issued[2], issued[1]) << "run " << run;
+    expect_near_all(o1, std::vector<float>(kN, 3.0f));
+    expect_near_all(o2, std::vector<float>(kN, 3.0f));
+  }
+}
+
 // A prefetched input whose reader never starts (its CPU producer fails): the run still waits
 // for the copy before it throws, so the caller may write the input's buffer right after
 // (ThreadSanitizer would see the emulated copy still reading it otherwise), and the graph runs
