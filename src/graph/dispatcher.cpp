@@ -415,12 +415,12 @@ void Dispatcher::collect_times(RunReport& report) {
 void Dispatcher::start_ready(bool& prefetched) {
   // Device work first: a CPU node takes every worker, and the workers are bound one to each
   // core, so the enqueues that this thread does after submitting one wait for a core. On the
-  // H100 D-Map's factor4 at 32m submitted AVG(close) and then prefetched `returns`, whose copy
-  // began 0.9 ms later, behind AVG's start (bench/results/h100/graph-nodes.csv at d014b1c),
-  // (a median 0.95 ms after the run's start, 0.06 under PPTM, which enqueues it first), and
-  // factor5's correlation, launched after a CPU `delta` was submitted, held this thread up to
-  // 4.7 ms (probes/node_gaps-d014b1c.txt). Nodes ready at once are
-  // independent (a dependency would order them), so the order changes no data's state.
+  // H100 (bench/results/h100/probes/node_gaps-d014b1c.txt) D-Map's factor4 at 32m submitted
+  // AVG(close) and then prefetched `returns`, whose copy began a median 0.95 ms after the run's
+  // start (0.06 under PPTM, whose mapping had no CPU node ready first), and factor5's
+  // correlation, launched after a CPU `delta` was submitted, held this thread up to 4.7 ms
+  // (1.2 since: node_gaps-b5c6300.txt). Nodes ready at once are independent (a dependency
+  // would order them), so the order changes no datum's state.
   std::vector<std::size_t> cpu_ready;
   auto guarded = [this](auto&& start) {
     try {
