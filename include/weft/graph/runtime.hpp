@@ -83,7 +83,8 @@ struct NodeRecord {
   /// and completion of every other node meanwhile. Milliseconds from a launch that does not
   /// synchronize mean the dispatcher was off its core: on the H100, factor5's correlation at
   /// 320m, launched while a CPU node kept all 16 workers busy, 4-7 ms in its slowest runs
-  /// (scripts/probes/node_gaps.py). 0 on the CPU.
+  /// (scripts/probes/node_gaps.py); since GPU nodes are launched before the CPU nodes ready
+  /// with them are submitted, 1.2 ms at most. 0 on the CPU.
   double launch_seconds = 0;
   /// When the dispatcher handed the node on, in seconds since the run started: a CPU node
   /// submitted to the executor, a GPU node's launch function called. Of the nodes ready at
