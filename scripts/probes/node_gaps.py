@@ -7,6 +7,8 @@ runs only), per size:
   d2h        a copy back's start after the last GPU node that ended before it (the dispatcher
              issues it when it hears of the GPU producer);
   cpu start  a CPU node's start after the last copy back or CPU node that ended before it;
+  h2d        a copy to the device's start after the CPU node that ended last before it (when
+             within 2 ms: the dispatcher issues it when it hears that the CPU node ended);
   first h2d  a run's first copy to the device, after the run's start, and the application,
              size and policy whose median is over 0.2 ms (until the commit after d014b1c the
              dispatcher submitted the CPU nodes ready at the start before it enqueued the
@@ -55,6 +57,12 @@ def main(path):
         if h2d:
             gaps[("first h2d", size)].append(min(h2d))
             first_h2d[(app, size, rows[0]["policy"])].append(min(h2d))
+        for t in rows:
+            if t["kernel"] != "transfer:h2d":
+                continue
+            e = ends(cpu, float(t["start_ms"]))
+            if e and float(t["start_ms"]) - max(e) < 2:
+                gaps[("h2d", size)].append(float(t["start_ms"]) - max(e))
         for t in d2h:
             e = ends(gpu, float(t["start_ms"]))
             if e:
