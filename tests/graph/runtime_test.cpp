@@ -772,7 +772,11 @@ TEST(Runtime, DeviceWorkIsEnqueuedBeforeCpuWorkIsSubmitted) {
     EXPECT_LT(issued[1], issued[2]) << "run " << run;
     EXPECT_LT(issued[4], issued[3]) << "run " << run;
     EXPECT_GT(issued[3], 0.0);
-    for (const auto& n : r.nodes) EXPECT_LE(n.issued, n.start + 1e-3) << "node " << n.node;
+    for (const auto& n : r.nodes) {
+      // A CPU node is submitted before its task starts. (A GPU node's start is the event
+      // recorded just before its launch call, so no such order holds for it.)
+      if (n.device == kCpu) EXPECT_LE(n.issued, n.start) << "node " << n.node;
+    }
     expect_near_all(o1, std::vector<float>(kN, 2.0f));
     expect_near_all(o2, std::vector<float>(kN, 6.0f));
     expect_near_all(o3, std::vector<float>(kN, 8.0f));
