@@ -69,6 +69,17 @@ int main(int argc, char** argv) {
   weft::tools::GraphArgs graph_args;
   graph_args.machine = weft::tools::default_machine();
   const auto apps_check = CLI::IsMember({"factor1", "factor2", "factor3", "factor4", "factor5"});
+  // A size is refused while the arguments are parsed, so that it exits 2 as other bad arguments.
+  const auto size_check = CLI::Validator(
+      [](std::string& v) -> std::string {
+        try {
+          (void)weft::tools::parse_size(v);
+          return {};
+        } catch (const std::exception& e) {
+          return e.what();
+        }
+      },
+      "SIZE");
   auto* bench_graph = bench->add_subcommand(
       "graph",
       "Graph layer: five factor pipelines at 32m and 320m floats, PPTM vs A-Free, D-Map, min cut, "
@@ -84,8 +95,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "emulated"}));
   bench_graph->add_option("--app", graph_args.apps, "Only these applications (repeatable)")
       ->check(apps_check);
-  bench_graph->add_option("--sizes", graph_args.sizes,
-                          "Floats in total per size, e.g. --sizes 32m 320m (default)");
+  bench_graph
+      ->add_option("--sizes", graph_args.sizes,
+                   "Floats in total per size, e.g. --sizes 32m 320m (default)")
+      ->check(size_check);
   bench_graph->add_flag("--exhaustive", graph_args.exhaustive,
                         "Also time every mapping of each application at the largest size (but "
                         "those the models put over 2x the fastest policy): the best any "
@@ -115,8 +128,9 @@ int main(int argc, char** argv) {
   bench_graph->add_option("--node-log", graph_args.node_log,
                           "Write every node of every calibration and timed run as CSV (phase, app, "
                           "size, policy, run, node, kernel, device, times, prediction, share "
-                          "beside copies, what it was: the node's label or the copied datum, and "
-                          "a GPU node's launch time on the dispatcher)");
+                          "beside copies, what it was: the node's label or the copied datum, "
+                          "a GPU node's launch time on the dispatcher, and when the dispatcher "
+                          "handed the node on)");
   bench_graph->add_option("--trace-dir", graph_args.trace_dir,
                           "Write a Chrome trace and an SVG timeline per app, size and policy");
   bench_graph->add_option("--machine", graph_args.machine,
@@ -127,7 +141,8 @@ int main(int argc, char** argv) {
   graph->require_subcommand(1);
   auto add_common = [&](CLI::App* c) {
     c->add_option("--app", graph_args.app, "The application (default factor5)")->check(apps_check);
-    c->add_option("--size", graph_args.size, "Floats in total over the five series (default 32m)");
+    c->add_option("--size", graph_args.size, "Floats in total over the five series (default 32m)")
+        ->check(size_check);
     c->add_option("--device", graph_args.device, "auto, cuda, emulated or none")
         ->check(CLI::IsMember({"auto", "cuda", "emulated", "none"}));
     c->add_option("--db", graph_args.db, "The calibration store (default as for `weft models`)");
@@ -151,7 +166,11 @@ int main(int argc, char** argv) {
       "Measure every factor kernel on the CPU and the GPU and every transfer at two or more "
       "sizes, fit the cost models and store them");
   graph_args.sizes = {};
-  calibrate->add_option("--sizes", graph_args.sizes, "Floats in total per size (default 4m 32m)");
+  calibrate
+      ->add_option("--sizes", graph_args.sizes,
+                   "Floats in total per size, at least two (default 4m 32m)")
+      ->check(size_check)
+      ->expected(2, CLI::detail::expected_max_vector_size);
   calibrate->add_option("--app", graph_args.apps, "Only these applications' kernels")
       ->check(apps_check);
   calibrate->add_option("--device", graph_args.device, "auto, cuda or emulated")
