@@ -20,7 +20,7 @@
 #            $OUT/bench-{old,new}-<round>.json and a table of the headline metrics per run
 #            to $OUT/bench-ab.txt: the bench's own figures, A/B'd on one instance
 #   device:  scripts/gpu-ab.sh bench-graph <commit> <rounds> [-- bench arguments]
-#            the same with `weft bench graph` (e.g. -- --sizes 32m --samples 9): writes
+#            the same with `weft bench graph` (e.g. -- --sizes 4m 32m --samples 9): writes
 #            $OUT/graph-{old,new}-<round>.log and $OUT/graph-ab.txt: each run's [bench]
 #            lines side by side, then scripts/probes/node_gaps.py over each run's node log
 #

@@ -97,8 +97,10 @@ int main(int argc, char** argv) {
       ->check(apps_check);
   bench_graph
       ->add_option("--sizes", graph_args.sizes,
-                   "Floats in total per size, e.g. --sizes 32m 320m (default)")
-      ->check(size_check);
+                   "Floats in total per size, at least two (the models are fitted through "
+                   "them), e.g. --sizes 32m 320m (default)")
+      ->check(size_check)
+      ->expected(2, CLI::detail::expected_max_vector_size);
   bench_graph->add_flag("--exhaustive", graph_args.exhaustive,
                         "Also time every mapping of each application at the largest size (but "
                         "those the models put over 2x the fastest policy): the best any "
