@@ -37,6 +37,27 @@ usage() {
 cmd=$1
 commit=$2
 dir="$root/ab/$commit"
+# bench and bench-graph: checks <rounds> and ab/tree-<commit>, then builds the weft tool from
+# that tree and from the working tree side by side into $work/old and $work/new; sets rounds,
+# out ($OUT) and work.
+build_old_and_new() {  # rounds
+  rounds=$1
+  local tree="$root/ab/tree-$commit"
+  [[ -d "$tree" ]] || { echo "gpu-ab: no ab/tree-$commit: run 'prepare-tree $commit' first" >&2; exit 2; }
+  [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-ab: rounds must be a positive number" >&2; exit 2; }
+  out=${OUT:-gpu-ab-out}
+  mkdir -p "$out"
+  build() {  # source dir, build dir
+    cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON \
+      -DCMAKE_CUDA_ARCHITECTURES=90 -DWEFT_BUILD_TOOLS=ON -DWEFT_BUILD_BENCH=ON \
+      -DWEFT_BUILD_TESTS=OFF > "$2.configure.log" 2>&1 &&
+      cmake --build "$2" -j "$(( $(nproc) / 2 ))" --target weft_cli > "$2.build.log" 2>&1
+  }
+  work=$(mktemp -d)
+  build "$tree" "$work/old" & local old_pid=$!
+  build "$root" "$work/new" || { tail -30 "$work/new.build.log"; exit 1; }
+  wait "$old_pid" || { tail -30 "$work/old.build.log"; exit 1; }
+}
 case "$cmd" in
   prepare)
     git -C "$root" rev-parse --verify --quiet "$commit^{commit}" >/dev/null ||
@@ -57,24 +78,9 @@ case "$cmd" in
     ;;
   bench)
     [[ $# -ge 3 ]] || usage
-    rounds=$3
+    build_old_and_new "$3"
     shift 3
     [[ $# -gt 0 && $1 == "--" ]] && shift
-    tree="$root/ab/tree-$commit"
-    [[ -d "$tree" ]] || { echo "gpu-ab: no ab/tree-$commit: run 'prepare-tree $commit' first" >&2; exit 2; }
-    [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-ab: rounds must be a positive number" >&2; exit 2; }
-    out=${OUT:-gpu-ab-out}
-    mkdir -p "$out"
-    build() {  # source dir, build dir
-      cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON \
-        -DCMAKE_CUDA_ARCHITECTURES=90 -DWEFT_BUILD_TOOLS=ON -DWEFT_BUILD_BENCH=ON \
-        -DWEFT_BUILD_TESTS=OFF > "$2.configure.log" 2>&1 &&
-        cmake --build "$2" -j "$(( $(nproc) / 2 ))" --target weft_cli > "$2.build.log" 2>&1
-    }
-    work=$(mktemp -d)
-    build "$tree" "$work/old" & old_pid=$!
-    build "$root" "$work/new" || { tail -30 "$work/new.build.log"; exit 1; }
-    wait "$old_pid" || { tail -30 "$work/old.build.log"; exit 1; }
     for ((r = 1; r <= rounds; ++r)); do
       for side in old new; do
         echo "=== $side$([[ $side == old ]] && echo " $commit") (round $r)"
@@ -106,24 +112,9 @@ PY
     ;;
   bench-graph)
     [[ $# -ge 3 ]] || usage
-    rounds=$3
+    build_old_and_new "$3"
     shift 3
     [[ $# -gt 0 && $1 == "--" ]] && shift
-    tree="$root/ab/tree-$commit"
-    [[ -d "$tree" ]] || { echo "gpu-ab: no ab/tree-$commit: run 'prepare-tree $commit' first" >&2; exit 2; }
-    [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "gpu-ab: rounds must be a positive number" >&2; exit 2; }
-    out=${OUT:-gpu-ab-out}
-    mkdir -p "$out"
-    build() {  # source dir, build dir
-      cmake -S "$1" -B "$2" -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON \
-        -DCMAKE_CUDA_ARCHITECTURES=90 -DWEFT_BUILD_TOOLS=ON -DWEFT_BUILD_BENCH=ON \
-        -DWEFT_BUILD_TESTS=OFF > "$2.configure.log" 2>&1 &&
-        cmake --build "$2" -j "$(( $(nproc) / 2 ))" --target weft_cli > "$2.build.log" 2>&1
-    }
-    work=$(mktemp -d)
-    build "$tree" "$work/old" & old_pid=$!
-    build "$root" "$work/new" || { tail -30 "$work/new.build.log"; exit 1; }
-    wait "$old_pid" || { tail -30 "$work/old.build.log"; exit 1; }
     for ((r = 1; r <= rounds; ++r)); do
       for side in old new; do
         echo "=== $side$([[ $side == old ]] && echo " $commit") (round $r)"

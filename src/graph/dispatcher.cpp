@@ -166,18 +166,12 @@ bool Dispatcher::copied_back_at_launch(std::size_t node, std::size_t data) const
   // The user's buffer gets its final value from this node: finish_outputs would copy it back
   // once every node has finished.
   if (!d.owned && d.last_writer == static_cast<std::ptrdiff_t>(node)) return true;
-  for (std::size_t c : g_.consumers[node]) {
-    if (mapping_[c] != Device::cpu) continue;
-    for (const auto& [producer, read] : g_.nodes[c].flows) {
-      if (producer == node && read == data) return true;  // start_cpu would copy it back
-    }
-  }
-  return false;
+  return read_next_on(Device::cpu, node, data);  // start_cpu would copy it back
 }
 
-bool Dispatcher::read_next_on_gpu(std::size_t node, std::size_t data) const {
+bool Dispatcher::read_next_on(Device device, std::size_t node, std::size_t data) const {
   for (std::size_t c : g_.consumers[node]) {
-    if (mapping_[c] != Device::gpu) continue;
+    if (mapping_[c] != device) continue;
     for (const auto& [producer, read] : g_.nodes[c].flows) {
       if (producer == node && read == data) return true;
     }
@@ -196,7 +190,8 @@ void Dispatcher::submit_cpu(std::size_t node) {
   for (const Arg& a : g_.nodes[node].args) {
     pointers.push_back(g_.data[a.data.index()].host);
     bytes.push_back(g_.data[a.data.index()].bytes);
-    to_device.push_back(a.access != Access::read && read_next_on_gpu(node, a.data.index()) ? 1 : 0);
+    to_device.push_back(
+        a.access != Access::read && read_next_on(Device::gpu, node, a.data.index()) ? 1 : 0);
   }
   nodes_[node].issued = since_start();
   futures_[node] = executor_.submit([this, inbox = inbox_, node, pointers = std::move(pointers),

@@ -100,8 +100,9 @@ class Dispatcher {
   // Whether GPU node `node`'s output `data` is copied back to the host as the node is enqueued:
   // a CPU consumer reads it from `node`, or it is a user's buffer whose last writer is `node`.
   [[nodiscard]] bool copied_back_at_launch(std::size_t node, std::size_t data) const;
-  // Whether a GPU consumer of `node` reads `data` from it (its output is copied in next).
-  [[nodiscard]] bool read_next_on_gpu(std::size_t node, std::size_t data) const;
+  // Whether a consumer of `node` mapped to `device` reads `data` from it (on the GPU: its output
+  // is copied in next; on the CPU: it is copied back).
+  [[nodiscard]] bool read_next_on(Device device, std::size_t node, std::size_t data) const;
   void start_gpu(std::size_t node);
   void copy_back(std::size_t data, int stream);
   void handle(const Message& m);

@@ -68,8 +68,7 @@ class EmulatedDevice final : public DeviceBackend {
     });
   }
   Event record(int s) override {
-    if (s < 0 || s >= streams())
-      throw InvalidArgument("weft::graph: no stream " + std::to_string(s));
+    check_stream(s);
     Event e;
     {
       std::lock_guard lock(mutex_);
@@ -146,9 +145,12 @@ class EmulatedDevice final : public DeviceBackend {
     Clock::time_point when{};
   };
 
-  void enqueue(int s, std::function<void(Stream&)> op) {
+  void check_stream(int s) const {
     if (s < 0 || s >= streams())
       throw InvalidArgument("weft::graph: no stream " + std::to_string(s));
+  }
+  void enqueue(int s, std::function<void(Stream&)> op) {
+    check_stream(s);
     {
       std::lock_guard lock(mutex_);
       streams_[static_cast<std::size_t>(s)]->ops.push_back(std::move(op));

@@ -146,6 +146,23 @@ TEST(FactorGpu, LaunchesDoNotWaitForTheGpu) {
 }
 
 #if WEFT_HAVE_CUDA
+// Runs `g` while CUDA's one callback thread is held for 300 ms by a host function on a stream
+// of its own, launched first: every host callback of the run waits behind it.
+weft::graph::RunReport run_with_callback_thread_held(weft::graph::Runtime& rt,
+                                                     weft::graph::Graph& g,
+                                                     const std::vector<Device>& mapping) {
+  cudaStream_t holder = nullptr;
+  EXPECT_EQ(cudaStreamCreateWithFlags(&holder, cudaStreamNonBlocking), cudaSuccess);
+  EXPECT_EQ(cudaLaunchHostFunc(
+                holder, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); },
+                nullptr),
+            cudaSuccess);
+  auto report = rt.run(g, mapping);
+  EXPECT_EQ(cudaStreamSynchronize(holder), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(holder), cudaSuccess);
+  return report;
+}
+
 // A chain of GPU nodes runs back to back even while CUDA's callback thread, which runs every
 // host function, is held (here by a host function of the test's own that sleeps 300 ms; in the
 // bench by 16 busy workers keeping it off the cores): the runtime's completion callbacks go on
@@ -168,15 +185,7 @@ TEST(FactorGpu, ChainedKernelsDoNotWaitForHostCallbacks) {
   const std::vector<Device> all_gpu(3, Device::gpu);
   (void)r.rt->run(g, all_gpu);  // warm: device memory allocated, kernels loaded
 
-  cudaStream_t holder = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&holder, cudaStreamNonBlocking), cudaSuccess);
-  ASSERT_EQ(cudaLaunchHostFunc(
-                holder, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); },
-                nullptr),
-            cudaSuccess);
-  const auto report = r.rt->run(g, all_gpu);
-  ASSERT_EQ(cudaStreamSynchronize(holder), cudaSuccess);
-  ASSERT_EQ(cudaStreamDestroy(holder), cudaSuccess);
+  const auto report = run_with_callback_thread_held(*r.rt, g, all_gpu);
 
   ASSERT_EQ(report.nodes.size(), 3u);
   std::vector<weft::graph::NodeRecord> chain(report.nodes);
@@ -213,15 +222,7 @@ TEST(FactorGpu, CopiesBackDoNotWaitForHostCallbacks) {
   const std::vector<Device> mapping{Device::gpu, Device::gpu, Device::cpu};
   (void)r.rt->run(g, mapping);  // warm: device memory allocated, kernels loaded
 
-  cudaStream_t holder = nullptr;
-  ASSERT_EQ(cudaStreamCreateWithFlags(&holder, cudaStreamNonBlocking), cudaSuccess);
-  ASSERT_EQ(cudaLaunchHostFunc(
-                holder, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); },
-                nullptr),
-            cudaSuccess);
-  const auto report = r.rt->run(g, mapping);
-  ASSERT_EQ(cudaStreamSynchronize(holder), cudaSuccess);
-  ASSERT_EQ(cudaStreamDestroy(holder), cudaSuccess);
+  const auto report = run_with_callback_thread_held(*r.rt, g, mapping);
 
   std::vector<double> end(3, -1);
   for (const auto& n : report.nodes) end[n.node] = n.end;
