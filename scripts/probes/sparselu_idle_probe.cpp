@@ -5,7 +5,8 @@
 // (phase start to a thread's first task), the gaps between a thread's tasks (and how much of
 // them is the root's), and the tail, and so is the idle time inside the fwd/bdiv phases; the
 // wall outside both kinds of phase (lu0 and the hand-overs between phases); the kernels' own
-// times (bmod, lu0) as percentiles.
+// times (bmod, lu0) as percentiles; and a lower bound on the wall of any scheduler running the
+// same tasks (wall_lower_bound), so that wall / bound says how much scheduling could still gain.
 // Alternates weft, a second weft (S2 set) and TBB; medians of `reps` factorisations, phase
 // figures summed over all of them and divided by reps.
 // Environment: S=<us> / S2=<us> set ExecutorOptions::spin_before_sleep of the two weft
@@ -27,6 +28,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -103,6 +105,30 @@ int root_thread() {
     }
   }
   return -1;
+}
+
+// The least wall time any scheduler could take for this run's tasks on `workers` threads,
+// given the program's joins: every lu0 alone, then each phase (fwd/bdiv, then bmod) no
+// shorter than its longest task nor than its task time shared evenly. Ignores the spawn
+// loops' own work (the fill-in blocks' allocation), so it is below what is reachable.
+double wall_lower_bound(int workers) {
+  std::map<int, std::pair<double, double>> phases;  // tag -> (sum, max) of task times, s
+  double lu0 = 0;
+  for (int th = 0; th < g_threads.load(); ++th) {
+    for (const Span& sp : g_spans[th]) {
+      const double t = sp.end - sp.start;
+      if (sp.phase == kLu0) {
+        lu0 += t;
+      } else if (sp.phase >= 0) {
+        auto& [sum, longest] = phases[sp.phase];
+        sum += t;
+        longest = std::max(longest, t);
+      }
+    }
+  }
+  double bound = lu0;
+  for (const auto& [tag, p] : phases) bound += std::max(p.second, p.first / workers);
+  return bound;
 }
 
 // Idle time inside the phases `phases` (start, end), whose tasks are tagged tag0 + index, of
@@ -232,7 +258,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<weft::cpu::Executor> ex2;
   if (std::getenv("S2") != nullptr) ex2 = std::make_unique<weft::cpu::Executor>(options("S2"));
   const int contenders = ex2 ? 3 : 2;
-  std::vector<double> wall[3], busy[3];
+  std::vector<double> wall[3], busy[3], bound[3];
   std::vector<double> bmod_us[3], lu0_us[3];  // every call's time
   PhaseIdle idle[3], fb_idle[3];
   double outside[3] = {0, 0, 0};  // wall outside both kinds of phase (lu0, hand-overs), s
@@ -257,6 +283,7 @@ int main(int argc, char** argv) {
       }
       wall[c].push_back(now() - t0);
       busy[c].push_back(g_busy.load());
+      bound[c].push_back(wall_lower_bound(kWorkers));
       idle[c].add(phase_idle(g_phase_spans, 0), reps);
       fb_idle[c].add(phase_idle(g_fb_spans, kFwdBdiv), reps);
       double in_phases = 0;
@@ -281,6 +308,9 @@ int main(int argc, char** argv) {
         "%.2f gaps %.2f tail %.2f",
         names[c], w, b, 1 - b / (kWorkers * w), idle[c].head * 1e3, idle[c].gaps * 1e3,
         idle[c].tail * 1e3);
+    std::sort(bound[c].begin(), bound[c].end());
+    std::printf("; lower bound %.4f s (wall / bound %.3f)", bound[c][bound[c].size() / 2],
+                w / bound[c][bound[c].size() / 2]);
     if (c != 1) {
       const weft::cpu::Executor& e = c == 0 ? ex : *ex2;
       std::printf("; spin_before_sleep %lld us, %.1f sleeps per factorisation",
