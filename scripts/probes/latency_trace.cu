@@ -7,6 +7,12 @@
 // "link" = (READY stored -> FINISHED seen) - (block's own time) is the two PCIe trips plus the
 // block's poll wait. p50, p90 and p99 over 2000 tasks, 200 us apart, and each phase's mean
 // over the slowest 1% of tasks (where a tail comes from).
+// The link is then split without comparing the clocks: (block saw READY, GPU clock) - (READY
+// stored, host clock) is one trip plus the block's poll wait plus the clocks' offset, and the
+// offset is the same for neighbouring tasks; so each task's value minus the least of its 50
+// neighbours' on either side ("excess") is how late the block saw READY against the fastest
+// nearby trip. Likewise (lane saw FINISHED) - (FINISHED stored) for the way back: how late the
+// lane saw it. A tail in the first is the GPU's polling; in the second, the host's lanes.
 // Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -DWEFT_POOL_TRACE -gencode=arch=compute_90,code=sm_90
 //   \
@@ -30,7 +36,7 @@ void trace(const char* name, PoolOptions o) {
   P pool(o);
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-  constexpr int kPhases = 12;
+  constexpr int kPhases = 14;
   const char* names[kPhases] = {"push() call",
                                 "push returned->lane took",
                                 "took->READY stored",
@@ -42,9 +48,13 @@ void trace(const char* name, PoolOptions o) {
                                 "gpu: hand-offs + task",
                                 "gpu: results + hand-off",
                                 "gpu: FINISHED store",
-                                "link (2 trips + poll wait)"};
+                                "link (2 trips + poll wait)",
+                                "excess: READY -> block saw",
+                                "excess: FINISHED -> lane saw"};
   std::vector<std::vector<double>> v(kPhases);
   std::vector<std::vector<double>> rows;  // per task, every phase: where the tail's time goes
+  // Per task, GPU clock minus host clock across each trip (ns, the clocks' offset included).
+  std::vector<long long> there(kTasks), back(kTasks);
   for (int i = 0; i < kTasks; ++i) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
     const long long t0 = detail::trace_now();
@@ -58,14 +68,35 @@ void trace(const char* name, PoolOptions o) {
     const long long k = detail::g_trace_taken.load(), l = detail::g_trace_loaded.load(),
                     s = detail::g_trace_seen.load(), d = detail::g_trace_delivered.load();
     const double gpu = static_cast<double>(g[4] - g[0]);
-    const double in[kPhases] = {static_cast<double>(t1 - t0),     static_cast<double>(k - t1),
-                                static_cast<double>(l - k),       static_cast<double>(s - l),
-                                static_cast<double>(d - s),       static_cast<double>(t3 - d),
-                                static_cast<double>(t3 - t0),     static_cast<double>(g[1] - g[0]),
-                                static_cast<double>(g[2] - g[1]), static_cast<double>(g[3] - g[2]),
-                                static_cast<double>(g[4] - g[3]), static_cast<double>(s - l) - gpu};
-    for (int k = 0; k < kPhases; ++k) v[k].push_back(in[k] * 1e-3);
+    const double in[kPhases] = {static_cast<double>(t1 - t0),
+                                static_cast<double>(k - t1),
+                                static_cast<double>(l - k),
+                                static_cast<double>(s - l),
+                                static_cast<double>(d - s),
+                                static_cast<double>(t3 - d),
+                                static_cast<double>(t3 - t0),
+                                static_cast<double>(g[1] - g[0]),
+                                static_cast<double>(g[2] - g[1]),
+                                static_cast<double>(g[3] - g[2]),
+                                static_cast<double>(g[4] - g[3]),
+                                static_cast<double>(s - l) - gpu,
+                                0,
+                                0};
+    there[i] = static_cast<long long>(g[0]) - l;
+    back[i] = s - static_cast<long long>(g[4]);
     rows.emplace_back(in, in + kPhases);
+  }
+  // Each trip's excess over the fastest of its neighbours (the clocks' offset cancels).
+  constexpr int kWindow = 50;
+  for (int i = 0; i < kTasks; ++i) {
+    const int lo = std::max(0, i - kWindow), hi = std::min(kTasks - 1, i + kWindow);
+    const long long fastest_there = *std::min_element(there.begin() + lo, there.begin() + hi + 1);
+    const long long fastest_back = *std::min_element(back.begin() + lo, back.begin() + hi + 1);
+    rows[i][12] = static_cast<double>(there[i] - fastest_there);
+    rows[i][13] = static_cast<double>(back[i] - fastest_back);
+  }
+  for (const auto& row : rows) {
+    for (int k = 0; k < kPhases; ++k) v[k].push_back(row[k] * 1e-3);
   }
   // The slowest 1% of tasks by total, and each phase's mean over them.
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a[6] > b[6]; });
