@@ -1450,16 +1450,10 @@ class PoolCore {
         last_activity = now;
         continue;
       }
-      // A quiet round. Now and then ask whether the blocks are still alive: a lane with nothing
-      // in flight every kHealthCheckPeriod, a lane with tasks in flight only once none of them
-      // has ended for that long (a kernel that died ends none). The question is a driver call
-      // of microseconds, and a task that ended meanwhile waited for it: asked while a lone
-      // task was in flight, it was the slowest 1% of an idle pool's round trips (FINISHED seen
-      // 5-17 us late on average in them, bench/results/h100/probes/latency_split-37e341d.txt).
+      // A quiet round. Now and then ask whether the blocks are still alive.
       // relaxed: a hint; check_failure reads it again with acquire.
-      if (blocks_failed_.load(std::memory_order_relaxed) ||
-          (now - last_health_check >= kHealthCheckPeriod &&
-           (lane.active.empty() || now - last_activity >= kHealthCheckPeriod))) {
+      if (now - last_health_check >= kHealthCheckPeriod ||
+          blocks_failed_.load(std::memory_order_relaxed)) {
         last_health_check = now;
         if (check_failure(lane)) return;
       }
