@@ -12,23 +12,62 @@
 // offset is the same for neighbouring tasks; so each task's value minus the least of its 50
 // neighbours' on either side ("excess") is how late the block saw READY against the fastest
 // nearby trip. Likewise (lane saw FINISHED) - (FINISHED stored) for the way back: how late the
-// lane saw it. A tail in the first is the GPU's polling; in the second, the host's lanes.
+// lane saw it. A tail in the first is the GPU's polling; in the second, the host's lanes. The
+// process's threads' involuntary context switches during the tasks (/proc) and the VM's steal
+// time say whether the OS or the hypervisor took cores away meanwhile.
 // Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -DWEFT_POOL_TRACE -gencode=arch=compute_90,code=sm_90
 //   \
 //     -I../../include latency_trace.cu ../../src/gpu/device_blocks.cu ../../src/gpu/host_blocks.cpp
 //     \ -o latency_trace && ./latency_trace
 #include <cuda_runtime.h>
+#include <dirent.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "empty_pool.cuh"
 
 constexpr int kTasks = 2000;
+
+// Per thread of this process (lanes, the caller, CUDA's), its context switches so far:
+// voluntary (it slept) and involuntary (the OS took its core). From /proc.
+std::map<int, std::pair<long, long>> context_switches() {
+  std::map<int, std::pair<long, long>> out;
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return out;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream status(std::string("/proc/self/task/") + e->d_name + "/status");
+    std::string key;
+    long value = 0;
+    std::pair<long, long> c{0, 0};
+    while (status >> key) {
+      if (key == "voluntary_ctxt_switches:" && status >> value) c.first = value;
+      if (key == "nonvoluntary_ctxt_switches:" && status >> value) c.second = value;
+    }
+    out[std::atoi(e->d_name)] = c;
+  }
+  closedir(dir);
+  return out;
+}
+// Time stolen from this VM's CPUs by the hypervisor, summed over CPUs, in USER_HZ ticks.
+long long steal_ticks() {
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  long long f[8] = {};
+  stat >> cpu;
+  for (long long& x : f) stat >> x;
+  return f[7];
+}
 
 void trace(const char* name, PoolOptions o) {
   o.backend = Backend::device;
@@ -55,6 +94,8 @@ void trace(const char* name, PoolOptions o) {
   std::vector<std::vector<double>> rows;  // per task, every phase: where the tail's time goes
   // Per task, GPU clock minus host clock across each trip (ns, the clocks' offset included).
   std::vector<long long> there(kTasks), back(kTasks);
+  const auto switches_before = context_switches();
+  const long long steal_before = steal_ticks();
   for (int i = 0; i < kTasks; ++i) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
     const long long t0 = detail::trace_now();
@@ -86,6 +127,19 @@ void trace(const char* name, PoolOptions o) {
     back[i] = s - static_cast<long long>(g[4]);
     rows.emplace_back(in, in + kPhases);
   }
+  const auto switches_after = context_switches();
+  const long long steal = steal_ticks() - steal_before;
+  long involuntary = 0, voluntary = 0, most = 0;
+  int threads_preempted = 0;
+  for (const auto& [tid, c] : switches_after) {
+    const auto was = switches_before.find(tid);
+    if (was == switches_before.end()) continue;
+    const long inv = c.second - was->second.second;
+    voluntary += c.first - was->second.first;
+    involuntary += inv;
+    most = std::max(most, inv);
+    threads_preempted += inv > 0 ? 1 : 0;
+  }
   // Each trip's excess over the fastest of its neighbours (the clocks' offset cancels).
   constexpr int kWindow = 50;
   for (int i = 0; i < kTasks; ++i) {
@@ -111,6 +165,10 @@ void trace(const char* name, PoolOptions o) {
                 v[k][v[k].size() * 9 / 10], v[k][v[k].size() * 99 / 100],
                 tail / static_cast<double>(worst));
   }
+  std::printf(
+      "  during the tasks: %ld involuntary context switches over %d of the process's threads "
+      "(at most %ld in one), %ld voluntary; %lld ticks of steal time over all CPUs\n",
+      involuntary, threads_preempted, most, voluntary, steal);
   cudaStreamDestroy(stream);
 }
 
