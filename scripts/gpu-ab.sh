@@ -58,6 +58,17 @@ build_old_and_new() {  # rounds
   build "$root" "$work/new" || { tail -30 "$work/new.build.log"; exit 1; }
   wait "$old_pid" || { tail -30 "$work/old.build.log"; exit 1; }
 }
+# Runs `<command...> <side> <round>` for old and new in turn, <rounds> ($rounds) times, each run
+# headed "=== old <commit> (round r)" or "=== new (round r)"; a failing run is reported, not fatal.
+alternate() {
+  local r side
+  for ((r = 1; r <= rounds; ++r)); do
+    for side in old new; do
+      echo "=== $side$([[ $side == old ]] && echo " $commit") (round $r)"
+      "$@" "$side" "$r" || echo "gpu-ab: $side exited with status $?"
+    done
+  done
+}
 case "$cmd" in
   prepare)
     git -C "$root" rev-parse --verify --quiet "$commit^{commit}" >/dev/null ||
@@ -81,14 +92,15 @@ case "$cmd" in
     build_old_and_new "$3"
     shift 3
     [[ $# -gt 0 && $1 == "--" ]] && shift
-    for ((r = 1; r <= rounds; ++r)); do
-      for side in old new; do
-        echo "=== $side$([[ $side == old ]] && echo " $commit") (round $r)"
-        "$work/$side/tools/weft/weft" bench gpu-pool "$@" --json "$work/bench-$side-$r.json" \
-          > "$work/bench-$side-$r.log" 2>&1 || echo "gpu-ab: $side exited with status $?"
-        cp "$work/bench-$side-$r.json" "$out/" 2>/dev/null
-      done
-    done
+    bench_args=("$@")
+    pool_bench() {  # side, round
+      local status=0
+      "$work/$1/tools/weft/weft" bench gpu-pool "${bench_args[@]}" \
+        --json "$work/bench-$1-$2.json" > "$work/bench-$1-$2.log" 2>&1 || status=$?
+      cp "$work/bench-$1-$2.json" "$out/" 2>/dev/null || true
+      return "$status"
+    }
+    alternate pool_bench
     python3 - "$work" "$rounds" <<'PY' | tee "$out/bench-ab.txt"
 import json, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
@@ -115,13 +127,12 @@ PY
     build_old_and_new "$3"
     shift 3
     [[ $# -gt 0 && $1 == "--" ]] && shift
-    for ((r = 1; r <= rounds; ++r)); do
-      for side in old new; do
-        echo "=== $side$([[ $side == old ]] && echo " $commit") (round $r)"
-        "$work/$side/tools/weft/weft" bench graph "$@" --node-log "$work/graph-$side-$r.csv" \
-          > "$out/graph-$side-$r.log" 2>&1 || echo "gpu-ab: $side exited with status $?"
-      done
-    done
+    bench_args=("$@")
+    graph_bench() {  # side, round
+      "$work/$1/tools/weft/weft" bench graph "${bench_args[@]}" \
+        --node-log "$work/graph-$1-$2.csv" > "$out/graph-$1-$2.log" 2>&1
+    }
+    alternate graph_bench
     python3 - "$out" "$rounds" <<'PY' | tee "$out/graph-ab.txt"
 import re, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
@@ -171,12 +182,9 @@ PY
     "${nv[@]}" -I"$root/include" "$src" "$root"/src/gpu/device_blocks.cu \
       "$root"/src/gpu/host_blocks.cpp -o "$bin/new"
     wait "$old_pid"
-    for ((r = 1; r <= rounds; ++r)); do
-      echo "=== old $commit (round $r)"
-      "$bin/old" "$@" || echo "gpu-ab: old exited with status $?"
-      echo "=== new (round $r)"
-      "$bin/new" "$@" || echo "gpu-ab: new exited with status $?"
-    done
+    probe_args=("$@")
+    run_probe() { "$bin/$1" "${probe_args[@]}"; }  # side, round
+    alternate run_probe
     ;;
   *) usage ;;
 esac
