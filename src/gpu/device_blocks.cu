@@ -13,6 +13,7 @@
 #include "weft/error.hpp"
 #include "weft/gpu/detail/block_runtime.hpp"
 #include "weft/gpu/detail/cuda_check.cuh"
+#include "weft/gpu/detail/mailbox.hpp"
 #include "weft/gpu/detail/slot.hpp"
 
 namespace weft::gpu::detail {
@@ -39,7 +40,8 @@ class KeepCurrentDevice {
 struct DeviceLaunch {
   int device = 0;
   int first_block = 0;
-  int blocks = 0;
+  int blocks = 0;  // launched
+  int rings = 0;   // of them serving rings: all but the mailbox server (the last GPU's last)
   cudaStream_t stream = nullptr;        // the resident kernel's
   cudaStream_t aux = nullptr;           // reads of the poll counters while the kernel runs
   void* idle = nullptr;                 // DeviceIdle (device memory)
@@ -53,7 +55,7 @@ class DeviceBlocks final : public BlockRuntime {
  public:
   DeviceBlocks(const DeviceProgram& program, std::vector<int> devices, int blocks_per_sm,
                int threads, std::size_t depth, std::size_t capacity,
-               std::chrono::nanoseconds warm_idle, bool watchdog)
+               std::chrono::nanoseconds warm_idle, bool watchdog, bool mailbox)
       : program_(program),
         threads_(threads),
         depth_(depth),
@@ -118,21 +120,34 @@ class DeviceBlocks final : public BlockRuntime {
       l.device = d;
       l.first_block = total;
       l.blocks = per_sm * prop.multiProcessorCount;
+      l.rings = l.blocks;
       l.name = prop.name;
       l.sms = prop.multiProcessorCount;
       total += l.blocks;
       launches_.push_back(l);
     }
+    // The mailbox's server is one of the blocks that fit (all must be co-resident): the last
+    // GPU's last block, so ring indices stay contiguous and the server's is num_blocks().
+    if (mailbox) {
+      if (total < 2) {
+        throw InvalidArgument(
+            "weft::gpu::Pool: the mailbox needs a block of its own besides the ring blocks, and "
+            "only 1 block fits (set PoolOptions::mailbox = false)");
+      }
+      --launches_.back().rings;
+      --total;
+    }
     blocks_ = total;
     enable_peer_access();
-    // The rings, then the doorbell on a line of its own.
+    // The rings, then the doorbell on a line of its own, then the mailbox.
     const std::size_t rings_bytes = ring_stride(capacity, depth) * static_cast<std::size_t>(total);
-    const std::size_t bytes = rings_bytes + 128;
+    const std::size_t bytes = rings_bytes + 128 + (mailbox ? kMailboxBytes : 0);
     WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), bytes,
                                   cudaHostAllocMapped | cudaHostAllocPortable));
     std::memset(host_, 0, bytes);  // every slot IDLE, doorbell 0
     layout_ = RingLayout(host_, capacity, depth);
     doorbell_ = reinterpret_cast<std::uint32_t*>(host_ + rings_bytes);
+    if (mailbox) mailbox_ = reinterpret_cast<std::uint64_t*>(host_ + rings_bytes + 128);
     for (auto& l : launches_) {
       WEFT_CUDA_CHECK(cudaSetDevice(l.device));
       WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
@@ -169,6 +184,8 @@ class DeviceBlocks final : public BlockRuntime {
     return static_cast<std::size_t>(blocks_);
   }
 
+  [[nodiscard]] std::uint64_t* mailbox() const noexcept override { return mailbox_; }
+
   void set_standby(const std::vector<std::size_t>& blocks) override {
     standby_.assign(static_cast<std::size_t>(blocks_), 0);
     for (const std::size_t b : blocks) {
@@ -187,7 +204,7 @@ class DeviceBlocks final : public BlockRuntime {
       WEFT_CUDA_CHECK(cudaSetDevice(l.device));
       if (!standby_.empty()) {
         WEFT_CUDA_CHECK(cudaMemcpy(l.standby, standby_.data() + l.first_block,
-                                   static_cast<std::size_t>(l.blocks), cudaMemcpyHostToDevice));
+                                   static_cast<std::size_t>(l.rings), cudaMemcpyHostToDevice));
       }
       ResidentArgs a;
       a.rings = device_rings;
@@ -201,6 +218,12 @@ class DeviceBlocks final : public BlockRuntime {
       a.warm_idle_ns = warm_idle_ns_;
       a.standby = l.standby;
       a.watchdog = watchdog_;
+      if (mailbox_ != nullptr && l.rings < l.blocks) {
+        a.mailbox = reinterpret_cast<unsigned long long*>(
+            static_cast<unsigned char*>(device_rings) +
+            (reinterpret_cast<unsigned char*>(mailbox_) - host_));
+        a.mailbox_block = l.rings;
+      }
       const auto e =
           static_cast<cudaError_t>(program_.launch(a, l.blocks, threads_, shared_bytes_, l.stream));
       if (e != cudaSuccess) throw_cuda("resident kernel launch", e, __FILE__, __LINE__);
@@ -302,6 +325,7 @@ class DeviceBlocks final : public BlockRuntime {
            " SMs x " + std::to_string(l.blocks / l.sms) + " blocks of " + std::to_string(threads_) +
            " threads, " + std::to_string(depth_) + " slot(s) each";
     }
+    if (mailbox_ != nullptr) s += "; the last block serves the mailbox";
     s += peer_note_;
     return s;
   }
@@ -322,6 +346,7 @@ class DeviceBlocks final : public BlockRuntime {
   unsigned char* host_ = nullptr;
   RingLayout layout_;
   std::uint32_t* doorbell_ = nullptr;
+  std::uint64_t* mailbox_ = nullptr;  // in host_, after the doorbell's line
   std::vector<DeviceLaunch> launches_;
   std::vector<unsigned char> standby_;  // per global block, from set_standby
   std::string first_error_;
@@ -334,10 +359,10 @@ std::unique_ptr<BlockRuntime> make_device_blocks(const DeviceProgram& program,
                                                  const std::vector<int>& devices, int blocks_per_sm,
                                                  int threads, std::size_t depth,
                                                  std::size_t payload_capacity,
-                                                 std::chrono::nanoseconds warm_idle,
-                                                 bool watchdog) {
+                                                 std::chrono::nanoseconds warm_idle, bool watchdog,
+                                                 bool mailbox) {
   return std::make_unique<DeviceBlocks>(program, devices, blocks_per_sm, threads, depth,
-                                        payload_capacity, warm_idle, watchdog);
+                                        payload_capacity, warm_idle, watchdog, mailbox);
 }
 
 }  // namespace weft::gpu::detail

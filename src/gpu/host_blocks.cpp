@@ -12,6 +12,7 @@
 #include "weft/cpu/detail/cpu_relax.hpp"
 #include "weft/error.hpp"
 #include "weft/gpu/detail/block_runtime.hpp"
+#include "weft/gpu/detail/mailbox.hpp"
 #include "weft/gpu/detail/slot.hpp"
 
 namespace weft::gpu::detail {
@@ -23,16 +24,19 @@ using weft::cpu::detail::cpu_relax;
 class HostBlocks final : public BlockRuntime {
  public:
   HostBlocks(std::size_t blocks, std::size_t depth, std::size_t capacity, std::size_t shared_bytes,
-             HostDispatch dispatch)
+             HostDispatch dispatch, bool mailbox)
       : blocks_(blocks),
         shared_bytes_(shared_bytes),
         dispatch_(dispatch),
-        bytes_(ring_stride(capacity, depth) * blocks),
+        rings_bytes_(ring_stride(capacity, depth) * blocks),
+        bytes_(rings_bytes_ + (mailbox ? kMailboxBytes : 0)),
         layout_(static_cast<unsigned char*>(::operator new (bytes_, std::align_val_t{128})),
                 capacity, depth) {
     if (blocks == 0) throw InvalidArgument("weft::gpu host backend: 0 blocks");
-    std::memset(layout_.base, 0, bytes_);  // every slot IDLE
-    shared_.resize(blocks * (shared_bytes == 0 ? 1 : shared_bytes));
+    std::memset(layout_.base, 0, bytes_);  // every slot IDLE, the mailbox at use 0
+    if (mailbox) mailbox_ = reinterpret_cast<std::uint64_t*>(layout_.base + rings_bytes_);
+    // One more block's shared memory: the mailbox server's.
+    shared_.resize((blocks + 1) * (shared_bytes == 0 ? 1 : shared_bytes));
   }
   ~HostBlocks() override {
     for (auto& t : threads_) {
@@ -44,9 +48,12 @@ class HostBlocks final : public BlockRuntime {
   [[nodiscard]] RingLayout rings() const noexcept override { return layout_; }
   [[nodiscard]] std::size_t num_blocks() const noexcept override { return blocks_; }
 
+  [[nodiscard]] std::uint64_t* mailbox() const noexcept override { return mailbox_; }
+
   void start() override {
-    threads_.reserve(blocks_);
+    threads_.reserve(blocks_ + 1);
     for (std::size_t b = 0; b < blocks_; ++b) threads_.emplace_back([this, b] { block_main(b); });
+    if (mailbox_ != nullptr) threads_.emplace_back([this] { mailbox_main(); });
   }
   void join() override {
     for (auto& t : threads_) {
@@ -62,7 +69,8 @@ class HostBlocks final : public BlockRuntime {
 
   [[nodiscard]] std::string describe() const override {
     return "host backend: " + std::to_string(blocks_) + " blocks (threads) of 1 thread, " +
-           std::to_string(layout_.depth) + " slot(s) each";
+           std::to_string(layout_.depth) + " slot(s) each" +
+           (mailbox_ != nullptr ? ", and one serving the mailbox" : "");
   }
 
  private:
@@ -137,21 +145,88 @@ class HostBlocks final : public BlockRuntime {
     }
   }
 
+  // The GPU kernel's mailbox server (include/weft/gpu/device.cuh, mailbox_loop) with one
+  // thread: wait until every word of the next use's request carries its tag, run the task,
+  // write the results, then result word 0 with release. Polls as a ring block does.
+  void mailbox_main() {
+    void* shared = shared_.data() + blocks_ * (shared_bytes_ == 0 ? 1 : shared_bytes_);
+    // The server's block index: one past the ring blocks (docs/gpu.md "The mailbox").
+    const BlockContext ctx(0, 1, static_cast<int>(blocks_), shared);
+    alignas(16) unsigned char payload[4 * kMailboxWords] = {};
+    for (std::uint32_t use = 1;; ++use) {
+      std::uint32_t type = 0, size = 0;
+      auto whole = [&] {
+        // acquire: pairs with the pusher's release store of word 0 (the request's other
+        // words, and whatever the pusher wrote before, are visible).
+        const std::uint64_t w0 =
+            std::atomic_ref<std::uint64_t>(mailbox_[0]).load(std::memory_order_acquire);
+        if (mailbox_tag(w0) != use) return false;
+        // relaxed: ordered by word 0's acquire; tags checked as on the GPU.
+        const std::uint64_t w1 =
+            std::atomic_ref<std::uint64_t>(mailbox_[1]).load(std::memory_order_relaxed);
+        if (mailbox_tag(w1) != use) return false;
+        type = mailbox_data(w0);
+        size = mailbox_data(w1);
+        if (size == kMailboxExit) return true;
+        for (std::uint32_t i = 0; i < mailbox_payload_words(size); ++i) {
+          const std::uint64_t w =
+              std::atomic_ref<std::uint64_t>(mailbox_[2 + i]).load(std::memory_order_relaxed);
+          if (mailbox_tag(w) != use) return false;
+          const std::uint32_t data = mailbox_data(w);
+          std::memcpy(payload + 4 * i, &data, 4);
+        }
+        return true;
+      };
+      bool got = whole();
+      for (int spin = 0; !got && spin < 256; ++spin) {
+        cpu_relax();
+        got = whole();
+      }
+      for (unsigned sleep_us = 1; !got; sleep_us = std::min(sleep_us * 2, 128u)) {
+        std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+        got = whole();
+      }
+      if (size == kMailboxExit) return;
+      TaskStatus status;
+      try {
+        status = dispatch_(type, payload, size, ctx);
+      } catch (...) {
+        status = TaskStatus::device_failed;  // as in block_main
+      }
+      std::uint64_t* r = mailbox_ + kMailboxResultOffset;
+      for (std::uint32_t i = 0; i < mailbox_payload_words(size); ++i) {
+        std::uint32_t data = 0;
+        std::memcpy(&data, payload + 4 * i, 4);
+        // relaxed: ordered before the collector's reads by word 0's release below.
+        std::atomic_ref<std::uint64_t>(r[1 + i]).store(mailbox_word(use, data),
+                                                       std::memory_order_relaxed);
+      }
+      // release: pairs with the collector's acquire load (mailbox_result_ready); the results
+      // and the body's writes are visible with it.
+      std::atomic_ref<std::uint64_t>(r[0]).store(
+          mailbox_word(use, static_cast<std::uint32_t>(status)), std::memory_order_release);
+    }
+  }
+
   std::size_t blocks_;
   std::size_t shared_bytes_;
   HostDispatch dispatch_;
+  std::size_t rings_bytes_;
   std::size_t bytes_;
   RingLayout layout_;
   std::vector<unsigned char> shared_;
   std::vector<std::thread> threads_;
+  std::uint64_t* mailbox_ = nullptr;  // in the rings' allocation, after the rings
 };
 
 }  // namespace
 
 std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t depth,
                                                std::size_t payload_capacity,
-                                               std::size_t shared_bytes, HostDispatch dispatch) {
-  return std::make_unique<HostBlocks>(blocks, depth, payload_capacity, shared_bytes, dispatch);
+                                               std::size_t shared_bytes, HostDispatch dispatch,
+                                               bool mailbox) {
+  return std::make_unique<HostBlocks>(blocks, depth, payload_capacity, shared_bytes, dispatch,
+                                      mailbox);
 }
 
 const char* to_string(SlotState s) noexcept {

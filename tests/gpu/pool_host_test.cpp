@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -108,7 +109,29 @@ struct GateWhere {
   }
 };
 
-using Types = TaskTypes<Small, Medium, Large, Gate, Sleep, Stuck, WhereRun, GateWhere>;
+// Throws: the host backend's analogue of a device task that traps.
+struct Throws {
+  static constexpr std::uint32_t kId = 9;
+  struct Payload {
+    std::uint64_t unused;
+  };
+  static void run(Payload&, const BlockContext&) { throw std::runtime_error("task failed"); }
+};
+// Sleeps for its payload's microseconds, then counts itself: how many times tasks ran.
+std::atomic<int> g_count_ends{0};
+struct CountEnd {
+  static constexpr std::uint32_t kId = 10;
+  struct Payload {
+    std::uint64_t us;
+  };
+  static void run(Payload& p, const BlockContext&) {
+    std::this_thread::sleep_for(std::chrono::microseconds(p.us));
+    g_count_ends.fetch_add(1);
+  }
+};
+
+using Types =
+    TaskTypes<Small, Medium, Large, Gate, Sleep, Stuck, WhereRun, GateWhere, Throws, CountEnd>;
 using TestPool = Pool<Types, 256>;
 
 TEST(SlotProtocol, OnlyTheDocumentedTransitionsAreAllowed) {
@@ -140,14 +163,15 @@ TEST(Pool, RunsATaskAndReturnsItsResult) {
 // 10^6 tasks (at scale 1) of three payload sizes over random output queues from 8 pushers,
 // popped by one consumer per queue: each comes back once, with its own result.
 void deliver_every_task_exactly_once(std::size_t ring_depth, std::size_t blocks = 4,
-                                     std::size_t lanes = 1) {
+                                     std::size_t lanes = 1, bool mailbox = false) {
   const auto per_pusher = static_cast<std::uint64_t>(125'000 * stress_scale()) + 100;
   constexpr int kPushers = 8;
   constexpr std::size_t kQueues = 4;
   TestPool pool(PoolOptions{.host_blocks = blocks,
                             .output_queues = kQueues,
                             .scheduler_lanes = lanes,
-                            .ring_depth = ring_depth});
+                            .ring_depth = ring_depth,
+                            .mailbox = mailbox});
   ASSERT_EQ(pool.ring_depth(), ring_depth);
   const std::uint64_t total = per_pusher * kPushers;
   std::vector<std::atomic<std::uint8_t>> seen(total);
@@ -218,6 +242,15 @@ void deliver_every_task_exactly_once(std::size_t ring_depth, std::size_t blocks 
   EXPECT_EQ(popped.load(), total);
   EXPECT_EQ(wrong.load(), 0u);
   for (std::uint64_t t = 0; t < total; ++t) ASSERT_EQ(seen[t].load(), 1) << "tag " << t;
+  if (mailbox) {
+    const PoolStats st = pool.stats();
+    std::printf("mailbox: %llu of %llu tasks, %llu collected by their consumer\n",
+                static_cast<unsigned long long>(st.mailbox_tasks),
+                static_cast<unsigned long long>(total),
+                static_cast<unsigned long long>(st.mailbox_taken));
+    EXPECT_GT(st.mailbox_tasks, 0u) << "no task went through the mailbox: the test tests nothing";
+    EXPECT_EQ(st.completed, total);
+  }
 }
 
 TEST(Pool, DeliversEveryTaskExactlyOnceFromManyPushers) { deliver_every_task_exactly_once(1); }
@@ -226,6 +259,11 @@ TEST(Pool, DeliversEveryTaskExactlyOnceFromManyPushersThroughRingsOfFour) {
 }
 TEST(Pool, DeliversEveryTaskExactlyOnceThroughRingsAndFourLanes) {
   deliver_every_task_exactly_once(4, 16, 4);
+}
+// Single pushes of Small and Medium tasks take the mailbox whenever it is free; Large ones
+// (200 bytes) never can. Four consumers, one per queue, race the mailbox's lane for them.
+TEST(Pool, DeliversEveryTaskExactlyOnceThroughTheMailboxAndRings) {
+  deliver_every_task_exactly_once(4, 4, 2, /*mailbox=*/true);
 }
 // Six lanes share an output queue's four shards (lanes 4 and 5 deliver to shards 0 and 1).
 TEST(Pool, DeliversEveryTaskExactlyOnceWhenLanesShareOutputShards) {
@@ -742,8 +780,8 @@ std::unique_ptr<SmallCore> small_core(std::size_t blocks, std::size_t depth,
                                const BlockContext& block) {
     return TaskTypes<Small, Stuck>::dispatch(type, payload, size, block);
   };
-  return std::make_unique<SmallCore>(detail::make_host_blocks(blocks, depth, 16, 0, +dispatch), 1,
-                                     QueueOrder::fifo, config);
+  return std::make_unique<SmallCore>(
+      detail::make_host_blocks(blocks, depth, 16, 0, +dispatch, true), 1, QueueOrder::fifo, config);
 }
 // Pops from output queue 0 until `n` records came back or `timeout` passed; returns them.
 std::vector<SmallCore::Record> pop_until(SmallCore& core, std::size_t n,
@@ -888,6 +926,183 @@ TEST(PoolCore, ATaskBehindABusyBlockWakesASleepingLane) {
         *core, static_cast<std::uint32_t>(round), std::chrono::milliseconds(2)));
   }
   EXPECT_GT(core->stats().scheduler_sleeps, 0u) << "no lane slept: the test tested nothing";
+}
+
+// ---- the lone-task mailbox (docs/gpu.md "The mailbox") ----
+
+PoolOptions mailbox_options(std::size_t queues = 1) {
+  return PoolOptions{.host_blocks = 2, .output_queues = queues, .mailbox = true};
+}
+
+TEST(Mailbox, ALoneTaskGoesThroughItWithItsResults) {
+  TestPool pool(mailbox_options());
+  for (std::uint32_t k = 0; k < 200; ++k) {
+    pool.push<Small>({k, 0}, 0, k);
+    const auto r = pool.pop(0);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r.tag, k);
+    EXPECT_EQ(r.as<Small>().result, 2 * k);
+  }
+  const PoolStats st = pool.stats();
+  // Each push found the mailbox free: the pop before it had emptied it.
+  EXPECT_EQ(st.mailbox_tasks, 200u);
+  EXPECT_EQ(st.direct_loads, 0u);
+  EXPECT_EQ(st.completed, 200u);
+  EXPECT_GT(st.mailbox_taken, 0u) << "no consumer ever collected its own task";
+  EXPECT_EQ(pool.unfinished(0), 0u);
+  // A payload above 120 bytes never fits the mailbox.
+  pool.push<Large>({}, 0, 7);
+  EXPECT_EQ(pool.pop(0).tag, 7u);
+  EXPECT_EQ(pool.stats().mailbox_tasks, 200u);
+}
+
+TEST(Mailbox, ATaskNobodyWaitsForIsDeliveredToItsQueueByTheLane) {
+  TestPool pool(mailbox_options(2));
+  pool.push<Small>({21, 0}, 1, 7);
+  pool.synchronize();  // returns once it is delivered; nobody pops meanwhile
+  EXPECT_EQ(pool.stats().mailbox_tasks, 1u);
+  EXPECT_EQ(pool.stats().mailbox_taken, 0u);
+  EXPECT_EQ(pool.unfinished(1), 1u);
+  TestPool::Record r;
+  EXPECT_FALSE(pool.try_pop(r, 0)) << "queue 0 got queue 1's task";
+  ASSERT_TRUE(pool.try_pop(r, 1));
+  EXPECT_EQ(r.tag, 7u);
+  EXPECT_EQ(r.as<Small>().result, 42u);
+  EXPECT_EQ(pool.unfinished(1), 0u);
+}
+
+TEST(Mailbox, TryPopAndPopBatchCollectItToo) {
+  TestPool pool(mailbox_options(2));
+  pool.push<Small>({1, 0}, 1, 1);
+  TestPool::Record r;
+  while (!pool.try_pop(r, 1)) std::this_thread::yield();  // never sleeps: it collects
+  EXPECT_EQ(r.tag, 1u);
+  EXPECT_EQ(r.as<Small>().result, 2u);
+  pool.push<Small>({2, 0}, 1, 2);
+  std::vector<TestPool::Record> got(4);
+  ASSERT_EQ(pool.pop_batch(got, 1), 1u);
+  EXPECT_EQ(got[0].tag, 2u);
+  EXPECT_EQ(got[0].as<Small>().result, 4u);
+  EXPECT_EQ(pool.stats().mailbox_tasks, 2u);
+  EXPECT_EQ(pool.unfinished(1), 0u);
+  EXPECT_FALSE(pool.try_pop(r, 0));
+}
+
+TEST(Mailbox, StatusesComeBackThroughIt) {
+  TestPool pool(mailbox_options());
+  TestPool::Record unknown;
+  unknown.type = 99;
+  unknown.payload_size = 8;
+  pool.push_record(unknown);
+  EXPECT_EQ(pool.pop().status, TaskStatus::unknown_type);
+  auto wrong = TestPool::Record::make<Small>({1, 0});
+  wrong.payload_size = 4;
+  pool.push_record(wrong);
+  EXPECT_EQ(pool.pop().status, TaskStatus::bad_payload_size);
+  pool.push<Throws>({0});
+  EXPECT_EQ(pool.pop().status, TaskStatus::device_failed);
+  EXPECT_EQ(pool.stats().mailbox_tasks, 3u);
+  EXPECT_EQ(pool.stats().failed, 3u);
+  pool.push<Small>({5, 0});  // and it serves again
+  EXPECT_EQ(pool.pop().as<Small>().result, 10u);
+}
+
+TEST(Mailbox, WatchdogTimesOutItsTaskAndTheMailboxServesAgainOnceTheTaskEnds) {
+  TestPool pool(PoolOptions{
+      .host_blocks = 1, .task_deadline = std::chrono::milliseconds(20), .mailbox = true});
+  pool.push<Sleep>({200'000}, 0, 1);  // 200 ms: well past the 20 ms deadline
+  const auto t0 = std::chrono::steady_clock::now();
+  TestPool::Record r = pool.pop(0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(150))
+      << "delivered at the deadline, not the end";
+  EXPECT_EQ(r.status, TaskStatus::timed_out);
+  EXPECT_EQ(r.tag, 1u);
+  EXPECT_EQ(pool.stats().mailbox_tasks, 1u);
+  EXPECT_EQ(pool.stats().slots_lost, 1u);
+  // Meanwhile a lone task goes to a ring slot.
+  pool.push<Small>({21, 0}, 0, 2);
+  r = pool.pop(0);
+  EXPECT_EQ(r.tag, 2u);
+  EXPECT_EQ(r.as<Small>().result, 42u);
+  EXPECT_EQ(pool.stats().mailbox_tasks, 1u);
+  // Once the sleeper ends its late result is dropped and the mailbox serves again.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (pool.stats().slots_lost != 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(pool.stats().slots_lost, 0u);
+  pool.push<Small>({4, 0}, 0, 3);
+  r = pool.pop(0);
+  EXPECT_EQ(r.tag, 3u);
+  EXPECT_EQ(r.as<Small>().result, 8u);
+  EXPECT_EQ(pool.stats().mailbox_tasks, 2u);
+  EXPECT_EQ(pool.stats().timed_out, 1u);
+  EXPECT_EQ(pool.stats().completed, 3u);
+  EXPECT_EQ(pool.stats().failed, 1u);
+  TestPool::Record extra;
+  EXPECT_FALSE(pool.try_pop(extra, 0));
+}
+
+TEST(Mailbox, DestroyingThePoolRunsItsTaskOnceAndDoesNotHang) {
+  const int rounds = static_cast<int>(50 * stress_scale()) + 10;
+  g_count_ends = 0;
+  std::uint64_t mailed = 0;
+  for (int round = 0; round < rounds; ++round) {
+    TestPool pool(mailbox_options());
+    // Some rounds let the server take it first, some destroy the pool at once.
+    pool.push<CountEnd>({static_cast<std::uint64_t>(round % 3) * 500});
+    mailed += pool.stats().mailbox_tasks;
+    std::this_thread::sleep_for(std::chrono::microseconds(round % 4 * 200));
+  }
+  EXPECT_EQ(g_count_ends.load(), rounds);
+  EXPECT_EQ(mailed, static_cast<std::uint64_t>(rounds));
+}
+
+TEST(Mailbox, ShutdownAfterNoMoreTasksDeliversItsTaskThenRefuses) {
+  TestPool pool(mailbox_options());
+  pool.push<Sleep>({20'000}, 0, 4);
+  pool.no_more_tasks();
+  EXPECT_THROW(pool.push<Small>({1, 0}), ShutDown);
+  const auto r = pool.pop(0);
+  EXPECT_EQ(r.tag, 4u);
+  EXPECT_TRUE(r.ok());
+  EXPECT_THROW((void)pool.pop(0), ShutDown);
+}
+
+// Threads push one task at a time and pop one (any consumer may get any task of the queue):
+// the mailbox, the standby slots and the queues all in play; each task once, with its result.
+TEST(Mailbox, LoneTasksFromManyThreadsComeBackExactlyOnce) {
+  constexpr int kThreads = 4;
+  const int per = static_cast<int>(5000 * stress_scale()) + 200;
+  TestPool pool(PoolOptions{.host_blocks = 2, .scheduler_lanes = 2, .mailbox = true});
+  std::vector<std::atomic<std::uint8_t>> seen(static_cast<std::size_t>(kThreads * per));
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < per; ++k) {
+        const auto tag = static_cast<std::uint32_t>(t * per + k);
+        pool.push<Small>({tag, 0}, 0, tag);
+        const auto r = pool.pop(0);
+        if (!r.ok() || r.tag >= seen.size() || r.as<Small>().result != 2 * r.tag) {
+          wrong.fetch_add(1);
+          continue;
+        }
+        seen[r.tag].fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  for (std::size_t k = 0; k < seen.size(); ++k) ASSERT_EQ(seen[k].load(), 1) << "tag " << k;
+  const PoolStats st = pool.stats();
+  std::printf("mailbox: %llu of %zu, %llu collected by a consumer; direct loads %llu\n",
+              static_cast<unsigned long long>(st.mailbox_tasks), seen.size(),
+              static_cast<unsigned long long>(st.mailbox_taken),
+              static_cast<unsigned long long>(st.direct_loads));
+  EXPECT_GT(st.mailbox_tasks, 0u);
+  EXPECT_EQ(st.completed, seen.size());
+  EXPECT_EQ(pool.unfinished(0), 0u);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 #include <cuda/atomic>
 
+#include "weft/gpu/detail/mailbox.hpp"
 #include "weft/gpu/detail/slot.hpp"
 #include "weft/gpu/device_program.hpp"
 #include "weft/gpu/task.hpp"
@@ -440,6 +441,83 @@ __device__ inline void publish_loop(BlockShared& sh, std::uint32_t* states, cons
   }
 }
 
+// The mailbox server (detail/mailbox.hpp; docs/gpu.md "The mailbox"): one block of the pool
+// that serves no ring. Warp 0 polls the whole request with one acquire load per lane (one
+// instruction, one read of host memory: a system-scope load costs a round trip per
+// instruction, acquire or not, bench/results/h100/probes/poll_read-8bb7057.txt), the task
+// threads run the body, and warp 0 writes the results, then result word 0 with a system-scope
+// release. It polls like a standby block and never goes into deep idle.
+template <class Types, std::size_t Capacity>
+__device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned char* task_shared,
+                             int block) {
+  __shared__ std::uint32_t m_type, m_size, m_status;
+  // The largest payload it takes: what the pusher may send and `payload` (Capacity bytes) holds.
+  constexpr std::uint32_t kMax =
+      Capacity < kMailboxPayloadMax ? static_cast<std::uint32_t>(Capacity) : kMailboxPayloadMax;
+  const unsigned threads = blockDim.x - kRoleThreads;
+  unsigned long long* box = a.mailbox;
+  unsigned long long* result = box + kMailboxResultOffset;
+  unsigned long long polls = 0;
+  for (std::uint32_t use = 1;; ++use) {
+    if (threadIdx.x < 32) {
+      const unsigned lane = threadIdx.x;
+      for (;;) {
+        // acquire, system scope: pairs with the pusher's release store of word 0 (lane 0
+        // reads it); with the tags of the others, the whole request and what the pusher wrote
+        // before it are visible to the warp after the vote below.
+        const unsigned long long w =
+            cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(box[lane]).load(
+                cuda::memory_order_acquire);
+        if (lane == 0) ++polls;
+        const std::uint32_t size = mailbox_data(__shfl_sync(0xFFFFFFFFu, w, 1));
+        const std::uint32_t need =
+            size == kMailboxExit ? 2u : 2u + mailbox_payload_words(size <= kMax ? size : 0u);
+        if (__all_sync(0xFFFFFFFFu, lane >= need || mailbox_tag(w) == use) != 0) {
+          if (lane == 0) m_type = mailbox_data(w);
+          if (lane == 1) m_size = size;
+          if (lane >= 2 && lane < need) {
+            reinterpret_cast<std::uint32_t*>(payload)[lane - 2] = mailbox_data(w);
+          }
+          break;
+        }
+        if (lane == 0) a.polls[blockIdx.x] = polls;  // the idle pool's traffic, counted
+        __nanosleep(kStandbyBackoffNs);
+      }
+    }
+    __syncthreads();  // the request is in shared memory
+    const std::uint32_t size = m_size;
+    if (size == kMailboxExit) return;
+    if (threadIdx.x >= kRoleThreads) {
+      const unsigned me = threadIdx.x - kRoleThreads;
+      const BlockContext ctx(static_cast<int>(me), static_cast<int>(threads), block, task_shared);
+      // The pusher sends at most kMax bytes; anything else is not a payload.
+      const TaskStatus status =
+          size <= kMax ? Types::dispatch(m_type, payload, size, ctx) : TaskStatus::bad_payload_size;
+      if (me == 0) m_status = static_cast<std::uint32_t>(status);
+    }
+    __syncthreads();  // every task thread's writes (results, global memory) before the copy
+    if (threadIdx.x < 32) {
+      const unsigned lane = threadIdx.x;
+      const std::uint32_t words = mailbox_payload_words(size <= kMax ? size : 0u);
+      if (lane >= 1 && lane <= words) {
+        // relaxed: published by word 0's release below (after the __syncwarp).
+        cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(result[lane])
+            .store(mailbox_word(use, reinterpret_cast<const std::uint32_t*>(payload)[lane - 1]),
+                   cuda::memory_order_relaxed);
+      }
+      __syncwarp();  // the lanes' result words before lane 0's release
+      if (lane == 0) {
+        // release, system scope: pairs with the collector's acquire load of result word 0;
+        // the results and the body's writes (ordered before by the barrier) are visible.
+        cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(result[0]).store(
+            mailbox_word(use, m_status), cuda::memory_order_release);
+        a.polls[blockIdx.x] = polls;
+      }
+    }
+    __syncthreads();  // m_* and the payload are overwritten by the next poll only after this
+  }
+}
+
 template <class Types, std::size_t Capacity>
 __global__ void resident_kernel(ResidentArgs a) {
   // A payload is a whole number of 16-byte words: copies move uint4s (one PCIe request per
@@ -451,6 +529,11 @@ __global__ void resident_kernel(ResidentArgs a) {
   unsigned char* task_shared = shared + depth * kWords * 16;  // the types' own space
   __shared__ BlockShared sh;
 
+  if (static_cast<int>(blockIdx.x) == a.mailbox_block) {
+    // Its index for the task: one past the pool's ring blocks (it is the last GPU's last).
+    mailbox_loop<Types, Capacity>(a, payloads, task_shared, a.first_block + a.mailbox_block);
+    return;
+  }
   const int block = a.first_block + static_cast<int>(blockIdx.x);
   unsigned char* ring =
       static_cast<unsigned char*>(a.rings) + static_cast<std::size_t>(block) * a.ring_stride;

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -90,6 +91,15 @@ struct PoolOptions {
   /// starts without waiting for the doorbell (docs/gpu.md "Idle"). The host backend has no
   /// deep idle; there only the preference for each lane's first block applies.
   bool standby_blocks = true;
+  /// The lone-task mailbox (docs/gpu.md "The mailbox"; unset: on for the device backend, off
+  /// for the host backend). A single push of a task with at most 120 bytes of payload and no
+  /// callback or future, into a FIFO pool, while the mailbox is free, goes into a record of its
+  /// own that one more block polls continuously, and a consumer of its output queue collects
+  /// the result itself, without a scheduler lane. On the device backend the server is the last
+  /// GPU's last block (num_blocks() counts the others); on the host backend it is one more
+  /// thread, so a pool of N host blocks then runs up to N + 1 tasks at once. It costs the
+  /// block's polls, ~0.1% of the pinned bandwidth.
+  std::optional<bool> mailbox{};
 };
 
 template <class Types, std::size_t Capacity = 64>
@@ -210,14 +220,20 @@ class Pool {
                               std::to_string(o.warm_idle.count()) + " us)");
       }
       return detail::make_device_blocks(o.program, o.devices, o.blocks_per_sm, o.threads_per_block,
-                                        depth, Capacity, o.warm_idle, o.task_deadline.count() > 0);
+                                        depth, Capacity, o.warm_idle, o.task_deadline.count() > 0,
+                                        uses_mailbox(o));
     }
     if (o.host_blocks == 0 || o.host_blocks > 4096) {
       throw InvalidArgument("weft::gpu::PoolOptions::host_blocks must be in [1, 4096] (got " +
                             std::to_string(o.host_blocks) + ")");
     }
     return detail::make_host_blocks(o.host_blocks, o.ring_depth != 0 ? o.ring_depth : 1, Capacity,
-                                    Types::kSharedBytes, &host_dispatch);
+                                    Types::kSharedBytes, &host_dispatch, uses_mailbox(o));
+  }
+  // Only a FIFO pool sends lone tasks through the mailbox (in a priority pool a task pushed
+  // later may rank higher than one waiting, so every task goes through the queue).
+  static bool uses_mailbox(const PoolOptions& o) {
+    return o.mailbox.value_or(o.backend == Backend::device) && o.input_order == QueueOrder::fifo;
   }
 
   detail::PoolCore<Capacity> core_;

@@ -40,6 +40,10 @@ class BlockRuntime {
   /// let go of the blocks without waiting; the caller then leaks this object, whose memory the
   /// abandoned blocks may still touch.
   virtual void abandon() noexcept {}
+  /// The lone-task mailbox (detail/mailbox.hpp; host address of kMailboxBytes, zeroed), or
+  /// null when the pool has none. It is served by a block of its own, not counted by
+  /// num_blocks() and serving no ring, which returns when it reads an EXIT request.
+  [[nodiscard]] virtual std::uint64_t* mailbox() const noexcept { return nullptr; }
   /// Reads of host memory the blocks made so far (device backend; 0 on the host backend).
   [[nodiscard]] virtual std::uint64_t host_polls() { return 0; }
   /// Whether the blocks are real GPU blocks reading host memory (the device backend).
@@ -52,22 +56,27 @@ using HostDispatch = TaskStatus (*)(std::uint32_t type, void* payload, std::uint
                                     const BlockContext& block);
 
 /// The CPU path: `blocks` host threads, each with a ring of `depth` slots, running task bodies
-/// with a block of one thread. Same slot protocol and memory orders as the GPU.
+/// with a block of one thread. Same slot protocol and memory orders as the GPU. With
+/// `mailbox`, one more thread serves the lone-task mailbox.
 std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t depth,
                                                std::size_t payload_capacity,
-                                               std::size_t shared_bytes, HostDispatch dispatch);
+                                               std::size_t shared_bytes, HostDispatch dispatch,
+                                               bool mailbox);
 
 /// The GPU path: one resident kernel per device in `devices` (empty: every visible GPU), with
 /// blocks_per_sm blocks per SM (0: as many as occupancy allows) of `threads` threads, each
 /// serving a ring of `depth` slots in pinned host-mapped memory; a block idle for `warm_idle`
 /// stops polling its ring and
-/// waits in deep idle; `watchdog`: the pool may give up on tasks (blocks finish by CAS). Throws
+/// waits in deep idle; `watchdog`: the pool may give up on tasks (blocks finish by CAS);
+/// `mailbox`: the last block of the first GPU serves the lone-task mailbox instead of a ring
+/// (so num_blocks() is one less than the blocks launched). Throws
 /// weft::InvalidArgument for a program that does not match, weft::CudaError when a CUDA call fails
 /// (no GPU, no driver), and, in a build without CUDA, weft::InvalidArgument saying so.
 std::unique_ptr<BlockRuntime> make_device_blocks(const DeviceProgram& program,
                                                  const std::vector<int>& devices, int blocks_per_sm,
                                                  int threads, std::size_t depth,
                                                  std::size_t payload_capacity,
-                                                 std::chrono::nanoseconds warm_idle, bool watchdog);
+                                                 std::chrono::nanoseconds warm_idle, bool watchdog,
+                                                 bool mailbox);
 
 }  // namespace weft::gpu::detail

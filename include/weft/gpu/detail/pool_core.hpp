@@ -35,6 +35,7 @@
 #include "weft/error.hpp"
 #include "weft/gpu/detail/block_runtime.hpp"
 #include "weft/gpu/detail/chunk_queue.hpp"
+#include "weft/gpu/detail/mailbox.hpp"
 #include "weft/gpu/detail/sharded_fifo.hpp"
 #include "weft/gpu/detail/sharded_output.hpp"
 #include "weft/gpu/detail/slot.hpp"
@@ -90,9 +91,11 @@ struct PoolStats {
   std::uint64_t failed = 0;     // delivered with a status other than ok
   std::uint64_t timed_out = 0;  // delivered as timed_out by the watchdog
   std::uint64_t scheduler_sleeps = 0;
-  std::uint64_t slots_lost = 0;    // slots whose task passed the deadline and has not ended yet
-  std::uint64_t host_polls = 0;    // device backend: reads of host memory by the blocks
-  std::uint64_t direct_loads = 0;  // single pushes that loaded an idle standby slot themselves
+  std::uint64_t slots_lost = 0;     // slots whose task passed the deadline and has not ended yet
+  std::uint64_t host_polls = 0;     // device backend: reads of host memory by the blocks
+  std::uint64_t direct_loads = 0;   // single pushes that loaded an idle standby slot themselves
+  std::uint64_t mailbox_tasks = 0;  // single pushes that went through the lone-task mailbox
+  std::uint64_t mailbox_taken = 0;  // ... of which a consumer collected itself (the rest: a lane)
 };
 
 namespace detail {
@@ -228,6 +231,9 @@ class PoolCore {
       for (const auto& lane : lanes_) standby.push_back(lane->first);
       blocks_->set_standby(standby);
     }
+    mbox_ = blocks_->mailbox();
+    // relaxed: before the threads start.
+    mbox_state_.store(mbox_ != nullptr ? kMboxFree : kMboxClosed, std::memory_order_relaxed);
     blocks_->start();
     for (auto& lane : lanes_) lane->thread = std::thread([this, l = lane.get()] { lane_main(*l); });
   }
@@ -271,6 +277,7 @@ class PoolCore {
     bool refused = false;
     std::size_t queued = 0;  // FIFO: the shard's size after this push (under its lock)
     Lane* direct = nullptr;  // the lane whose standby slot this thread loaded (push_direct)
+    bool mailed = false;     // the task went into the mailbox (mailbox_push)
     if (fifo) {
       auto& shard = input_.shard(home);
       std::lock_guard<AdaptiveMutex> lock(shard.mutex);
@@ -283,10 +290,13 @@ class PoolCore {
       // A single task with nothing of this thread's queued before it: straight into an idle
       // standby slot, if a lane offers one. Under the shard lock, so that close() (which
       // takes it) returns only after a direct load has been handed to its lane.
+      // The mailbox first (a task of its own, collected by whoever waits for it), else an
+      // offered standby slot. Not for futures and callbacks: those are delivered by a lane.
       if (!refused && count == 1 && shard.queue.empty()) {
-        direct = push_direct(home, records[0], out, cb);
+        mailed = cb == 0 && mailbox_push(home, records[0], out);
+        if (!mailed) direct = push_direct(home, records[0], out, cb);
       }
-      if (!refused && direct == nullptr) {
+      if (!refused && direct == nullptr && !mailed) {
         count_accepted(home, out, count, cb);
         if (as_chunk) {
           shard.queue.push_chunk(chunk);
@@ -297,6 +307,16 @@ class PoolCore {
         }
         queued = shard.queue.size();
       }
+    }
+    if (mailed) {
+      // seq_cst: pairs with sleep_until_work (the mailbox's lane sets napping, then looks at
+      // the mailbox; mailbox_push stored IN_FLIGHT, this looks at napping). The lane delivers
+      // the task when no consumer takes it (mailbox_round), so it must be awake.
+      if (lanes_[0]->napping.load(std::memory_order_seq_cst)) {
+        { std::lock_guard<std::mutex> lock(in_mutex_); }  // the sleeper is in its wait, or sees us
+        in_cv_.notify_all();
+      }
+      return;
     }
     if (direct != nullptr) {
       // seq_cst: pairs with sleep_until_work (the lane sets napping, then looks at its offer;
@@ -359,14 +379,16 @@ class PoolCore {
     Output& q = *outputs_[out];
     const std::size_t home = q.home();
     Record r;
-    take_waiting(q, out, "pop", [&] { return q.try_take_one(r, home) ? std::size_t{1} : 0; });
+    take_waiting(q, out, "pop", [&] {
+      return q.try_take_one(r, home) || mailbox_take_for(out, r) ? std::size_t{1} : 0;
+    });
     return r;
   }
 
   bool try_pop(Record& r, std::size_t out) {
     check_out(out, "try_pop");
     Output& q = *outputs_[out];
-    if (!q.try_take_one(r, q.home())) return false;
+    if (!q.try_take_one(r, q.home()) && !mailbox_take_for(out, r)) return false;
     after_take(q);
     return true;
   }
@@ -376,8 +398,10 @@ class PoolCore {
     if (into.empty()) return 0;
     Output& q = *outputs_[out];
     const std::size_t home = q.home();
-    return take_waiting(q, out, "pop_batch",
-                        [&] { return q.take_into(into.data(), into.size(), home); });
+    return take_waiting(q, out, "pop_batch", [&] {
+      const std::size_t n = q.take_into(into.data(), into.size(), home);
+      return n != 0 ? n : mailbox_take_for(out, into[0]) ? std::size_t{1} : 0;
+    });
   }
 
   [[nodiscard]] std::size_t unfinished(std::size_t out) const {
@@ -426,6 +450,13 @@ class PoolCore {
       for (auto& lane : lanes_) {
         for (const BlockMeta& b : lane->blocks) lost += b.lost;
       }
+      if (mbox_ != nullptr) {
+        // relaxed: the lanes have been joined.
+        if (mbox_state_.load(std::memory_order_relaxed) == kMboxLost) ++lost;
+        // The server returns at the next use's EXIT (after the timed-out task, if it ever
+        // ends).
+        mailbox_write_exit(mbox_, mbox_use_.load(std::memory_order_relaxed) + 1);
+      }
       if (lost == 0) {
         blocks_->join();
       } else {
@@ -450,6 +481,10 @@ class PoolCore {
       s.completed += lane->completed.load(std::memory_order_relaxed);
       s.failed += lane->failed.load(std::memory_order_relaxed);
     }
+    s.completed += mbox_completed_.load(std::memory_order_relaxed);
+    s.failed += mbox_failed_.load(std::memory_order_relaxed);
+    s.mailbox_tasks = mbox_tasks_.load(std::memory_order_relaxed);
+    s.mailbox_taken = mbox_taken_.load(std::memory_order_relaxed);
     s.timed_out = timed_out_.load(std::memory_order_relaxed);
     s.scheduler_sleeps = scheduler_sleeps_.load(std::memory_order_relaxed);
     s.slots_lost = slots_lost_.load(std::memory_order_relaxed);
@@ -701,17 +736,17 @@ class PoolCore {
   template <class Take>
   std::size_t take_waiting(Output& q, std::size_t out, const char* who, Take take) {
     if (const std::size_t n = take()) return after_take(q), n;
-    spin_for_output(q, Clock::now() + config_.consumer_spin);
+    spin_for_output(q, out, Clock::now() + config_.consumer_spin);
     for (;;) {
       if (const std::size_t n = take()) return after_take(q), n;
       if (hopeless(q)) throw_hopeless(out, who);
       q.wait([&] { return q.any_available() || hopeless(q); });
     }
   }
-  void spin_for_output(const Output& q, Clock::time_point until) const {
+  void spin_for_output(const Output& q, std::size_t out, Clock::time_point until) {
     if (config_.consumer_spin.count() <= 0) return;
     for (std::uint32_t i = 1;; ++i) {
-      if (q.any_available()) return;
+      if (q.any_available() || mailbox_ready_for(out)) return;
       // acquire: pairs with wake_all_outputs' release store.
       if (no_more_or_failed_.load(std::memory_order_acquire)) return;
       weft::cpu::detail::cpu_relax();
@@ -761,6 +796,7 @@ class PoolCore {
     std::uint64_t delivered = 0;
     // seq_cst: pairs with finish_pending (see synchronize).
     for (const auto& lane : lanes_) delivered += lane->delivered.load(std::memory_order_seq_cst);
+    delivered += mbox_delivered_.load(std::memory_order_seq_cst);  // seq_cst: as the lanes'
     return input_.accepted() - delivered;
   }
   [[nodiscard]] std::size_t queued_count() const {
@@ -1112,6 +1148,204 @@ class PoolCore {
     }
   }
 
+  // ---- the lone-task mailbox (detail/mailbox.hpp; docs/gpu.md "The mailbox") ----
+  // One task at a time, in a record of its own that a block serving no ring polls. Its state
+  // word moves FREE -> FILLING (a pusher, acquire CAS) -> IN_FLIGHT (the pusher, seq_cst, once
+  // the request and mbox_meta_ are written) -> COLLECTING (a consumer of its queue or the
+  // mailbox's lane, lanes_[0], acquire CAS) -> FREE (the collector, release, once it has read
+  // the result). The lane also moves IN_FLIGHT -> COLLECTING -> LOST when the task passes the
+  // watchdog's deadline (LOST -> FREE when its result comes back after all), and FREE or LOST
+  // -> CLOSED at shutdown or failure (FILLING cannot be seen then: pushers fill under their
+  // input shard's lock, which close() takes). Whoever wins the CAS delivers the task: exactly
+  // once.
+
+  // Under input shard `home`'s lock: puts a lone task into the mailbox if it is free.
+  bool mailbox_push(std::size_t home, const Record& r, std::size_t out) {
+    if (mbox_ == nullptr || r.payload_size > kMailboxPayloadMax) return false;
+    std::uint32_t expected = kMboxFree;
+    // relaxed load: a filter. acquire CAS: pairs with the last collector's release store of
+    // FREE (its reads of the result words and of mbox_meta_ happen before this rewrites them).
+    if (mbox_state_.load(std::memory_order_relaxed) != kMboxFree ||
+        !mbox_state_.compare_exchange_strong(expected, kMboxFilling, std::memory_order_acquire,
+                                             std::memory_order_relaxed)) {
+      return false;
+    }
+    count_accepted(home, out, 1, 0);
+    // relaxed (these three): hints for collectors, who read them again after their acquire
+    // CAS; published by the seq_cst store of IN_FLIGHT below.
+    const std::uint32_t use = mbox_use_.load(std::memory_order_relaxed) + 1;
+    mbox_use_.store(use, std::memory_order_relaxed);
+    mbox_out_.store(static_cast<std::uint32_t>(out), std::memory_order_relaxed);
+    mbox_size_.store(r.payload_size, std::memory_order_relaxed);
+    const Clock::time_point now = Clock::now();
+    mbox_loaded_.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+    mbox_meta_ =
+        SlotMeta::of(r.tag, static_cast<std::uint32_t>(out), r.type, r.payload_size, 0, now);
+    mailbox_write_request(mbox_, use, r.type, r.payload_size, r.payload);
+    mbox_tasks_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+    // seq_cst: a release for the fields above (collectors acquire by CAS), and pairs with
+    // sleep_until_work (the mailbox's lane counts itself napping, then looks at this; push
+    // then looks at napping).
+    mbox_state_.store(kMboxInFlight, std::memory_order_seq_cst);
+    return true;
+  }
+  // Whether the mailbox holds a task for queue `out` whose result is back (a snapshot).
+  bool mailbox_ready_for(std::size_t out) const {
+    // relaxed (all): a hint; mailbox_take checks again after its CAS.
+    return mbox_state_.load(std::memory_order_relaxed) == kMboxInFlight &&
+           mbox_out_.load(std::memory_order_relaxed) == out &&
+           mailbox_result_ready(mbox_, mbox_use_.load(std::memory_order_relaxed),
+                                mbox_size_.load(std::memory_order_relaxed));
+  }
+  // Takes the mailbox's task if its result is back (and, unless `any`, it is for queue
+  // `out`): fills `r` and `m` and frees the mailbox. Returns whether it took it.
+  bool mailbox_take(std::size_t out, bool any, Record& r, SlotMeta& m) {
+    if (!any && !mailbox_ready_for(out)) return false;
+    std::uint32_t expected = kMboxInFlight;
+    // acquire: pairs with the pusher's seq_cst store of IN_FLIGHT (mbox_meta_ and the use are
+    // visible).
+    if (!mbox_state_.compare_exchange_strong(expected, kMboxCollecting, std::memory_order_acquire,
+                                             std::memory_order_relaxed)) {
+      return false;
+    }
+    m = mbox_meta_;
+    // The hints above may have been of an earlier use: check the task this CAS took.
+    // relaxed: written before the IN_FLIGHT this CAS acquired.
+    if ((!any && m.out != out) ||
+        !mailbox_result_ready(mbox_, mbox_use_.load(std::memory_order_relaxed), m.size)) {
+      // release: nothing was written; the next collector acquires IN_FLIGHT again.
+      mbox_state_.store(kMboxInFlight, std::memory_order_release);
+      return false;
+    }
+    r.type = m.type;
+    r.payload_size = m.size;
+    r.tag = m.tag;
+    r.status = mailbox_read_result(mbox_, m.size, r.payload);
+    // release: pairs with the next pusher's acquire CAS (this thread's reads of the result
+    // happen before the next request overwrites it).
+    mbox_state_.store(kMboxFree, std::memory_order_release);
+    return true;
+  }
+  // A consumer of queue `out` collects the mailbox's task itself: no lane, no queue.
+  bool mailbox_take_for(std::size_t out, Record& r) {
+    SlotMeta m;
+    if (mbox_ == nullptr || !mailbox_take(out, false, r, m)) return false;
+    // Counted as a lane counts what it delivers (flush, finish_pending).
+    // relaxed: statistics.
+    mbox_completed_.fetch_add(1, std::memory_order_relaxed);
+    if (r.status != TaskStatus::ok) mbox_failed_.fetch_add(1, std::memory_order_relaxed);
+    mbox_taken_.fetch_add(1, std::memory_order_relaxed);
+    outputs_[out]->took_directly(1);
+    // seq_cst: as finish_pending (synchronize() sees the delivery, or this sees the waiter).
+    mbox_delivered_.fetch_add(1, std::memory_order_seq_cst);
+    if (sync_waiters_.load(std::memory_order_seq_cst) > 0) {
+      { std::lock_guard<std::mutex> lock(idle_mutex_); }  // the waiter is in its wait
+      idle_cv_.notify_all();
+    }
+    return true;
+  }
+  // Whether `lane` serves the mailbox and it has a task it has not delivered.
+  bool mailbox_busy(const Lane& lane) const {
+    if (mbox_ == nullptr || &lane != lanes_[0].get()) return false;
+    // relaxed: a hint for the lane's idling; the states it acts on are taken by CAS.
+    const std::uint32_t s = mbox_state_.load(std::memory_order_relaxed);
+    return s == kMboxInFlight || s == kMboxCollecting || s == kMboxLost;
+  }
+  // The mailbox's lane, each round: delivers a task whose result has waited kMailboxGrace
+  // for a consumer (at once when `now_or_never`: stopping), times one out, frees the mailbox
+  // when a timed-out task ends after all. Returns how many tasks it staged (0 or 1).
+  std::size_t mailbox_round(Lane& lane, Clock::time_point now, bool now_or_never) {
+    if (mbox_ == nullptr || &lane != lanes_[0].get()) return 0;
+    // acquire: pairs with the releases of FREE/IN_FLIGHT/LOST (LOST is only stored by this
+    // lane; the acquire matters for the use read below).
+    const std::uint32_t s = mbox_state_.load(std::memory_order_acquire);
+    if (s == kMboxLost) {
+      // relaxed: the use and size of the lost task, written before it went IN_FLIGHT.
+      if (mailbox_result_ready(mbox_, mbox_use_.load(std::memory_order_relaxed),
+                               mbox_size_.load(std::memory_order_relaxed))) {
+        slots_lost_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: statistic
+        // release: as mailbox_take's store of FREE.
+        mbox_state_.store(kMboxFree, std::memory_order_release);
+      }
+      return 0;
+    }
+    if (s != kMboxInFlight) return 0;
+    const std::uint32_t use = mbox_use_.load(std::memory_order_relaxed);  // relaxed: a hint
+    Record r;
+    SlotMeta m;
+    if (mailbox_result_ready(mbox_, use, mbox_size_.load(std::memory_order_relaxed))) {
+      // A consumer that waits for it takes it within a poll; give it the chance.
+      if (!now_or_never) {
+        if (mbox_seen_use_ != use) {
+          mbox_seen_use_ = use;
+          mbox_seen_ = now;
+          return 0;
+        }
+        if (now - mbox_seen_ < kMailboxGrace) return 0;
+      }
+      if (!mailbox_take(0, true, r, m)) return 0;  // a consumer took it meanwhile
+      stage(lane, m, r.status, r.payload);
+      return 1;
+    }
+    if (config_.task_deadline.count() <= 0) return 0;
+    // relaxed: a hint; checked again below after the CAS.
+    const Clock::time_point loaded{Clock::duration(mbox_loaded_.load(std::memory_order_relaxed))};
+    if (now - loaded <= config_.task_deadline) return 0;
+    std::uint32_t expected = kMboxInFlight;
+    // acquire: as in mailbox_take.
+    if (!mbox_state_.compare_exchange_strong(expected, kMboxCollecting, std::memory_order_acquire,
+                                             std::memory_order_relaxed)) {
+      return 0;
+    }
+    m = mbox_meta_;
+    if (now - m.loaded <= config_.task_deadline) {
+      mbox_state_.store(kMboxInFlight, std::memory_order_release);  // release: as mailbox_take
+      return 0;
+    }
+    if (mailbox_result_ready(mbox_, mbox_use_.load(std::memory_order_relaxed), m.size)) {
+      // It ended after all, between the two looks.
+      r.status = mailbox_read_result(mbox_, m.size, r.payload);
+      stage(lane, m, r.status, r.payload);
+      mbox_state_.store(kMboxFree, std::memory_order_release);  // release: as mailbox_take
+      return 1;
+    }
+    stage(lane, m, TaskStatus::timed_out, nullptr);
+    timed_out_.fetch_add(1, std::memory_order_relaxed);   // relaxed: statistic
+    slots_lost_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
+    // release: only this lane moves it on from LOST.
+    mbox_state_.store(kMboxLost, std::memory_order_release);
+    return 1;
+  }
+  // Failure (the blocks died): the mailbox's task, if any, is delivered as device_failed and
+  // the mailbox closed. After close() (no pusher is filling it). Returns how many it staged.
+  std::size_t mailbox_fail(Lane& lane) {
+    if (mbox_ == nullptr || &lane != lanes_[0].get()) return 0;
+    for (;;) {
+      // acquire: as in mailbox_round.
+      std::uint32_t s = mbox_state_.load(std::memory_order_acquire);
+      if (s == kMboxCollecting) {  // a consumer is reading it; it frees it in a moment
+        std::this_thread::yield();
+        continue;
+      }
+      if (s == kMboxInFlight) {
+        // acquire: as in mailbox_take.
+        if (!mbox_state_.compare_exchange_strong(s, kMboxCollecting, std::memory_order_acquire,
+                                                 std::memory_order_relaxed)) {
+          continue;
+        }
+        stage(lane, mbox_meta_, TaskStatus::device_failed, nullptr);
+        mbox_state_.store(kMboxClosed, std::memory_order_release);  // release: terminal
+        return 1;
+      }
+      // FREE, LOST (the block that ran it is gone) or CLOSED already.
+      if (s == kMboxClosed ||
+          mbox_state_.compare_exchange_strong(s, kMboxClosed, std::memory_order_relaxed,
+                                              std::memory_order_relaxed)) {
+        return 0;
+      }
+    }
+  }
+
   // A task ended (finished, timed out or failed): stage it for delivery.
   void stage(Lane& lane, const SlotMeta& m, TaskStatus status, const unsigned char* results) {
     Record* r;
@@ -1357,6 +1591,7 @@ class PoolCore {
     }
     lane.active.clear();
     lane.unresolved = 0;
+    n += mailbox_fail(lane);
     flush(lane, n);
     cancel_queued(lane);
     wake_all_outputs();
@@ -1382,7 +1617,7 @@ class PoolCore {
       WEFT_POOL_SUB_BEGIN(t_adopt);
       const bool adopted = adopt_express(lane, now);
       WEFT_POOL_SUB_END(lane, 8, t_adopt);
-      const std::size_t ended = collect(lane, now);
+      const std::size_t ended = collect(lane, now) + mailbox_round(lane, now, false);
       lane.mark(0);
       flush(lane, ended);
       lane.mark(1);
@@ -1478,7 +1713,7 @@ class PoolCore {
         lane.mark(5);
         continue;
       }
-      if (lane.active.empty()) {
+      if (lane.active.empty() && !mailbox_busy(lane)) {
         sleep_until_work(lane);
       } else {
         // Long tasks in flight: poll every 20 us instead of spinning a core.
@@ -1539,10 +1774,13 @@ class PoolCore {
     sleeping_lanes_.fetch_add(1, std::memory_order_seq_cst);
     // acquire: pairs with the release stores of shutdown and check_failure.
     // seq_cst (express): pairs with push_direct's store of FILLED, as the sizes do with push.
+    // seq_cst (mailbox): pairs with mailbox_push's store of IN_FLIGHT, as the offer's does.
+    const bool mailbox_lane = mbox_ != nullptr && &lane == lanes_[0].get();
     auto work = [&] {
       return stop_flag_.load(std::memory_order_acquire) || input_for(lane) ||
              blocks_failed_.load(std::memory_order_acquire) ||
-             lane.express.load(std::memory_order_seq_cst) == kExpressFilled;
+             lane.express.load(std::memory_order_seq_cst) == kExpressFilled ||
+             (mailbox_lane && mbox_state_.load(std::memory_order_seq_cst) == kMboxInFlight);
     };
     if (!work()) {
       scheduler_sleeps_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
@@ -1558,8 +1796,16 @@ class PoolCore {
     settle_express(lane, Clock::now());  // shutdown() closed the input before it stopped us
     cancel_batch(lane);
     cancel_queued(lane);
-    for (std::uint32_t round = 0; lane.unresolved > 0; ++round) {
-      const std::size_t ended = collect(lane, Clock::now());
+    // The mailbox's task too (its lane only): delivered at once, or timed out.
+    auto undelivered = [&] {
+      if (!mailbox_busy(lane)) return false;
+      // relaxed: a hint; mailbox_round acts by CAS.
+      const std::uint32_t s = mbox_state_.load(std::memory_order_relaxed);
+      return s == kMboxInFlight || s == kMboxCollecting;
+    };
+    for (std::uint32_t round = 0; lane.unresolved > 0 || undelivered(); ++round) {
+      const Clock::time_point now = Clock::now();
+      const std::size_t ended = collect(lane, now) + mailbox_round(lane, now, true);
       flush(lane, ended);
       if (ended == 0) {
         if ((round & 1023) == 1023 && check_failure(lane)) break;
@@ -1648,6 +1894,30 @@ class PoolCore {
   std::atomic<std::uint64_t> timed_out_{0};
   std::atomic<std::uint64_t> slots_lost_{0};
   std::atomic<std::uint64_t> scheduler_sleeps_{0};
+
+  // The mailbox (see mailbox_push). Its state and the hints beside it are read by every
+  // waiting consumer and written once per mailbox task: a line of their own.
+  static constexpr std::uint32_t kMboxFree = 0, kMboxFilling = 1, kMboxInFlight = 2,
+                                 kMboxCollecting = 3, kMboxLost = 4, kMboxClosed = 5;
+  // How long a finished mailbox task waits for a consumer of its queue to take it before the
+  // lane delivers it to the queue (a consumer that waits for it polls it continuously).
+  static constexpr std::chrono::microseconds kMailboxGrace{20};
+  std::uint64_t* mbox_ = nullptr;  // null: no mailbox (set once, before the lanes start)
+  alignas(64) std::atomic<std::uint32_t> mbox_state_{kMboxClosed};
+  std::atomic<std::uint32_t> mbox_use_{0};   // the current request's tag
+  std::atomic<std::uint32_t> mbox_out_{0};   // its output queue
+  std::atomic<std::uint32_t> mbox_size_{0};  // its payload size
+  std::atomic<Clock::rep> mbox_loaded_{0};   // when it was pushed (the watchdog's start)
+  SlotMeta mbox_meta_;  // written by the pusher in FILLING, read by the collector holding it
+  // Deliveries by consumers that collected the mailbox themselves (a lane counts its own).
+  alignas(64) std::atomic<std::uint64_t> mbox_delivered_{0};
+  std::atomic<std::uint64_t> mbox_completed_{0};
+  std::atomic<std::uint64_t> mbox_failed_{0};
+  std::atomic<std::uint64_t> mbox_taken_{0};
+  std::atomic<std::uint64_t> mbox_tasks_{0};  // written by pushers
+  // The mailbox lane's own: the use whose result it first saw back, and when.
+  std::uint32_t mbox_seen_use_ = 0;
+  Clock::time_point mbox_seen_{};
 };
 
 }  // namespace detail

@@ -55,6 +55,7 @@ class ShardedOutput {
     // seq_cst: two consumers that pop the last two records each count their own pop, then
     // read the other's; one of them sees both (ShardedOutput::after_take's wake-up).
     for (const auto& s : shards_) popped += s->popped.load(std::memory_order_seq_cst);
+    popped += direct_popped_.value.load(std::memory_order_seq_cst);
     for (const auto& c : accepted_) accepted += c.value.load(std::memory_order_seq_cst);
     return static_cast<std::size_t>(accepted - popped);
   }
@@ -135,6 +136,12 @@ class ShardedOutput {
     // seq_cst: see deliver() (also used after a flag that ends waits was stored).
     return waiters_.load(std::memory_order_seq_cst) > 0;
   }
+  /// `n` records of this queue reached a consumer without passing through it (the pool's
+  /// mailbox, collected by the consumer itself): counted as popped.
+  void took_directly(std::size_t n) noexcept {
+    // seq_cst: see unfinished().
+    direct_popped_.value.fetch_add(n, std::memory_order_seq_cst);
+  }
   /// Wakes every sleeping consumer (so that it re-evaluates its predicate).
   void wake_all() { notify(true); }
 
@@ -174,6 +181,7 @@ class ShardedOutput {
 
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<Counter> accepted_;  // by input shard
+  Counter direct_popped_;          // took_directly
   std::mutex wait_mutex_;
   std::condition_variable cv_;
   std::atomic<std::size_t> waiters_{0};
