@@ -198,8 +198,10 @@ TEST(GpuPool, TheMailboxRunsLoneTasksAndPublishesWhatTheyWrote) {
     std::printf("mailbox tasks %llu of 2001, collected by the consumer %llu\n",
                 static_cast<unsigned long long>(st.mailbox_tasks),
                 static_cast<unsigned long long>(st.mailbox_taken));
-    EXPECT_EQ(st.mailbox_tasks, 2001u) << "each push found the mailbox free";
-    EXPECT_GT(st.mailbox_taken, 1000u) << "the consumer spinning in pop() should collect most";
+    // Each push found the mailbox free. (How many the consumer collected itself depends on
+    // timing: under compute-sanitizer a task outlasts the consumer's spin and a lane delivers
+    // it.)
+    EXPECT_EQ(st.mailbox_tasks, 2001u);
   }
   GpuPool off([] {
     PoolOptions o = device_options();

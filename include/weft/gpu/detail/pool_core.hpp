@@ -308,16 +308,12 @@ class PoolCore {
         queued = shard.queue.size();
       }
     }
-    if (mailed) {
-      // seq_cst: pairs with sleep_until_work (the mailbox's lane sets napping, then looks at
-      // the mailbox; mailbox_push stored IN_FLIGHT, this looks at napping). The lane delivers
-      // the task when no consumer takes it (mailbox_round), so it must be awake.
-      if (lanes_[0]->napping.load(std::memory_order_seq_cst)) {
-        { std::lock_guard<std::mutex> lock(in_mutex_); }  // the sleeper is in its wait, or sees us
-        in_cv_.notify_all();
-      }
-      return;
-    }
+    // No lane is woken for a mailbox task: the thread that waits for it collects it, and one
+    // about to sleep instead (take_waiting, synchronize) wakes the mailbox's lane then. Woken
+    // here, a lane asleep after its idle spin cost every lone push a futex call (latency p50
+    // 7.1-7.8 us without the mailbox, 9.8-10.1 with it and that wake-up, on one H100
+    // instance: bench/results/h100/probes/mailbox_probe-73a4785.txt).
+    if (mailed) return;
     if (direct != nullptr) {
       // seq_cst: pairs with sleep_until_work (the lane sets napping, then looks at its offer;
       // push_direct stored FILLED, this looks at napping). Only that lane needs to wake: a
@@ -420,6 +416,7 @@ class PoolCore {
     // seq_cst: pairs with finish_pending (it counts deliveries, then looks for waiters; this
     // counts itself a waiter, then looks at the deliveries).
     sync_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    wake_mailbox_lane(kAnyQueue);  // a mailbox task is delivered by its lane then
     idle_cv_.wait(lock, [&] { return pending() == 0; });
     sync_waiters_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: a hint downward
   }
@@ -740,6 +737,7 @@ class PoolCore {
     for (;;) {
       if (const std::size_t n = take()) return after_take(q), n;
       if (hopeless(q)) throw_hopeless(out, who);
+      wake_mailbox_lane(out);  // it delivers the mailbox's task to q if this thread sleeps
       q.wait([&] { return q.any_available() || hopeless(q); });
     }
   }
@@ -1243,6 +1241,20 @@ class PoolCore {
       idle_cv_.notify_all();
     }
     return true;
+  }
+  // A thread about to sleep until the mailbox's task (for queue `out`, or any) is delivered
+  // wakes the mailbox's lane if it sleeps: nobody else would (a push into the mailbox wakes
+  // nobody). seq_cst: pairs with sleep_until_work (the lane sets napping, then looks at the
+  // mailbox's state; mailbox_push stored IN_FLIGHT before this looks at napping).
+  void wake_mailbox_lane(std::size_t out) {
+    if (mbox_ == nullptr) return;
+    const std::uint32_t s = mbox_state_.load(std::memory_order_seq_cst);
+    if (s != kMboxInFlight && s != kMboxCollecting) return;
+    // relaxed: a hint; a wake-up too many costs a futex call, never a lost task.
+    if (out != kAnyQueue && mbox_out_.load(std::memory_order_relaxed) != out) return;
+    if (!lanes_[0]->napping.load(std::memory_order_seq_cst)) return;
+    { std::lock_guard<std::mutex> lock(in_mutex_); }  // the sleeper is in its wait, or sees us
+    in_cv_.notify_all();  // the mailbox's lane must wake, not just any lane
   }
   // Whether `lane` serves the mailbox and it has a task it has not delivered.
   bool mailbox_busy(const Lane& lane) const {
@@ -1902,6 +1914,7 @@ class PoolCore {
   // How long a finished mailbox task waits for a consumer of its queue to take it before the
   // lane delivers it to the queue (a consumer that waits for it polls it continuously).
   static constexpr std::chrono::microseconds kMailboxGrace{20};
+  static constexpr std::size_t kAnyQueue = ~std::size_t{0};
   std::uint64_t* mbox_ = nullptr;  // null: no mailbox (set once, before the lanes start)
   alignas(64) std::atomic<std::uint32_t> mbox_state_{kMboxClosed};
   std::atomic<std::uint32_t> mbox_use_{0};   // the current request's tag
