@@ -385,9 +385,11 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
   suite.measure("empty_task_ns_single", "ns", Better::lower,
                 [&] { return pool_single(pool, n_single); });
 
-  // Latency of one task. Warm: 200 us between tasks (the blocks backed off, the scheduler
-  // still within its idle spin). Cold: 20 ms between tasks (every block in deep idle, the
-  // scheduler asleep on its condition variable).
+  // Latency of one task on the default pool, whose lone tasks go through the mailbox (the
+  // ring path's figure comes after, as latency_ring_*). Warm: 200 us between tasks (the
+  // blocks backed off, the scheduler still within its idle spin). Cold: 20 ms between tasks
+  // (every ring block in deep idle, the scheduler asleep on its condition variable; the
+  // mailbox's block never sleeps).
   // The process's CPU time over the warm run's wall time: how many cores the pool keeps busy
   // while one thread pushes a task every 200 us (its lanes poll; the thread itself mostly
   // sleeps).
@@ -447,6 +449,23 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
     });
   }
   pool_holder.reset();
+  {
+    // The same latency through the rings alone (PoolOptions::mailbox off): what a lone task
+    // costs while the mailbox is taken, and the pool's figure before the mailbox. A pool of its
+    // own, after the default one is gone (two resident kernels do not share the GPU).
+    weft::gpu::PoolOptions ro = device_options();
+    ro.mailbox = false;
+    EmptyPool ring_pool(ro);
+    (void)latency(ring_pool, 100, std::chrono::microseconds(200), lat_ok);  // warm-up
+    const auto [r50, r99] =
+        latency(ring_pool, o.quick ? 200 : 2000, std::chrono::microseconds(200), lat_ok);
+    suite.add_metric(Metric{"latency_ring_p50_us", "us", Better::lower, {r50}});
+    suite.add_metric(Metric{"latency_ring_p99_us", "us", Better::lower, {r99}});
+    std::fprintf(stderr,
+                 "[bench] latency push->pop through the rings (no mailbox): p50 %.2f us "
+                 "p99 %.2f us\n",
+                 r50, r99);
+  }
   {
     auto one = std::make_unique<EmptyPool>(device_options(1));
     for (unsigned long long us : {1ull, 10ull, 100ull}) {
