@@ -3,9 +3,9 @@
 // pool: push->pop latency of one task after 200 us of quiet (2000 tasks, as the bench's
 // latency_p50_us / latency_p99_us) and after 20 ms (100 tasks, latency_cold), the single-task
 // throughput of 4 pushing + 4 popping threads (the bench's empty_task_ns_single, 200 000
-// tasks), the idle pool's reads of host memory per second, and the VM's steal ticks during the
-// warm latency run (/proc/stat: the hypervisor taking the cores, which sets the tail).
-// Build and run on the GPU machine from the repository root:
+// tasks), the batched figure (empty_task_ns_batched), the idle pool's reads of host memory per
+// second, and the VM's steal ticks during the warm latency run (/proc/stat: the hypervisor taking
+// the cores, which sets the tail). Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -gencode=arch=compute_90,code=sm_90 \
 //     -I../../include mailbox_probe.cu ../../src/gpu/device_blocks.cu \
 //     ../../src/gpu/host_blocks.cpp -o mailbox_probe && ./mailbox_probe [rounds]
@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <span>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -80,6 +81,32 @@ double single(P& pool, std::uint64_t n, bool& ok) {
   return t / static_cast<double>(per * kThreads) * 1e9;
 }
 
+// ns per task, pushed in batches of 4096 by one thread and popped in batches by another
+// (the bench's empty_task_ns_batched, 10^6 tasks).
+double batched(P& pool, std::uint64_t n, bool& ok) {
+  std::vector<P::Record> recs(n);
+  for (std::uint64_t i = 0; i < n; ++i) recs[i] = P::Record::make<Empty>({i});
+  std::vector<std::uint64_t> seqs;
+  seqs.reserve(n);
+  const double t0 = now();
+  std::thread pusher([&] {
+    for (std::uint64_t i = 0; i < n; i += 4096) {
+      pool.push_batch(
+          std::span<const P::Record>(recs.data() + i, std::min<std::uint64_t>(4096, n - i)));
+    }
+  });
+  std::vector<P::Record> got(4096);
+  while (seqs.size() < n) {
+    const std::size_t k = pool.pop_batch(got);
+    for (std::size_t j = 0; j < k; ++j) seqs.push_back(got[j].as<Empty>().seq);
+  }
+  pusher.join();
+  const double t = now() - t0;
+  std::sort(seqs.begin(), seqs.end());
+  for (std::uint64_t i = 0; i < n; ++i) ok = ok && seqs[i] == i;
+  return t / static_cast<double>(n) * 1e9;
+}
+
 void run(bool mailbox, int round) {
   PoolOptions o;
   o.backend = Backend::device;
@@ -93,6 +120,9 @@ void run(bool mailbox, int round) {
   const Latency cold = latency(pool, 100, std::chrono::milliseconds(20));
   bool ok = warm.ok && cold.ok;
   const double ns = single(pool, 200'000, ok);
+  std::vector<double> b;
+  for (int k = 0; k < 5; ++k) b.push_back(batched(pool, 1'000'000, ok));
+  std::sort(b.begin(), b.end());
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const std::uint64_t r0 = pool.stats().host_polls;
   const double t0 = now();
@@ -101,10 +131,11 @@ void run(bool mailbox, int round) {
   const PoolStats st = pool.stats();
   std::printf(
       "round %d mailbox %-3s: latency p50 %6.2f p99 %7.2f us (steal %llu ticks) | cold p50 %7.2f "
-      "p99 %8.2f us | single %6.1f ns/task | idle reads %.2e/s | mailbox tasks %llu, taken by "
+      "p99 %8.2f us | single %6.1f ns/task | batched %5.1f ns/task (median of 5) | idle reads "
+      "%.2e/s | mailbox tasks %llu, taken by "
       "a consumer %llu, direct loads %llu | %zu blocks%s\n",
-      round, mailbox ? "on" : "off", warm.p50, warm.p99, stolen, cold.p50, cold.p99, ns, reads,
-      static_cast<unsigned long long>(st.mailbox_tasks),
+      round, mailbox ? "on" : "off", warm.p50, warm.p99, stolen, cold.p50, cold.p99, ns, b[2],
+      reads, static_cast<unsigned long long>(st.mailbox_tasks),
       static_cast<unsigned long long>(st.mailbox_taken),
       static_cast<unsigned long long>(st.direct_loads), pool.num_blocks(), ok ? "" : " UNVERIFIED");
 }

@@ -45,6 +45,12 @@ inline constexpr unsigned long long kDeepIdleSafetyPollNs = 2'000'000;
 // block reads host memory about once per microsecond (one read in flight), ~0.1% of the pinned
 // bandwidth.
 inline constexpr unsigned kStandbyBackoffNs = 256;
+// The mailbox's server polls like a standby block until it has had no task for this long, then
+// every kMaxPollBackoffNs: its reads of host memory slow the ring blocks' (batched empty tasks
+// 12.2-14.4 ns per task without the mailbox, 14.5-16.7 with it polling every ~1 us throughout,
+// bench/results/h100/probes/mailbox_probe-019185b.txt), and a pool fed lone tasks more than
+// once per millisecond keeps it fast.
+inline constexpr unsigned long long kMailboxSlowPollAfterNs = 1'000'000;
 // The epoch is replicated so that 2000 sleeping blocks do not all read one L2 line.
 inline constexpr int kEpochCopies = 64;
 inline constexpr int kEpochStride = 32;  // words: one copy per 128 bytes
@@ -454,10 +460,14 @@ __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned cha
   // The largest payload it takes: what the pusher may send and `payload` (Capacity bytes) holds.
   constexpr std::uint32_t kMax =
       Capacity < kMailboxPayloadMax ? static_cast<std::uint32_t>(Capacity) : kMailboxPayloadMax;
+  // The request words a task of this pool can have: only those are read (one line of host
+  // memory for payloads up to 56 bytes, instead of the whole 256-byte request).
+  constexpr unsigned kPollWords = 2u + mailbox_payload_words(kMax);
   const unsigned threads = blockDim.x - kRoleThreads;
   unsigned long long* box = a.mailbox;
   unsigned long long* result = box + kMailboxResultOffset;
   unsigned long long polls = 0;
+  unsigned long long last_task = global_ns();  // lane 0's clock
   for (std::uint32_t use = 1;; ++use) {
     if (threadIdx.x < 32) {
       const unsigned lane = threadIdx.x;
@@ -465,9 +475,11 @@ __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned cha
         // acquire, system scope: pairs with the pusher's release store of word 0 (lane 0
         // reads it); with the tags of the others, the whole request and what the pusher wrote
         // before it are visible to the warp after the vote below.
-        const unsigned long long w =
-            cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(box[lane]).load(
-                cuda::memory_order_acquire);
+        unsigned long long w = 0;
+        if (lane < kPollWords) {
+          w = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(box[lane]).load(
+              cuda::memory_order_acquire);
+        }
         if (lane == 0) ++polls;
         const std::uint32_t size = mailbox_data(__shfl_sync(0xFFFFFFFFu, w, 1));
         const std::uint32_t need =
@@ -481,7 +493,10 @@ __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned cha
           break;
         }
         if (lane == 0) a.polls[blockIdx.x] = polls;  // the idle pool's traffic, counted
-        __nanosleep(kStandbyBackoffNs);
+        // Lane 0's clock decides for the warp (the vote above needs every lane each round).
+        const int slow = __shfl_sync(
+            0xFFFFFFFFu, lane == 0 && global_ns() - last_task > kMailboxSlowPollAfterNs ? 1 : 0, 0);
+        __nanosleep(slow != 0 ? kMaxPollBackoffNs : kStandbyBackoffNs);
       }
     }
     __syncthreads();  // the request is in shared memory
@@ -512,6 +527,7 @@ __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned cha
         cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(result[0]).store(
             mailbox_word(use, m_status), cuda::memory_order_release);
         a.polls[blockIdx.x] = polls;
+        last_task = global_ns();
       }
     }
     __syncthreads();  // m_* and the payload are overwritten by the next poll only after this

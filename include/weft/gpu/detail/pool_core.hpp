@@ -1160,6 +1160,14 @@ class PoolCore {
   // Under input shard `home`'s lock: puts a lone task into the mailbox if it is free.
   bool mailbox_push(std::size_t home, const Record& r, std::size_t out) {
     if (mbox_ == nullptr || r.payload_size > kMailboxPayloadMax) return false;
+    // Only into a pool that looks idle (the mailbox lane's blocks all free, its standby slot
+    // perhaps offered): under load the mailbox saves little and its state line, fought over
+    // by every pusher and waiting consumer, cost 4 + 4 threads pushing and popping single
+    // tasks 117-142 ns per task against 89-110 without it (bench/results/h100/probes/
+    // mailbox_probe-019185b.txt).
+    const Lane& first = *lanes_[0];
+    // relaxed: a hint (see Lane::idle_blocks).
+    if (first.idle_blocks.load(std::memory_order_relaxed) + 1 < first.blocks.size()) return false;
     std::uint32_t expected = kMboxFree;
     // relaxed load: a filter. acquire CAS: pairs with the last collector's release store of
     // FREE (its reads of the result words and of mbox_meta_ happen before this rewrites them).
