@@ -1160,14 +1160,16 @@ class PoolCore {
   // Under input shard `home`'s lock: puts a lone task into the mailbox if it is free.
   bool mailbox_push(std::size_t home, const Record& r, std::size_t out) {
     if (mbox_ == nullptr || r.payload_size > kMailboxPayloadMax) return false;
-    // Only into a pool that looks idle (the mailbox lane's blocks all free, its standby slot
-    // perhaps offered): under load the mailbox saves little and its state line, fought over
-    // by every pusher and waiting consumer, cost 4 + 4 threads pushing and popping single
-    // tasks 117-142 ns per task against 89-110 without it (bench/results/h100/probes/
-    // mailbox_probe-019185b.txt).
-    const Lane& first = *lanes_[0];
-    // relaxed: a hint (see Lane::idle_blocks).
-    if (first.idle_blocks.load(std::memory_order_relaxed) + 1 < first.blocks.size()) return false;
+    // Only a lone task: one from a thread that pushed nothing in the last kLoneGap (a thread
+    // waiting for each task's result pushes every few microseconds at most). Threads that
+    // stream single tasks leave it alone: with them taking it whenever it was free, 4 + 4
+    // threads pushing and popping single tasks took 117-142 ns per task against 89-110
+    // without the mailbox (bench/results/h100/probes/mailbox_probe-019185b.txt).
+    thread_local Clock::time_point last_push{};
+    const Clock::time_point now = Clock::now();
+    const bool lone = now - last_push >= kLoneGap;
+    last_push = now;
+    if (!lone) return false;
     std::uint32_t expected = kMboxFree;
     // relaxed load: a filter. acquire CAS: pairs with the last collector's release store of
     // FREE (its reads of the result words and of mbox_meta_ happen before this rewrites them).
@@ -1183,7 +1185,6 @@ class PoolCore {
     mbox_use_.store(use, std::memory_order_relaxed);
     mbox_out_.store(static_cast<std::uint32_t>(out), std::memory_order_relaxed);
     mbox_size_.store(r.payload_size, std::memory_order_relaxed);
-    const Clock::time_point now = Clock::now();
     mbox_loaded_.store(now.time_since_epoch().count(), std::memory_order_relaxed);
     mbox_meta_ =
         SlotMeta::of(r.tag, static_cast<std::uint32_t>(out), r.type, r.payload_size, 0, now);
@@ -1923,6 +1924,8 @@ class PoolCore {
   // lane delivers it to the queue (a consumer that waits for it polls it continuously).
   static constexpr std::chrono::microseconds kMailboxGrace{20};
   static constexpr std::size_t kAnyQueue = ~std::size_t{0};
+  // A single push is a lone task (mailbox_push) when its thread pushed nothing for this long.
+  static constexpr std::chrono::microseconds kLoneGap{2};
   std::uint64_t* mbox_ = nullptr;  // null: no mailbox (set once, before the lanes start)
   alignas(64) std::atomic<std::uint32_t> mbox_state_{kMboxClosed};
   std::atomic<std::uint32_t> mbox_use_{0};   // the current request's tag
