@@ -933,8 +933,8 @@ TEST(PoolCore, ATaskBehindABusyBlockWakesASleepingLane) {
 PoolOptions mailbox_options(std::size_t queues = 1) {
   return PoolOptions{.host_blocks = 2, .output_queues = queues, .mailbox = true};
 }
-// A single push counts as a lone task when its thread pushed nothing for 2 us
-// (PoolCore::kLoneGap): the tests that expect one in the mailbox wait that long first.
+// A single push counts as a lone task when its thread pushed nothing for ~2-3 us
+// (PoolCore::kLoneGapTicks): the tests that expect one in the mailbox wait longer first.
 void lone_gap() { std::this_thread::sleep_for(std::chrono::microseconds(5)); }
 
 TEST(Mailbox, ALoneTaskGoesThroughItWithItsResults) {

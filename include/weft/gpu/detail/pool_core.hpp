@@ -27,8 +27,8 @@
 #include <thread>
 #include <vector>
 
-#if defined(WEFT_POOL_PROFILE)
-#include <x86intrin.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>  // __rdtsc: the lone-task rule's clock (and WEFT_POOL_PROFILE's)
 #endif
 
 #include "weft/cpu/detail/cpu_relax.hpp"
@@ -1160,15 +1160,15 @@ class PoolCore {
   // Under input shard `home`'s lock: puts a lone task into the mailbox if it is free.
   bool mailbox_push(std::size_t home, const Record& r, std::size_t out) {
     if (mbox_ == nullptr || r.payload_size > kMailboxPayloadMax) return false;
-    // Only a lone task: one from a thread that pushed nothing in the last kLoneGap (a thread
+    // Only a lone task: one from a thread that pushed nothing in the last ~2 us (a thread
     // waiting for each task's result pushes every few microseconds at most). Threads that
     // stream single tasks leave it alone: with them taking it whenever it was free, 4 + 4
     // threads pushing and popping single tasks took 117-142 ns per task against 89-110
     // without the mailbox (bench/results/h100/probes/mailbox_probe-019185b.txt).
-    thread_local Clock::time_point last_push{};
-    const Clock::time_point now = Clock::now();
-    const bool lone = now - last_push >= kLoneGap;
-    last_push = now;
+    thread_local std::uint64_t last_push = 0;
+    const std::uint64_t stamp = lone_stamp();
+    const bool lone = stamp - last_push >= kLoneGapTicks;
+    last_push = stamp;
     if (!lone) return false;
     std::uint32_t expected = kMboxFree;
     // relaxed load: a filter. acquire CAS: pairs with the last collector's release store of
@@ -1185,6 +1185,7 @@ class PoolCore {
     mbox_use_.store(use, std::memory_order_relaxed);
     mbox_out_.store(static_cast<std::uint32_t>(out), std::memory_order_relaxed);
     mbox_size_.store(r.payload_size, std::memory_order_relaxed);
+    const Clock::time_point now = Clock::now();  // the watchdog's start
     mbox_loaded_.store(now.time_since_epoch().count(), std::memory_order_relaxed);
     mbox_meta_ =
         SlotMeta::of(r.tag, static_cast<std::uint32_t>(out), r.type, r.payload_size, 0, now);
@@ -1195,6 +1196,18 @@ class PoolCore {
     // then looks at napping).
     mbox_state_.store(kMboxInFlight, std::memory_order_seq_cst);
     return true;
+  }
+  // The lone-task rule's clock: the TSC where there is one (~10 ns a read; steady_clock took
+  // 44 ns on the H100 machine's VM, bench/results/h100/probes/clock-trace-lanes-a1148f1.txt,
+  // which 4 threads pushing single tasks felt), else steady_clock's nanoseconds.
+  static std::uint64_t lone_stamp() noexcept {
+#if defined(__x86_64__)
+    return __rdtsc();
+#else
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+            .count());
+#endif
   }
   // Whether the mailbox holds a task for queue `out` whose result is back (a snapshot).
   bool mailbox_ready_for(std::size_t out) const {
@@ -1924,8 +1937,13 @@ class PoolCore {
   // lane delivers it to the queue (a consumer that waits for it polls it continuously).
   static constexpr std::chrono::microseconds kMailboxGrace{20};
   static constexpr std::size_t kAnyQueue = ~std::size_t{0};
-  // A single push is a lone task (mailbox_push) when its thread pushed nothing for this long.
-  static constexpr std::chrono::microseconds kLoneGap{2};
+  // A single push is a lone task (mailbox_push) when its thread pushed nothing for this long:
+  // in TSC cycles (2-3 us at the 2-3 GHz of current x86 servers), else nanoseconds (2 us).
+#if defined(__x86_64__)
+  static constexpr std::uint64_t kLoneGapTicks = 6000;
+#else
+  static constexpr std::uint64_t kLoneGapTicks = 2000;
+#endif
   std::uint64_t* mbox_ = nullptr;  // null: no mailbox (set once, before the lanes start)
   alignas(64) std::atomic<std::uint32_t> mbox_state_{kMboxClosed};
   std::atomic<std::uint32_t> mbox_use_{0};   // the current request's tag
