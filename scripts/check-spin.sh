@@ -5,7 +5,8 @@
 # ring of 1 to 3 slots), spec/direct_load.pml (a lane's standby slot offered to pushing
 # threads, with sleeping and shutdown), spec/lone_tasks.pml (lone tasks left to their home
 # lane: no task waits forever) and spec/tagged_records.pml (slots read and written a tagged
-# word at a time: a design measured and not adopted, docs/gpu.md "Tagged records"). Fails
+# word at a time: a design measured and not adopted, docs/gpu.md "Tagged records"), and
+# spec/mailbox.pml (the lone-task mailbox: pushers, consumers and a lane racing for it). Fails
 # when spin finds an error or did not explore the whole state space, and also when spin does
 # NOT find the error in one of the models' mutants (known protocol bugs: the check must be able
 # to fail).
@@ -15,7 +16,7 @@ command -v spin >/dev/null || { echo "check-spin: SKIPPED: spin is not installed
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$root/spec/slot_protocol.pml" "$root/spec/block_roles.pml" "$root/spec/direct_load.pml" \
-  "$root/spec/lone_tasks.pml" "$root/spec/tagged_records.pml" "$work/"
+  "$root/spec/lone_tasks.pml" "$root/spec/tagged_records.pml" "$root/spec/mailbox.pml" "$work/"
 cd "$work"
 # search MODEL MODE DEFINES...: builds the model's verifier and searches the whole state space;
 # MODE safety: assertions and invalid end states (deadlock, a process that never ends); MODE
@@ -127,4 +128,19 @@ for config in "1 8" "2 2" "3 2"; do
   read -r mutant tags <<< "$config"
   caught "tagged records mutant $mutant" tagged_records.pml safety -DK=2 -DT=3 -DTAGS=$tags \
     -DMUTANT=$mutant
+done
+
+# spec/mailbox.pml: 2 threads pushing N tasks each into the mailbox (or the rings), its server,
+# 2 consumers and the lane collecting, with and without the watchdog, shutdown after the pushes
+# or at any moment (2 x 2 tasks closing early needs 6 GB: 2 x 1 there). Mutants 1 (the hint
+# trusted after the CAS), 2 (FREE before the result is read), 3 (no EXIT at shutdown) and 4 (a
+# server waiting for the next use only) must be caught.
+for config in "1 0 0" "2 0 0" "1 1 0" "1 1 1" "1 0 1"; do
+  read -r n watchdog early <<< "$config"
+  clean "mailbox, 2 x $n tasks, watchdog $watchdog, close early $early" mailbox.pml safety \
+    -DN=$n -DWATCHDOG=$watchdog -DCLOSE_EARLY=$early -DMUTANT=0
+done
+for config in "1 2 0" "2 2 0" "3 1 0" "4 1 1"; do
+  read -r mutant n watchdog <<< "$config"
+  caught "mailbox mutant $mutant" mailbox.pml safety -DN=$n -DWATCHDOG=$watchdog -DMUTANT=$mutant
 done

@@ -146,21 +146,24 @@ class HostBlocks final : public BlockRuntime {
   }
 
   // The GPU kernel's mailbox server (include/weft/gpu/device.cuh, mailbox_loop) with one
-  // thread: wait until every word of the next use's request carries its tag, run the task,
+  // thread: wait for a request whose tag is not the last served and carried by every word
+  // it needs, run the task,
   // write the results, then result word 0 with release. Polls as a ring block does.
   void mailbox_main() {
     void* shared = shared_.data() + blocks_ * (shared_bytes_ == 0 ? 1 : shared_bytes_);
     // The server's block index: one past the ring blocks (docs/gpu.md "The mailbox").
     const BlockContext ctx(0, 1, static_cast<int>(blocks_), shared);
     alignas(16) unsigned char payload[4 * kMailboxWords] = {};
-    for (std::uint32_t use = 1;; ++use) {
-      std::uint32_t type = 0, size = 0;
+    // Any tag but the last served is a new request (see the kernel's mailbox_loop).
+    for (std::uint32_t served = 0;;) {
+      std::uint32_t use = 0, type = 0, size = 0;
       auto whole = [&] {
         // acquire: pairs with the pusher's release store of word 0 (the request's other
         // words, and whatever the pusher wrote before, are visible).
         const std::uint64_t w0 =
             std::atomic_ref<std::uint64_t>(mailbox_[0]).load(std::memory_order_acquire);
-        if (mailbox_tag(w0) != use) return false;
+        use = mailbox_tag(w0);
+        if (use == served) return false;
         // relaxed: ordered by word 0's acquire; tags checked as on the GPU.
         const std::uint64_t w1 =
             std::atomic_ref<std::uint64_t>(mailbox_[1]).load(std::memory_order_relaxed);
@@ -205,6 +208,7 @@ class HostBlocks final : public BlockRuntime {
       // and the body's writes are visible with it.
       std::atomic_ref<std::uint64_t>(r[0]).store(
           mailbox_word(use, static_cast<std::uint32_t>(status)), std::memory_order_release);
+      served = use;
     }
   }
 

@@ -468,7 +468,13 @@ __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned cha
   unsigned long long* result = box + kMailboxResultOffset;
   unsigned long long polls = 0;
   unsigned long long last_task = global_ns();  // lane 0's clock
-  for (std::uint32_t use = 1;; ++use) {
+  // The tag of the last request served (warp 0's; memory starts zeroed, at tag 0). Any other
+  // tag is a new request: not only the next use, because shutdown writes its EXIT as the use
+  // after the current one, over a request the watchdog gave up on before it was read
+  // (spec/mailbox.pml, mutant 4).
+  std::uint32_t served = 0;
+  for (;;) {
+    std::uint32_t use = 0;  // the request's tag (warp 0)
     if (threadIdx.x < 32) {
       const unsigned lane = threadIdx.x;
       for (;;) {
@@ -481,10 +487,11 @@ __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned cha
               cuda::memory_order_acquire);
         }
         if (lane == 0) ++polls;
+        use = mailbox_tag(__shfl_sync(0xFFFFFFFFu, w, 0));
         const std::uint32_t size = mailbox_data(__shfl_sync(0xFFFFFFFFu, w, 1));
         const std::uint32_t need =
             size == kMailboxExit ? 2u : 2u + mailbox_payload_words(size <= kMax ? size : 0u);
-        if (__all_sync(0xFFFFFFFFu, lane >= need || mailbox_tag(w) == use) != 0) {
+        if (use != served && __all_sync(0xFFFFFFFFu, lane >= need || mailbox_tag(w) == use) != 0) {
           if (lane == 0) m_type = mailbox_data(w);
           if (lane == 1) m_size = size;
           if (lane >= 2 && lane < need) {
@@ -529,6 +536,7 @@ __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned cha
         a.polls[blockIdx.x] = polls;
         last_task = global_ns();
       }
+      served = use;
     }
     __syncthreads();  // m_* and the payload are overwritten by the next poll only after this
   }
