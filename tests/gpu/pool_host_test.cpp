@@ -1050,6 +1050,28 @@ TEST(Mailbox, WatchdogTimesOutItsTaskAndTheMailboxServesAgainOnceTheTaskEnds) {
   EXPECT_FALSE(pool.try_pop(extra, 0));
 }
 
+// A thread that only polls with try_pop never sleeps, so it never wakes the mailbox's lane
+// the way a sleeping pop does; the lane (asleep: a pool idle for longer than its idle spin)
+// must still time the task out.
+TEST(Mailbox, TryPopAloneStillGetsATimedOutTask) {
+  TestPool pool(PoolOptions{.host_blocks = 1,
+                            .scheduler_idle_spin = std::chrono::microseconds(0),
+                            .task_deadline = std::chrono::milliseconds(5),
+                            .mailbox = true});
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the lane falls asleep
+  pool.push<Sleep>({300'000}, 0, 9);                           // 300 ms
+  ASSERT_EQ(pool.stats().mailbox_tasks, 1u);
+  TestPool::Record r;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  bool got = false;
+  while (!(got = pool.try_pop(r, 0)) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::yield();
+  }
+  ASSERT_TRUE(got) << "the timed-out task never reached a thread polling with try_pop";
+  EXPECT_EQ(r.tag, 9u);
+  EXPECT_EQ(r.status, TaskStatus::timed_out);
+}
+
 TEST(Mailbox, DestroyingThePoolRunsItsTaskOnceAndDoesNotHang) {
   const int rounds = static_cast<int>(50 * stress_scale()) + 10;
   g_count_ends = 0;

@@ -384,7 +384,10 @@ class PoolCore {
   bool try_pop(Record& r, std::size_t out) {
     check_out(out, "try_pop");
     Output& q = *outputs_[out];
-    if (!q.try_take_one(r, q.home()) && !mailbox_take_for(out, r)) return false;
+    if (!q.try_take_one(r, q.home()) && !mailbox_take_for(out, r)) {
+      mailbox_nudge(out);
+      return false;
+    }
     after_take(q);
     return true;
   }
@@ -1278,6 +1281,19 @@ class PoolCore {
     { std::lock_guard<std::mutex> lock(in_mutex_); }  // the sleeper is in its wait, or sees us
     in_cv_.notify_all();  // the mailbox's lane must wake, not just any lane
   }
+  // try_pop found nothing: if the mailbox has held a task for queue `out` for over
+  // kMailboxNudgeAfter, make sure its lane is awake, for the lane is what notices a task past
+  // the watchdog's deadline or a dead kernel (a thread that only polls with try_pop never
+  // sleeps, so wake_mailbox_lane is not called otherwise).
+  void mailbox_nudge(std::size_t out) {
+    // relaxed: hints; wake_mailbox_lane looks again.
+    if (mbox_ == nullptr || mbox_state_.load(std::memory_order_relaxed) != kMboxInFlight ||
+        mbox_out_.load(std::memory_order_relaxed) != out) {
+      return;
+    }
+    const Clock::time_point loaded{Clock::duration(mbox_loaded_.load(std::memory_order_relaxed))};
+    if (Clock::now() - loaded > kMailboxNudgeAfter) wake_mailbox_lane(out);
+  }
   // Whether `lane` serves the mailbox and it has a task it has not delivered.
   bool mailbox_busy(const Lane& lane) const {
     if (mbox_ == nullptr || &lane != lanes_[0].get()) return false;
@@ -1937,6 +1953,7 @@ class PoolCore {
   // lane delivers it to the queue (a consumer that waits for it polls it continuously).
   static constexpr std::chrono::microseconds kMailboxGrace{20};
   static constexpr std::size_t kAnyQueue = ~std::size_t{0};
+  static constexpr std::chrono::milliseconds kMailboxNudgeAfter{1};
   // A single push is a lone task (mailbox_push) when its thread pushed nothing for this long:
   // in TSC cycles (2-3 us at the 2-3 GHz of current x86 servers), else nanoseconds (2 us).
 #if defined(__x86_64__)
