@@ -960,6 +960,25 @@ TEST(Mailbox, ALoneTaskGoesThroughItWithItsResults) {
   EXPECT_EQ(pool.stats().mailbox_tasks, 200u);
 }
 
+// Unset, PoolOptions::mailbox is off on the host backend (on on the device backend), and a
+// priority pool never uses it (a later push may rank higher than one waiting).
+TEST(Mailbox, OffByDefaultOnTheHostBackendAndInPriorityPools) {
+  for (const PoolOptions& o :
+       {PoolOptions{.host_blocks = 2},
+        PoolOptions{.host_blocks = 2, .input_order = QueueOrder::priority, .mailbox = true}}) {
+    TestPool pool(o);
+    for (std::uint32_t k = 0; k < 20; ++k) {
+      lone_gap();
+      pool.push<Small>({k, 0}, 0, k);
+      EXPECT_EQ(pool.pop(0).as<Small>().result, 2 * k);
+    }
+    EXPECT_EQ(pool.stats().mailbox_tasks, 0u);
+    EXPECT_EQ(pool.describe().find("mailbox"), std::string::npos) << pool.describe();
+  }
+  TestPool on(mailbox_options());
+  EXPECT_NE(on.describe().find("mailbox"), std::string::npos) << on.describe();
+}
+
 TEST(Mailbox, ATaskNobodyWaitsForIsDeliveredToItsQueueByTheLane) {
   TestPool pool(mailbox_options(2));
   pool.push<Small>({21, 0}, 1, 7);
