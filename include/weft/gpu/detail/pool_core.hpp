@@ -308,12 +308,22 @@ class PoolCore {
         queued = shard.queue.size();
       }
     }
-    // No lane is woken for a mailbox task: the thread that waits for it collects it, and one
-    // about to sleep instead (take_waiting, synchronize) wakes the mailbox's lane then. Woken
-    // here, a lane asleep after its idle spin cost every lone push a futex call (latency p50
-    // 7.1-7.8 us without the mailbox, 9.8-10.1 with it and that wake-up, on one H100
-    // instance: bench/results/h100/probes/mailbox_probe-73a4785.txt).
-    if (mailed) return;
+    // A mailbox task wakes no lane unless a thread sleeps for its queue (or in synchronize):
+    // the thread that waits for it collects it itself. Waking the lane for every one, when it
+    // slept after its idle spin, cost each lone push a futex call (latency p50 7.1-7.8 us
+    // without the mailbox, 9.8-10.1 with it and that wake-up, on one H100 instance:
+    // bench/results/h100/probes/mailbox_probe-73a4785.txt). But a consumer already asleep on
+    // the queue (it registered, saw no mailbox task, slept) must get it: then the lane
+    // delivers it. seq_cst: the waiter counts pair with the mailbox's IN_FLIGHT, stored
+    // before (a sleeper registers, then looks at the mailbox: ShardedOutput::wait,
+    // synchronize); one side sees the other. Found by CI: Mailbox.LoneTasksFromManyThreads
+    // hung under ThreadSanitizer with a consumer and both lanes asleep.
+    if (mailed) {
+      if (outputs_[out]->has_waiters() || sync_waiters_.load(std::memory_order_seq_cst) > 0) {
+        wake_mailbox_lane(kAnyQueue);
+      }
+      return;
+    }
     if (direct != nullptr) {
       // seq_cst: pairs with sleep_until_work (the lane sets napping, then looks at its offer;
       // push_direct stored FILLED, this looks at napping). Only that lane needs to wake: a
@@ -740,8 +750,9 @@ class PoolCore {
     for (;;) {
       if (const std::size_t n = take()) return after_take(q), n;
       if (hopeless(q)) throw_hopeless(out, who);
-      wake_mailbox_lane(out);  // it delivers the mailbox's task to q if this thread sleeps
-      q.wait([&] { return q.any_available() || hopeless(q); });
+      // Registered as a waiter, wake the mailbox's lane if the mailbox holds a task of q: it
+      // delivers that task to q while this thread sleeps.
+      q.wait([&] { return q.any_available() || hopeless(q); }, [&] { wake_mailbox_lane(out); });
     }
   }
   void spin_for_output(const Output& q, std::size_t out, Clock::time_point until) {
@@ -1268,9 +1279,9 @@ class PoolCore {
     return true;
   }
   // A thread about to sleep until the mailbox's task (for queue `out`, or any) is delivered
-  // wakes the mailbox's lane if it sleeps: nobody else would (a push into the mailbox wakes
-  // nobody). seq_cst: pairs with sleep_until_work (the lane sets napping, then looks at the
-  // mailbox's state; mailbox_push stored IN_FLIGHT before this looks at napping).
+  // wakes the mailbox's lane if it sleeps (a push into the mailbox wakes it only for threads
+  // already asleep). seq_cst: pairs with sleep_until_work (the lane sets napping, then looks
+  // at the mailbox's state; mailbox_push stored IN_FLIGHT before this looks at napping).
   void wake_mailbox_lane(std::size_t out) {
     if (mbox_ == nullptr) return;
     const std::uint32_t s = mbox_state_.load(std::memory_order_seq_cst);

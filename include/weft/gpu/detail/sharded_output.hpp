@@ -115,12 +115,16 @@ class ShardedOutput {
     }
     return taken;
   }
-  /// Sleeps until pred() (called under the queue's wait lock) holds.
-  template <class Pred>
-  void wait(Pred pred) {
+  /// Sleeps until pred() (called under the queue's wait lock) holds. `registered` runs once
+  /// this thread counts as a waiter and before it sleeps (the pool's mailbox: see
+  /// PoolCore::wake_mailbox_lane).
+  template <class Pred, class Registered>
+  void wait(Pred pred, Registered registered) {
     std::unique_lock<std::mutex> lock(wait_mutex_);
-    // seq_cst: see deliver().
+    // seq_cst: see deliver(); and pairs with a push into the pool's mailbox (it stores the
+    // mailbox's state, then looks at waiters_; registered() looks at that state after this).
     waiters_.fetch_add(1, std::memory_order_seq_cst);
+    registered();
 #if defined(WEFT_POOL_PROFILE)
     // scripts/probes/lane_profile.cu: consumers' waits, and those that slept.
     g_waits.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
@@ -128,6 +132,10 @@ class ShardedOutput {
 #endif
     cv_.wait(lock, pred);
     waiters_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: only ever a hint downward
+  }
+  template <class Pred>
+  void wait(Pred pred) {
+    wait(pred, [] {});
   }
 #if defined(WEFT_POOL_PROFILE)
   static inline std::atomic<std::uint64_t> g_waits{0}, g_sleeps{0}, g_notifies{0};
