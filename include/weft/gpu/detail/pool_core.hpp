@@ -1211,9 +1211,9 @@ class PoolCore {
     mbox_state_.store(kMboxInFlight, std::memory_order_seq_cst);
     return true;
   }
-  // The lone-task rule's clock: the TSC where there is one (~10 ns a read; steady_clock took
-  // 44 ns on the H100 machine's VM, bench/results/h100/probes/clock-trace-lanes-a1148f1.txt,
-  // which 4 threads pushing single tasks felt), else steady_clock's nanoseconds.
+  // The lone-task rule's clock: the TSC where there is one (one instruction, no call), else
+  // steady_clock's nanoseconds (44 ns a read on the H100 machine's VM,
+  // bench/results/h100/probes/clock-trace-lanes-a1148f1.txt: paid by every single push).
   static std::uint64_t lone_stamp() noexcept {
 #if defined(__x86_64__)
     return __rdtsc();
@@ -1251,6 +1251,12 @@ class PoolCore {
       mbox_state_.store(kMboxInFlight, std::memory_order_release);
       return false;
     }
+    finish_take(m, r);
+    return true;
+  }
+  // The collector holding the mailbox (COLLECTING) with its task's result back: reads the
+  // result into `r` and frees the mailbox.
+  void finish_take(const SlotMeta& m, Record& r) {
     r.type = m.type;
     r.payload_size = m.size;
     r.tag = m.tag;
@@ -1258,7 +1264,6 @@ class PoolCore {
     // release: pairs with the next pusher's acquire CAS (this thread's reads of the result
     // happen before the next request overwrites it).
     mbox_state_.store(kMboxFree, std::memory_order_release);
-    return true;
   }
   // A consumer of queue `out` collects the mailbox's task itself: no lane, no queue.
   bool mailbox_take_for(std::size_t out, Record& r) {
@@ -1272,10 +1277,7 @@ class PoolCore {
     outputs_[out]->took_directly(1);
     // seq_cst: as finish_pending (synchronize() sees the delivery, or this sees the waiter).
     mbox_delivered_.fetch_add(1, std::memory_order_seq_cst);
-    if (sync_waiters_.load(std::memory_order_seq_cst) > 0) {
-      { std::lock_guard<std::mutex> lock(idle_mutex_); }  // the waiter is in its wait
-      idle_cv_.notify_all();
-    }
+    wake_sync_waiters();
     return true;
   }
   // A thread about to sleep until the mailbox's task (for queue `out`, or any) is delivered
@@ -1364,10 +1366,8 @@ class PoolCore {
       return 0;
     }
     if (mailbox_result_ready(mbox_, mbox_use_.load(std::memory_order_relaxed), m.size)) {
-      // It ended after all, between the two looks.
-      r.status = mailbox_read_result(mbox_, m.size, r.payload);
+      finish_take(m, r);  // it ended after all, between the two looks
       stage(lane, m, r.status, r.payload);
-      mbox_state_.store(kMboxFree, std::memory_order_release);  // release: as mailbox_take
       return 1;
     }
     stage(lane, m, TaskStatus::timed_out, nullptr);
@@ -1590,6 +1590,11 @@ class PoolCore {
     // load: only this lane writes its count.
     lane.delivered.store(lane.delivered.load(std::memory_order_relaxed) + n,
                          std::memory_order_seq_cst);
+    wake_sync_waiters();
+  }
+  // After a delivery was counted (seq_cst): wakes threads in synchronize(), which count
+  // themselves waiters and then look at the deliveries; one side sees the other's write.
+  void wake_sync_waiters() {
     if (sync_waiters_.load(std::memory_order_seq_cst) > 0) {
       { std::lock_guard<std::mutex> lock(idle_mutex_); }  // the waiter is in its wait
       idle_cv_.notify_all();
@@ -1966,7 +1971,8 @@ class PoolCore {
   static constexpr std::size_t kAnyQueue = ~std::size_t{0};
   static constexpr std::chrono::milliseconds kMailboxNudgeAfter{1};
   // A single push is a lone task (mailbox_push) when its thread pushed nothing for this long:
-  // in TSC cycles (2-3 us at the 2-3 GHz of current x86 servers), else nanoseconds (2 us).
+  // in TSC cycles (2-3 us at a TSC of 2-3 GHz; not calibrated: a heuristic), else
+  // nanoseconds (2 us).
 #if defined(__x86_64__)
   static constexpr std::uint64_t kLoneGapTicks = 6000;
 #else
