@@ -451,12 +451,12 @@ __device__ inline void publish_loop(BlockShared& sh, std::uint32_t* states, cons
 // that serves no ring. Warp 0 polls the whole request with one acquire load per lane (one
 // instruction, one read of host memory: a system-scope load costs a round trip per
 // instruction, acquire or not, bench/results/h100/probes/poll_read-8bb7057.txt), the task
-// threads run the body, and warp 0 writes the results, then result word 0 with a system-scope
-// release. It polls like a standby block and never goes into deep idle.
+// threads run the body, and the first task warp writes the results, then result word 0 with a
+// system-scope release. It polls like a standby block and never goes into deep idle.
 template <class Types, std::size_t Capacity>
 __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned char* task_shared,
                              int block) {
-  __shared__ std::uint32_t m_type, m_size, m_status;
+  __shared__ std::uint32_t m_type, m_size, m_use;
   // The largest payload it takes: what the pusher may send and `payload` (Capacity bytes) holds.
   constexpr std::uint32_t kMax =
       Capacity < kMailboxPayloadMax ? static_cast<std::uint32_t>(Capacity) : kMailboxPayloadMax;
@@ -492,7 +492,10 @@ __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned cha
         const std::uint32_t need =
             size == kMailboxExit ? 2u : 2u + mailbox_payload_words(size <= kMax ? size : 0u);
         if (use != served && __all_sync(0xFFFFFFFFu, lane >= need || mailbox_tag(w) == use) != 0) {
-          if (lane == 0) m_type = mailbox_data(w);
+          if (lane == 0) {
+            m_type = mailbox_data(w);
+            m_use = use;
+          }
           if (lane == 1) m_size = size;
           if (lane >= 2 && lane < need) {
             reinterpret_cast<std::uint32_t*>(payload)[lane - 2] = mailbox_data(w);
@@ -515,24 +518,31 @@ __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned cha
       // The pusher sends at most kMax bytes; anything else is not a payload.
       const TaskStatus status =
           size <= kMax ? Types::dispatch(m_type, payload, size, ctx) : TaskStatus::bad_payload_size;
-      if (me == 0) m_status = static_cast<std::uint32_t>(status);
-    }
-    __syncthreads();  // every task thread's writes (results, global memory) before the copy
-    if (threadIdx.x < 32) {
-      const unsigned lane = threadIdx.x;
-      const std::uint32_t words = mailbox_payload_words(size <= kMax ? size : 0u);
-      if (lane >= 1 && lane <= words) {
-        // relaxed: published by word 0's release below (after the __syncwarp).
-        cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(result[lane])
-            .store(mailbox_word(use, reinterpret_cast<const std::uint32_t*>(payload)[lane - 1]),
-                   cuda::memory_order_relaxed);
+      // Every task thread's writes (results, global memory) before the copy, which the first
+      // task warp makes, as in a ring block. (Copied by warp 0 after a block-wide barrier
+      // instead, racecheck reported a body's result write against warp 0's read of it on two
+      // H100s, in 2 of 4 runs, while 6 runs on one H100 were clean:
+      // bench/results/h100x2/probes/racecheck-80a2e27.txt.)
+      named_sync(kTaskBarrier, threads);
+      if (me < 32) {
+        const std::uint32_t words = mailbox_payload_words(size <= kMax ? size : 0u);
+        if (me >= 1 && me <= words) {
+          // relaxed: published by word 0's release below (after the __syncwarp).
+          cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(result[me])
+              .store(mailbox_word(m_use, reinterpret_cast<const std::uint32_t*>(payload)[me - 1]),
+                     cuda::memory_order_relaxed);
+        }
+        __syncwarp();  // the lanes' result words before lane 0's release
+        if (me == 0) {
+          // release, system scope: pairs with the collector's acquire load of result word 0;
+          // the results and the body's writes (ordered before by the barrier) are visible.
+          cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(result[0]).store(
+              mailbox_word(m_use, static_cast<std::uint32_t>(status)), cuda::memory_order_release);
+        }
       }
-      __syncwarp();  // the lanes' result words before lane 0's release
-      if (lane == 0) {
-        // release, system scope: pairs with the collector's acquire load of result word 0;
-        // the results and the body's writes (ordered before by the barrier) are visible.
-        cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(result[0]).store(
-            mailbox_word(use, m_status), cuda::memory_order_release);
+    }
+    if (threadIdx.x < 32) {
+      if (threadIdx.x == 0) {
         a.polls[blockIdx.x] = polls;
         last_task = global_ns();
       }
