@@ -453,6 +453,14 @@ __device__ inline void publish_loop(BlockShared& sh, std::uint32_t* states, cons
 // instruction, acquire or not, bench/results/h100/probes/poll_read-8bb7057.txt), the task
 // threads run the body, and the first task warp writes the results, then result word 0 with a
 // system-scope release. It polls like a standby block and never goes into deep idle.
+// Shared memory passes between warp 0 and the task threads through the ring block's named
+// barriers, not __syncthreads: warp 0 arrives at kFullBarrier with a request (the task threads
+// wait there), the task threads arrive at kFreeBarrier when they are done with it (warp 0
+// waits there before it writes the next). With a block-wide barrier in their place,
+// compute-sanitizer racecheck reported warp 0's request writes against the first task warp's
+// reads of the task before (one and two H100s, eb1d02b) and, with warp 0 copying the results,
+// a body's result write against that copy (two H100s, 80a2e27); the ring blocks' pattern, the
+// task barrier after the copy included, is what racecheck passes there.
 template <class Types, std::size_t Capacity>
 __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned char* task_shared,
                              int block) {
@@ -464,19 +472,21 @@ __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned cha
   // memory for payloads up to 56 bytes, instead of the whole 256-byte request).
   constexpr unsigned kPollWords = 2u + mailbox_payload_words(kMax);
   const unsigned threads = blockDim.x - kRoleThreads;
+  const unsigned pair = threads + 32;  // warp 0 and the task threads, at kFull/kFreeBarrier
   unsigned long long* box = a.mailbox;
   unsigned long long* result = box + kMailboxResultOffset;
-  unsigned long long polls = 0;
-  unsigned long long last_task = global_ns();  // lane 0's clock
-  // The tag of the last request served (warp 0's; memory starts zeroed, at tag 0). Any other
-  // tag is a new request: not only the next use, because shutdown writes its EXIT as the use
-  // after the current one, over a request the watchdog gave up on before it was read
-  // (spec/mailbox.pml, mutant 4).
-  std::uint32_t served = 0;
-  for (;;) {
-    std::uint32_t use = 0;  // the request's tag (warp 0)
-    if (threadIdx.x < 32) {
-      const unsigned lane = threadIdx.x;
+  if (threadIdx.x >= 32 && threadIdx.x < kRoleThreads) return;  // warp 1 has no role here
+  if (threadIdx.x < 32) {
+    const unsigned lane = threadIdx.x;
+    unsigned long long polls = 0;
+    unsigned long long last_task = global_ns();  // lane 0's clock
+    // The tag of the last request served (memory starts zeroed, at tag 0). Any other tag is a
+    // new request: not only the next use, because shutdown writes its EXIT as the use after
+    // the current one, over a request the watchdog gave up on before it was read
+    // (spec/mailbox.pml, mutant 4).
+    std::uint32_t served = 0;
+    for (;;) {
+      std::uint32_t use = 0, size = 0;
       for (;;) {
         // acquire, system scope: pairs with the pusher's release store of word 0 (lane 0
         // reads it); with the tags of the others, the whole request and what the pusher wrote
@@ -488,7 +498,7 @@ __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned cha
         }
         if (lane == 0) ++polls;
         use = mailbox_tag(__shfl_sync(0xFFFFFFFFu, w, 0));
-        const std::uint32_t size = mailbox_data(__shfl_sync(0xFFFFFFFFu, w, 1));
+        size = mailbox_data(__shfl_sync(0xFFFFFFFFu, w, 1));
         const std::uint32_t need =
             size == kMailboxExit ? 2u : 2u + mailbox_payload_words(size <= kMax ? size : 0u);
         if (use != served && __all_sync(0xFFFFFFFFu, lane >= need || mailbox_tag(w) == use) != 0) {
@@ -508,47 +518,53 @@ __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned cha
             0xFFFFFFFFu, lane == 0 && global_ns() - last_task > kMailboxSlowPollAfterNs ? 1 : 0, 0);
         __nanosleep(slow != 0 ? kMaxPollBackoffNs : kStandbyBackoffNs);
       }
-    }
-    __syncthreads();  // the request is in shared memory
-    const std::uint32_t size = m_size;
-    if (size == kMailboxExit) return;
-    if (threadIdx.x >= kRoleThreads) {
-      const unsigned me = threadIdx.x - kRoleThreads;
-      const BlockContext ctx(static_cast<int>(me), static_cast<int>(threads), block, task_shared);
-      // The pusher sends at most kMax bytes; anything else is not a payload.
-      const TaskStatus status =
-          size <= kMax ? Types::dispatch(m_type, payload, size, ctx) : TaskStatus::bad_payload_size;
-      // Every task thread's writes (results, global memory) before the copy, which the first
-      // task warp makes, as in a ring block. (Copied by warp 0 after a block-wide barrier
-      // instead, racecheck reported a body's result write against warp 0's read of it on two
-      // H100s, in 2 of 4 runs, while 6 runs on one H100 were clean:
-      // bench/results/h100x2/probes/racecheck-80a2e27.txt.)
-      named_sync(kTaskBarrier, threads);
-      if (me < 32) {
-        const std::uint32_t words = mailbox_payload_words(size <= kMax ? size : 0u);
-        if (me >= 1 && me <= words) {
-          // relaxed: published by word 0's release below (after the __syncwarp).
-          cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(result[me])
-              .store(mailbox_word(m_use, reinterpret_cast<const std::uint32_t*>(payload)[me - 1]),
-                     cuda::memory_order_relaxed);
-        }
-        __syncwarp();  // the lanes' result words before lane 0's release
-        if (me == 0) {
-          // release, system scope: pairs with the collector's acquire load of result word 0;
-          // the results and the body's writes (ordered before by the barrier) are visible.
-          cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(result[0]).store(
-              mailbox_word(m_use, static_cast<std::uint32_t>(status)), cuda::memory_order_release);
-        }
-      }
-    }
-    if (threadIdx.x < 32) {
-      if (threadIdx.x == 0) {
+      // The request (shared memory above) to the task threads: they wait at this barrier.
+      __syncwarp();
+      named_arrive(kFullBarrier, pair);
+      if (size == kMailboxExit) return;
+      served = use;
+      // The task threads are done with the request, its payload and its results.
+      named_sync(kFreeBarrier, pair);
+      if (lane == 0) {
         a.polls[blockIdx.x] = polls;
         last_task = global_ns();
       }
-      served = use;
     }
-    __syncthreads();  // m_* and the payload are overwritten by the next poll only after this
+  }
+  // The task threads.
+  const unsigned me = threadIdx.x - kRoleThreads;
+  const BlockContext ctx(static_cast<int>(me), static_cast<int>(threads), block, task_shared);
+  for (;;) {
+    named_sync(kFullBarrier, pair);  // warp 0's request (it arrives)
+    const std::uint32_t size = m_size;
+    if (size == kMailboxExit) return;
+    // The pusher sends at most kMax bytes; anything else is not a payload.
+    const TaskStatus status =
+        size <= kMax ? Types::dispatch(m_type, payload, size, ctx) : TaskStatus::bad_payload_size;
+    // Every task thread's writes (results, global memory) before the copy, which the first
+    // task warp makes, as in a ring block.
+    named_sync(kTaskBarrier, threads);
+    if (me < 32) {
+      const std::uint32_t use = m_use;
+      const std::uint32_t words = mailbox_payload_words(size <= kMax ? size : 0u);
+      if (me >= 1 && me <= words) {
+        // relaxed: published by word 0's release below (after the __syncwarp).
+        cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(result[me])
+            .store(mailbox_word(use, reinterpret_cast<const std::uint32_t*>(payload)[me - 1]),
+                   cuda::memory_order_relaxed);
+      }
+      __syncwarp();  // the lanes' result words before lane 0's release
+      if (me == 0) {
+        // release, system scope: pairs with the collector's acquire load of result word 0;
+        // the results and the body's writes (ordered before by the barrier) are visible.
+        cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>(result[0]).store(
+            mailbox_word(use, static_cast<std::uint32_t>(status)), cuda::memory_order_release);
+      }
+    }
+    // The task barrier before handing the request back, as in a ring block (without it
+    // racecheck reported the first task warp's reads against the next writes there).
+    named_sync(kTaskBarrier, threads);
+    named_arrive(kFreeBarrier, pair);
   }
 }
 
