@@ -6,7 +6,8 @@
 # threads, with sleeping and shutdown), spec/lone_tasks.pml (lone tasks left to their home
 # lane: no task waits forever) and spec/tagged_records.pml (slots read and written a tagged
 # word at a time: a design measured and not adopted, docs/gpu.md "Tagged records"), and
-# spec/mailbox.pml (the lone-task mailbox: pushers, consumers and a lane racing for it). Fails
+# spec/mailbox.pml (the lone-task mailbox: pushers, consumers and a lane racing for it), and
+# spec/mailbox_wake.pml (who wakes whom around the mailbox: sleeping consumers and lane). Fails
 # when spin finds an error or did not explore the whole state space, and also when spin does
 # NOT find the error in one of the models' mutants (known protocol bugs: the check must be able
 # to fail).
@@ -16,7 +17,8 @@ command -v spin >/dev/null || { echo "check-spin: SKIPPED: spin is not installed
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$root/spec/slot_protocol.pml" "$root/spec/block_roles.pml" "$root/spec/direct_load.pml" \
-  "$root/spec/lone_tasks.pml" "$root/spec/tagged_records.pml" "$root/spec/mailbox.pml" "$work/"
+  "$root/spec/lone_tasks.pml" "$root/spec/tagged_records.pml" "$root/spec/mailbox.pml" \
+  "$root/spec/mailbox_wake.pml" "$work/"
 cd "$work"
 # search MODEL MODE DEFINES...: builds the model's verifier and searches the whole state space;
 # MODE safety: assertions and invalid end states (deadlock, a process that never ends); MODE
@@ -143,4 +145,20 @@ done
 for config in "1 2 0" "2 2 0" "3 1 0" "4 1 1"; do
   read -r mutant n watchdog <<< "$config"
   caught "mailbox mutant $mutant" mailbox.pml safety -DN=$n -DWATCHDOG=$watchdog -DMUTANT=$mutant
+done
+
+# spec/mailbox_wake.pml: threads pushing lone tasks into the mailbox (or the rings), its server,
+# consumers that sleep and the mailbox's lane that sleeps; P pushers x N tasks, C consumers (2 x 2
+# tasks with 2 consumers needs over 17 GB). Mutants 1 (the push does not wake the lane for a
+# registered consumer: the hang CI found at c553ada), 2 (the consumer wakes the lane before it
+# registers), 3 (the lane's sleep does not count the mailbox as work) and 4 (a consumer takes the
+# mailbox's task before the queue's record) must be caught.
+for config in "1 2 2" "2 1 2" "3 1 1"; do
+  read -r n p c <<< "$config"
+  clean "mailbox wake-ups, $p x $n tasks, $c consumer(s)" mailbox_wake.pml safety -DN=$n -DP=$p \
+    -DC=$c -DMUTANT=0
+done
+for mutant in 1 2 3 4; do
+  caught "mailbox wake-ups mutant $mutant" mailbox_wake.pml safety -DN=2 -DP=1 -DC=2 \
+    -DMUTANT=$mutant
 done

@@ -385,6 +385,9 @@ class PoolCore {
     Output& q = *outputs_[out];
     const std::size_t home = q.home();
     Record r;
+    // The queue before the mailbox (here and in pop_batch): a consumer woken by a delivery's
+    // notify_one must take that record, or another consumer may sleep on beside it
+    // (spec/mailbox_wake.pml, mutant 4).
     take_waiting(q, out, "pop", [&] {
       return q.try_take_one(r, home) || mailbox_take_for(out, r) ? std::size_t{1} : 0;
     });
