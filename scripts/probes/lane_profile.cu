@@ -11,6 +11,7 @@
 // --single N... the bench's single-task shape instead (4 threads pushing one task per call, 4
 // popping one per call: `empty_task_ns_single`) at those lane counts, with the time per call
 // on each side and the pool's counters: why more lanes make single pushes slower.
+// (WEFT_PROBE_MAILBOX=0 turns the mailbox off for --single.)
 // Build and run on the GPU machine from the repository root:
 //   cd scripts/probes && nvcc -O2 -std=c++20 -DWEFT_POOL_PROFILE \
 //     -gencode=arch=compute_90,code=sm_90 -I../../include lane_profile.cu \
@@ -25,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <string>
@@ -206,12 +208,15 @@ void run(std::size_t lanes, int bps, std::size_t depth, std::uint64_t n, int pus
 
 // `weft bench gpu-pool`'s empty_task_ns_single: 4 threads push one task per call, 4 pop one
 // per call, n tasks in all; each rep prints ns per task, the mean time of one push() and one
-// pop() call, and how many pushes went straight to a standby slot and how often lanes slept.
+// pop() call, and how many pushes went straight to a standby slot or to the mailbox and how
+// often lanes slept.
 void run_single(std::size_t lanes, std::uint64_t n) {
   PoolOptions o;
   o.backend = Backend::device;
   o.program = device_program<Types, 16>();
   o.scheduler_lanes = lanes;
+  // WEFT_PROBE_MAILBOX=0: the same without the lone-task mailbox.
+  if (const char* m = std::getenv("WEFT_PROBE_MAILBOX"); m != nullptr) o.mailbox = m[0] != '0';
   P pool(o);
   constexpr int kThreads = 4;
   const std::uint64_t per = n / kThreads;
@@ -270,8 +275,10 @@ void run_single(std::size_t lanes, std::uint64_t n) {
             static_cast<double>(total));
 #endif
     std::printf(
-        "; direct loads %.1f%%, lane sleeps %llu, host reads/task %.2f; sum %s\n",
+        "; direct loads %.1f%%, mailbox %.2f%%, lane sleeps %llu, host reads/task %.2f; sum %s\n",
         100.0 * static_cast<double>(s1.direct_loads - s0.direct_loads) / static_cast<double>(total),
+        100.0 * static_cast<double>(s1.mailbox_tasks - s0.mailbox_tasks) /
+            static_cast<double>(total),
         static_cast<unsigned long long>(s1.scheduler_sleeps - s0.scheduler_sleeps),
         static_cast<double>(s1.host_polls - s0.host_polls) / static_cast<double>(total),
         sum == total * (total - 1) / 2 ? "ok" : "WRONG");
