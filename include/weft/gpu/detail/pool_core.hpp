@@ -1177,7 +1177,7 @@ class PoolCore {
   // Under input shard `home`'s lock: puts a lone task into the mailbox if it is free.
   bool mailbox_push(std::size_t home, const Record& r, std::size_t out) {
     if (mbox_ == nullptr || r.payload_size > kMailboxPayloadMax) return false;
-    // Only a lone task: one from a thread that pushed nothing in the last ~2 us (a thread
+    // Only a lone task: one from a thread that pushed nothing in the last kLoneGapTicks (a thread
     // waiting for each task's result pushes every few microseconds at most). Threads that
     // stream single tasks leave it alone: with them taking it whenever it was free, 4 + 4
     // threads pushing and popping single tasks took 117-142 ns per task against 89-110
@@ -1310,9 +1310,13 @@ class PoolCore {
     const Clock::time_point loaded{Clock::duration(mbox_loaded_.load(std::memory_order_relaxed))};
     if (Clock::now() - loaded > kMailboxNudgeAfter) wake_mailbox_lane(out);
   }
+  // Whether `lane` is the mailbox's lane (lanes_[0], where the pool has a mailbox).
+  bool serves_mailbox(const Lane& lane) const {
+    return mbox_ != nullptr && &lane == lanes_[0].get();
+  }
   // Whether `lane` serves the mailbox and it has a task it has not delivered.
   bool mailbox_busy(const Lane& lane) const {
-    if (mbox_ == nullptr || &lane != lanes_[0].get()) return false;
+    if (!serves_mailbox(lane)) return false;
     // relaxed: a hint for the lane's idling; the states it acts on are taken by CAS.
     const std::uint32_t s = mbox_state_.load(std::memory_order_relaxed);
     return s == kMboxInFlight || s == kMboxCollecting || s == kMboxLost;
@@ -1321,7 +1325,7 @@ class PoolCore {
   // for a consumer (at once when `now_or_never`: stopping), times one out, frees the mailbox
   // when a timed-out task ends after all. Returns how many tasks it staged (0 or 1).
   std::size_t mailbox_round(Lane& lane, Clock::time_point now, bool now_or_never) {
-    if (mbox_ == nullptr || &lane != lanes_[0].get()) return 0;
+    if (!serves_mailbox(lane)) return 0;
     // acquire: pairs with the releases of FREE/IN_FLIGHT/LOST (LOST is only stored by this
     // lane; the acquire matters for the use read below).
     const std::uint32_t s = mbox_state_.load(std::memory_order_acquire);
@@ -1383,7 +1387,7 @@ class PoolCore {
   // Failure (the blocks died): the mailbox's task, if any, is delivered as device_failed and
   // the mailbox closed. After close() (no pusher is filling it). Returns how many it staged.
   std::size_t mailbox_fail(Lane& lane) {
-    if (mbox_ == nullptr || &lane != lanes_[0].get()) return 0;
+    if (!serves_mailbox(lane)) return 0;
     for (;;) {
       // acquire: as in mailbox_round.
       std::uint32_t s = mbox_state_.load(std::memory_order_acquire);
@@ -1844,7 +1848,7 @@ class PoolCore {
     // acquire: pairs with the release stores of shutdown and check_failure.
     // seq_cst (express): pairs with push_direct's store of FILLED, as the sizes do with push.
     // seq_cst (mailbox): pairs with mailbox_push's store of IN_FLIGHT, as the offer's does.
-    const bool mailbox_lane = mbox_ != nullptr && &lane == lanes_[0].get();
+    const bool mailbox_lane = serves_mailbox(lane);
     auto work = [&] {
       return stop_flag_.load(std::memory_order_acquire) || input_for(lane) ||
              blocks_failed_.load(std::memory_order_acquire) ||
@@ -1866,11 +1870,12 @@ class PoolCore {
     cancel_batch(lane);
     cancel_queued(lane);
     // The mailbox's task too (its lane only): delivered at once, or timed out.
+    // (Not a LOST one: shutdown abandons it.)
+    const bool mailbox_lane = serves_mailbox(lane);
     auto undelivered = [&] {
-      if (!mailbox_busy(lane)) return false;
       // relaxed: a hint; mailbox_round acts by CAS.
       const std::uint32_t s = mbox_state_.load(std::memory_order_relaxed);
-      return s == kMboxInFlight || s == kMboxCollecting;
+      return mailbox_lane && (s == kMboxInFlight || s == kMboxCollecting);
     };
     for (std::uint32_t round = 0; lane.unresolved > 0 || undelivered(); ++round) {
       const Clock::time_point now = Clock::now();
@@ -1974,7 +1979,8 @@ class PoolCore {
   static constexpr std::size_t kAnyQueue = ~std::size_t{0};
   static constexpr std::chrono::milliseconds kMailboxNudgeAfter{1};
   // A single push is a lone task (mailbox_push) when its thread pushed nothing for this long:
-  // in TSC cycles (2-3 us at a TSC of 2-3 GHz; not calibrated: a heuristic), else
+  // in TSC cycles (2.9 us on the H100 machine, whose TSC runs at 2.101 GHz as the probes print,
+  // e.g. bench/results/h100/probes/single_lanes-e1e28ed.txt; not calibrated: a heuristic), else
   // nanoseconds (2 us).
 #if defined(__x86_64__)
   static constexpr std::uint64_t kLoneGapTicks = 6000;
