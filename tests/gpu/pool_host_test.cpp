@@ -724,7 +724,9 @@ TEST(Pool, WatchdogTimesOutATaskQueuedBehindALostOneInItsRing) {
 
 TEST(Pool, ShutdownWithATaskThatNeverEndsAbandonsItsBlockWithoutHanging) {
   // The flag outlives the pool: the abandoned block thread reads it after the pool is gone.
-  static std::atomic<bool> release{false};
+  // A new one each run, deliberately leaked: a static one stayed true from the run before
+  // under --gtest_repeat, and the "stuck" task ended at once.
+  std::atomic<bool>& release = *new std::atomic<bool>(false);
   std::atomic<int> delivered{0};
   TaskStatus status = TaskStatus::ok;
   {
