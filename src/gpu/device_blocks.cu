@@ -1,5 +1,5 @@
 // The device backend: resident kernels on one or more GPUs serving slots in pinned,
-// host-mapped memory (seed 000 §3.2.3, with a ring of slots per resident block).
+// host-mapped memory (docs/architecture.md: a ring of slots per resident block).
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -13,7 +13,7 @@
 #include "weft/error.hpp"
 #include "weft/gpu/detail/block_runtime.hpp"
 #include "weft/gpu/detail/cuda_check.cuh"
-#include "weft/gpu/detail/mailbox.hpp"
+#include "weft/gpu/detail/mailbox_record.hpp"
 #include "weft/gpu/detail/slot.hpp"
 
 namespace weft::gpu::detail {

@@ -12,7 +12,7 @@
 #include "weft/cpu/detail/cpu_relax.hpp"
 #include "weft/error.hpp"
 #include "weft/gpu/detail/block_runtime.hpp"
-#include "weft/gpu/detail/mailbox.hpp"
+#include "weft/gpu/detail/mailbox_record.hpp"
 #include "weft/gpu/detail/slot.hpp"
 
 namespace weft::gpu::detail {
@@ -100,11 +100,10 @@ class HostBlocks final : public BlockRuntime {
         s = head.load(std::memory_order_acquire);
       }
       // Idle: sleep and look again, 1 us at first, doubling up to 128 us (as a GPU block backs
-      // off with __nanosleep). Not std::atomic wait/notify: with GCC 13's libstdc++ on the
-      // 16-core H100 machine a block slept through the lane's notify now and then, stranding
-      // one task of the million-task stress test for good (scripts/probes/
-      // host_stress_probe.cpp on the tree of 33f7e6f: 999 999 of 1 000 000 delivered in 2 of 3
-      // runs; never seen with GCC 12 on 2 cores). Polling cannot miss a store.
+      // off with __nanosleep). Not std::atomic wait/notify: with GCC 13's libstdc++ a block
+      // slept through the lane's notify now and then, stranding one task of a million-task
+      // stress test for good (docs/decisions/007-gpu-device-blocks.md). Polling cannot miss a
+      // store.
       for (unsigned sleep_us = 1; !ready_or_exit(s); sleep_us = std::min(sleep_us * 2, 128u)) {
         std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
         s = head.load(std::memory_order_acquire);  // acquire: as above

@@ -1,4 +1,4 @@
-// weft/gpu/device.cuh - the resident task-multiplexed kernel (seed 000 §3.2.4). Include it in
+// weft/gpu/device.cuh - the resident task-multiplexed kernel (docs/architecture.md). Include it in
 // exactly the CUDA translation unit(s) that make a DeviceProgram:
 //
 //   // tasks.cu
@@ -18,7 +18,7 @@
 #include <cuda_runtime.h>
 #include <cuda/atomic>
 
-#include "weft/gpu/detail/mailbox.hpp"
+#include "weft/gpu/detail/mailbox_record.hpp"
 #include "weft/gpu/detail/slot.hpp"
 #include "weft/gpu/device_program.hpp"
 #include "weft/gpu/task.hpp"
@@ -41,33 +41,18 @@ inline constexpr unsigned kDeepIdleSleepNs = 1000;
 inline constexpr unsigned long long kDeepIdleSafetyPollNs = 2'000'000;
 // A standby block (one per scheduler lane) never goes into deep idle and polls with at most
 // this back-off: a single task on an idle pool starts within ~1 us instead of waiting for the
-// doorbell, the watcher and the epoch (bench/results/h100/gpu-pool.md, latency). Each standby
+// doorbell, the watcher and the epoch (docs/decisions/004-gpu-idle-and-wakeups.md). Each standby
 // block reads host memory about once per microsecond (one read in flight), ~0.1% of the pinned
 // bandwidth.
 inline constexpr unsigned kStandbyBackoffNs = 256;
 // The mailbox's server polls like a standby block until it has had no task for this long, then
-// every kMaxPollBackoffNs: its reads of host memory slow the ring blocks' (batched empty tasks
-// 12.2-14.4 ns per task without the mailbox, 14.5-16.7 with it polling every ~1 us throughout,
-// bench/results/h100/probes/mailbox_probe-019185b.txt), and a pool fed lone tasks more than
-// once per millisecond keeps it fast.
+// every kMaxPollBackoffNs: its reads of host memory slow the ring blocks' (measurably, on batched
+// empty tasks: docs/decisions/005-gpu-single-task-paths.md), and a pool fed lone tasks more
+// than once per millisecond keeps it fast.
 inline constexpr unsigned long long kMailboxSlowPollAfterNs = 1'000'000;
 // The epoch is replicated so that 2000 sleeping blocks do not all read one L2 line.
 inline constexpr int kEpochCopies = 64;
 inline constexpr int kEpochStride = 32;  // words: one copy per 128 bytes
-
-#if defined(WEFT_POOL_TRACE)
-// scripts/probes/latency_trace.cu: the GPU clock when the last block to run a task saw it
-// READY, had read its payload, had run it, had fenced, and had stored FINISHED.
-__device__ unsigned long long g_weft_trace[5];
-#define WEFT_TRACE(k)                                            \
-  do {                                                           \
-    if ((threadIdx.x & 31u) == 0) g_weft_trace[k] = global_ns(); \
-  } while (0)
-#else
-#define WEFT_TRACE(k) \
-  do {                \
-  } while (0)
-#endif
 
 // Per GPU, in device memory (zeroed; watcher = -1 before the launch).
 struct DeviceIdle {
@@ -154,15 +139,15 @@ __device__ inline std::uint32_t deep_idle(
 // and reads payloads into shared memory; the task threads (every warp after the second) run
 // the tasks and write their results back into the slots; warp 1, the publisher, stores each
 // task's FINISHED. Polling and publication each stall the warp that does them for about a
-// PCIe round trip (~1 us; bench/results/h100/probes/fence_probe-*.txt); on warps of their own
-// the stalls overlap the tasks instead of delaying them.
+// PCIe round trip (~1 us: docs/decisions/007-gpu-device-blocks.md); on warps of their own the
+// stalls overlap the tasks instead of delaying them.
 //
 // Hand-offs. The loader gives the task threads a run of slots at a time through named barrier
 // kFullBarrier (it arrives, they wait) and takes slots back a run at a time through
 // kFreeBarrier (they arrive, it waits), before it hands over the next run: so a run is loaded
 // while the previous one runs, and every shared-memory word passes between the two sides
 // through a barrier (compute-sanitizer racecheck models named barriers, not an mbarrier whose
-// producer does not wait: scripts/probes/mbarrier_racecheck_probe.cu). The publisher reads no
+// producer does not wait: docs/decisions/006-gpu-mailbox-barriers.md). The publisher reads no
 // shared memory: it waits on one mbarrier per slot (task ended) and one for the block's end.
 inline constexpr unsigned kRoleWarps = 2;
 inline constexpr unsigned kRoleThreads = kRoleWarps * 32;
@@ -363,7 +348,6 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     if (lane == 0) a.polls[blockIdx.x] = polls;  // only this thread writes it; read at the end
     __syncwarp();  // the lanes' acquire loads happen before every lane's reads below
     if (count != 0) {
-      WEFT_TRACE(0);
       // Headers and payloads of the run in one coalesced pass (one round trip over PCIe), into
       // slots the task threads gave back with the run before the one they hold.
       for (unsigned i = lane; i < count * kSlotWords; i += 32) {
@@ -377,7 +361,6 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
           payloads[j * kWords + w - 1] = word;
         }
       }
-      WEFT_TRACE(1);
     }
     // Take back the run the task threads hold (they arrive when they have ended it): its
     // slots may be loaded again, and the run words below rewritten.
@@ -409,10 +392,9 @@ __device__ inline void publish_loop(BlockShared& sh, std::uint32_t* states, cons
     // acquire, block scope (the completed wait): pairs with the task threads' arrival; the
     // task's results and status (written into the slot by the task threads) and its
     // global-memory writes happen before the release store below.
-    // Every lane waits (with lane 0 alone waiting, 67d4a79, one task's publication came 0.5 us
-    // later: bench/results/h100/probes/session-67d4a79.txt); lane 0's outcome decides for the
-    // warp, so that the lanes cannot take different branches, and lane 0 is the lane that
-    // stores below.
+    // Every lane waits (with lane 0 alone waiting, a task's publication came measurably later:
+    // docs/decisions/007-gpu-device-blocks.md); lane 0's outcome decides for the warp, so that
+    // the lanes cannot take different branches, and lane 0 is the lane that stores below.
     const bool ended =
         __shfl_sync(0xFFFFFFFFu, mbar_try_wait(&sh.done[pos], (parity >> pos) & 1u) ? 1 : 0, 0);
     if (!ended) {
@@ -424,7 +406,6 @@ __device__ inline void publish_loop(BlockShared& sh, std::uint32_t* states, cons
       continue;
     }
     parity ^= 1u << pos;
-    WEFT_TRACE(3);
     if (lane == 0) {
       cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> state(states[pos]);
       if (a.watchdog) {
@@ -438,7 +419,6 @@ __device__ inline void publish_loop(BlockShared& sh, std::uint32_t* states, cons
         // release, system scope: pairs with the scheduler's acquire load of FINISHED.
         state.store(static_cast<std::uint32_t>(SlotState::finished), cuda::memory_order_release);
       }
-      WEFT_TRACE(4);
       // release, block scope: pairs with the loader's test; the store above happens before.
       mbar_arrive(&sh.pub[pos]);
     }
@@ -447,20 +427,19 @@ __device__ inline void publish_loop(BlockShared& sh, std::uint32_t* states, cons
   }
 }
 
-// The mailbox server (detail/mailbox.hpp; docs/gpu.md "The mailbox"): one block of the pool
+// The mailbox server (detail/mailbox_record.hpp; docs/gpu.md "The mailbox"): one block of the pool
 // that serves no ring. Warp 0 polls the whole request with one acquire load per lane (one
 // instruction, one read of host memory: a system-scope load costs a round trip per
-// instruction, acquire or not, bench/results/h100/probes/poll_read-8bb7057.txt), the task
+// instruction, acquire or not: docs/decisions/007-gpu-device-blocks.md), the task
 // threads run the body, and the first task warp writes the results, then result word 0 with a
 // system-scope release. It polls like a standby block and never goes into deep idle.
 // Shared memory passes between warp 0 and the task threads through the ring block's named
 // barriers, not __syncthreads: warp 0 arrives at kFullBarrier with a request (the task threads
 // wait there), the task threads arrive at kFreeBarrier when they are done with it (warp 0
 // waits there before it writes the next). With a block-wide barrier in their place,
-// compute-sanitizer racecheck reported warp 0's request writes against the first task warp's
-// reads of the task before (one and two H100s, eb1d02b) and, with warp 0 copying the results,
-// a body's result write against that copy (two H100s, 80a2e27); the ring blocks' pattern, the
-// task barrier after the copy included, is what racecheck passes there.
+// compute-sanitizer racecheck reported hazards between warp 0 and the task warps
+// (docs/decisions/006-gpu-mailbox-barriers.md); the ring blocks' pattern, the task barrier
+// after the copy included, is what racecheck passes.
 template <class Types, std::size_t Capacity>
 __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned char* task_shared,
                              int block) {
@@ -626,7 +605,6 @@ __global__ void resident_kernel(ResidentArgs a) {
       // Every task thread's result words and global-memory writes happen before the copy.
       named_sync(kTaskBarrier, threads);
       if (me < 32) {
-        WEFT_TRACE(2);
         // The results back into the slot (posted writes over PCIe) by the first task warp.
         const std::uint32_t words = size <= Capacity ? (size + 15) / 16 : 0;
         auto* out = reinterpret_cast<uint4*>(slot(j) + kSlotHeaderBytes);
@@ -643,9 +621,8 @@ __global__ void resident_kernel(ResidentArgs a) {
     }
     // The run's slots go back to the loader (it waits for this). The task barrier first:
     // without it racecheck reported the first task warp's reads of the last result words
-    // against the loader's next writes of that slot (H100 run at 99243b9), although a bare
-    // read before a bar.arrive is not reported (scripts/probes/mbarrier_racecheck_probe.cu,
-    // variant 9); with it, none.
+    // against the loader's next writes of that slot, although a bare read before a bar.arrive
+    // is not reported (docs/decisions/006-gpu-mailbox-barriers.md); with it, none.
     named_sync(kTaskBarrier, threads);
     named_arrive(kFreeBarrier, threads + 32);
   }

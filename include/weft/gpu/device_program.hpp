@@ -22,7 +22,7 @@ struct ResidentArgs {
   // goes into deep idle and polls its ring with a short back-off (single-task latency).
   const unsigned char* standby = nullptr;
   bool watchdog = false;  // FINISHED by CAS (an EXIT stored over a lost task must stay)
-  // The lone-task mailbox (detail/mailbox.hpp; mapped host memory; null: none) and the block
+  // The lone-task mailbox (detail/mailbox_record.hpp; mapped host memory; null: none) and the block
   // of this launch that serves it instead of a ring (-1: none): the last block of the last
   // GPU, so the other blocks serve rings first_block + blockIdx.x as without it.
   unsigned long long* mailbox = nullptr;

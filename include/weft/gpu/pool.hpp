@@ -1,16 +1,16 @@
-// weft/gpu/pool.hpp - the GPU thread pool (DESIGN.md §2, seed 000): resident blocks take
-// fine-grained tasks from slots that a CPU scheduler thread fills from an input queue; finished
-// tasks go to one of several output queues.
+// weft/gpu/pool.hpp - the GPU thread pool: resident blocks take fine-grained tasks from slots
+// that CPU scheduler threads fill from an input queue; finished tasks go to one of several
+// output queues (docs/gpu.md, docs/architecture.md).
 //
 //   using Tasks = weft::gpu::TaskTypes<Saxpy>;
 //   weft::gpu::Pool<Tasks, 64> pool;                       // host backend: runs anywhere
 //   pool.push<Saxpy>({2.0f, x, y, n}, /*out=*/0);
 //   auto done = pool.pop(0);                               // blocks; done.status says how it ended
 //
-// The seed's API maps as: run() = the constructor, push_task = push/push_record/push_batch,
-// pop_finish = pop/pop_batch, try_pop_finish = try_pop, get_unfinished_count = unfinished,
-// set_no_more_task_flag = no_more_tasks, synchronize = synchronize; submit() adds a future
-// and push_then() a callback for one task.
+// The published pool's API maps as: run() = the constructor, push_task =
+// push/push_record/push_batch, pop_finish = pop/pop_batch, try_pop_finish = try_pop,
+// get_unfinished_count = unfinished, set_no_more_task_flag = no_more_tasks, synchronize =
+// synchronize; submit() adds a future and push_then() a callback for one task.
 #pragma once
 
 #include <chrono>
@@ -26,6 +26,8 @@
 #include "weft/gpu/detail/block_runtime.hpp"
 #include "weft/gpu/detail/pool_core.hpp"
 #include "weft/gpu/device_program.hpp"
+#include "weft/gpu/record.hpp"
+#include "weft/gpu/scheduler_observer.hpp"
 #include "weft/gpu/task.hpp"
 
 namespace weft::gpu {
@@ -35,8 +37,8 @@ enum class Backend : std::uint8_t {
   device,  // resident kernels on GPUs (needs a DeviceProgram from a CUDA translation unit)
 };
 
-/// The device backend's ring depth when PoolOptions::ring_depth is 0 (bench/results/h100/
-/// gpu-pool.md: ring-depth sweeps of empty-task cost and busy fraction).
+/// The device backend's ring depth when PoolOptions::ring_depth is 0
+/// (docs/decisions/003-gpu-ring-loading.md).
 inline constexpr std::size_t kDefaultDeviceRingDepth = 8;
 
 struct PoolOptions {
@@ -87,9 +89,9 @@ struct PoolOptions {
   std::size_t ring_depth = 0;
   /// Device backend: the first block of each scheduler lane is a standby block that never goes
   /// into deep idle (it polls its ring every ~1 us, about 0.1% of the pinned bandwidth each),
-  /// and gets a task before any other block while it is free: a task pushed to an idle pool
-  /// starts without waiting for the doorbell (docs/gpu.md "Idle"). The host backend has no
-  /// deep idle; there only the preference for each lane's first block applies.
+  /// and gets a task before any other block of its lane while it is free: a task loaded on an
+  /// idle pool starts without waiting for the doorbell (docs/gpu.md "Idle"). The host backend
+  /// has no deep idle; there only the preference for each lane's first block applies.
   bool standby_blocks = true;
   /// The lone-task mailbox (docs/gpu.md "The mailbox"; unset: on for the device backend, off
   /// for the host backend). A single push of a task with at most 120 bytes of payload and no
@@ -98,9 +100,16 @@ struct PoolOptions {
   /// the result itself, without a scheduler lane. On the device backend the server is the last
   /// GPU's last block (num_blocks() counts the others); on the host backend it is one more
   /// thread, so a pool of N host blocks then runs up to N + 1 tasks at once. It costs the
-  /// block's polls: an idle H100 pool read host memory 6.1-6.3 M times a second with it
-  /// against 6.0 M without (bench/results/h100/probes/mailbox_probe-ba328ee.txt).
+  /// server block's continuous polls of host memory (docs/decisions/005-gpu-single-task-
+  /// paths.md).
   std::optional<bool> mailbox{};
+  /// A single push is a lone task, which may take the mailbox, when its thread pushed nothing
+  /// for this long: a thread that waits for each result pushes less often than this; threads
+  /// that stream single tasks push more often and leave the mailbox alone.
+  std::chrono::nanoseconds lone_task_gap{std::chrono::microseconds(2)};
+  /// Watches the scheduler lanes' rounds (profiling, tracing); null: nobody. Must outlive the
+  /// pool; called from the lanes' threads.
+  SchedulerObserver* observer = nullptr;
 };
 
 template <class Types, std::size_t Capacity = 64>
@@ -195,6 +204,10 @@ class Pool {
     negative("scheduler_idle_spin", o.scheduler_idle_spin);
     negative("consumer_spin", o.consumer_spin);
     negative("task_deadline", o.task_deadline);
+    if (o.lone_task_gap.count() < 0) {
+      throw InvalidArgument("weft::gpu::PoolOptions::lone_task_gap must be >= 0 (got " +
+                            std::to_string(o.lone_task_gap.count()) + " ns)");
+    }
     if (o.scheduler_lanes > 64) {
       throw InvalidArgument("weft::gpu::PoolOptions::scheduler_lanes must be in [0, 64] (got " +
                             std::to_string(o.scheduler_lanes) + ")");
@@ -207,6 +220,8 @@ class Pool {
     c.ring_after = o.backend == Backend::device ? std::chrono::nanoseconds(o.warm_idle) / 2
                                                 : std::chrono::nanoseconds(0);
     c.standby = o.standby_blocks;
+    c.lone_gap = o.lone_task_gap;
+    c.observer = o.observer;
     return c;
   }
   static std::unique_ptr<detail::BlockRuntime> make_blocks(const PoolOptions& o) {

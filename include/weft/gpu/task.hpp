@@ -1,5 +1,5 @@
 // weft/gpu/task.hpp - what a GPU-pool task is: a registered type with a payload and a body
-// that one block runs (DESIGN.md §2, seed 000 §3).
+// that one block runs (docs/gpu.md, docs/architecture.md).
 //
 //   struct Saxpy {
 //     static constexpr std::uint32_t kId = 1;

@@ -40,7 +40,7 @@ class BlockRuntime {
   /// let go of the blocks without waiting; the caller then leaks this object, whose memory the
   /// abandoned blocks may still touch.
   virtual void abandon() noexcept {}
-  /// The lone-task mailbox (detail/mailbox.hpp; host address of kMailboxBytes, zeroed), or
+  /// The lone-task mailbox (detail/mailbox_record.hpp; host address of kMailboxBytes, zeroed), or
   /// null when the pool has none. It is served by a block of its own, not counted by
   /// num_blocks() and serving no ring, which returns when it reads an EXIT request.
   [[nodiscard]] virtual std::uint64_t* mailbox() const noexcept { return nullptr; }
@@ -68,7 +68,7 @@ std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t d
 /// serving a ring of `depth` slots in pinned host-mapped memory; a block idle for `warm_idle`
 /// stops polling its ring and
 /// waits in deep idle; `watchdog`: the pool may give up on tasks (blocks finish by CAS);
-/// `mailbox`: the last block of the first GPU serves the lone-task mailbox instead of a ring
+/// `mailbox`: the last block of the last GPU serves the lone-task mailbox instead of a ring
 /// (so num_blocks() is one less than the blocks launched). Throws
 /// weft::InvalidArgument for a program that does not match, weft::CudaError when a CUDA call fails
 /// (no GPU, no driver), and, in a build without CUDA, weft::InvalidArgument saying so.

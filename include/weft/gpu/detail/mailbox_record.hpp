@@ -1,5 +1,5 @@
-// weft/gpu/detail/mailbox.hpp - the lone-task mailbox: one task at a time, outside the rings,
-// for the latency of a task pushed to an idle pool (docs/gpu.md "The mailbox").
+// weft/gpu/detail/mailbox_record.hpp - the lone-task mailbox's record: one task at a time, outside
+// the rings, for the latency of a task pushed to an idle pool (docs/gpu.md "The mailbox").
 //
 // A ring slot costs a task two trips over PCIe before its body starts (the block acquires the
 // state word, then reads the payload) and a system-scope release of FINISHED; the lanes then

@@ -1,9 +1,9 @@
-// weft/gpu/detail/sharded_output.hpp - one output queue of the pool, split into shards (one
-// per scheduler lane, up to a few) so that consumers popping one task at a time and the lanes
-// delivering to them do not all contend for one lock. Lane k delivers to shard k mod the shard
-// count; a consumer takes from its home shard (its thread ticket modulo the shard count) first,
-// then from the others. FIFO per lane; consumers that sleep wait on one condition variable per
-// queue.
+// One output queue of the pool: finished records (of the pool's record stride), split into
+// shards (one per scheduler lane, up to a few) so that consumers popping one task at a time and the
+// lanes delivering to them do not all contend for one lock. Lane k delivers to shard k mod the
+// shard count; a consumer takes from its home shard (its thread ticket modulo the shard count)
+// first, then from the others. FIFO per lane; consumers that sleep wait on one condition variable
+// per queue.
 //
 // Also counts, per queue, tasks accepted for it (one counter per input shard, written by that
 // shard's pushers only) and tasks popped (one counter per output shard): unfinished() is their
@@ -19,19 +19,20 @@
 #include <mutex>
 #include <vector>
 
-#include "weft/gpu/detail/adaptive_mutex.hpp"
-#include "weft/gpu/detail/chunk_queue.hpp"
-#include "weft/gpu/detail/sharded_fifo.hpp"
+#include "gpu/adaptive_mutex.hpp"
+#include "gpu/chunk_queue.hpp"
+#include "gpu/input_queue.hpp"
+#include "gpu/record_buffer.hpp"
 
 namespace weft::gpu::detail {
 
-template <class Record>
-class ShardedOutput {
+class OutputQueue {
  public:
-  ShardedOutput(std::size_t shards, std::size_t input_shards)
+  /// Records of `stride` bytes; `shards` shards; accepted counts for `input_shards` shards.
+  OutputQueue(std::size_t stride, std::size_t shards, std::size_t input_shards)
       : accepted_(std::max<std::size_t>(input_shards, 1)) {
     for (std::size_t s = 0; s < std::max<std::size_t>(shards, 1); ++s) {
-      shards_.push_back(std::make_unique<Shard>());
+      shards_.push_back(std::make_unique<Shard>(stride));
     }
   }
 
@@ -53,7 +54,7 @@ class ShardedOutput {
   [[nodiscard]] std::size_t unfinished() const noexcept {
     std::uint64_t popped = 0, accepted = 0;
     // seq_cst: two consumers that pop the last two records each count their own pop, then
-    // read the other's; one of them sees both (ShardedOutput::after_take's wake-up).
+    // read the other's; one of them sees both (the scheduler's after_take wake-up).
     for (const auto& s : shards_) popped += s->popped.load(std::memory_order_seq_cst);
     popped += direct_popped_.value.load(std::memory_order_seq_cst);
     for (const auto& c : accepted_) accepted += c.value.load(std::memory_order_seq_cst);
@@ -63,7 +64,7 @@ class ShardedOutput {
   // ---- delivery (lanes) ----
   /// Appends a lane's finished records to shard `shard` (moved in; `chunk` comes back empty,
   /// possibly a recycled vector) and wakes sleeping consumers.
-  void deliver(std::size_t shard, std::vector<Record>& chunk) {
+  void deliver(std::size_t shard, RecordBuffer& chunk) {
     if (chunk.empty()) return;
     const bool many = chunk.size() > 1;
     Shard& s = *shards_[shard % shards_.size()];
@@ -87,8 +88,8 @@ class ShardedOutput {
     }
     return false;
   }
-  /// Takes one record, home shard first. Returns whether it got one.
-  bool try_take_one(Record& r, std::size_t home) {
+  /// Copies one record into `r`, home shard first. Returns whether it got one.
+  bool try_take_one(void* r, std::size_t home) {
     for (std::size_t i = 0; i < shards_.size(); ++i) {
       Shard& s = *shards_[(home + i) % shards_.size()];
       // relaxed: a hint; the record is taken under the lock.
@@ -101,15 +102,16 @@ class ShardedOutput {
     }
     return false;
   }
-  /// Takes up to `max` records into `out`, home shard first. Returns how many.
-  std::size_t take_into(Record* out, std::size_t max, std::size_t home) {
+  /// Copies up to `max` records into the array `out`, home shard first. Returns how many.
+  std::size_t take_into(void* out, std::size_t max, std::size_t home) {
+    auto* to = static_cast<unsigned char*>(out);
     std::size_t taken = 0;
     for (std::size_t i = 0; i < shards_.size() && taken < max; ++i) {
       Shard& s = *shards_[(home + i) % shards_.size()];
       // relaxed: a hint; the records are taken under the lock.
       if (s.available.load(std::memory_order_relaxed) == 0) continue;
       std::lock_guard<AdaptiveMutex> lock(s.mutex);
-      const std::size_t n = s.ready.take_into(out + taken, max - taken);
+      const std::size_t n = s.ready.take_into(to + taken * s.ready.stride(), max - taken);
       if (n != 0) took(s, n);
       taken += n;
     }
@@ -117,7 +119,7 @@ class ShardedOutput {
   }
   /// Sleeps until pred() (called under the queue's wait lock) holds. `registered` runs once
   /// this thread counts as a waiter and before it sleeps (the pool's mailbox: see
-  /// PoolCore::wake_mailbox_lane).
+  /// Scheduler::wake_mailbox_lane).
   template <class Pred, class Registered>
   void wait(Pred pred, Registered registered) {
     std::unique_lock<std::mutex> lock(wait_mutex_);
@@ -125,11 +127,6 @@ class ShardedOutput {
     // mailbox's state, then looks at waiters_; registered() looks at that state after this).
     waiters_.fetch_add(1, std::memory_order_seq_cst);
     registered();
-#if defined(WEFT_POOL_PROFILE)
-    // scripts/probes/lane_profile.cu: consumers' waits, and those that slept.
-    g_waits.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistics
-    if (!pred()) g_sleeps.fetch_add(1, std::memory_order_relaxed);
-#endif
     cv_.wait(lock, pred);
     waiters_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: only ever a hint downward
   }
@@ -137,9 +134,6 @@ class ShardedOutput {
   void wait(Pred pred) {
     wait(pred, [] {});
   }
-#if defined(WEFT_POOL_PROFILE)
-  static inline std::atomic<std::uint64_t> g_waits{0}, g_sleeps{0}, g_notifies{0};
-#endif
   [[nodiscard]] bool has_waiters() const noexcept {
     // seq_cst: see deliver() (also used after a flag that ends waits was stored).
     return waiters_.load(std::memory_order_seq_cst) > 0;
@@ -155,12 +149,13 @@ class ShardedOutput {
 
  private:
   struct alignas(64) Shard {
+    explicit Shard(std::size_t stride) : ready(stride) {}
     AdaptiveMutex mutex;
-    ChunkQueue<Record> ready;              // under mutex
+    ChunkQueue ready;                      // under mutex
     std::atomic<std::uint64_t> popped{0};  // written under mutex
     // ready.size(), readable without the lock. On a line of its own, so that waiting
     // consumers, who read it in a loop, do not take away the line a delivering lane writes
-    // under the lock (as for ShardedFifo::Shard::size).
+    // under the lock (as for InputQueue::Shard::size).
     alignas(64) std::atomic<std::size_t> available{0};
   };
   struct alignas(64) Counter {
@@ -174,9 +169,6 @@ class ShardedOutput {
     s.popped.fetch_add(n, std::memory_order_seq_cst);
   }
   void notify(bool all) {
-#if defined(WEFT_POOL_PROFILE)
-    g_notifies.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
-#endif
     // Taking the lock (empty section) orders this notify after a consumer that counted itself
     // in waiters_ has gone to sleep: it held the lock from counting until the wait.
     { std::lock_guard<std::mutex> lock(wait_mutex_); }
