@@ -6,7 +6,7 @@ The consumers are the applications' (apps/factors/pipelines.cpp): factor1 AVG (n
 subtract (3); factor4 AVG (0) -> delta (1), AVG (2) -> multiply (3); factor5 AVG (1) ->
 multiply (5).
 
-  python3 lab/probes/average_streamed.py bench/results/h100/probes/graph-c04e801-nodes.csv
+  python3 lab/probes/average_streamed.py lab/results/h100/graph-c04e801-nodes.csv
 """
 import csv
 import statistics

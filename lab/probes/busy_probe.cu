@@ -69,7 +69,7 @@ void run(int bps, std::size_t depth, std::size_t lanes, unsigned long long ns, i
     std::vector<Timed::Payload> done;
     // Touched before the timing, so that the popping thread does not fault its pages in (32 MB
     // at 1000 tasks per block). That was not what made the host's wall run past the GPU's span
-    // (bench/results/h100/probes/busy_pushers-ba3854b.txt).
+    // (lab/results/h100/busy_pushers-ba3854b.txt).
     done.resize(n);
     done.clear();
     const double t0 = now();

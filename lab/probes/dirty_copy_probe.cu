@@ -1,5 +1,5 @@
 // Why does a host-to-device copy that starts right after a CPU node ran at a third of the usual
-// bandwidth? In 9a41691's bench (bench/results/h100/probes/copy_after_cpu-9a41691.txt) copies
+// bandwidth? In 9a41691's bench (lab/results/h100/copy_after_cpu-9a41691.txt) copies
 // of 25.6 MB starting < 0.1 ms after a CPU node ended ran at a median 17.9 GB/s, all others at
 // 51.7-54.5: a fixed ~0.5-1 ms more. Two hypotheses, told apart here:
 //   (a) the copy reads what the CPU node has just written: lines dirty in the cores' caches, so

@@ -3,7 +3,7 @@
 contender, each application's (sum of the new runs' medians) / (sum of the old runs'), and their
 mean. A-Free moves nothing between host and device: its ratio is the instance's own drift.
 
-  python3 lab/probes/graph_ab_ratios.py bench/results/h100/probes/copy_back_at_launch_ab-f51081e/graph-ab.txt
+  python3 lab/probes/graph_ab_ratios.py lab/results/h100/copy_back_at_launch_ab-f51081e/graph-ab.txt
 """
 import re
 import statistics

@@ -1,7 +1,7 @@
 // Where the push->pop latency of one task on an idle pool goes: host steady-clock stamps (push,
 // lane stored READY, lane saw FINISHED, lane delivered, pop returned) and GPU-clock stamps in
 // the block that ran it (saw READY, payload read, task run, results copied, FINISHED stored;
-// outputs in bench/results/h100/probes/ before fence_probe name the copy step "fence": the
+// outputs in lab/results/h100/ before fence_probe name the copy step "fence": the
 // kernel then published behind a system-scope fence), built
 // with -DWEFT_POOL_TRACE. The two clocks are not compared; intervals are, per side, and
 // "link" = (READY stored -> FINISHED seen) - (block's own time) is the two PCIe trips plus the

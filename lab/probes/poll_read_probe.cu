@@ -1,7 +1,7 @@
 // How long does one poll of a slot in host-mapped memory take on the GPU, by the shape of the
 // read? The pool's tagged-record poll (tree 8bb7057) came back only every ~2.3 us with 256 ns of
 // sleep between polls (latency_trace's reads in 200 us, p50 79-94:
-// bench/results/h100/probes/tagged_variants-8bb7057.txt). One warp polls a 128-byte-aligned
+// lab/results/h100/tagged_variants-8bb7057.txt). One warp polls a 128-byte-aligned
 // host-mapped line the
 // CPU does not write, 2000 times, each read timed with %globaltimer from before the loads to
 // after every value has been used (a __syncwarp after a shared store of each), no sleep.

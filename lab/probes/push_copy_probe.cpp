@@ -8,7 +8,7 @@
 // back for reuse: the pusher's stores then land on lines the consumers' caches hold; with
 // ordinary stores and with streaming (non-temporal) stores, which need no line (tried in
 // push() at 2934655 and reverted: no gain on the H100 machine's Xeon,
-// bench/results/h100/probes/stream_ab-2934655.txt). If (a) or (c) costs about what the pusher
+// lab/results/h100/stream_ab-2934655.txt). If (a) or (c) costs about what the pusher
 // spends per task in push_batch (lab/probes/lane_profile.cu), the batched push is bound by
 // this copy.
 // Build and run from the repository root (argument: consumer threads for (c), default 1):

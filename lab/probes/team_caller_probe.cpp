@@ -3,7 +3,7 @@
 // worker (then that worker is rank 0), against OpenMP; medians of 15, five times, with each
 // variant's page faults per call; 2 workers, as on the 2-core VM. With the tree as it is, a caller
 // outside the pool sleeps and every rank is a task; b24dfb8 (reverted) had the caller run rank 0
-// itself, as OpenMP's master thread does (bench/results/cpu2/probes/README.md). Build from the
+// itself, as OpenMP's master thread does (lab/results/cpu2/README.md). Build from the
 // repository root after `make` (build/ as the Makefile makes it):
 //   g++ -O3 -DNDEBUG -std=c++20 -Iinclude -Ibench lab/probes/team_caller_probe.cpp
 //     build/bench/libweft_bench.a build/src/libweft.a -fopenmp -lhwloc -lpthread -o probe

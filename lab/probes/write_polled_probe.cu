@@ -2,7 +2,7 @@
 // The tagged-record pool (branch tagged-records) wrote each task's record into the line its
 // block polls, and its lanes' record writes cost 158-196 TSC cycles per task against 27-36 for
 // the state-word pool, which writes payloads into lines no block polls and READY into one
-// control line per ring (bench/results/h100/probes/tagged_busy_profile-fa2d0fe.txt). The
+// control line per ring (lab/results/h100/tagged_busy_profile-fa2d0fe.txt). The
 // hypothesis: a GPU read of a host line is a snoop that takes the line out of the writing
 // core's cache (or out of its exclusive state), so each record write into a polled line pays a
 // fresh ownership request; a line no device reads stays in the core's cache.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A/B of a GPU-pool probe between an older commit's pool and the working tree's, on ONE machine
 # instance of the device tool. Host-bound figures differ by up to 2x between instances
-# (bench/results/h100/probes/README.md), so a change is judged by old and new built side by
+# (lab/results/h100/README.md), so a change is judged by old and new built side by
 # side and run alternately in the same call, not by runs from different calls.
 #
 #   here:    lab/scripts/gpu-ab.sh prepare <commit>
@@ -27,7 +27,7 @@
 #
 # The probes and helpers are the working tree's (lab/probes/; a tree before the lab moved had
 # them in scripts/probes/, probe_dir looks in both). ab/ is at the repository's root.
-# Example (what bench/results/h100/probes/latency_ab-bff043d.txt was made by, by hand):
+# Example (what lab/results/h100/latency_ab-bff043d.txt was made by, by hand):
 #   lab/scripts/gpu-ab.sh prepare 48d179e
 #   device: lab/scripts/gpu-ab.sh run 48d179e latency_trace 2 -DWEFT_POOL_TRACE | tee $OUT/ab.txt
 set -euo pipefail
