@@ -1,16 +1,16 @@
-/* spec/tagged_records.pml - slots whose records are read and written a word at a time, each
- * word tagged: a design built and measured but not adopted (docs/gpu.md, "Tagged records"; its
- * code is on branch tagged-records; the pool's model is spec/slot_protocol.pml). The branch
- * differs from this model in one respect: its headers are the scheduler's and its status words
- * the block's (a result does not overwrite word 0), so its headers carry the use count, which
- * this model shows is otherwise needed only for diagnosis.
+/* lab/spec/tagged_records.pml - slots whose records are read and written a word at a time, each
+ * word tagged: a design built and measured but not adopted (docs/gpu.md, "Tagged records"; its code
+ * is on branch tagged-records; the pool's model is spec/slot_protocol.pml). The branch differs from
+ * this model in one respect: its headers are the scheduler's and its status words the block's (a
+ * result does not overwrite word 0), so its headers carry the use count, which this model shows is
+ * otherwise needed only for diagnosis.
  *
  * Today a block acquires a slot's state word, then reads the payload (a second PCIe round
  * trip), and publishes its results with a system-scope release (a fence). With tagged records
  * every 8-byte word of a slot carries a tag beside its 32 bits of data, and 8-byte accesses are
  * single-copy atomic, but nothing orders one word against another: a reader may see any mix of
  * old and new words (the H100 showed one such poll in 6400 tagged round trips,
- * bench/results/h100/probes/tagged_mailbox-a0d93bd.txt). The tag of a word is
+ * lab/results/h100/tagged_mailbox-a0d93bd.txt). The tag of a word is
  * 2 * (the slot's use count) + direction (0: request from the scheduler, 1: result from the
  * block), modulo TAGS; the slots start with every word's tag odd (a result's). So:
  *  - the scheduler writes a task's W words in ANY order (word 0: the task and its size in
@@ -25,18 +25,18 @@
  * Each Promela statement is atomic and memory is sequentially consistent per word: that is the
  * single-copy atomicity of an aligned 8-byte relaxed access, and all this design assumes.
  *
- * Checked (scripts/check-spin.sh): every task is run once, on a whole record of its own, and
- * delivered once with its own result; no deadlock; every block reaches EXIT. With TAGS = 2
- * (the direction alone) as with TAGS = 8: a slot is loaded again only after its results were
- * collected, every load covers word 0 and rewrites the words it covers, and every result
- * overwrites them, so an even tag (a request's) on a covered word is always the current one;
- * given odd starting tags, the use count is not needed for safety (it is for diagnosis, and it
- * makes zeroed memory safe until its count wraps). Mutants the check must catch: 1, the block
- * trusts word 0's tag alone (a state word without ordering; any TAGS); 2, results carry the
- * request tag (no direction; with TAGS = 2 the block takes its own result for the next request,
- * with a use count the scheduler waits forever, a livelock this safety search does not see);
- * 3, the slots start zeroed, a request's tag (with TAGS = 2 the block takes the empty slot for
- * a task).
+ * Checked (by scripts/check-spin.sh until it left CI; by hand now: lab/README.md): every task is
+ * run once, on a whole record of its own, and delivered once with its own result; no deadlock;
+ * every block reaches EXIT. With TAGS = 2 (the direction alone) as with TAGS = 8: a slot is loaded
+ * again only after its results were collected, every load covers word 0 and rewrites the words it
+ * covers, and every result overwrites them, so an even tag (a request's) on a covered word is
+ * always the current one; given odd starting tags, the use count is not needed for safety (it is
+ * for diagnosis, and it makes zeroed memory safe until its count wraps). Mutants the check must
+ * catch: 1, the block trusts word 0's tag alone (a state word without ordering; any TAGS); 2,
+ * results carry the request tag (no direction; with TAGS = 2 the block takes its own result for the
+ * next request, with a use count the scheduler waits forever, a livelock this safety search does
+ * not see); 3, the slots start zeroed, a request's tag (with TAGS = 2 the block takes the empty
+ * slot for a task).
  */
 #ifndef K
 #define K 2 /* slots per block's ring */
