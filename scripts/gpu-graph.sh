@@ -11,7 +11,8 @@
 #                                     run: --node-log), and factor5_320m's traces (pptm, d_map)
 # Pass the commit: WEFT_COMMIT=<hash> (the tree sent to the GPU machine has no .git).
 # The bench takes 15 samples per contender (WEFT_BENCH_ARGS replaces that): with 7, identical
-# mappings measured up to 9% apart on a noisy machine instance (probes/graph-e79e9a6.log).
+# mappings measured up to 9% apart on a noisy machine instance
+# (lab/results/h100/graph-e79e9a6.log).
 # The device tool returns at most 8 files from $OUT: bench writes 8, check 1 (plus the pool
 # check's); a call that runs bench and anything else loses files.
 set -uo pipefail

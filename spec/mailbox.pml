@@ -17,7 +17,7 @@
  * takes the pusher's shard lock), later pushes are refused; the lane delivers what is in
  * flight, closes a FREE mailbox, and shutdown writes an EXIT request of the next use.
  * Tags are whole values here: that a word-at-a-time record is whole when every word carries
- * the tag is spec/tagged_records.pml's. Each statement is atomic, memory sequentially
+ * the tag is lab/spec/tagged_records.pml's. Each statement is atomic, memory sequentially
  * consistent (the real code's acquire CAS / release stores make that sound).
  *
  * Checked (scripts/check-spin.sh): every accepted task is delivered exactly once, with its

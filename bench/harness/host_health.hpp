@@ -1,8 +1,8 @@
 // bench/harness/host_health.hpp - how fast this machine hands a cache line from one thread to
 // another: the yardstick for telling a slow change from a slow machine instance. The device
 // tool's GPU machines differ by up to 2x in every host-bound figure of the GPU pool between
-// instances (bench/results/h100/probes/README.md), and runs from different instances cannot be
-// compared without knowing which kind each was; suites record this at their start and end.
+// instances (lab/results/h100/README.md), and runs from different instances cannot be compared
+// without knowing which kind each was; suites record this at their start and end.
 // It is a hint, not a normaliser: on the H100 instances of 2026-11-23 it did not track the
 // pool's figures (docs/benchmarks.md).
 #pragma once
