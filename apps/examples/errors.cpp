@@ -37,9 +37,9 @@ int main() {
   std::vector<float> v(16, 1.0f);
   weft::graph::Graph g;
   const weft::graph::Data d = g.add_data("v", v.data(), v.size() * sizeof(float));
-  g.add_node({"fails", [](const weft::graph::CpuCall&) { throw std::domain_error("bad input"); },
-              {}, {}},
-             {weft::graph::read_write(d)});
+  g.add_node(
+      {"fails", [](const weft::graph::CpuCall&) { throw std::domain_error("bad input"); }, {}, {}},
+      {weft::graph::read_write(d)});
   weft::graph::Runtime rt(ex);
   try {
     (void)rt.run(g, weft::graph::Policy::a_free);
