@@ -2,20 +2,19 @@
 # Checks spec/slot_protocol.pml exhaustively with spin for 2 blocks with rings of 1 and 2
 # slots (safety: assertions and invalid end states, i.e. deadlock and blocks that never reach
 # EXIT), spec/block_roles.pml (one block's loader, task threads and publisher against a
-# ring of 1 to 3 slots), spec/direct_load.pml (a lane's standby slot offered to pushing
-# threads, with sleeping and shutdown), spec/lone_tasks.pml (lone tasks left to their home
+# ring of 1 to 3 slots), spec/lone_tasks.pml (lone tasks left to their home
 # lane: no task waits forever), spec/mailbox.pml (the lone-task mailbox: pushers, consumers and
 # a lane racing for it), and spec/mailbox_wake.pml (who wakes whom around the mailbox: sleeping
 # consumers and lane): the designs the pool uses. Fails when spin finds an error or did not
 # explore the whole state space, and also when spin does NOT find the error in one of the
 # models' mutants (known protocol bugs: the check must be able to fail). A model of a design
-# not adopted is in lab/spec/ (lab/README.md), not checked here.
+# not adopted, or retired, is in lab/spec/ (lab/README.md), not checked here.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 command -v spin >/dev/null || { echo "check-spin: SKIPPED: spin is not installed (make deps)"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cp "$root/spec/slot_protocol.pml" "$root/spec/block_roles.pml" "$root/spec/direct_load.pml" \
+cp "$root/spec/slot_protocol.pml" "$root/spec/block_roles.pml" \
   "$root/spec/lone_tasks.pml" "$root/spec/mailbox.pml" "$root/spec/mailbox_wake.pml" "$work/"
 cd "$work"
 # search MODEL MODE DEFINES...: builds the model's verifier and searches the whole state space;
@@ -82,20 +81,6 @@ for k in 1 2 3; do
 done
 for mutant in 1 2 3; do
   caught "one block's roles mutant $mutant" block_roles.pml safety -DK=2 -DT=3 -DMUTANT=$mutant
-done
-
-# spec/direct_load.pml: one lane, its standby block's ring of K slots, 2 threads pushing N
-# single tasks each, shutdown after the last result (CLOSE_EARLY=0) or at any moment (1; N=2
-# there needs ~6 GB, so N=1). Mutants 1-3 must be caught with CLOSE_EARLY=0, 4 with 1.
-for config in "1 1 0" "1 2 0" "2 1 0" "2 2 0" "1 1 1" "2 1 1"; do
-  read -r k n early <<< "$config"
-  clean "direct loads, $k slot(s), 2 x $n tasks, close early $early" direct_load.pml safety \
-    -DK=$k -DN=$n -DCLOSE_EARLY=$early -DMUTANT=0
-done
-for config in "1 2 2 0" "2 2 2 0" "3 2 2 0" "4 2 1 1"; do
-  read -r mutant k n early <<< "$config"
-  caught "direct loads mutant $mutant" direct_load.pml safety -DK=$k -DN=$n \
-    -DCLOSE_EARLY=$early -DMUTANT=$mutant
 done
 
 # spec/lone_tasks.pml: two lanes, a shard whose home is lane 0, one thread pushing N lone tasks
