@@ -1,5 +1,5 @@
-// A FIFO of fixed-stride elements that arrive and leave in batches: a deque of chunks (byte
-// vectors) and a read position in the first. Adding a batch moves one vector (O(1) under the
+// A FIFO of fixed-stride elements that arrive and leave in batches: a deque of chunks (record
+// buffers) and a read position in the first. Adding a batch moves one vector (O(1) under the
 // caller's lock, however long the batch); taking copies the elements out. Emptied vectors are
 // kept for reuse, so a steady stream allocates nothing. Not thread-safe: the pool's queues
 // guard it with their mutex.
@@ -23,52 +23,48 @@ class ChunkQueue {
   [[nodiscard]] std::size_t stride() const noexcept { return stride_; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
-  /// Emptied vectors kept for reuse (at most kMaxSpares, none above kMaxSpareElements).
+  /// Emptied buffers kept for reuse (at most kMaxSpares, none above kMaxSpareElements).
   [[nodiscard]] std::size_t spares() const noexcept { return spares_.size(); }
-  /// Elements the kept vectors have room for.
+  /// Elements the kept buffers have room for.
   [[nodiscard]] std::size_t spare_capacity() const noexcept {
     std::size_t c = 0;
     for (const auto& v : spares_) c += v.capacity();
-    return c / stride_;
+    return c;
   }
 
   /// Appends the elements of `chunk` (of this queue's stride; moved in, `chunk` is left empty,
-  /// possibly with the capacity of a recycled vector).
+  /// possibly with the capacity of a recycled buffer).
   void push_chunk(RecordBuffer& chunk) {
     if (chunk.empty()) return;
     size_ += chunk.size();
-    chunks_.push_back(std::move(chunk.bytes()));
-    chunk.bytes() = spare();
+    chunks_.push_back(std::move(chunk));
+    chunk = spare();
   }
   /// Appends one element (to the last chunk while it is short: no allocation per element).
   void push_one(const void* element) {
-    if (chunks_.empty() || chunks_.back().size() >= kShortChunk * stride_) {
+    if (chunks_.empty() || chunks_.back().size() >= kShortChunk) {
       chunks_.push_back(spare());
-      chunks_.back().reserve(kShortChunk * stride_);
+      chunks_.back().reserve(kShortChunk);
     }
-    Bytes& back = chunks_.back();
-    const std::size_t at = back.size();
-    back.resize(at + stride_);
-    copy_element(back.data() + at, element, stride_);
+    copy_element(chunks_.back().append(), element, stride_);
     ++size_;
   }
   /// Copies up to `max` elements to the end of `out`; returns how many.
   std::size_t take(RecordBuffer& out, std::size_t max) {
     std::size_t taken = 0;
     while (taken < max && !chunks_.empty()) {
-      const std::size_t n =
+      taken +=
           take_span(max - taken, [&](const unsigned char* p, std::size_t k) { out.append(p, k); });
-      taken += n;
     }
     size_ -= taken;
     return taken;
   }
   /// Copies the first element into `out`. The queue must not be empty.
   void take_one(void* out) {
-    copy_element(out, chunks_.front().data() + head_ * stride_, stride_);
+    copy_element(out, chunks_.front().at(head_), stride_);
     ++head_;
     --size_;
-    if (head_ * stride_ == chunks_.front().size()) pop_front_chunk();
+    if (head_ == chunks_.front().size()) pop_front_chunk();
   }
   /// Copies up to `max` elements into the array `out`; returns how many.
   std::size_t take_into(void* out, std::size_t max) {
@@ -88,27 +84,27 @@ class ChunkQueue {
   // advances past them. Returns how many.
   template <class Sink>
   std::size_t take_span(std::size_t max, Sink sink) {
-    Bytes& front = chunks_.front();
-    const std::size_t n = std::min(max, front.size() / stride_ - head_);
-    sink(front.data() + head_ * stride_, n);
+    RecordBuffer& front = chunks_.front();
+    const std::size_t n = std::min(max, front.size() - head_);
+    sink(front.at(head_), n);
     head_ += n;
-    if (head_ * stride_ == front.size()) pop_front_chunk();
+    if (head_ == front.size()) pop_front_chunk();
     return n;
   }
   void pop_front_chunk() {
-    Bytes v = std::move(chunks_.front());
+    RecordBuffer v = std::move(chunks_.front());
     chunks_.pop_front();
     head_ = 0;
     v.clear();
     // Only ordinary batch sizes are kept: one huge batch must not pin its memory for the
     // life of the pool.
-    if (spares_.size() < kMaxSpares && v.capacity() <= kMaxSpareElements * stride_) {
+    if (spares_.size() < kMaxSpares && v.capacity() <= kMaxSpareElements) {
       spares_.push_back(std::move(v));
     }
   }
-  Bytes spare() {
-    if (spares_.empty()) return {};
-    Bytes v = std::move(spares_.back());
+  RecordBuffer spare() {
+    if (spares_.empty()) return RecordBuffer(stride_);
+    RecordBuffer v = std::move(spares_.back());
     spares_.pop_back();
     return v;
   }
@@ -117,10 +113,10 @@ class ChunkQueue {
   static constexpr std::size_t kMaxSpareElements = std::size_t{1} << 14;
   static constexpr std::size_t kShortChunk = 256;
   std::size_t stride_;
-  std::deque<Bytes> chunks_;
+  std::deque<RecordBuffer> chunks_;
   std::size_t head_ = 0;  // read position in chunks_.front(), in elements
   std::size_t size_ = 0;
-  std::vector<Bytes> spares_;
+  std::vector<RecordBuffer> spares_;
 };
 
 }  // namespace weft::gpu::detail

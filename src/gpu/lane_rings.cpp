@@ -199,10 +199,11 @@ std::size_t LaneRings::collect(Outbox& outbox, Clock::time_point now) {
   // docs/decisions/003-gpu-ring-loading.md). With a watchdog every active block is visited,
   // for its deadlines.
   finishing_.clear();
+  const bool watchdog = watchdog_.on();
   for (const std::uint32_t b : active_) {
     const std::uint32_t j = blocks_[b].collect_slot;
     // relaxed: a filter only; collect_block loads the state again with acquire.
-    if (watchdog_.on() ||
+    if (watchdog ||
         state_word(states(b), j).load(std::memory_order_relaxed) == word(SlotState::finished)) {
       finishing_.push_back(b);
     }

@@ -3,36 +3,13 @@
 // every one of them goes through.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <utility>
-#include <vector>
 
 namespace weft::gpu::detail {
-
-/// An allocator whose value-initialisation leaves bytes as they are: growing a buffer by an
-/// element does not zero bytes that the caller writes right after.
-template <class T>
-struct UninitAllocator : std::allocator<T> {
-  template <class U>
-  struct rebind {
-    using other = UninitAllocator<U>;
-  };
-  UninitAllocator() = default;
-  template <class U>
-  explicit UninitAllocator(const UninitAllocator<U>&) noexcept {}
-  template <class U>
-  void construct(U* p) noexcept {
-    ::new (static_cast<void*>(p)) U;
-  }
-  template <class U, class... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
-};
-using Bytes = std::vector<unsigned char, UninitAllocator<unsigned char>>;
 
 /// Copies a payload of `size` bytes between buffers that reserve `room` bytes for it. Rooms of
 /// up to 64 bytes are copied whole, as fixed-size moves the compiler turns into a few vector
@@ -86,38 +63,83 @@ inline void copy_element(void* to, const void* from, std::size_t stride) noexcep
   }
 }
 
-/// A growable array of elements of `stride` bytes each. Not thread-safe.
+/// A growable array of elements of `stride` bytes each. Not thread-safe. Hand-written rather
+/// than a std::vector of bytes: appending an element must be a bounds check and a pointer bump
+/// (the lanes stage and load every task through one), growth must not zero memory the caller
+/// overwrites, and a range must be appended as one memcpy; a vector with an allocator that
+/// skips zeroing copies ranges element by element.
 class RecordBuffer {
  public:
   explicit RecordBuffer(std::size_t stride = 1) noexcept : stride_(stride) {}
+  RecordBuffer(const RecordBuffer& other) : stride_(other.stride_) {
+    append(other.data_.get(), other.count_);
+  }
+  RecordBuffer& operator=(const RecordBuffer& other) {
+    if (this != &other) {
+      stride_ = other.stride_;
+      count_ = 0;
+      append(other.data_.get(), other.count_);
+    }
+    return *this;
+  }
+  RecordBuffer(RecordBuffer&& other) noexcept
+      : stride_(other.stride_),
+        data_(std::move(other.data_)),
+        count_(std::exchange(other.count_, 0)),
+        capacity_(std::exchange(other.capacity_, 0)) {}
+  RecordBuffer& operator=(RecordBuffer&& other) noexcept {
+    stride_ = other.stride_;
+    data_ = std::move(other.data_);
+    count_ = std::exchange(other.count_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
+    return *this;
+  }
+  ~RecordBuffer() = default;
 
   [[nodiscard]] std::size_t stride() const noexcept { return stride_; }
-  [[nodiscard]] std::size_t size() const noexcept { return bytes_.size() / stride_; }
-  [[nodiscard]] bool empty() const noexcept { return bytes_.empty(); }
-  [[nodiscard]] std::size_t capacity() const noexcept { return bytes_.capacity() / stride_; }
-  [[nodiscard]] unsigned char* at(std::size_t i) noexcept { return bytes_.data() + i * stride_; }
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] unsigned char* at(std::size_t i) noexcept { return data_.get() + i * stride_; }
   [[nodiscard]] const unsigned char* at(std::size_t i) const noexcept {
-    return bytes_.data() + i * stride_;
+    return data_.get() + i * stride_;
   }
-  void clear() noexcept { bytes_.clear(); }
-  void reserve(std::size_t elements) { bytes_.reserve(elements * stride_); }
+  void clear() noexcept { count_ = 0; }
+  /// Empties it and gives its memory back.
+  void release() noexcept {
+    data_.reset();
+    count_ = capacity_ = 0;
+  }
+  void reserve(std::size_t elements) {
+    if (elements > capacity_) grow_to(elements);
+  }
   /// Appends an element whose bytes the caller writes; returns it.
   unsigned char* append() {
-    bytes_.resize(bytes_.size() + stride_);
-    return bytes_.data() + bytes_.size() - stride_;
+    if (count_ == capacity_) grow_to(count_ + 1);
+    return data_.get() + count_++ * stride_;
   }
   /// Appends `n` elements copied from `from`.
   void append(const void* from, std::size_t n) {
-    const auto* p = static_cast<const unsigned char*>(from);
-    bytes_.insert(bytes_.end(), p, p + n * stride_);
+    if (n == 0) return;
+    if (count_ + n > capacity_) grow_to(count_ + n);
+    std::memcpy(data_.get() + count_ * stride_, from, n * stride_);
+    count_ += n;
   }
-  void pop_back() noexcept { bytes_.resize(bytes_.size() - stride_); }
-  /// The storage, for moving whole buffers between queues.
-  [[nodiscard]] Bytes& bytes() noexcept { return bytes_; }
+  void pop_back() noexcept { --count_; }
 
  private:
+  void grow_to(std::size_t need) {
+    const std::size_t capacity = std::max({need, 2 * capacity_, std::size_t{16}});
+    auto data = std::make_unique_for_overwrite<unsigned char[]>(capacity * stride_);
+    if (count_ != 0) std::memcpy(data.get(), data_.get(), count_ * stride_);
+    data_ = std::move(data);
+    capacity_ = capacity;
+  }
+
   std::size_t stride_;
-  Bytes bytes_;
+  std::unique_ptr<unsigned char[]> data_;
+  std::size_t count_ = 0;     // elements
+  std::size_t capacity_ = 0;  // elements
 };
 
 }  // namespace weft::gpu::detail

@@ -202,7 +202,7 @@ std::size_t Scheduler::Impl::push_fifo(std::size_t home, const unsigned char* re
     }
   }
   if (refused) {
-    RecordBuffer(input_.entry_stride()).bytes().swap(chunk.bytes());  // refused: keep no memory
+    chunk.release();  // a refused batch keeps no memory
     return 0;
   }
   if (mailed) {
