@@ -16,16 +16,6 @@ InputQueue::InputQueue(QueueOrder order, std::size_t payload_capacity, std::size
   }
 }
 
-void InputQueue::write_entry(unsigned char* to, const unsigned char* record, std::size_t out,
-                             std::uint32_t callback) const noexcept {
-  RecordHead r;
-  std::memcpy(&r, record, sizeof r);
-  const EntryHead e{r.type, r.payload_size, r.tag, static_cast<std::uint32_t>(out), callback};
-  std::memcpy(to, &e, sizeof e);
-  // The push checked payload_size <= the capacity.
-  copy_payload(to + kEntryPayloadOffset, record + kRecordPayloadOffset, room_, r.payload_size);
-}
-
 void InputQueue::close() {
   // relaxed: the locks taken below publish it (see closed()).
   closed_.store(true, std::memory_order_relaxed);
@@ -33,13 +23,6 @@ void InputQueue::close() {
     std::lock_guard<AdaptiveMutex> lock(s->mutex);
   }
   std::lock_guard<std::mutex> lock(heap_mutex_);
-}
-
-std::size_t InputQueue::size() const noexcept {
-  if (!fifo()) return heap_size_.load(std::memory_order_seq_cst);  // seq_cst: see Shard::size
-  std::size_t n = 0;
-  for (const auto& s : shards_) n += s->size.load(std::memory_order_seq_cst);
-  return n;
 }
 
 std::uint64_t InputQueue::accepted() const noexcept {

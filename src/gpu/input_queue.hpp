@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -88,9 +89,16 @@ class InputQueue {
   Shard& shard(std::size_t s) noexcept { return *shards_[s]; }
   const Shard& shard(std::size_t s) const noexcept { return *shards_[s]; }
 
-  /// Writes the entry of `record` (a TaskRecord's bytes) into `to`.
+  /// Writes the entry of `record` (a TaskRecord's bytes, its payload size checked against the
+  /// capacity) into `to`. Inline: a batched push runs it for every record.
   void write_entry(unsigned char* to, const unsigned char* record, std::size_t out,
-                   std::uint32_t callback) const noexcept;
+                   std::uint32_t callback) const noexcept {
+    RecordHead r;
+    std::memcpy(&r, record, sizeof r);
+    const EntryHead e{r.type, r.payload_size, r.tag, static_cast<std::uint32_t>(out), callback};
+    std::memcpy(to, &e, sizeof e);
+    copy_payload(to + kEntryPayloadOffset, record + kRecordPayloadOffset, room_, r.payload_size);
+  }
 
   // ---- state ----
   /// Whether close() was called. relaxed: a push reads it under its shard's (or the heap's)
@@ -124,7 +132,12 @@ class InputQueue {
 
   // ---- taking ----
   /// Tasks queued (a snapshot; seq_cst loads, see Shard::size).
-  [[nodiscard]] std::size_t size() const noexcept;
+  [[nodiscard]] std::size_t size() const noexcept {
+    if (!fifo()) return heap_size_.load(std::memory_order_seq_cst);
+    std::size_t n = 0;
+    for (const auto& s : shards_) n += s->size.load(std::memory_order_seq_cst);
+    return n;
+  }
   /// Tasks accepted through all shards (seq_cst loads: the scheduler reads them after its
   /// count of deliveries).
   [[nodiscard]] std::uint64_t accepted() const noexcept;

@@ -73,6 +73,11 @@ void LaneRings::link(std::uint32_t b) {
   ++listed_;
 }
 
+void LaneRings::relink(std::uint32_t b) {
+  unlink(b);
+  link(b);
+}
+
 std::uint32_t LaneRings::pick_block() const {
   // The standby block polls its ring all the time: a task there starts first.
   if (options_.standby && blocks_[0].level == 0) return 0;

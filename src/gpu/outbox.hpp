@@ -61,15 +61,11 @@ class Outbox {
         staged_(outputs, RecordBuffer(record_stride(payload_capacity))),
         callback_records_(record_stride(payload_capacity)) {}
 
-  /// A task ended (finished, timed out, failed, cancelled): stage its record.
-  void stage(const SlotMeta& m, TaskStatus status, const unsigned char* results) {
-    unsigned char* r;
-    if (m.callback != 0) {
-      callback_ids_.push_back(m.callback);
-      r = callback_records_.append();
-    } else {
-      r = staged_[m.out].append();
-    }
+  /// A task ended (finished, timed out, failed, cancelled): stage its record. Inlined into
+  /// the lanes' per-task loops; the rare callback case is out of line.
+  [[gnu::always_inline]] inline void stage(const SlotMeta& m, TaskStatus status,
+                                           const unsigned char* results) {
+    unsigned char* r = m.callback != 0 ? stage_callback(m.callback) : staged_[m.out].append();
     write_record(r, m, status, results, room_);
     failed_ += status != TaskStatus::ok;  // counted here: the delivery need not re-read
   }
@@ -83,6 +79,11 @@ class Outbox {
   std::uint64_t take_failed() noexcept { return std::exchange(failed_, 0); }
 
  private:
+  [[gnu::noinline]] unsigned char* stage_callback(std::uint32_t callback) {
+    callback_ids_.push_back(callback);
+    return callback_records_.append();
+  }
+
   std::size_t room_;
   std::vector<RecordBuffer> staged_;  // by output queue
   RecordBuffer callback_records_;

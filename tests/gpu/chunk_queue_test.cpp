@@ -45,7 +45,7 @@ TEST(ChunkQueue, KeepsFifoOrderAcrossChunksSinglePushesAndPartialTakes) {
     EXPECT_TRUE(c.empty()) << "the chunk's elements moved into the queue";
   };
   auto push_one = [&] {
-    unsigned char e[kStride];
+    unsigned char e[128];  // one element, with room for the widest fixed-size copy
     put(e, next);
     expect.push_back(next++);
     q.push_one(e);

@@ -27,7 +27,7 @@ struct Item {
 };
 constexpr std::size_t kCapacity = 16;
 void push_item(InputQueue::Shard& shard, Item it) {
-  alignas(8) unsigned char e[entry_stride(kCapacity)] = {};
+  alignas(8) unsigned char e[128] = {};  // an entry, with room for the widest fixed-size copy
   const EntryHead h{it.thread, 0, it.seq, 0, 0};
   std::memcpy(e, &h, sizeof h);
   shard.queue.push_one(e);
@@ -153,7 +153,7 @@ TEST(OutputQueue, DeliversEveryRecordExactlyOnceToManyConsumers) {
   std::vector<std::thread> consumers;
   for (std::size_t c = 0; c < kConsumers; ++c) {
     consumers.emplace_back([&, c] {
-      std::uint64_t buf[7];
+      std::uint64_t buf[16];  // room for the widest fixed-size element copy
       while (taken.load() < kLanes * kPerLane) {
         std::size_t n = 0;
         if (c % 2 == 0) {
