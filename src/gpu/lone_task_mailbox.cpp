@@ -75,18 +75,19 @@ bool LoneTaskMailbox::claim(const unsigned char* record) {
          state_.compare_exchange_strong(expected, kFilling, std::memory_order_acquire, rx);
 }
 
-void LoneTaskMailbox::fill(const unsigned char* record, std::size_t out) {
+void LoneTaskMailbox::fill(const unsigned char* record, std::size_t out, std::uint32_t callback) {
   RecordHead r;
   std::memcpy(&r, record, sizeof r);
   // relaxed (these four): hints for collectors, who read them again after their acquire CAS;
   // published by the seq_cst store of IN_FLIGHT below.
   const std::uint32_t use = use_.load(rx) + 1;
   use_.store(use, rx);
-  out_.store(static_cast<std::uint32_t>(out), rx);
+  out_.store(callback != 0 ? kNoQueue : static_cast<std::uint32_t>(out), rx);
   size_.store(r.payload_size, rx);
   const Clock::time_point now = Clock::now();  // the watchdog's start
   loaded_.store(now.time_since_epoch().count(), rx);
   meta_ = SlotMeta::of_record(record, out, now);
+  meta_.callback = callback;
   mailbox_write_request(box_, use, r.type, r.payload_size, record + kRecordPayloadOffset);
   tasks_.fetch_add(1, rx);  // relaxed: a statistic
   // seq_cst: a release for the fields above (collectors acquire by CAS), and pairs with the
@@ -135,7 +136,8 @@ bool LoneTaskMailbox::take(std::size_t out, bool any, unsigned char* record, Slo
   m = meta_;
   // The hints above may have been of an earlier use: check the task this CAS took.
   // relaxed: written before the IN_FLIGHT this CAS acquired.
-  if ((!any && m.out != out) || !mailbox_result_ready(box_, use_.load(rx), m.size)) {
+  if ((!any && (m.callback != 0 || m.out != out)) ||
+      !mailbox_result_ready(box_, use_.load(rx), m.size)) {
     // release: nothing was written; the next collector acquires IN_FLIGHT again.
     state_.store(kInFlight, std::memory_order_release);
     return false;
@@ -185,8 +187,9 @@ std::size_t LoneTaskMailbox::lane_round(Outbox& outbox, Clock::time_point now, b
   if (s != kInFlight) return 0;
   const std::uint32_t use = use_.load(rx);  // relaxed: a hint
   if (!mailbox_result_ready(box_, use, size_.load(rx))) return time_out(outbox, now);
-  // A consumer that waits for it takes it within a poll; give it the chance.
-  if (!now_or_never) {
+  // A consumer that waits for it takes it within a poll; give it the chance. Nobody but this
+  // lane delivers a future's or callback's task. relaxed: a hint, as the use.
+  if (!now_or_never && out_.load(rx) != kNoQueue) {
     if (seen_use_ != use) {
       seen_use_ = use;
       seen_ = now;

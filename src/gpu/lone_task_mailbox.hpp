@@ -4,10 +4,12 @@
 // A task pushed to an idle pool so skips the ring's two trips over PCIe before its body starts
 // and the lane's hand-over afterwards (docs/decisions/005-gpu-single-task-paths.md).
 //
-// Who may use it: a single push (not a batch, no future or callback) of at most
-// kMailboxPayloadMax bytes into a FIFO pool, from a thread that pushed nothing for lone_gap
-// (a thread that waits for each result pushes every few microseconds at most; threads that
-// stream single tasks leave the mailbox alone and use the rings).
+// Who may use it: a single push (not a batch) of at most kMailboxPayloadMax bytes into a FIFO
+// pool, from a thread that pushed nothing for lone_gap (a thread that waits for each result
+// pushes every few microseconds at most; threads that stream single tasks leave the mailbox
+// alone and use the rings). A task for an output queue is collected by a consumer of that
+// queue, or by the mailbox's lane after kGrace; a future's or callback's task only by the lane,
+// at once.
 //
 // Its one state machine, in one word:
 //
@@ -47,14 +49,16 @@ class LoneTaskMailbox {
   [[nodiscard]] bool present() const noexcept { return box_ != nullptr; }
 
   // ---- pushers ----
-  /// Under the pusher's input shard lock: takes `record` (TaskRecord bytes) for queue `out`
-  /// if it is a lone task and the mailbox is free; accept() runs once it is taken, before the
-  /// task can be collected. Returns whether it took it.
+  /// Under the pusher's input shard lock: takes `record` (TaskRecord bytes) for queue `out`,
+  /// or for callback handle `callback` (not 0), if it is a lone task and the mailbox is free;
+  /// accept() runs once it is taken, before the task can be collected. Returns whether it took
+  /// it.
   template <class Accept>
-  bool try_push(const unsigned char* record, std::size_t out, Accept accept) {
+  bool try_push(const unsigned char* record, std::size_t out, std::uint32_t callback,
+                Accept accept) {
     if (!claim(record)) return false;
     accept();
-    fill(record, out);
+    fill(record, out, callback);
     return true;
   }
 
@@ -111,9 +115,11 @@ class LoneTaskMailbox {
   static constexpr auto rx = std::memory_order_relaxed;
   static constexpr std::uint32_t kFree = 0, kFilling = 1, kInFlight = 2, kCollecting = 3, kLost = 4,
                                  kClosed = 5;
+  // out_ of a future's or callback's task: no consumer's queue.
+  static constexpr std::uint32_t kNoQueue = ~std::uint32_t{0};
 
   bool claim(const unsigned char* record);
-  void fill(const unsigned char* record, std::size_t out);
+  void fill(const unsigned char* record, std::size_t out, std::uint32_t callback);
   bool take(std::size_t out, bool any, unsigned char* record, SlotMeta& m);
   void finish_take(const SlotMeta& m, unsigned char* record);
   std::size_t time_out(Outbox& outbox, Clock::time_point now);
@@ -127,7 +133,7 @@ class LoneTaskMailbox {
   // task: a line of their own.
   alignas(64) std::atomic<std::uint32_t> state_{kClosed};
   std::atomic<std::uint32_t> use_{0};   // the current request's tag
-  std::atomic<std::uint32_t> out_{0};   // its output queue
+  std::atomic<std::uint32_t> out_{0};   // its output queue, kNoQueue: a callback's
   std::atomic<std::uint32_t> size_{0};  // its payload size
   std::atomic<Clock::rep> loaded_{0};   // when it was pushed (the watchdog's start)
   SlotMeta meta_;  // written by the pusher in FILLING, read by the collector holding it

@@ -1,6 +1,7 @@
 // The scheduler as users' threads meet it: push, pop, synchronize, shutdown, statistics.
 #include <algorithm>
 #include <bit>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -170,7 +171,9 @@ std::size_t Scheduler::Impl::push_fifo(std::size_t home, const unsigned char* re
     chunk.reserve(count);
     for (std::size_t k = 0; k < count; ++k) {
       const unsigned char* r = records + k * record_stride_;
-      check_records(r, 1);
+      std::uint32_t size;  // RecordHead::payload_size
+      std::memcpy(&size, r + offsetof(RecordHead, payload_size), sizeof size);
+      if (size > capacity_) check_records(r, 1);  // throws
       input_.write_entry(chunk.append(), r, out, 0);
     }
   }
@@ -181,11 +184,11 @@ std::size_t Scheduler::Impl::push_fifo(std::size_t home, const unsigned char* re
     std::lock_guard<AdaptiveMutex> lock(shard.mutex);
     refused = input_.closed();
     // A single task with nothing of this thread's queued before it may take the mailbox (a
-    // task of its own, collected by whoever waits for it). Not for futures and callbacks:
-    // those are delivered by a lane. Under the shard lock, so that close() (which takes it)
-    // returns only after the mailbox's request is complete.
-    if (!refused && count == 1 && cb == 0 && shard.queue.empty()) {
-      mailed = mailbox_.try_push(records, out, [&] { count_accepted(home, out, 1, 0); });
+    // task of its own, collected by whoever waits for its queue; a future's or callback's by
+    // the mailbox's lane). Under the shard lock, so that close() (which takes it) returns only
+    // after the mailbox's request is complete.
+    if (!refused && count == 1 && shard.queue.empty()) {
+      mailed = mailbox_.try_push(records, out, cb, [&] { count_accepted(home, out, 1, cb); });
     }
     if (!refused && !mailed) {
       count_accepted(home, out, count, cb);
@@ -211,8 +214,10 @@ std::size_t Scheduler::Impl::push_fifo(std::size_t home, const unsigned char* re
     // paths.md). But a consumer already asleep on the queue (it registered, saw no mailbox
     // task, slept) must get it: then the lane delivers it. seq_cst: the waiter counts pair
     // with the mailbox's IN_FLIGHT, stored before (a sleeper registers, then looks at the
-    // mailbox: OutputQueue::wait, synchronize); one side sees the other.
-    if (outputs_[out]->has_waiters() || sync_waiters_.load(std::memory_order_seq_cst) > 0) {
+    // mailbox: OutputQueue::wait, synchronize); one side sees the other. A future's or
+    // callback's task is the lane's to deliver: it wakes the lane if it sleeps.
+    if (cb != 0 || outputs_[out]->has_waiters() ||
+        sync_waiters_.load(std::memory_order_seq_cst) > 0) {
       wake_mailbox_lane(LoneTaskMailbox::kAnyQueue);
     }
     return 0;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <future>
 #include <limits>
 #include <map>
 #include <memory>
@@ -646,10 +647,11 @@ TEST(Pool, SinglePushesBesideBatchesComeBackOnceToTheirOwnQueues) {
 // slot).
 TEST(Pool, DestroyingRightAfterSinglePushesDeliversEachOnce) {
   const int rounds = static_cast<int>(100 * stress_scale()) + 20;
-  for (int round = 0; round < rounds; ++round) {
+  for (int round = 0; round < 2 * rounds; ++round) {
     std::atomic<int> ok{0}, cancelled{0}, other{0};
     {
-      TestPool pool(PoolOptions{.host_blocks = 2, .scheduler_lanes = 2});
+      // Half the rounds with the mailbox, which takes the first of the three tasks.
+      TestPool pool(PoolOptions{.host_blocks = 2, .scheduler_lanes = 2, .mailbox = round % 2 == 1});
       // Let the lanes reach varying points of their rounds (or fall asleep).
       std::this_thread::sleep_for(std::chrono::microseconds(round % 7 * 100));
       for (int k = 0; k < 3; ++k) {
@@ -978,8 +980,8 @@ TEST(PoolCore, ATaskBehindABusyBlockWakesASleepingLane) {
 PoolOptions mailbox_options(std::size_t queues = 1) {
   return PoolOptions{.host_blocks = 2, .output_queues = queues, .mailbox = true};
 }
-// A single push counts as a lone task when its thread pushed nothing for ~2-3 us
-// (PoolCore::kLoneGapTicks): the tests that expect one in the mailbox wait longer first.
+// A single push counts as a lone task when its thread pushed nothing for 2 us
+// (PoolOptions::lone_task_gap): the tests that expect one in the mailbox wait longer first.
 void lone_gap() { std::this_thread::sleep_for(std::chrono::microseconds(5)); }
 
 TEST(Mailbox, ALoneTaskGoesThroughItWithItsResults) {
@@ -1159,6 +1161,38 @@ TEST(Mailbox, ShutdownAfterNoMoreTasksDeliversItsTaskThenRefuses) {
   EXPECT_EQ(r.tag, 4u);
   EXPECT_TRUE(r.ok());
   EXPECT_THROW((void)pool.pop(0), ShutDown);
+}
+
+// A lone future's or callback's task goes through the mailbox too; its lane delivers it (no
+// consumer collects it), with its results, exactly once.
+TEST(Mailbox, LoneFuturesAndCallbacksGoThroughItAndItsLaneDeliversThem) {
+  TestPool pool(mailbox_options());
+  constexpr std::uint32_t kTasks = 100;
+  for (std::uint32_t k = 0; k < kTasks; ++k) {
+    lone_gap();
+    const auto rec = TestPool::Record::make<Small>({k, 0}, k);
+    TestPool::Record r;
+    if (k % 2 == 0) {
+      r = pool.submit(rec).get();
+    } else {
+      std::promise<TestPool::Record> done;
+      int calls = 0;
+      pool.push_then(rec, [&](TestPool::Record& got) {
+        ++calls;  // on the lane's thread; read after the promise below
+        done.set_value(got);
+      });
+      r = done.get_future().get();
+      pool.synchronize();
+      EXPECT_EQ(calls, 1) << "task " << k;
+    }
+    ASSERT_TRUE(r.ok()) << "task " << k;
+    EXPECT_EQ(r.tag, k);
+    EXPECT_EQ(r.as<Small>().result, 2 * k);
+  }
+  const PoolStats st = pool.stats();
+  EXPECT_EQ(st.mailbox_tasks, kTasks) << "each found the mailbox free: the last was delivered";
+  EXPECT_EQ(st.mailbox_taken, 0u) << "no consumer collects a future's or callback's task";
+  EXPECT_EQ(st.completed, kTasks);
 }
 
 // Threads push one task at a time and pop one (any consumer may get any task of the queue):
