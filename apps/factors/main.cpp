@@ -18,7 +18,7 @@ int main() {
   factors::Market market = factors::generate_market({300, 120}, 1);
   int failures = 0;
   for (const factors::Application& app : factors::applications()) {
-    const weft::graph::Series want = app.reference(market);
+    const factors::Series want = app.reference(market);
     factors::BuiltApp built = app.build(market);
     for (weft::graph::Policy policy : {weft::graph::Policy::a_free, weft::graph::Policy::d_map}) {
       const auto report = runtime.run(*built.graph, policy);

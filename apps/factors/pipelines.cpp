@@ -11,11 +11,10 @@
 
 namespace factors {
 
-namespace gk = weft::graph::kernels;
+namespace gk = kernels;
 using weft::graph::Data;
 using weft::graph::Graph;
 using weft::graph::read;
-using weft::graph::Series;
 using weft::graph::write;
 
 Market generate_market(Shape shape, std::uint64_t seed) {
@@ -210,7 +209,7 @@ BuiltApp build1(Market& m) {
   return std::move(b.app);
 }
 Series reference1(const Market& m) {
-  namespace g = weft::graph;
+  namespace g = factors;
   const Series r =
       g::rank(g::moving_correlation(series(m, m.open), series(m, m.volume), window(m, 10)));
   return g::subtract(r, g::average(r));
@@ -227,7 +226,7 @@ BuiltApp build2(Market& m) {
   return std::move(b.app);
 }
 Series reference2(const Market& m) {
-  namespace g = weft::graph;
+  namespace g = factors;
   return g::scale(g::multiply(g::delta(series(m, m.volume), 1), g::delta(series(m, m.close), 1)));
 }
 
@@ -243,7 +242,7 @@ BuiltApp build3(Market& m) {
   return std::move(b.app);
 }
 Series reference3(const Market& m) {
-  namespace g = weft::graph;
+  namespace g = factors;
   return g::scale(g::moving_mean(g::moving_correlation(g::rank(series(m, m.close)),
                                                        g::rank(series(m, m.volume)), window(m, 10)),
                                  window(m, 5)));
@@ -261,7 +260,7 @@ BuiltApp build4(Market& m) {
   return std::move(b.app);
 }
 Series reference4(const Market& m) {
-  namespace g = weft::graph;
+  namespace g = factors;
   const Series a2 = g::average(g::delta(g::average(series(m, m.close)), 1));
   return g::moving_mean(g::multiply(a2, series(m, m.returns)), window(m, 5));
 }
@@ -283,7 +282,7 @@ BuiltApp build5(Market& m) {
   return std::move(b.app);
 }
 Series reference5(const Market& m) {
-  namespace g = weft::graph;
+  namespace g = factors;
   const Series left = g::average(g::delta(series(m, m.returns), 1));
   const Series right = g::rank(g::moving_stddev(
       g::moving_correlation(series(m, m.close), series(m, m.volume), window(m, 20)),

@@ -10,13 +10,13 @@
 #include <string_view>
 #include <vector>
 
-#include "weft/graph/factor_kernels.hpp"
-#include "weft/graph/factor_ops.hpp"
+#include "factor_kernels.hpp"
+#include "factor_ops.hpp"
 #include "weft/graph/graph.hpp"
 
 namespace factors {
 
-using weft::graph::kernels::Shape;
+using kernels::Shape;
 
 /// Five series of one shape, stock-major: what the applications read.
 struct Market {
@@ -50,7 +50,7 @@ struct Application {
   std::string formula;  // what it computes, for people
   std::string shape;    // what makes it interesting for mapping
   BuiltApp (*build)(Market& market);
-  weft::graph::Series (*reference)(const Market& market);
+  Series (*reference)(const Market& market);
 };
 
 /// The five applications.
@@ -68,6 +68,6 @@ struct Comparison {
   double max_abs_error = 0;  // over elements both sides have a value
   [[nodiscard]] bool ok() const noexcept { return mismatch_fraction <= 1e-4; }
 };
-Comparison compare(const std::vector<float>& got, const weft::graph::Series& want);
+Comparison compare(const std::vector<float>& got, const Series& want);
 
 }  // namespace factors

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "factor_kernels.hpp"
 #include "harness/harness.hpp"
 #include "weft/cpu/options.hpp"
-#include "weft/graph/factor_kernels.hpp"
 #include "weft/graph/runtime.hpp"
 
 namespace weft::bench::graph {

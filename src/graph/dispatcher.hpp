@@ -28,7 +28,7 @@
 #include <optional>
 #include <vector>
 
-#include "device_backend.hpp"
+#include "device/device_backend.hpp"
 #include "graph_impl.hpp"
 #include "weft/cpu/future.hpp"
 #include "weft/graph/runtime.hpp"

@@ -1,5 +1,5 @@
 // The linear cost models: least-squares fit, RLS refinement with forgetting, bad input.
-#include "weft/graph/cost_model.hpp"
+#include "weft/graph/mapping/cost_model.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "weft/error.hpp"
-#include "weft/graph/cost_models.hpp"
-#include "weft/graph/model_store.hpp"
+#include "weft/graph/mapping/cost_models.hpp"
+#include "weft/graph/mapping/model_store.hpp"
 
 using weft::InvalidArgument;
 using weft::graph::CostSample;

@@ -32,7 +32,7 @@ TEST(Pipelines, EveryApplicationMatchesItsReferenceUnderAnyMapping) {
   factors::Market market = factors::generate_market({40, 60}, 5);
   std::mt19937 rng(9);
   for (const auto& app : factors::applications()) {
-    const weft::graph::Series want = app.reference(market);
+    const factors::Series want = app.reference(market);
     factors::BuiltApp built = app.build(market);
     std::vector<std::vector<Device>> mappings = {rt.map(*built.graph, Policy::a_free),
                                                  rt.map(*built.graph, Policy::d_map)};
@@ -53,7 +53,7 @@ TEST(Pipelines, EveryApplicationMatchesItsReferenceUnderAnyMapping) {
 }
 
 TEST(Pipelines, ComparisonCountsHolesAndLargeErrors) {
-  weft::graph::Series want(1, 4);
+  factors::Series want(1, 4);
   want.values = {1.0f, 2.0f, NAN, 4.0f};
   EXPECT_EQ(factors::compare({1.0f, 2.0f, NAN, 4.0f}, want).mismatched, 0u);
   EXPECT_EQ(factors::compare({1.0f, NAN, NAN, 4.0f}, want).mismatched, 1u);

@@ -1,5 +1,5 @@
 // Mapping policies: A-Free, D-Map and PPTM on graphs whose best mapping is known.
-#include "weft/graph/policies.hpp"
+#include "weft/graph/mapping/policies.hpp"
 
 #include <gtest/gtest.h>
 

@@ -16,10 +16,10 @@
 #include "pipelines.hpp"
 #include "weft/cpu/executor.hpp"
 #include "weft/error.hpp"
-#include "weft/graph/model_store.hpp"
-#include "weft/graph/policies.hpp"
+#include "weft/graph/mapping/model_store.hpp"
+#include "weft/graph/mapping/policies.hpp"
+#include "weft/graph/mapping/schedule.hpp"
 #include "weft/graph/runtime.hpp"
-#include "weft/graph/schedule.hpp"
 #include "weft/graph/trace.hpp"
 
 namespace weft::tools {
@@ -144,7 +144,7 @@ int run_graph_run(const GraphArgs& a) {
   }
   const factors::Shape shape = factors::shape_for_total(parse_size(a.size));
   factors::Market market = factors::generate_market(shape, 7);
-  const wg::Series want = app.reference(market);
+  const factors::Series want = app.reference(market);
   factors::BuiltApp built = app.build(market);
   const auto mapping = rt->map(*built.graph, policy);
   rt->set_learning(false);
@@ -255,7 +255,7 @@ bool run_graph_demo(cpu::Executor& ex, bool quick, const std::string& trace) {
   std::fflush(stdout);
   bench::graph::calibrate(*rt, {app.name}, {total / 4, total});
   factors::Market market = factors::generate_market(factors::shape_for_total(total), 7);
-  const wg::Series want = app.reference(market);
+  const factors::Series want = app.reference(market);
   factors::BuiltApp built = app.build(market);
   const wg::Graph& g = *built.graph;
   const wg::MappingProblem p = rt->problem(g);

@@ -11,10 +11,10 @@
 #include <string_view>
 #include <vector>
 
-#include "weft/graph/bfc_allocator.hpp"
-#include "weft/graph/cost_models.hpp"
+#include "weft/graph/device/bfc_allocator.hpp"
 #include "weft/graph/graph.hpp"
-#include "weft/graph/mincut.hpp"
+#include "weft/graph/mapping/cost_models.hpp"
+#include "weft/graph/mapping/mincut.hpp"
 
 namespace weft::cpu {
 class Executor;

@@ -1,7 +1,7 @@
-// weft/graph/calibration.hpp - a calibration is a designed experiment: runs at chosen sizes whose
-// measurements are fitted together. Learning run by run instead (CostModels::observe: RLS with
-// forgetting) lets the last runs outweigh the first. On the H100, calibrated at 32m and then at
-// 320m floats, D-Map of factor2 at 32m was predicted at 4.3 ms and measured 2.0, and PPTM mapped
+// weft/graph/mapping/calibration.hpp - a calibration is a designed experiment: runs at chosen sizes
+// whose measurements are fitted together. Learning run by run instead (CostModels::observe: RLS
+// with forgetting) lets the last runs outweigh the first. On the H100, calibrated at 32m and then
+// at 320m floats, D-Map of factor2 at 32m was predicted at 4.3 ms and measured 2.0, and PPTM mapped
 // it all to the CPU, 2.1x slower (bench/results/h100/probes/graph-5a8a0de.log); its GPU kernels'
 // models were right, so by inference the three copies' models were ~0.9 ms high each at 32m:
 // the 320m copies, 10x as many bytes and most of the runs, had moved the line's intercept. So
@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "weft/graph/cost_models.hpp"
 #include "weft/graph/graph.hpp"
+#include "weft/graph/mapping/cost_models.hpp"
 #include "weft/graph/runtime.hpp"
 
 namespace weft::graph {

@@ -1,4 +1,4 @@
-// weft/graph/policies.hpp - mapping policies for a graph's nodes (DESIGN.md §3, seed 004):
+// weft/graph/mapping/policies.hpp - mapping policies for a graph's nodes (DESIGN.md §3, seed 004):
 // CPU only (A-Free), accelerator first (D-Map), and PPTM, the seed's prediction-based proactive
 // mapping. They work on the same MappingProblem as the exact mapper (mincut.hpp): node times
 // per device and directional transfer costs per edge, from the cost models.
@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "weft/graph/mincut.hpp"
+#include "weft/graph/mapping/mincut.hpp"
 
 namespace weft::graph {
 

@@ -1,4 +1,4 @@
-// weft/graph/schedule.hpp - schedules on one CPU and one GPU, which the additive model of
+// weft/graph/mapping/schedule.hpp - schedules on one CPU and one GPU, which the additive model of
 // mincut.hpp ignores: two independent nodes on different devices run at the same time. A
 // list-scheduling simulator that gives any mapping its makespan, and a HEFT-style scheduler
 // (H. Topcuoglu, S. Hariri, M.-Y. Wu, "Performance-effective and low-complexity task
@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "weft/graph/mincut.hpp"
+#include "weft/graph/mapping/mincut.hpp"
 
 namespace weft::graph {
 

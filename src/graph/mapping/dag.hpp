@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "weft/error.hpp"
-#include "weft/graph/mincut.hpp"
+#include "weft/graph/mapping/problem.hpp"
 
 namespace weft::graph::detail {
 

@@ -1,7 +1,7 @@
-// weft/graph/model_store.hpp - the calibration store: cost models that persist across runs in
-// an SQLite database, keyed by machine, device and kernel (DESIGN.md §3: "they are the
-// runtime's memory"). Every write is one SQLite transaction in WAL mode with synchronous=FULL:
-// a crash mid-run loses nothing already stored, and a reader never sees half a model.
+// weft/graph/mapping/model_store.hpp - the calibration store: cost models that persist across runs
+// in an SQLite database, keyed by machine, device and kernel (DESIGN.md §3: "they are the runtime's
+// memory"). Every write is one SQLite transaction in WAL mode with synchronous=FULL: a crash
+// mid-run loses nothing already stored, and a reader never sees half a model.
 #pragma once
 
 #include <memory>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "weft/graph/cost_model.hpp"
+#include "weft/graph/mapping/cost_model.hpp"
 
 namespace weft::graph {
 

@@ -1,5 +1,5 @@
-// Two-device list scheduling and HEFT (include/weft/graph/schedule.hpp).
-#include "weft/graph/schedule.hpp"
+// Two-device list scheduling and HEFT (include/weft/graph/mapping/schedule.hpp).
+#include "weft/graph/mapping/schedule.hpp"
 
 #include <algorithm>
 #include <cmath>

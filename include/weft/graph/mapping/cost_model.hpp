@@ -1,4 +1,4 @@
-// weft/graph/cost_model.hpp - the predictors of the graph layer (DESIGN.md §3, seed 004):
+// weft/graph/mapping/cost_model.hpp - the predictors of the graph layer (DESIGN.md §3, seed 004):
 // time = a + b * size for a kernel on a device, and for a transfer in one direction
 // (size = bytes). Fitted by least squares from a calibration run, then refined after every
 // measured execution by recursive least squares (RLS) with a forgetting factor, so that a model

@@ -1,6 +1,6 @@
-// The calibration store on SQLite (include/weft/graph/model_store.hpp). The C API directly: a
-// dozen calls, wrapped in two small RAII types, need no C++ wrapper library.
-#include "weft/graph/model_store.hpp"
+// The calibration store on SQLite (include/weft/graph/mapping/model_store.hpp). The C API directly:
+// a dozen calls, wrapped in two small RAII types, need no C++ wrapper library.
+#include "weft/graph/mapping/model_store.hpp"
 
 #if WEFT_SQLITE_OWN_DECLARATIONS
 #include "sqlite3_declarations.hpp"  // the library without its header (see there)

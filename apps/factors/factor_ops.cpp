@@ -1,5 +1,5 @@
 // Factor operators (include/weft/graph/factor_ops.hpp).
-#include "weft/graph/factor_ops.hpp"
+#include "factor_ops.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,9 @@
 
 #include "weft/error.hpp"
 
-namespace weft::graph {
+namespace factors {
+
+using weft::InvalidArgument;
 
 namespace {
 
@@ -18,9 +20,8 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 void check_window(const Series& x, std::size_t window, const char* who) {
   if (window == 0 || window > x.days) {
-    throw InvalidArgument(std::string("weft::graph::") + who + ": window " +
-                          std::to_string(window) + " outside [1, " + std::to_string(x.days) +
-                          "] days");
+    throw InvalidArgument(std::string("factors::") + who + ": window " + std::to_string(window) +
+                          " outside [1, " + std::to_string(x.days) + "] days");
   }
 }
 
@@ -245,7 +246,7 @@ namespace {
 
 void check_shapes(const Series& x, const Series& y, const char* who) {
   if (x.stocks != y.stocks || x.days != y.days) {
-    throw InvalidArgument(std::string("weft::graph::") + who + ": series of different shapes");
+    throw InvalidArgument(std::string("factors::") + who + ": series of different shapes");
   }
 }
 
@@ -276,7 +277,7 @@ Series moving_correlation(const Series& x, const Series& y, std::size_t window) 
 
 Series delta(const Series& x, std::size_t lag) {
   if (lag == 0 || lag >= x.days) {
-    throw InvalidArgument("weft::graph::delta: lag " + std::to_string(lag) + " outside [1, " +
+    throw InvalidArgument("factors::delta: lag " + std::to_string(lag) + " outside [1, " +
                           std::to_string(x.days) + ") days");
   }
   Series r(x.stocks, x.days);
@@ -316,4 +317,4 @@ Series subtract(const Series& x, const Series& y) {
   return r;
 }
 
-}  // namespace weft::graph
+}  // namespace factors

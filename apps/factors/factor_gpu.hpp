@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-namespace weft::graph::detail::gpu {
+namespace factors::detail::gpu {
 
 bool compiled() noexcept;
 void moving_mean(const float* x, float* r, std::size_t stocks, std::size_t days, std::size_t window,
@@ -21,4 +21,4 @@ void scale(const float* x, float* r, std::size_t stocks, std::size_t days, void*
 void multiply(const float* x, const float* y, float* r, std::size_t count, void* stream);
 void subtract(const float* x, const float* y, float* r, std::size_t count, void* stream);
 
-}  // namespace weft::graph::detail::gpu
+}  // namespace factors::detail::gpu

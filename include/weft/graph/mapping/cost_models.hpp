@@ -1,4 +1,4 @@
-// weft/graph/cost_models.hpp - the predictors a graph runtime maps with (DESIGN.md §3): one
+// weft/graph/mapping/cost_models.hpp - the predictors a graph runtime maps with (DESIGN.md §3): one
 // LinearCostModel per (device, kernel) over the bytes a node's arguments span, and one per
 // transfer direction over bytes; learnt from measured runs and kept in a ModelStore between
 // runs.
@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "weft/graph/cost_model.hpp"
-#include "weft/graph/model_store.hpp"
+#include "weft/graph/mapping/cost_model.hpp"
+#include "weft/graph/mapping/model_store.hpp"
 
 namespace weft::graph {
 

@@ -1,7 +1,7 @@
 // The factor operators as graph kernels: CPU implementations split over the executor's workers
 // (rows for windowed operators and for scale and average, blocks of days for rank, chunks for
 // element-wise ones), GPU implementations from factor_gpu.hpp.
-#include "weft/graph/factor_kernels.hpp"
+#include "factor_kernels.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -10,20 +10,29 @@
 #include <vector>
 
 #include "factor_gpu.hpp"
+#include "factor_ops.hpp"
 #include "weft/cpu/executor.hpp"
 #include "weft/cpu/parallel.hpp"
 #include "weft/cpu/topology.hpp"
 #include "weft/error.hpp"
-#include "weft/graph/factor_ops.hpp"
 #include "weft/graph/stream_copy.hpp"
 
-namespace weft::graph::kernels {
+namespace factors::kernels {
+
+using weft::InvalidArgument;
+using weft::graph::CpuCall;
+using weft::graph::CpuCallFn;
+using weft::graph::GpuCall;
+using weft::graph::GpuCallFn;
+using weft::graph::Kernel;
+using weft::graph::stream_copy_unfenced;
+using weft::graph::stream_fence;
 
 namespace {
 
 void check_shape(Shape shape, const char* who) {
   if (shape.stocks == 0 || shape.days == 0) {
-    throw InvalidArgument(std::string("weft::graph::kernels::") + who + ": an empty shape (" +
+    throw InvalidArgument(std::string("factors::kernels::") + who + ": an empty shape (" +
                           std::to_string(shape.stocks) + " stocks x " + std::to_string(shape.days) +
                           " days)");
   }
@@ -32,7 +41,7 @@ void check_shape(Shape shape, const char* who) {
 void check_window(Shape shape, std::size_t window, const char* who) {
   check_shape(shape, who);
   if (window == 0 || window > shape.days) {
-    throw InvalidArgument(std::string("weft::graph::kernels::") + who + ": window " +
+    throw InvalidArgument(std::string("factors::kernels::") + who + ": window " +
                           std::to_string(window) + " outside [1, " + std::to_string(shape.days) +
                           "] days");
   }
@@ -71,12 +80,12 @@ void split(const CpuCall& c, std::size_t n, F f) {
   const auto workers = static_cast<std::int64_t>(c.executor->num_workers());
   const std::int64_t grain =
       std::max<std::int64_t>(1, static_cast<std::int64_t>(n) / (8 * workers));
-  cpu::parallel_for_range(
+  weft::cpu::parallel_for_range(
       *c.executor, 0, static_cast<std::int64_t>(n),
       [&](std::int64_t b, std::int64_t e) {
         f(static_cast<std::size_t>(b), static_cast<std::size_t>(e));
       },
-      cpu::Schedule::dynamic(grain));
+      weft::cpu::Schedule::dynamic(grain));
 }
 
 // Whether a kernel writes output `out` past the caches (stream_copy.hpp): when the run copies
@@ -168,9 +177,8 @@ void cross_sectional(const CpuCall& c, Shape shape, bool absolute, Rows rows) {
   std::vector<std::uint32_t> partial_count(chunks * days);
   split(c, chunks, [&](std::size_t k0, std::size_t k1) {
     for (std::size_t k = k0; k < k1; ++k) {
-      graph::detail::day_sums_of_rows(x, days, stocks * k / chunks, stocks * (k + 1) / chunks,
-                                      absolute, partial.data() + k * days,
-                                      partial_count.data() + k * days);
+      detail::day_sums_of_rows(x, days, stocks * k / chunks, stocks * (k + 1) / chunks, absolute,
+                               partial.data() + k * days, partial_count.data() + k * days);
     }
   });
   std::vector<double> sum(days);
@@ -195,11 +203,11 @@ void cross_sectional(const CpuCall& c, Shape shape, bool absolute, Rows rows) {
 void average_out(const CpuCall& c, Shape shape, const double* sum, const std::uint32_t* count,
                  std::size_t s0, std::size_t s1) {
   if (!streams_output(c, 1)) {
-    graph::detail::average_rows(c.get<float>(1), shape.days, sum, count, s0, s1);
+    detail::average_rows(c.get<float>(1), shape.days, sum, count, s0, s1);
     return;
   }
   std::vector<float> row(shape.days);
-  graph::detail::average_rows(row.data(), shape.days, sum, count, 0, 1);
+  detail::average_rows(row.data(), shape.days, sum, count, 0, 1);
   for (std::size_t s = s0; s < s1; ++s) {
     stream_copy_unfenced(c.get<float>(1) + s * shape.days, row.data(), shape.days * sizeof(float));
   }
@@ -238,7 +246,7 @@ std::size_t default_stream_min_bytes() noexcept {
   static const std::size_t bytes = [] {
     constexpr std::size_t kFloor = std::size_t{4} << 20;     // the threshold before 12680ee
     constexpr std::size_t kUnknown = std::size_t{32} << 20;  // a guess, not measured
-    const std::size_t llc = cpu::describe_cpu_topology().last_level_cache_bytes;
+    const std::size_t llc = weft::cpu::describe_cpu_topology().last_level_cache_bytes;
     return llc == 0 ? kUnknown : std::max(llc, kFloor);
   }();
   return bytes;
@@ -258,8 +266,8 @@ Kernel moving_mean(Shape shape, std::size_t window) {
         split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
           write_rows(c, 1, shape, s0, s1,
                      [&](std::size_t shift, float* r, std::size_t b, std::size_t e) {
-                       graph::detail::moving_mean_rows(c.get<float>(0) + shift * shape.days, r,
-                                                       shape.days, window, b, e);
+                       detail::moving_mean_rows(c.get<float>(0) + shift * shape.days, r, shape.days,
+                                                window, b, e);
                      });
         });
       },
@@ -277,8 +285,8 @@ Kernel moving_stddev(Shape shape, std::size_t window) {
         split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
           write_rows(c, 1, shape, s0, s1,
                      [&](std::size_t shift, float* r, std::size_t b, std::size_t e) {
-                       graph::detail::moving_stddev_rows(c.get<float>(0) + shift * shape.days, r,
-                                                         shape.days, window, b, e);
+                       detail::moving_stddev_rows(c.get<float>(0) + shift * shape.days, r,
+                                                  shape.days, window, b, e);
                      });
         });
       },
@@ -296,9 +304,9 @@ Kernel moving_correlation(Shape shape, std::size_t window) {
         split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
           write_rows(c, 2, shape, s0, s1,
                      [&](std::size_t shift, float* r, std::size_t b, std::size_t e) {
-                       graph::detail::moving_correlation_rows(c.get<float>(0) + shift * shape.days,
-                                                              c.get<float>(1) + shift * shape.days,
-                                                              r, shape.days, window, b, e);
+                       detail::moving_correlation_rows(c.get<float>(0) + shift * shape.days,
+                                                       c.get<float>(1) + shift * shape.days, r,
+                                                       shape.days, window, b, e);
                      });
         });
       },
@@ -311,18 +319,17 @@ Kernel moving_correlation(Shape shape, std::size_t window) {
 Kernel delta(Shape shape, std::size_t lag) {
   check_shape(shape, "delta");
   if (lag == 0 || lag >= shape.days) {
-    throw InvalidArgument("weft::graph::kernels::delta: lag " + std::to_string(lag) +
-                          " outside [1, " + std::to_string(shape.days) + ") days");
+    throw InvalidArgument("factors::kernels::delta: lag " + std::to_string(lag) + " outside [1, " +
+                          std::to_string(shape.days) + ") days");
   }
   return unary(
       "delta", shape,
       [=](const CpuCall& c) {
         split(c, shape.stocks, [&](std::size_t s0, std::size_t s1) {
-          write_rows(c, 1, shape, s0, s1,
-                     [&](std::size_t shift, float* r, std::size_t b, std::size_t e) {
-                       graph::detail::delta_rows(c.get<float>(0) + shift * shape.days, r,
-                                                 shape.days, lag, b, e);
-                     });
+          write_rows(
+              c, 1, shape, s0, s1, [&](std::size_t shift, float* r, std::size_t b, std::size_t e) {
+                detail::delta_rows(c.get<float>(0) + shift * shape.days, r, shape.days, lag, b, e);
+              });
         });
       },
       [=](const GpuCall& c) {
@@ -341,8 +348,7 @@ Kernel rank(Shape shape) {
       "rank", shape,
       [=](const CpuCall& c) {
         split_days(c, shape.days, [&](std::size_t d0, std::size_t d1) {
-          graph::detail::rank_days(c.get<float>(0), c.get<float>(1), shape.stocks, shape.days, d0,
-                                   d1);
+          detail::rank_days(c.get<float>(0), c.get<float>(1), shape.stocks, shape.days, d0, d1);
         });
       },
       [=](const GpuCall& c) {
@@ -360,8 +366,8 @@ Kernel scale(Shape shape) {
             [&](const double* sum, const std::uint32_t*, std::size_t s0, std::size_t s1) {
               write_rows(c, 1, shape, s0, s1,
                          [&](std::size_t shift, float* r, std::size_t b, std::size_t e) {
-                           graph::detail::scale_rows(c.get<float>(0) + shift * shape.days, r,
-                                                     shape.days, sum, b, e);
+                           detail::scale_rows(c.get<float>(0) + shift * shape.days, r, shape.days,
+                                              sum, b, e);
                          });
             });
       },
@@ -418,4 +424,4 @@ Kernel average(Shape shape) {
                {});
 }
 
-}  // namespace weft::graph::kernels
+}  // namespace factors::kernels

@@ -1,7 +1,7 @@
 // Least squares and recursive least squares for the linear cost models
-// (include/weft/graph/cost_model.hpp). Two parameters: written out by hand, no linear-algebra
-// library needed (a 2x2 solve), which keeps the graph layer free of BLAS/LAPACK.
-#include "weft/graph/cost_model.hpp"
+// (include/weft/graph/mapping/cost_model.hpp). Two parameters: written out by hand, no
+// linear-algebra library needed (a 2x2 solve), which keeps the graph layer free of BLAS/LAPACK.
+#include "weft/graph/mapping/cost_model.hpp"
 
 #include <algorithm>
 #include <cmath>

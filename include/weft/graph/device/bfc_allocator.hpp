@@ -1,6 +1,7 @@
-// weft/graph/bfc_allocator.hpp - the graph layer's memory master (DESIGN.md §3, KOS): a caching
-// best-fit-with-coalescing (BFC) allocator over large regions obtained from a backing allocator
-// (cudaMalloc for a GPU), so that steady-state graph runs never call the backing allocator.
+// weft/graph/device/bfc_allocator.hpp - the graph layer's memory master (DESIGN.md §3, KOS): a
+// caching best-fit-with-coalescing (BFC) allocator over large regions obtained from a backing
+// allocator (cudaMalloc for a GPU), so that steady-state graph runs never call the backing
+// allocator.
 //
 // The design is TensorFlow's BFCAllocator (tensorflow/core/common_runtime/bfc_allocator.h):
 // regions are cut into chunks; free chunks sit in bins by size class (powers of two from 256

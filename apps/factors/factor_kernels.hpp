@@ -8,7 +8,7 @@
 
 #include "weft/graph/graph.hpp"
 
-namespace weft::graph::kernels {
+namespace factors::kernels {
 
 /// S stocks x D days of floats.
 struct Shape {
@@ -23,16 +23,16 @@ struct Shape {
 // the window for windowed ones ("moving_mean/10"): on the GPU their time per byte grows with
 // the window, so each window has cost models of its own. Throw InvalidArgument for an
 // empty shape, a window of 0 or longer than the days, a lag of 0 or >= the days.
-Kernel moving_mean(Shape shape, std::size_t window);
-Kernel moving_stddev(Shape shape, std::size_t window);
-Kernel moving_correlation(Shape shape, std::size_t window);  // x, y -> r
-Kernel delta(Shape shape, std::size_t lag);
-Kernel rank(Shape shape);
-Kernel scale(Shape shape);
-Kernel multiply(Shape shape);  // x, y -> x * y
-Kernel subtract(Shape shape);  // x, y -> x - y
+weft::graph::Kernel moving_mean(Shape shape, std::size_t window);
+weft::graph::Kernel moving_stddev(Shape shape, std::size_t window);
+weft::graph::Kernel moving_correlation(Shape shape, std::size_t window);  // x, y -> r
+weft::graph::Kernel delta(Shape shape, std::size_t lag);
+weft::graph::Kernel rank(Shape shape);
+weft::graph::Kernel scale(Shape shape);
+weft::graph::Kernel multiply(Shape shape);  // x, y -> x * y
+weft::graph::Kernel subtract(Shape shape);  // x, y -> x - y
 /// AVG: the fence, CPU only.
-Kernel average(Shape shape);
+weft::graph::Kernel average(Shape shape);
 
 /// The CPU implementations (all but rank's) write an output past the caches (stream_copy.hpp)
 /// when a GPU node reads it next (CpuCall::copied_to_device) and when the call's arguments
@@ -51,4 +51,4 @@ void set_stream_min_bytes(std::size_t bytes) noexcept;
 /// GPU-capable; calling it on a CUDA stream is then an error.
 bool gpu_compiled() noexcept;
 
-}  // namespace weft::graph::kernels
+}  // namespace factors::kernels

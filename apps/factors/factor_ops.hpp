@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace weft::graph {
+namespace factors {
 
 /// S stocks x D days, stock-major: value(s, d) = values[s * days + d]. NaN marks "no value"
 /// (the first w - 1 days of a window of w, or propagated from an input).
@@ -80,4 +80,4 @@ void average_rows(float* r, std::size_t days, const double* sum, const std::uint
                   std::size_t s0, std::size_t s1);
 }  // namespace detail
 
-}  // namespace weft::graph
+}  // namespace factors

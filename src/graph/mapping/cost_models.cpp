@@ -1,4 +1,4 @@
-#include "weft/graph/cost_models.hpp"
+#include "weft/graph/mapping/cost_models.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -22,9 +22,30 @@
 
 #include "factor_gpu.hpp"
 #include "weft/error.hpp"
-#include "weft/gpu/detail/cuda_check.cuh"
 
-namespace weft::graph::detail::gpu {
+namespace factors::detail::gpu {
+
+using weft::InvalidArgument;
+
+// A failed CUDA call throws weft::CudaError naming the call, CUDA's error name and text, and
+// the line here (the application's own check: weft's is an internal header of the library).
+[[noreturn]] void throw_cuda(const char* call, cudaError_t e, int line) {
+  throw weft::CudaError(call, static_cast<int>(e),
+                        std::string(call) + " failed: " + cudaGetErrorName(e) + " (" +
+                            cudaGetErrorString(e) + ") at " + __FILE__ + ":" +
+                            std::to_string(line));
+}
+
+}  // namespace factors::detail::gpu
+
+#define FACTORS_CUDA_CHECK(call)                                         \
+  do {                                                                   \
+    const cudaError_t factors_err_ = (call);                             \
+    if (factors_err_ != cudaSuccess)                                     \
+      ::factors::detail::gpu::throw_cuda(#call, factors_err_, __LINE__); \
+  } while (0)
+
+namespace factors::detail::gpu {
 
 namespace {
 
@@ -35,14 +56,14 @@ cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 
 unsigned blocks_for(std::size_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
 
-void check_launch() { WEFT_CUDA_CHECK(cudaGetLastError()); }
+void check_launch() { FACTORS_CUDA_CHECK(cudaGetLastError()); }
 
 // A pool per device, created on first use, that never releases what it holds (threshold: max).
 cudaMemPool_t scratch_pool() {
   static std::mutex mutex;
   static std::vector<cudaMemPool_t> pools;
   int device = 0;
-  WEFT_CUDA_CHECK(cudaGetDevice(&device));
+  FACTORS_CUDA_CHECK(cudaGetDevice(&device));
   std::lock_guard lock(mutex);
   if (pools.size() <= static_cast<std::size_t>(device)) pools.resize(device + 1, nullptr);
   if (pools[device] == nullptr) {
@@ -51,9 +72,9 @@ cudaMemPool_t scratch_pool() {
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = device;
     cudaMemPool_t pool = nullptr;
-    WEFT_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+    FACTORS_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
     std::uint64_t keep = UINT64_MAX;
-    WEFT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    FACTORS_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
     pools[device] = pool;
   }
   return pools[device];
@@ -62,11 +83,11 @@ cudaMemPool_t scratch_pool() {
 template <class T>
 T* scratch(std::size_t count, cudaStream_t s) {
   void* p = nullptr;
-  WEFT_CUDA_CHECK(cudaMallocFromPoolAsync(&p, count * sizeof(T), scratch_pool(), s));
+  FACTORS_CUDA_CHECK(cudaMallocFromPoolAsync(&p, count * sizeof(T), scratch_pool(), s));
   return static_cast<T*>(p);
 }
 
-void release(void* p, cudaStream_t s) { WEFT_CUDA_CHECK(cudaFreeAsync(p, s)); }
+void release(void* p, cudaStream_t s) { FACTORS_CUDA_CHECK(cudaFreeAsync(p, s)); }
 
 // kind 0: mean, 1: population stddev, 2: Pearson correlation with y. Same formulas as the CPU.
 template <int Kind>
@@ -259,9 +280,9 @@ template <int Threads, int Items>
 void launch_rank_by_block(const float* x, float* r, std::size_t stocks, std::size_t days,
                           cudaStream_t s) {
   using B = BlockRank<Threads, Items>;
-  WEFT_CUDA_CHECK(cudaFuncSetAttribute(rank_by_block<Threads, Items>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(B::kSharedBytes)));
+  FACTORS_CUDA_CHECK(cudaFuncSetAttribute(rank_by_block<Threads, Items>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(B::kSharedBytes)));
   rank_by_block<Threads, Items>
       <<<static_cast<unsigned>(days), Threads, B::kSharedBytes, s>>>(x, r, stocks, days);
   check_launch();
@@ -312,7 +333,7 @@ void subtract(const float* x, const float* y, float* r, std::size_t count, void*
 void scale(const float* x, float* r, std::size_t stocks, std::size_t days, void* stream) {
   const cudaStream_t s = as_stream(stream);
   double* sums = scratch<double>(days, s);
-  WEFT_CUDA_CHECK(cudaMemsetAsync(sums, 0, days * sizeof(double), s));
+  FACTORS_CUDA_CHECK(cudaMemsetAsync(sums, 0, days * sizeof(double), s));
   const dim3 grid(blocks_for(days),
                   static_cast<unsigned>((stocks + kStocksPerBlock - 1) / kStocksPerBlock));
   abs_sums_by_day<<<grid, kThreads, 0, s>>>(x, sums, stocks, days);
@@ -334,7 +355,7 @@ void rank(const float* x, float* r, std::size_t stocks, std::size_t days, void* 
   if (stocks <= BlockRank<512, 16>::kCapacity)
     return launch_rank_by_block<512, 16>(x, r, stocks, days, s);
   if (n > static_cast<std::size_t>(INT32_MAX)) {
-    throw InvalidArgument("weft::graph::kernels::rank (GPU): " + std::to_string(n) +
+    throw InvalidArgument("factors::kernels::rank (GPU): " + std::to_string(n) +
                           " values exceed CUB's segmented sort (2^31 - 1)");
   }
   auto* keys_in = scratch<std::uint32_t>(n, s);
@@ -348,11 +369,11 @@ void rank(const float* x, float* r, std::size_t stocks, std::size_t days, void* 
   check_launch();
   std::size_t temp_bytes = 0;
   // DeviceSegmentedRadixSort (one block per day) launches without synchronizing; see the top.
-  WEFT_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(
+  FACTORS_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(
       nullptr, temp_bytes, keys_in, keys_out, stocks_in, stocks_out, static_cast<int>(n),
       static_cast<int>(days), offsets, offsets + 1, 0, 32, s));
   void* temp = scratch<unsigned char>(temp_bytes, s);
-  WEFT_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(
+  FACTORS_CUDA_CHECK(cub::DeviceSegmentedRadixSort::SortPairs(
       temp, temp_bytes, keys_in, keys_out, stocks_in, stocks_out, static_cast<int>(n),
       static_cast<int>(days), offsets, offsets + 1, 0, 32, s));
   ranks_from_sorted<<<blocks_for(n), kThreads, 0, s>>>(keys_out, stocks_out, r, stocks, days);
@@ -364,4 +385,4 @@ void rank(const float* x, float* r, std::size_t stocks, std::size_t days, void* 
   }
 }
 
-}  // namespace weft::graph::detail::gpu
+}  // namespace factors::detail::gpu

@@ -4,11 +4,13 @@
 #include "factor_gpu.hpp"
 #include "weft/error.hpp"
 
-namespace weft::graph::detail::gpu {
+namespace factors::detail::gpu {
+
+using weft::InvalidState;
 
 namespace {
 [[noreturn]] void unavailable() {
-  throw InvalidState("weft::graph::kernels: weft was built without CUDA; no GPU implementation");
+  throw InvalidState("factors::kernels: built without CUDA; no GPU implementation");
 }
 }  // namespace
 
@@ -29,4 +31,4 @@ void scale(const float*, float*, std::size_t, std::size_t, void*) { unavailable(
 void multiply(const float*, const float*, float*, std::size_t, void*) { unavailable(); }
 void subtract(const float*, const float*, float*, std::size_t, void*) { unavailable(); }
 
-}  // namespace weft::graph::detail::gpu
+}  // namespace factors::detail::gpu

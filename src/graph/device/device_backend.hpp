@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "weft/graph/bfc_allocator.hpp"
+#include "weft/graph/device/bfc_allocator.hpp"
 #include "weft/graph/graph.hpp"
 
 namespace weft::cpu {

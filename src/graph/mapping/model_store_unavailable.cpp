@@ -1,7 +1,7 @@
 // The calibration store where weft was built without SQLite's header (the GPU machine of the
 // device tool has the library but not the header): every use says so.
 #include "weft/error.hpp"
-#include "weft/graph/model_store.hpp"
+#include "weft/graph/mapping/model_store.hpp"
 
 namespace weft::graph {
 

@@ -1,5 +1,5 @@
-// Mapping policies (include/weft/graph/policies.hpp).
-#include "weft/graph/policies.hpp"
+// Mapping policies (include/weft/graph/mapping/policies.hpp).
+#include "weft/graph/mapping/policies.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
-// The exact two-device mapper (include/weft/graph/mincut.hpp): Stone's construction solved by
-// Dinic's maximum flow (E. A. Dinitz, 1970). Hand-written: the graphs are small (tens to
+// The exact two-device mapper (include/weft/graph/mapping/mincut.hpp): Stone's construction solved
+// by Dinic's maximum flow (E. A. Dinitz, 1970). Hand-written: the graphs are small (tens to
 // thousands of nodes), the dependency list has no graph library (Boost is not among them), and
 // ~80 lines of a textbook algorithm with a brute-force test beat pulling one in.
-#include "weft/graph/mincut.hpp"
+#include "weft/graph/mapping/mincut.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "weft/graph/calibration.hpp"
+#include "weft/graph/mapping/calibration.hpp"
 
 #include <algorithm>
 
