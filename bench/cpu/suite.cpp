@@ -83,13 +83,6 @@ Outcome timed(F&& f) {
 
 }  // namespace
 
-std::vector<std::string> cpu_benchmark_names() {
-  return {"fib32",        "nqueens12",   "nqueens13",   "uts",          "sparselu",
-          "multisort",    "alignment",   "stream_copy", "stream_scale", "stream_add",
-          "stream_triad", "empty_tasks", "task_chain",  "pipeline_is",  "pipeline_lu",
-          "spawn_policy", "wake_latency"};
-}
-
 std::vector<std::string> available_peers() {
   std::vector<std::string> p;
 #if WEFT_HAVE_TBB
