@@ -1,4 +1,4 @@
-// The factor operators' GPU implementations (src/graph only; factor_kernels.cu, or
+// The factor operators' GPU implementations (private to the factor kernels; factor_kernels.cu, or
 // factor_kernels_unavailable.cpp without CUDA). Each enqueues its work on `stream` (a
 // cudaStream_t) and returns; device pointers, stock-major S x D floats.
 #pragma once

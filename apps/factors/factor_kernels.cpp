@@ -73,10 +73,9 @@ void split(const CpuCall& c, std::size_t n, F f) {
     f(std::size_t{0}, n);
     return;
   }
-  // Dynamic chunks, ~8 per worker, as a precaution: the dispatcher and CUDA's callback thread
-  // share the cores with the workers, and a static part whose worker is delayed would set the
-  // node's time. (Not shown to matter: the H100 runs before and after varied as much between
-  // machine instances as between the two.)
+  // Dynamic chunks, ~8 per worker, as a precaution rather than a measured gain: the dispatcher
+  // and CUDA's callback thread share the cores with the workers, and a static part whose worker
+  // is delayed would set the node's time. Counted per worker, so it scales with any machine.
   const auto workers = static_cast<std::int64_t>(c.executor->num_workers());
   const std::int64_t grain =
       std::max<std::int64_t>(1, static_cast<std::int64_t>(n) / (8 * workers));
@@ -90,24 +89,14 @@ void split(const CpuCall& c, std::size_t n, F f) {
 
 // Whether a kernel writes output `out` past the caches (stream_copy.hpp): when the run copies
 // it to the GPU next (CpuCall::copied_to_device), and when the call's arguments together span
-// at least stream_min_bytes(), by default the last-level cache: the call's own traffic then
-// evicts the output before its consumer could read it from the cache anyway, and non-temporal
-// stores spare the read each ordinary store of a line not in the cache makes first; a call
-// whose data fit can leave its output there. The output's size alone is not the test: on the
-// H100 machine (300 MiB of L3) outputs of 256 MB written in place made the 320m runs slower
-// (bench/results/h100/probes/graph-12680ee-llc-output.*: average 16.9 against 14.9 ms, PPTM's
-// gain over D-Map 0.019). Two rounds alternated on one instance
-// (bench/results/h100/probes/stream_threshold_ab-d2192a2/: every output streamed from 4 MiB,
-// against only those going to the GPU): over 256 MB outputs average, delta, moving mean and stddev,
-// multiply and subtract took 3-18% less time streamed, the correlations the same, scale 8-9% more;
-// over 25.6 MB ones streaming was nowhere faster, and scale, stddev and correlation/10 took 4-17%
-// more in both rounds (rank, which writes in place either way, 0-11% more in the same rounds). On
-// the 2-core AMD VM, outputs inside its 32 MiB L3, delta took 29-42% more streamed and scale 5-7%
-// (bench/results/cpu2/probes/stream_min_bytes_ab-83e3703/): the rule gives each of these (H100:
-// 51-77 MB of arguments at 32m in place, 512-768 MB at 320m streamed; VM: delta's 25.6 MB in place,
-// multiply's 38.4 streamed), all but scale at 256 MB. A tuning value read once per kernel call,
-// ordering nothing: relaxed on both sides; initialised on first use (a function-local static:
-// thread-safe).
+// at least stream_min_bytes(), by default the last-level cache measured at start-up: the
+// call's own traffic then evicts the output before its consumer could read it from the cache
+// anyway, and non-temporal stores spare the read each ordinary store of a line not in the cache
+// makes first; a call whose data fit can leave its output there. The test is the call's data,
+// not the output's size alone: an output smaller than the cache is still evicted by the inputs
+// read beside it (docs/decisions/021-stream-threshold-is-the-last-level-cache.md). Either way
+// the values written are the same. A tuning value read once per kernel call, ordering nothing:
+// relaxed on both sides; initialised on first use (a function-local static: thread-safe).
 std::atomic<std::size_t>& stream_threshold() {
   static std::atomic<std::size_t> threshold{default_stream_min_bytes()};
   return threshold;
@@ -149,7 +138,9 @@ void write_elements(const CpuCall& c, std::size_t out, std::size_t b, std::size_
     op(b, e - b, r + b);
     return;
   }
-  constexpr std::size_t kBlock = 2048;  // 8 KiB: stays in L1
+  // 8 KiB: inside any CPU's L1 data cache (32 KiB or more on every x86-64 and Arm server core),
+  // so the block is written and then streamed out without a trip to memory.
+  constexpr std::size_t kBlock = 2048;
   float block[kBlock];
   for (std::size_t i = b; i < e; i += kBlock) {
     const std::size_t n = std::min(kBlock, e - i);
@@ -161,12 +152,11 @@ void write_elements(const CpuCall& c, std::size_t out, std::size_t b, std::size_
 
 // Scale and average by rows, in three parallel passes: (1) per chunk of stocks, the per-day
 // sums and counts of its rows; (2) per day, the chunks' partials added in chunk order; (3) per
-// stock, its row from the day totals. The chunks are fixed (not one per worker), so the sums
-// and the results do not depend on the executor. The day-blocked loops they replace (still the
-// references' and rank's shape) read a few days of every stock per block, a page apart once
-// a row is 4 KiB (1024 days). On the H100's 16 workers at 512 MB per series AVG took 22.0 ms
-// that way, 12.9-14.0 ms by rows (medians of cpu_average in `git show
-// 9be3862:bench/results/h100/graph.log` against probes/graph-e79e9a6.log and graph.log).
+// stock, its row from the day totals. The chunks are fixed (32, fewer with fewer stocks; not
+// one per worker), so the sums and the results do not depend on the executor. Rows, because
+// the day-blocked loops (still the references' and rank's shape) read a few days of every stock
+// per block, a page apart once a row is 4 KiB (1024 days), and took nearly twice the time
+// (docs/decisions/022-cross-sectional-operators-work-by-rows.md).
 template <class Rows>
 void cross_sectional(const CpuCall& c, Shape shape, bool absolute, Rows rows) {
   const float* x = c.get<float>(0);
@@ -243,9 +233,13 @@ Kernel binary(const std::string& name, Shape shape, CpuCallFn cpu, GpuCallFn gpu
 bool gpu_compiled() noexcept { return detail::gpu::compiled(); }
 
 std::size_t default_stream_min_bytes() noexcept {
+  // Measured once, at first use: the last-level cache hwloc reports. The floor and the value
+  // for an unknown cache only choose how outputs are written, never what they hold, so a wrong
+  // guess costs speed on that machine, not results: below 4 MiB a call's data fit in one core's
+  // L2 on current servers anyway, and 32 MiB is the order of a server's L3.
   static const std::size_t bytes = [] {
-    constexpr std::size_t kFloor = std::size_t{4} << 20;     // the threshold before 12680ee
-    constexpr std::size_t kUnknown = std::size_t{32} << 20;  // a guess, not measured
+    constexpr std::size_t kFloor = std::size_t{4} << 20;
+    constexpr std::size_t kUnknown = std::size_t{32} << 20;
     const std::size_t llc = weft::cpu::describe_cpu_topology().last_level_cache_bytes;
     return llc == 0 ? kUnknown : std::max(llc, kFloor);
   }();

@@ -4,13 +4,12 @@
 // (threads along days, so reads coalesce, blocks over stock chunks, double atomics), and rank by
 // sorting (order-preserving key, stock) pairs per day, one block per day in shared memory up to
 // 8192 stocks (CUB's BlockRadixSort), CUB's segmented radix sort beyond, ties at their mean
-// rank found by binary search in the sorted day. Every launch here is asynchronous: the graph
-// runtime calls it on its dispatcher's thread, which meanwhile handles nothing else (CUB's
-// DeviceSegmentedSort, used before, copies its partition's sizes to the host and synchronizes
-// the stream: on the H100 that held the dispatcher ~19 ms at 320m floats, so a CPU node
-// whose GPU producer had finished at 5 ms started after 24). Scratch memory comes from a
-// stream-ordered pool of weft's own (cudaMallocFromPoolAsync) that keeps what it got, so
-// steady-state runs do not go back to the driver.
+// rank found by binary search in the sorted day. Every launch here is asynchronous (no call that
+// copies to the host or synchronizes, as CUB's DeviceSegmentedSort does): the graph runtime
+// calls it on its dispatcher's thread, which meanwhile dispatches and completes nothing else
+// (docs/decisions/027-gpu-rank-never-synchronizes.md). Scratch memory comes from a
+// stream-ordered pool of the application's own (cudaMallocFromPoolAsync) that keeps what it
+// got, so steady-state runs do not go back to the driver.
 #include <cuda_runtime.h>
 
 #include <cstdint>

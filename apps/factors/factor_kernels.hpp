@@ -1,7 +1,6 @@
-// weft/graph/factor_kernels.hpp - the factor operators as graph kernels (issue 4 §4, seed 004
-// §4.2.2): each has a CPU implementation (the cores of factor_ops.hpp split across the
-// executor's workers) and, except AVG (the fence), a GPU one (CUDA, factor_kernels.cu). All data
-// are float series of one Shape, stock-major.
+// factor_kernels.hpp - the factor operators as weft graph kernels: each has a CPU implementation
+// (the cores of factor_ops.hpp split across the executor's workers) and, except AVG (the fence), a
+// GPU one (CUDA, factor_kernels.cu). All data are float series of one Shape, stock-major.
 #pragma once
 
 #include <cstddef>
@@ -37,16 +36,16 @@ weft::graph::Kernel average(Shape shape);
 /// The CPU implementations (all but rank's) write an output past the caches (stream_copy.hpp)
 /// when a GPU node reads it next (CpuCall::copied_to_device) and when the call's arguments
 /// (inputs and outputs) span at least stream_min_bytes() bytes in all: by default
-/// default_stream_min_bytes(), the machine's last-level cache (data that large cannot leave the
-/// output in the cache for its consumer; smaller calls write in place), at least 4 MiB, 32 MiB
-/// (a guess) where the cache size is unknown (docs/graph.md "The copy after a CPU node").
+/// default_stream_min_bytes(), the machine's last-level cache measured at first use (data that
+/// large cannot leave the output in the cache for its consumer; smaller calls write in place),
+/// at least 4 MiB, 32 MiB where the cache size is unknown.
 /// Process-wide; set_stream_min_bytes overrides it, for measurements (`weft bench graph
 /// --stream-min-bytes`); SIZE_MAX streams only the outputs going to the GPU.
 [[nodiscard]] std::size_t default_stream_min_bytes() noexcept;
 void set_stream_min_bytes(std::size_t bytes) noexcept;
 [[nodiscard]] std::size_t stream_min_bytes() noexcept;
 
-/// Whether the GPU implementations were compiled (weft built with CUDA). Without them the
+/// Whether the GPU implementations were compiled (built with CUDA). Without them the
 /// kernels still declare one, so that mappings and the emulated device treat them as
 /// GPU-capable; calling it on a CUDA stream is then an error.
 bool gpu_compiled() noexcept;

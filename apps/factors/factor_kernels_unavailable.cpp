@@ -1,4 +1,4 @@
-// Built instead of factor_kernels.cu when weft is configured without CUDA: the kernels keep a
+// Built instead of factor_kernels.cu without CUDA (WEFT_CUDA=OFF, or no nvcc): the kernels keep a
 // GPU implementation (mappings and the emulated device treat them as GPU-capable), which
 // refuses to run.
 #include "factor_gpu.hpp"

@@ -1,4 +1,4 @@
-// Factor operators (include/weft/graph/factor_ops.hpp).
+// Factor operators (factor_ops.hpp).
 #include "factor_ops.hpp"
 
 #include <algorithm>

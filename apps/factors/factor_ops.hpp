@@ -1,6 +1,7 @@
-// weft/graph/factor_ops.hpp - the CPU implementations of the quantitative-finance factor
-// operators the graph layer's applications compose (issue 4 §4, seed 004 §4.3): series of S
-// stocks over D days, windowed over time or taken across stocks on one day. Windowed operators
+// factor_ops.hpp - the CPU implementations of the quantitative-finance factor operators the
+// factor application composes (the graph kernels of factor_kernels.hpp split the same cores
+// across workers; the pipelines use them as sequential references): series of S stocks over D
+// days, windowed over time or taken across stocks on one day. Windowed operators
 // run in O(S * D) with running sums in double, whatever the window.
 #pragma once
 

@@ -1,7 +1,7 @@
 // The factor pipelines end to end on a small market: each application runs CPU-only and with
 // every GPU-capable node on the device (a real GPU when there is one, else the emulated device),
 // and is checked against its sequential reference. `weft demo` and `weft bench graph` run the
-// same pipelines at the sizes.
+// same pipelines at 32m and 320m floats.
 #include <cstdio>
 
 #include "pipelines.hpp"

@@ -1,6 +1,8 @@
-// Quantitative-finance factor pipelines (issue 4 §4, seed 004 §4.2.2): five applications
-// composed of windowed and cross-sectional operators over market series, with AVG as a CPU-only
-// fence, each as a weft::graph::Graph and as a straightforward sequential CPU reference.
+// Quantitative-finance factor pipelines: five applications composed of windowed and
+// cross-sectional operators over market series, with AVG as a CPU-only fence, each as a
+// weft::graph::Graph and as a straightforward sequential CPU reference. Each has a shape that a
+// CPU/GPU mapper must get right (Application::shape), which is what the graph layer's tests and
+// `weft bench graph` use them for.
 #pragma once
 
 #include <cstddef>

@@ -408,7 +408,8 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
     }
   }
 
-  // The figures.
+  // The headline metrics: PPTM against the fastest policy and against D-Map, per application
+  // and pooled, and the bytes each moves (the names are the JSON's metric keys).
   const std::string largest = size_label(totals.back());
   std::vector<double> gains, best_gains, pooled_gains;
   std::size_t pptm_bytes = 0, dmap_bytes = 0;

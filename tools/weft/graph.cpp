@@ -1,5 +1,5 @@
 // weft bench graph | weft graph explain | weft graph run | weft calibrate: the graph layer's
-// commands (issue 4), over the five factor pipelines of apps/factors.
+// commands, over the five factor pipelines of apps/factors.
 #include <unistd.h>
 
 #include <algorithm>
@@ -301,8 +301,8 @@ bool run_graph_demo(cpu::Executor& ex, bool quick, const std::string& trace) {
   rt->set_learning(false);
   bool ok = true;
   // One warm-up run per mapping, then the median of kTimed runs: a single run of a few
-  // milliseconds is mostly noise (on the H100 one PPTM run once took 2.80 ms against D-Map's
-  // 1.33 ms for the same mapping).
+  // milliseconds is mostly noise (one run of a mapping can take twice another's), and the
+  // median of five is not moved by one or two outliers.
   constexpr int kTimed = 5;
   std::printf("\nmedian of %d runs after a warm-up, learning off:\n", kTimed);
   for (const auto& [name, m] : {std::pair{"PPTM", pptm}, std::pair{"D-Map", d_map}}) {

@@ -92,10 +92,9 @@ class CudaDevice final : public DeviceBackend {
   // The host function goes on stream s's notify stream, after an event recorded on s: it runs
   // once s's work so far is done, as it would on s, but s itself goes on without waiting for it.
   // A host function in a stream holds the stream until CUDA's callback thread has run it, and
-  // that thread waits for a core when the executor's workers are all busy: on the H100 a GPU
-  // chain's next kernel started a median ~2 ms (up to 13) after the previous one ended while a
-  // CPU node ran beside it (factor5 at 320m, stddev after correlation; scripts/probes/node_gaps.py,
-  // bench/results/h100/probes/node_gaps-0ff55c3-2afba3d-c7f25a9.txt).
+  // that thread waits for a core when the executor's workers are all busy: a GPU chain's next
+  // kernel would wait for a CPU node beside it to leave a core free
+  // (docs/decisions/026-host-callbacks-wait-beside-the-stream.md).
   void on_host(int s, std::function<void(std::exception_ptr)> callback) override {
     const Event done = record(s);
     WEFT_CUDA_CHECK(cudaStreamWaitEvent(notify(s), events_.at(done), 0));

@@ -52,22 +52,23 @@ std::vector<Device> map_pptm(const MappingProblem& problem) {
       if (gpu_capable(problem.nodes[r])) input_share[r] += in.to_gpu / static_cast<double>(capable);
     }
   }
-  // Accumulated gains, producers first.
-  std::vector<double> acc(n, 0.0);
+  // Accumulated gains, producers first: chain_gain[v] is what v's chain (v and the producers
+  // that feed it alone, transitively) saves on the GPU over the CPU, less the copies into it.
+  std::vector<double> chain_gain(n, 0.0);
   for (const std::size_t v : order) {
     const auto& node = problem.nodes[v];
     if (!gpu_capable(node)) continue;  // a fence gains nothing and passes nothing on
-    double a = node.cpu - node.gpu - input_share[v];
+    double gain = node.cpu - node.gpu - input_share[v];
     for (const auto* e : in[v]) {
       if (gpu_capable(problem.nodes[e->from])) {
         // A chain continues through a producer that feeds this node alone. A shared producer's
         // placement does not hang on any one consumer: its gain is its own, passed to none.
-        if (out[e->from].size() == 1) a += acc[e->from];
+        if (out[e->from].size() == 1) gain += chain_gain[e->from];
       } else {
-        a -= e->to_gpu;  // data from a fence must cross to the GPU
+        gain -= e->to_gpu;  // data from a fence must cross to the GPU
       }
     }
-    acc[v] = a;
+    chain_gain[v] = gain;
   }
   // Decisions, consumers first.
   std::vector<Device> d(n, Device::cpu);
@@ -82,7 +83,7 @@ std::vector<Device> map_pptm(const MappingProblem& problem) {
       continue;
     }
     if (out[v].empty()) {  // an output: its read-back is in its GPU time
-      d[v] = acc[v] > 0 ? Device::gpu : Device::cpu;
+      d[v] = chain_gain[v] > 0 ? Device::gpu : Device::cpu;
       continue;
     }
     double back = 0;                       // device-to-host transfers to the consumers on the CPU
@@ -99,7 +100,7 @@ std::vector<Device> map_pptm(const MappingProblem& problem) {
     if (back == 0) {
       d[v] = Device::gpu;  // every consumer is on the GPU: the chain keeps this node
     } else {
-      d[v] = acc[v] >= back ? Device::gpu : Device::cpu;
+      d[v] = chain_gain[v] >= back ? Device::gpu : Device::cpu;
     }
   }
   return d;

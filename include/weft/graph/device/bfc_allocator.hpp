@@ -1,7 +1,7 @@
-// weft/graph/device/bfc_allocator.hpp - the graph layer's memory master (DESIGN.md §3, KOS): a
+// weft/graph/device/bfc_allocator.hpp - where a graph's device copies get their memory: a
 // caching best-fit-with-coalescing (BFC) allocator over large regions obtained from a backing
 // allocator (cudaMalloc for a GPU), so that steady-state graph runs never call the backing
-// allocator.
+// allocator (cudaMalloc synchronizes the device, and each call costs far more than a bin lookup).
 //
 // The design is TensorFlow's BFCAllocator (tensorflow/core/common_runtime/bfc_allocator.h):
 // regions are cut into chunks; free chunks sit in bins by size class (powers of two from 256
@@ -9,9 +9,10 @@
 // (best fit) and splits off the rest, and a freed chunk merges with its free neighbours in the
 // same region (coalescing). Where we differ: regions grow geometrically from a configurable
 // first size, and a request that the backing allocator refuses first returns empty regions to
-// it (trim) and retries, then throws OutOfMemory. Hand-written because the issue asks for this
-// allocator, it must be testable without a GPU (any backing works), and CUDA's stream-ordered
-// pools (cudaMallocAsync) are opaque to the statistics the graph layer reports.
+// it (trim) and retries, then throws OutOfMemory. Hand-written rather than CUDA's stream-ordered
+// pools (cudaMallocAsync) because it must be testable without a GPU (any backing works: the
+// emulated device backs it with host memory) and because those pools are opaque to the
+// statistics the graph layer reports (BfcStats).
 #pragma once
 
 #include <cstddef>

@@ -1,11 +1,10 @@
 // weft/graph/mapping/calibration.hpp - a calibration is a designed experiment: runs at chosen sizes
 // whose measurements are fitted together. Learning run by run instead (CostModels::observe: RLS
-// with forgetting) lets the last runs outweigh the first. On the H100, calibrated at 32m and then
-// at 320m floats, D-Map of factor2 at 32m was predicted at 4.3 ms and measured 2.0, and PPTM mapped
-// it all to the CPU, 2.1x slower (bench/results/h100/probes/graph-5a8a0de.log); its GPU kernels'
-// models were right, so by inference the three copies' models were ~0.9 ms high each at 32m:
-// the 320m copies, 10x as many bytes and most of the runs, had moved the line's intercept. So
-// the runs are collected and every model is the least-squares fit of all of them.
+// with forgetting) lets the last runs outweigh the first: calibrated at a small size and then
+// at a large one, a line through the large size's many runs can be far off at the small size,
+// and the mappers then map the small size wrongly. So the runs are collected and every model is
+// the least-squares fit of all of them, each size weighing by its runs, not by its order
+// (docs/decisions/028-calibration-fits-all-runs-at-once.md).
 #pragma once
 
 #include <map>

@@ -1,4 +1,4 @@
-// weft/graph/mapping/cost_model.hpp - the predictors of the graph layer (DESIGN.md §3, seed 004):
+// weft/graph/mapping/cost_model.hpp - one predictor of the graph layer's mappers:
 // time = a + b * size for a kernel on a device, and for a transfer in one direction
 // (size = bytes). Fitted by least squares from a calibration run, then refined after every
 // measured execution by recursive least squares (RLS) with a forgetting factor, so that a model
@@ -106,10 +106,10 @@ class LinearCostModel {
   LinearCostModel(const double theta[2], const double p[2][2], double forgetting,
                   std::size_t observations);
 
-  double theta_[2];  // intercept, slope
-  double p_[2][2];   // RLS covariance (symmetric)
-  double p_trace_limit_;
-  double lambda_;
+  double theta_[2];       // intercept, slope (RLS's parameter vector)
+  double p_[2][2];        // RLS covariance (symmetric)
+  double p_trace_limit_;  // the wind-up guard: past this trace an update does not forget
+  double lambda_;         // the forgetting factor (forgetting())
   std::size_t observations_ = 0;
   double spread_;
   int one_sided_ = 0;

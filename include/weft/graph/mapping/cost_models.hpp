@@ -1,4 +1,4 @@
-// weft/graph/mapping/cost_models.hpp - the predictors a graph runtime maps with (DESIGN.md §3): one
+// weft/graph/mapping/cost_models.hpp - the predictors a graph runtime maps with: one
 // LinearCostModel per (device, kernel) over the bytes a node's arguments span, and one per
 // transfer direction over bytes; learnt from measured runs and kept in a ModelStore between
 // runs.
@@ -22,14 +22,16 @@ inline constexpr const char* kTransferToDevice = "transfer:h2d";
 inline constexpr const char* kTransferToHost = "transfer:d2h";
 
 /// A CPU kernel runs slower while host<->device copies are in flight: the copy engines take
-/// host memory bandwidth from it (on the H100 machine `delta` from one 256 MB series into
-/// another took 5.8 ms alone and 6.4-6.8 ms beside copies: the per-policy table of
-/// `bench/results/h100/probes/graph-9a41691.log`). So a CPU kernel has two models:
+/// host memory bandwidth from it, and one model learning both kinds of run would be off both
+/// ways (docs/decisions/029-cpu-kernels-have-a-model-beside-copies.md). So a CPU kernel has two
+/// models:
 /// its own ("delta") from runs with a share of their time beside copies below
 /// kAloneMaxOverlap, and one beside copies ("delta+copies": the kernel name with this suffix),
 /// of its time with copies in flight throughout, from runs at or above
 /// kBesideCopiesMinOverlap (scaled up to a whole overlap from the own model); runs in between
-/// teach neither.
+/// teach neither. The thresholds are shares of a run's own time, so they hold on any machine:
+/// below one tenth a run is alone for the model's purpose, from one half on it is mostly
+/// beside copies, and the scaling to a whole overlap does the rest.
 inline constexpr const char* kBesideCopies = "+copies";
 inline constexpr double kAloneMaxOverlap = 0.1;
 inline constexpr double kBesideCopiesMinOverlap = 0.5;

@@ -1,4 +1,4 @@
-// weft/graph/mapping/mincut.hpp - the exact two-device mapper (DESIGN.md §3): under the additive
+// weft/graph/mapping/mincut.hpp - the exact two-device mapper: under the additive
 // cost model (each node costs its time on the device it is mapped to, each edge whose ends are on
 // different devices costs its transfer), the cheapest CPU/GPU assignment of a graph's nodes is a
 // minimum s-t cut (H. S. Stone, "Multiprocessor scheduling with the aid of network flow

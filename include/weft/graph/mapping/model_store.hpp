@@ -1,7 +1,8 @@
 // weft/graph/mapping/model_store.hpp - the calibration store: cost models that persist across runs
-// in an SQLite database, keyed by machine, device and kernel (DESIGN.md §3: "they are the runtime's
-// memory"). Every write is one SQLite transaction in WAL mode with synchronous=FULL: a crash
-// mid-run loses nothing already stored, and a reader never sees half a model.
+// in an SQLite database, keyed by machine, device and kernel, so that a runtime maps well from its
+// first run on a machine it has calibrated before. Every write is one SQLite transaction in WAL
+// mode with synchronous=FULL: a crash mid-run loses nothing already stored, and a reader never sees
+// half a model.
 #pragma once
 
 #include <memory>
