@@ -382,7 +382,8 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
 #endif
     suite.compare("pipeline_lu", "s", Better::lower, std::move(c));
   }
-  // ---- Bounded-queue against bounded-depth spawning (seed 003, Fig. 15) ----
+  // ---- Bounded-queue against bounded-depth spawning: the default spawn policy against the
+  // classic depth cut-off, on the same recursive kernels ----
   if (wanted(o, "spawn_policy")) {
     weft::cpu::ExecutorOptions bd = eo;
     bd.spawn_policy = weft::cpu::SpawnPolicy::bounded_depth;
