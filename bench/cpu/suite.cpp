@@ -105,8 +105,9 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
   Suite suite("cpu", so);
   suite.record_host_handoff("start");  // which kind of machine instance this run had
   // sparselu, multisort and alignment run the same kernels in every runtime and differ only
-  // by ~1% of scheduling; their run-to-run spread on a 2-core VM is 10-30%, so they get three
-  // times the rounds for a median that a lucky or unlucky run does not decide.
+  // by ~1% of scheduling, far less than their run-to-run spread on a small shared machine, so
+  // they get three times the rounds for a median that a lucky or unlucky run does not decide
+  // (more rounds only cost time, so the factor is safe on any machine; --samples scales it).
   const int close_contest_samples = 3 * so.samples;
 
   weft::cpu::ExecutorOptions eo;

@@ -1,7 +1,8 @@
 // weft/graph/runtime.hpp - runs a Graph on the CPU executor and one device: maps each node to the
 // CPU or the GPU with a policy and the cost models, then runs it as a scoreboard - a node starts
 // when its producers are done (a GPU node as soon as its GPU producers are enqueued: streams and
-// events order them), data are copied where a node needs them (MSI), and every measured node and
+// events order them), data are copied where a node needs them (each copy modified, shared or
+// invalid, as in a cache-coherence protocol: detail/coherence.hpp), and every measured node and
 // transfer refines the models.
 #pragma once
 

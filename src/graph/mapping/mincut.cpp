@@ -1,7 +1,9 @@
-// The exact two-device mapper (include/weft/graph/mapping/mincut.hpp): Stone's construction solved
-// by Dinic's maximum flow (E. A. Dinitz, 1970). Hand-written: the graphs are small (tens to
-// thousands of nodes), the dependency list has no graph library (Boost is not among them), and
-// ~80 lines of a textbook algorithm with a brute-force test beat pulling one in.
+// The exact two-device mapper (include/weft/graph/mapping/mincut.hpp): Stone's construction (a
+// source for the CPU, a sink for the GPU, each node cut from one of them at its cost on the other,
+// each data flow cut at its transfer) solved by Dinic's maximum flow (E. A. Dinitz, 1970).
+// Hand-written: the graphs are small (tens to thousands of nodes), the dependency list has no graph
+// library (Boost is not among them), and ~80 lines of a textbook algorithm with a brute-force test
+// beat pulling one in.
 #include "weft/graph/mapping/mincut.hpp"
 
 #include <algorithm>
