@@ -19,7 +19,7 @@ set(WEFT_SQLITE_OWN_DECLARATIONS OFF)
 if(NOT SQLite3_FOUND)
   # The library without its header (libsqlite3.so.0 but no libsqlite3-dev, as on the GPU
   # machines, where nothing can be installed): declare the API ourselves
-  # (src/graph/sqlite3_declarations.hpp says why that is safe).
+  # (src/graph/mapping/sqlite3_declarations.hpp says why that is safe).
   find_library(WEFT_SQLITE3_LIBRARY NAMES sqlite3 libsqlite3.so.0)
   if(WEFT_SQLITE3_LIBRARY)
     set(WEFT_HAVE_SQLITE ON)

@@ -21,4 +21,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/weftConfig.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/weft)
 if(WEFT_BUILD_TOOLS)
   install(TARGETS weft_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  if(TARGET weft_bench_cli)  # weft-bench beside weft: `weft bench cpu` runs it from there
+    install(TARGETS weft_bench_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  endif()
 endif()

@@ -1,7 +1,7 @@
 // The factor pipelines end to end on a small market: each application runs CPU-only and with
 // every GPU-capable node on the device (a real GPU when there is one, else the emulated device),
 // and is checked against its sequential reference. `weft demo` and `weft bench graph` run the
-// same pipelines at the sizes.
+// same pipelines at 32m and 320m floats.
 #include <cstdio>
 
 #include "pipelines.hpp"
@@ -18,7 +18,7 @@ int main() {
   factors::Market market = factors::generate_market({300, 120}, 1);
   int failures = 0;
   for (const factors::Application& app : factors::applications()) {
-    const weft::graph::Series want = app.reference(market);
+    const factors::Series want = app.reference(market);
     factors::BuiltApp built = app.build(market);
     for (weft::graph::Policy policy : {weft::graph::Policy::a_free, weft::graph::Policy::d_map}) {
       const auto report = runtime.run(*built.graph, policy);

@@ -11,11 +11,10 @@
 
 namespace factors {
 
-namespace gk = weft::graph::kernels;
+namespace gk = kernels;
 using weft::graph::Data;
 using weft::graph::Graph;
 using weft::graph::read;
-using weft::graph::Series;
 using weft::graph::write;
 
 Market generate_market(Shape shape, std::uint64_t seed) {
@@ -210,10 +209,9 @@ BuiltApp build1(Market& m) {
   return std::move(b.app);
 }
 Series reference1(const Market& m) {
-  namespace g = weft::graph;
-  const Series r =
-      g::rank(g::moving_correlation(series(m, m.open), series(m, m.volume), window(m, 10)));
-  return g::subtract(r, g::average(r));
+  const Series r = factors::rank(
+      factors::moving_correlation(series(m, m.open), series(m, m.volume), window(m, 10)));
+  return factors::subtract(r, factors::average(r));
 }
 
 // factor2: two cheap branches joined, no fence.
@@ -227,8 +225,8 @@ BuiltApp build2(Market& m) {
   return std::move(b.app);
 }
 Series reference2(const Market& m) {
-  namespace g = weft::graph;
-  return g::scale(g::multiply(g::delta(series(m, m.volume), 1), g::delta(series(m, m.close), 1)));
+  return factors::scale(factors::multiply(factors::delta(series(m, m.volume), 1),
+                                          factors::delta(series(m, m.close), 1)));
 }
 
 // factor3: heavy cross-sectional work (two ranks, a correlation): the GPU's ground.
@@ -243,13 +241,14 @@ BuiltApp build3(Market& m) {
   return std::move(b.app);
 }
 Series reference3(const Market& m) {
-  namespace g = weft::graph;
-  return g::scale(g::moving_mean(g::moving_correlation(g::rank(series(m, m.close)),
-                                                       g::rank(series(m, m.volume)), window(m, 10)),
-                                 window(m, 5)));
+  return factors::scale(factors::moving_mean(
+      factors::moving_correlation(factors::rank(series(m, m.close)),
+                                  factors::rank(series(m, m.volume)), window(m, 10)),
+      window(m, 5)));
 }
 
-// factor4 (the seed's application 4): fences on the critical path, a cheap node between them.
+// factor4: fences on the critical path, a cheap node between them (a mapper must see that moving
+// the cheap node to the GPU costs two copies).
 BuiltApp build4(Market& m) {
   Builder b(m);
   const Shape s = m.shape;
@@ -261,13 +260,12 @@ BuiltApp build4(Market& m) {
   return std::move(b.app);
 }
 Series reference4(const Market& m) {
-  namespace g = weft::graph;
-  const Series a2 = g::average(g::delta(g::average(series(m, m.close)), 1));
-  return g::moving_mean(g::multiply(a2, series(m, m.returns)), window(m, 5));
+  const Series a2 = factors::average(factors::delta(factors::average(series(m, m.close)), 1));
+  return factors::moving_mean(factors::multiply(a2, series(m, m.returns)), window(m, 5));
 }
 
-// factor5 (the seed's application 5): a fence fed by a subtree with little gain, joined with a
-// subtree with much.
+// factor5: a fence fed by a subtree with little gain, joined with a subtree with much (a mapper
+// must split the graph between the devices).
 BuiltApp build5(Market& m) {
   Builder b(m);
   const Shape s = m.shape;
@@ -283,12 +281,11 @@ BuiltApp build5(Market& m) {
   return std::move(b.app);
 }
 Series reference5(const Market& m) {
-  namespace g = weft::graph;
-  const Series left = g::average(g::delta(series(m, m.returns), 1));
-  const Series right = g::rank(g::moving_stddev(
-      g::moving_correlation(series(m, m.close), series(m, m.volume), window(m, 20)),
+  const Series left = factors::average(factors::delta(series(m, m.returns), 1));
+  const Series right = factors::rank(factors::moving_stddev(
+      factors::moving_correlation(series(m, m.close), series(m, m.volume), window(m, 20)),
       window(m, 20)));
-  return g::scale(g::multiply(left, right));
+  return factors::scale(factors::multiply(left, right));
 }
 
 }  // namespace
@@ -302,11 +299,10 @@ const std::vector<Application>& applications() {
       {"factor3", "scale(moving_mean(correlation(rank(close), rank(volume), 10), 5))",
        "heavy cross-sectional work", build3, reference3},
       {"factor4", "moving_mean(AVG(delta(AVG(close), 1)) * returns, 5)",
-       "fences on the critical path (seed's application 4)", build4, reference4},
+       "fences on the critical path", build4, reference4},
       {"factor5",
        "scale(AVG(delta(returns, 1)) * rank(stddev(correlation(close, volume, 20), 20)))",
-       "a low-gain subtree into a fence, joined with a high-gain one (seed's application 5)",
-       build5, reference5},
+       "a low-gain subtree into a fence, joined with a high-gain one", build5, reference5},
   };
   return apps;
 }

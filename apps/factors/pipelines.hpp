@@ -1,6 +1,8 @@
-// Quantitative-finance factor pipelines (issue 4 §4, seed 004 §4.2.2): five applications
-// composed of windowed and cross-sectional operators over market series, with AVG as a CPU-only
-// fence, each as a weft::graph::Graph and as a straightforward sequential CPU reference.
+// Quantitative-finance factor pipelines: five applications composed of windowed and
+// cross-sectional operators over market series, with AVG as a CPU-only fence, each as a
+// weft::graph::Graph and as a straightforward sequential CPU reference. Each has a shape that a
+// CPU/GPU mapper must get right (Application::shape), which is what the graph layer's tests and
+// `weft bench graph` use them for.
 #pragma once
 
 #include <cstddef>
@@ -10,13 +12,13 @@
 #include <string_view>
 #include <vector>
 
-#include "weft/graph/factor_kernels.hpp"
-#include "weft/graph/factor_ops.hpp"
+#include "factor_kernels.hpp"
+#include "factor_ops.hpp"
 #include "weft/graph/graph.hpp"
 
 namespace factors {
 
-using weft::graph::kernels::Shape;
+using kernels::Shape;
 
 /// Five series of one shape, stock-major: what the applications read.
 struct Market {
@@ -50,7 +52,7 @@ struct Application {
   std::string formula;  // what it computes, for people
   std::string shape;    // what makes it interesting for mapping
   BuiltApp (*build)(Market& market);
-  weft::graph::Series (*reference)(const Market& market);
+  Series (*reference)(const Market& market);
 };
 
 /// The five applications.
@@ -68,6 +70,6 @@ struct Comparison {
   double max_abs_error = 0;  // over elements both sides have a value
   [[nodiscard]] bool ok() const noexcept { return mismatch_fraction <= 1e-4; }
 };
-Comparison compare(const std::vector<float>& got, const weft::graph::Series& want);
+Comparison compare(const std::vector<float>& got, const Series& want);
 
 }  // namespace factors

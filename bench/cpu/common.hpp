@@ -113,9 +113,9 @@ inline constexpr std::size_t kQuickSize = 2048;
 inline constexpr std::size_t kMergeSize = 2048;
 
 // Not inlined: every runtime's merge then calls the same machine code. Inlined, std::merge's
-// loop was compiled differently into each runtime's recursive merge: 27-33% more samples in
-// weft's copy than in TBB's for the same source (lab/probes/multisort_probe.cpp under perf, at
-// 0dee989), and the benchmark compared code generation instead of scheduling.
+// loop was compiled differently into each runtime's recursive merge, and the benchmark compared
+// code generation instead of scheduling
+// (docs/decisions/030-shared-benchmark-kernels-are-out-of-line.md).
 [[gnu::noinline]] inline void seq_merge(const std::int32_t* a, const std::int32_t* a_end,
                                         const std::int32_t* b, const std::int32_t* b_end,
                                         std::int32_t* out) {

@@ -1,5 +1,6 @@
-// Pipeline kernels (seed 003 §5): an IS-like histogram critical region and an LU-like
-// wavefront; sequential references and weft's versions.
+// Pipeline kernels: an IS-like histogram critical region and an LU-like wavefront, the two
+// shapes weft::cpu::Team is for (point-to-point signals between neighbours); sequential
+// references and weft's versions.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -83,13 +83,6 @@ Outcome timed(F&& f) {
 
 }  // namespace
 
-std::vector<std::string> cpu_benchmark_names() {
-  return {"fib32",        "nqueens12",   "nqueens13",   "uts",          "sparselu",
-          "multisort",    "alignment",   "stream_copy", "stream_scale", "stream_add",
-          "stream_triad", "empty_tasks", "task_chain",  "pipeline_is",  "pipeline_lu",
-          "spawn_policy", "wake_latency"};
-}
-
 std::vector<std::string> available_peers() {
   std::vector<std::string> p;
 #if WEFT_HAVE_TBB
@@ -112,8 +105,9 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
   Suite suite("cpu", so);
   suite.record_host_handoff("start");  // which kind of machine instance this run had
   // sparselu, multisort and alignment run the same kernels in every runtime and differ only
-  // by ~1% of scheduling; their run-to-run spread on a 2-core VM is 10-30%, so they get three
-  // times the rounds for a median that a lucky or unlucky run does not decide.
+  // by ~1% of scheduling, far less than their run-to-run spread on a small shared machine, so
+  // they get three times the rounds for a median that a lucky or unlucky run does not decide
+  // (more rounds only cost time, so the factor is safe on any machine; --samples scales it).
   const int close_contest_samples = 3 * so.samples;
 
   weft::cpu::ExecutorOptions eo;
@@ -389,7 +383,8 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
 #endif
     suite.compare("pipeline_lu", "s", Better::lower, std::move(c));
   }
-  // ---- Bounded-queue against bounded-depth spawning (seed 003, Fig. 15) ----
+  // ---- Bounded-queue against bounded-depth spawning: the default spawn policy against the
+  // classic depth cut-off, on the same recursive kernels ----
   if (wanted(o, "spawn_policy")) {
     weft::cpu::ExecutorOptions bd = eo;
     bd.spawn_policy = weft::cpu::SpawnPolicy::bounded_depth;

@@ -13,10 +13,10 @@
 #include "pipelines.hpp"
 #include "weft/cpu/executor.hpp"
 #include "weft/error.hpp"
-#include "weft/graph/calibration.hpp"
-#include "weft/graph/model_store.hpp"
+#include "weft/graph/mapping/calibration.hpp"
+#include "weft/graph/mapping/model_store.hpp"
+#include "weft/graph/mapping/schedule.hpp"
 #include "weft/graph/runtime.hpp"
-#include "weft/graph/schedule.hpp"
 #include "weft/graph/trace.hpp"
 
 namespace weft::bench::graph {
@@ -205,7 +205,7 @@ std::vector<std::vector<wg::Device>> every_mapping(const wg::MappingProblem& p) 
 // makespan is within kExhaustivePrune of `fastest_policy` seconds (a warm-up run, then
 // `samples` runs, each checked against the reference); returns the fastest one's run times.
 std::vector<double> fastest_mapping(wg::Runtime& rt, factors::BuiltApp& built,
-                                    const wg::Series& want, double fastest_policy, int samples,
+                                    const factors::Series& want, double fastest_policy, int samples,
                                     const std::string& name) {
   const wg::MappingProblem problem = rt.problem(*built.graph);
   const auto mappings = every_mapping(problem);
@@ -299,7 +299,7 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
   }
   cpu::Executor executor(eo);
   if (o.stream_min_bytes) {
-    wg::kernels::set_stream_min_bytes(*o.stream_min_bytes);
+    factors::kernels::set_stream_min_bytes(*o.stream_min_bytes);
     std::fprintf(stderr, "[graph] CPU kernels stream outputs going to the GPU%s\n",
                  *o.stream_min_bytes == SIZE_MAX
                      ? " only"
@@ -310,7 +310,7 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
     std::fprintf(stderr,
                  "[graph] CPU kernels stream outputs going to the GPU and those of calls spanning "
                  "%zu bytes or more (the last-level cache)\n",
-                 wg::kernels::stream_min_bytes());
+                 factors::kernels::stream_min_bytes());
   }
   wg::RuntimeOptions ro;
   ro.device = o.device == "emulated" ? wg::DeviceKind::emulated : wg::DeviceKind::cuda;
@@ -342,7 +342,7 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
     for (const auto* app : apps) {
       const std::string name = app->name + "_" + size_label(total);
       const double t0 = now_seconds();
-      const wg::Series want = app->reference(market);
+      const factors::Series want = app->reference(market);
       std::fprintf(stderr, "[graph] %s: %zu stocks x %zu days, reference in %.2f s\n", name.c_str(),
                    shape.stocks, shape.days, now_seconds() - t0);
       factors::BuiltApp built = app->build(market);
@@ -408,7 +408,8 @@ Suite run_graph_suite(const GraphSuiteOptions& o) {
     }
   }
 
-  // The figures.
+  // The headline metrics: PPTM against the fastest policy and against D-Map, per application
+  // and pooled, and the bytes each moves (the names are the JSON's metric keys).
   const std::string largest = size_label(totals.back());
   std::vector<double> gains, best_gains, pooled_gains;
   std::size_t pptm_bytes = 0, dmap_bytes = 0;

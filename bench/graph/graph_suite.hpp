@@ -1,4 +1,4 @@
-// bench/graph/graph_suite.hpp - `weft bench graph` (issue 4 §4): the five factor pipelines at
+// bench/graph/graph_suite.hpp - `weft bench graph`: the five factor pipelines at
 // two sizes, each run with the mappings of PPTM (weft's), A-Free, D-Map, the minimum cut and
 // HEFT, alternating in one process, every run checked against the sequential reference; the
 // cost models calibrated first in the same process, their prediction error reported.
@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "factor_kernels.hpp"
 #include "harness/harness.hpp"
 #include "weft/cpu/options.hpp"
-#include "weft/graph/factor_kernels.hpp"
 #include "weft/graph/runtime.hpp"
 
 namespace weft::bench::graph {

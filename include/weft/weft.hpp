@@ -1,4 +1,7 @@
-// weft/weft.hpp - the whole public API of weft in one header.
+// weft/weft.hpp - weft's user API in one header: the CPU executor and its algorithms, the
+// errors, and the graph layer (graphs, their runtime, the mappers and cost models, the device
+// memory allocator). Nothing here is an application's kernel or an internal (detail/) header;
+// the GPU pool has its own header, weft/gpu/pool.hpp.
 //
 // Compiles with a plain C++20 compiler; CUDA-only parts live behind .cuh headers that only CUDA
 // translation units include.
@@ -13,14 +16,16 @@
 #include "weft/cpu/team.hpp"
 #include "weft/cpu/topology.hpp"
 #include "weft/error.hpp"
-#include "weft/graph/bfc_allocator.hpp"
-#include "weft/graph/cost_model.hpp"
-#include "weft/graph/cost_models.hpp"
-#include "weft/graph/factor_kernels.hpp"
-#include "weft/graph/factor_ops.hpp"
+#include "weft/graph/device/bfc_allocator.hpp"
 #include "weft/graph/graph.hpp"
-#include "weft/graph/mincut.hpp"
-#include "weft/graph/model_store.hpp"
-#include "weft/graph/policies.hpp"
+#include "weft/graph/mapping/calibration.hpp"
+#include "weft/graph/mapping/cost_model.hpp"
+#include "weft/graph/mapping/cost_models.hpp"
+#include "weft/graph/mapping/mincut.hpp"
+#include "weft/graph/mapping/model_store.hpp"
+#include "weft/graph/mapping/policies.hpp"
+#include "weft/graph/mapping/problem.hpp"
+#include "weft/graph/mapping/schedule.hpp"
 #include "weft/graph/runtime.hpp"
-#include "weft/graph/schedule.hpp"
+#include "weft/graph/stream_copy.hpp"
+#include "weft/graph/trace.hpp"

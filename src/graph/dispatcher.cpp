@@ -68,11 +68,10 @@ void Dispatcher::start_inputs() {
 
 void Dispatcher::prefetch_inputs() {
   // A graph input that no node writes and a GPU node reads holds its final value from the
-  // start: its copy in need not wait until the reader's other producers (CPU nodes) are done.
-  // On the H100, factor4's PPTM mapping (three CPU nodes, then multiply(..., returns) on the GPU)
-  // copied `returns` only after the CPU chain, 1.1 ms of a 6.5 ms run at 32m
-  // (bench/results/h100/probes/graph-ebed203-nodes.csv, run 306). Taken in the order of their first
-  // GPU reader, after the nodes ready at the start have enqueued their own copies.
+  // start: its copy in need not wait until the reader's other producers (CPU nodes) are done,
+  // and issued now it overlaps them instead of following them on the critical path
+  // (docs/decisions/024-unwritten-graph-inputs-are-prefetched.md). Taken in the order of their
+  // first GPU reader, after the nodes ready at the start have enqueued their own copies.
   bool any = false;
   for (std::size_t node = 0; node < g_.nodes.size(); ++node) {
     if (mapping_[node] != Device::gpu) continue;
@@ -263,10 +262,9 @@ void Dispatcher::start_gpu(std::size_t node) {
     inbox->post({Message::Kind::node_finished, node, std::move(e)});
   });
   // What comes back to the host from this node is enqueued now, ordered after the kernel by its
-  // end event, instead of when the dispatcher hears that the kernel ended: on the H100 that
-  // hearing took a median 0.13 ms and up to 1.2 (host callback, inbox, this thread's wake-up;
-  // bench/results/h100/probes/node_gaps-ceb7ba4.txt, "d2h"); issued here, 6 us, and the runs
-  // that use the GPU take 0.94 of their time at 32m (probes/copy_back_at_launch_ab-f51081e/).
+  // end event, instead of when the dispatcher hears that the kernel ended: hearing it takes a
+  // host callback, the inbox and this thread's wake-up, on the critical path of every crossing
+  // from GPU to CPU (docs/decisions/025-copies-back-are-issued-with-their-kernel.md).
   // Each compute stream has a copy-back stream of its own, so a copy waiting for a long kernel
   // on one stream does not hold another stream's copy behind it.
   // Nothing overwrites either copy before the copy lands: the next writer of the datum comes
@@ -334,6 +332,8 @@ void Dispatcher::handle(const Message& m) {
 
 void Dispatcher::wait_for_messages(std::vector<Message>& out) {
   {
+    // A message ends the wait at once; the 10 ms only bound how late a failure that sends no
+    // message (below) is noticed, so the value is safe on any machine.
     std::unique_lock lock(inbox_->mutex);
     inbox_->cv.wait_for(lock, std::chrono::milliseconds(10),
                         [&] { return !inbox_->messages.empty(); });
@@ -411,14 +411,10 @@ void Dispatcher::collect_times(RunReport& report) {
 }
 
 void Dispatcher::start_ready(bool& prefetched) {
-  // Device work first: a CPU node takes every worker, and the workers are bound one to each
-  // core, so the enqueues that this thread does after submitting one wait for a core. On the
-  // H100 (bench/results/h100/probes/node_gaps-d014b1c.txt) D-Map's factor4 at 32m submitted
-  // AVG(close) and then prefetched `returns`, whose copy began a median 0.95 ms after the run's
-  // start (0.06 under PPTM, whose mapping had no CPU node ready first), and factor5's
-  // correlation, launched after a CPU `delta` was submitted, held this thread up to 4.7 ms
-  // (1.2 since: node_gaps-b5c6300.txt). Nodes ready at once are independent (a dependency
-  // would order them), so the order changes no datum's state.
+  // Device work first: a CPU node takes every worker, and with the workers bound one to each
+  // core the enqueues this thread does after submitting one wait for a core, while the GPU
+  // idles (docs/decisions/023-device-work-is-issued-before-cpu-work.md). Nodes ready at once
+  // are independent (a dependency would order them), so the order changes no datum's state.
   std::vector<std::size_t> cpu_ready;
   auto guarded = [this](auto&& start) {
     try {

@@ -1,5 +1,6 @@
-// One run of a graph with a given mapping (src/graph only): the scoreboard of seed 004's
-// dataflow executor. The dispatcher is the calling thread; it alone touches the graph's data
+// One run of a graph with a given mapping (src/graph only): a scoreboard, i.e. a node is issued
+// once every node it depends on has reported done (or, on the GPU, has been enqueued). The
+// dispatcher is the calling thread; it alone touches the graph's data
 // states, the allocator and the device backend. CPU nodes run on the executor, GPU nodes are
 // enqueued on the backend's streams; both report back through one mutex-protected inbox.
 //
@@ -28,7 +29,7 @@
 #include <optional>
 #include <vector>
 
-#include "device_backend.hpp"
+#include "device/device_backend.hpp"
 #include "graph_impl.hpp"
 #include "weft/cpu/future.hpp"
 #include "weft/graph/runtime.hpp"

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "weft/graph/bfc_allocator.hpp"
 #include "weft/graph/detail/coherence.hpp"
+#include "weft/graph/device/bfc_allocator.hpp"
 #include "weft/graph/graph.hpp"
-#include "weft/graph/mincut.hpp"
+#include "weft/graph/mapping/problem.hpp"
 
 namespace weft::graph::detail {
 

@@ -5,13 +5,13 @@
 #include <map>
 #include <vector>
 
-#include "device_backend.hpp"
+#include "device/device_backend.hpp"
 #include "dispatcher.hpp"
 #include "graph_impl.hpp"
 #include "weft/cpu/executor.hpp"
 #include "weft/error.hpp"
-#include "weft/graph/policies.hpp"
-#include "weft/graph/schedule.hpp"
+#include "weft/graph/mapping/policies.hpp"
+#include "weft/graph/mapping/schedule.hpp"
 
 namespace weft::graph {
 

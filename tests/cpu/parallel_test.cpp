@@ -43,7 +43,7 @@ INSTANTIATE_TEST_SUITE_P(Cpu, Schedules,
                                            Schedule::static_partition(7), Schedule::dynamic(1),
                                            Schedule::dynamic(1000)));
 
-TEST(ParallelFor, StaticPartitionUsesSeedRanges) {
+TEST(ParallelFor, StaticScheduleRunsExactlyTheStaticPartitionsRanges) {
   Executor ex(ExecutorOptions{.workers = 2});
   std::mutex m;
   std::vector<std::pair<std::int64_t, std::int64_t>> ranges;

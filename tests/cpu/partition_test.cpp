@@ -5,7 +5,7 @@
 namespace weft::cpu {
 namespace {
 
-TEST(StaticPartition, FollowsTheSeedFormula) {
+TEST(StaticPartition, GivesTheFirstPartsOneItemMoreThanTheRest) {
   // n = 10, p = 4: q = 3, r = 2 -> parts of 3, 3, 2, 2.
   const StaticPartition part(0, 10, 4);
   EXPECT_EQ(part.q, 3);

@@ -50,8 +50,8 @@ TEST(Team, IterationSignalsOrderAWavefront) {
   for (int k = 0; k < kSweeps; ++k) {
     for (std::int64_t i = 1; i < kN; ++i) expected[i] += expected[i - 1];
   }
-  // In place, as the seed's LU (Fig. 3): tag 0 orders i-1 before i (read after write), tag 1
-  // holds i back until i+1 of the previous sweep has read v[i] (write after read).
+  // In place, as an LU wavefront updates its rows: tag 0 orders i-1 before i (read after write),
+  // tag 1 holds i back until i+1 of the previous sweep has read v[i] (write after read).
   run_team(ex, 2, 0, kN, [&](Team& t) {
     for (int k = 0; k < kSweeps; ++k) {
       for (std::int64_t i = t.my_begin(); i < t.my_end(); ++i) {

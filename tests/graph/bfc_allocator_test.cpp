@@ -1,4 +1,4 @@
-#include "weft/graph/bfc_allocator.hpp"
+#include "weft/graph/device/bfc_allocator.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // A calibration's measurements fitted at once (calibration.hpp): every model the least-squares
 // fit of all its runs, whatever their order; CPU runs by their share beside copies.
-#include "weft/graph/calibration.hpp"
+#include "weft/graph/mapping/calibration.hpp"
 
 #include <gtest/gtest.h>
 

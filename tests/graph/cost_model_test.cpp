@@ -1,5 +1,5 @@
 // The linear cost models: least-squares fit, RLS refinement with forgetting, bad input.
-#include "weft/graph/cost_model.hpp"
+#include "weft/graph/mapping/cost_model.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "weft/error.hpp"
-#include "weft/graph/cost_models.hpp"
-#include "weft/graph/model_store.hpp"
+#include "weft/graph/mapping/cost_models.hpp"
+#include "weft/graph/mapping/model_store.hpp"
 
 using weft::InvalidArgument;
 using weft::graph::CostSample;
@@ -28,7 +28,7 @@ std::vector<CostSample> line(double a, double b, std::initializer_list<double> s
 }  // namespace
 
 TEST(LinearCostModel, FitRecoversAnExactLine) {
-  // 5 us of launch cost and 0.4 ns per element, over the sizes the seed's pipelines use.
+  // 5 us of launch cost and 0.4 ns per element, over the sizes the factor pipelines use.
   const auto s = line(5e-6, 0.4e-9, {1e5, 1e6, 1e7, 3.2e7, 3.2e8});
   const auto m = LinearCostModel::fit(s);
   EXPECT_NEAR(m.intercept(), 5e-6, 1e-9);
@@ -82,7 +82,7 @@ TEST(LinearCostModel, UpdatesWithoutForgettingContinueTheFit) {
 
 // Measured times have a long upper tail: here 10% of the runs take twice as long. Least
 // squares follows the mean (+10%); the clipped RLS step stays near the typical run, which is what
-// the median relative error (the figure) counts.
+// the median relative error (the figure `weft bench graph` reports per kernel) counts.
 TEST(LinearCostModel, ASlowRunNowAndThenDoesNotPullTheModelUp) {
   std::mt19937_64 rng(5);
   std::normal_distribution<double> noise(0.0, 0.03);
@@ -135,10 +135,11 @@ TEST(LinearCostModel, ForgettingFollowsADriftingMachine) {
   EXPECT_LT(stubborn.predict(1.6e7) / now, 0.98) << "2000 old runs outweigh 150 new ones";
 }
 
-// A model that is plainly wrong (on the H100 the CPU correlation was calibrated at 137 ms at
-// 768 MB and then ran in 74 ms): clipped steps alone would take tens of runs; kShiftRun runs in
-// a row beyond the clip reset the covariance and the model is right after them, at the size it
-// was wrong at, and not moved at the size it was right at. Whatever the forgetting factor.
+// A model that is plainly wrong (a CPU kernel calibrated at 137 ms at 768 MB that then runs in
+// 74 ms, as happens when calibration saw the kernel beside other work): clipped steps alone would
+// take tens of runs; kShiftRun runs in a row beyond the clip reset the covariance and the model is
+// right after them, at the size it was wrong at, and not moved at the size it was right at.
+// Whatever the forgetting factor.
 TEST(LinearCostModel, AWrongModelIsRightAfterAFewRuns) {
   std::mt19937_64 rng(3);
   std::normal_distribution<double> noise(0.0, 0.02);

@@ -13,17 +13,17 @@
 #include <string>
 #include <thread>
 
+#include "factor_kernels.hpp"
 #include "pipelines.hpp"
 #include "weft/cpu/executor.hpp"
-#include "weft/graph/factor_kernels.hpp"
 #include "weft/graph/runtime.hpp"
 
 namespace {
 
+using factors::Series;
 using weft::graph::Device;
 using weft::graph::Policy;
-using weft::graph::Series;
-namespace gk = weft::graph::kernels;
+namespace gk = factors::kernels;
 
 struct GpuRuntime {
   weft::cpu::Executor ex;
@@ -86,7 +86,7 @@ TEST(FactorGpu, EachOperatorMatchesItsCpuReference) {
   close.values = m.close;
   volume.values = m.volume;
   auto& rt = *r.rt;
-  namespace g = weft::graph;
+  namespace g = factors;
   expect_matches(run_on_gpu(rt, gk::moving_mean(shape, 10), {close}), g::moving_mean(close, 10),
                  "moving_mean");
   expect_matches(run_on_gpu(rt, gk::moving_stddev(shape, 20), {close}), g::moving_stddev(close, 20),
@@ -140,8 +140,7 @@ TEST(FactorGpu, LaunchesDoNotWaitForTheGpu) {
   Series close_series(shape.stocks, shape.days), volume_series(shape.stocks, shape.days);
   close_series.values = m.close;
   volume_series.values = m.volume;
-  const Series want =
-      weft::graph::rank(weft::graph::moving_correlation(close_series, volume_series, 20));
+  const Series want = factors::rank(factors::moving_correlation(close_series, volume_series, 20));
   expect_matches(out, want, "rank(correlation) at 4000 x 4000");
 }
 
@@ -197,7 +196,7 @@ TEST(FactorGpu, ChainedKernelsDoNotWaitForHostCallbacks) {
         << " ms after its producer ended";
   }
   EXPECT_GT(report.seconds, 0.2) << "the callback thread was not held: the test tests nothing";
-  const Series want = weft::graph::delta(weft::graph::moving_mean(weft::graph::delta(x, 1), 5), 2);
+  const Series want = factors::delta(factors::moving_mean(factors::delta(x, 1), 5), 2);
   expect_matches(out, want, "delta(moving_mean(delta(x, 1), 5), 2)");
 }
 
@@ -239,9 +238,8 @@ TEST(FactorGpu, CopiesBackDoNotWaitForHostCallbacks) {
   }
   EXPECT_EQ(back, 2);
   EXPECT_GT(report.seconds, 0.2) << "the callback thread was not held: the test tests nothing";
-  expect_matches(out, weft::graph::moving_mean(weft::graph::delta(x, 1), 5),
-                 "moving_mean(delta(x, 1), 5)");
-  expect_matches(mean, weft::graph::average(weft::graph::delta(x, 1)), "average(delta(x, 1))");
+  expect_matches(out, factors::moving_mean(factors::delta(x, 1), 5), "moving_mean(delta(x, 1), 5)");
+  expect_matches(mean, factors::average(factors::delta(x, 1)), "average(delta(x, 1))");
 }
 #endif
 

@@ -1,5 +1,5 @@
 // Factor operators against straightforward O(S * D * window) references.
-#include "weft/graph/factor_ops.hpp"
+#include "factor_ops.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,13 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include "factor_kernels.hpp"
 #include "weft/cpu/executor.hpp"
 #include "weft/cpu/topology.hpp"
 #include "weft/error.hpp"
-#include "weft/graph/factor_kernels.hpp"
 #include "weft/graph/stream_copy.hpp"
 
-using weft::graph::Series;
+using factors::Series;
 
 namespace {
 
@@ -70,8 +70,8 @@ TEST(FactorOps, MovingMeanAndStddevMatchTheDefinition) {
         sd.at(s, d) = static_cast<float>(std::sqrt(v / static_cast<double>(w)));
       }
     }
-    expect_close(weft::graph::moving_mean(x, w), mean, 1e-5, "moving_mean");
-    expect_close(weft::graph::moving_stddev(x, w), sd, 2e-3, "moving_stddev");
+    expect_close(factors::moving_mean(x, w), mean, 1e-5, "moving_mean");
+    expect_close(factors::moving_stddev(x, w), sd, 2e-3, "moving_stddev");
   }
 }
 
@@ -91,12 +91,12 @@ TEST(FactorOps, MovingCorrelationMatchesTheDefinition) {
       want.at(s, d) = static_cast<float>(sxy / std::sqrt(sxx * syy));
     }
   }
-  expect_close(weft::graph::moving_correlation(x, y, w), want, 2e-3, "moving_correlation");
+  expect_close(factors::moving_correlation(x, y, w), want, 2e-3, "moving_correlation");
   // A series with itself: 1; a constant series: no correlation.
-  const Series self = weft::graph::moving_correlation(x, x, w);
+  const Series self = factors::moving_correlation(x, x, w);
   EXPECT_NEAR(self.at(0, 100), 1.0, 1e-4);
   const Series flat(5, 200, 3.0f);
-  EXPECT_TRUE(std::isnan(weft::graph::moving_correlation(x, flat, w).at(0, 100)));
+  EXPECT_TRUE(std::isnan(factors::moving_correlation(x, flat, w).at(0, 100)));
 }
 
 TEST(FactorOps, DeltaRankAndScale) {
@@ -106,7 +106,7 @@ TEST(FactorOps, DeltaRankAndScale) {
   for (std::size_t s = 0; s < 4; ++s) {
     for (std::size_t d = 0; d < 3; ++d) x.at(s, d) = v[s][d];
   }
-  const Series r = weft::graph::rank(x);
+  const Series r = factors::rank(x);
   EXPECT_FLOAT_EQ(r.at(1, 0), 0.0f);
   EXPECT_FLOAT_EQ(r.at(2, 0), 0.5f);  // tied with stock 3: mean of ranks 1 and 2, over 3
   EXPECT_FLOAT_EQ(r.at(3, 0), 0.5f);
@@ -115,11 +115,11 @@ TEST(FactorOps, DeltaRankAndScale) {
   EXPECT_FLOAT_EQ(r.at(2, 1), 0.0f);
   EXPECT_FLOAT_EQ(r.at(1, 1), 1.0f);
   EXPECT_FLOAT_EQ(r.at(0, 2), 0.5f);  // alone on its day
-  const Series sc = weft::graph::scale(x);
+  const Series sc = factors::scale(x);
   EXPECT_FLOAT_EQ(sc.at(0, 0), 3.0f / 8.0f);
   EXPECT_FLOAT_EQ(sc.at(2, 1), -0.5f);
   EXPECT_FLOAT_EQ(sc.at(3, 1), 0.0f);
-  const Series dl = weft::graph::delta(x, 1);
+  const Series dl = factors::delta(x, 1);
   EXPECT_TRUE(std::isnan(dl.at(1, 0)));
   EXPECT_FLOAT_EQ(dl.at(1, 1), 4.0f);
   EXPECT_FLOAT_EQ(dl.at(2, 1), -7.0f);
@@ -127,12 +127,11 @@ TEST(FactorOps, DeltaRankAndScale) {
 
 TEST(FactorOps, BadArgumentsAreRejected) {
   const Series x = random_walks(2, 10, 4);
-  EXPECT_THROW(weft::graph::moving_mean(x, 0), weft::InvalidArgument);
-  EXPECT_THROW(weft::graph::moving_stddev(x, 11), weft::InvalidArgument);
-  EXPECT_THROW(weft::graph::moving_correlation(x, random_walks(3, 10, 5), 2),
-               weft::InvalidArgument);
-  EXPECT_THROW(weft::graph::delta(x, 0), weft::InvalidArgument);
-  EXPECT_THROW(weft::graph::delta(x, 10), weft::InvalidArgument);
+  EXPECT_THROW(factors::moving_mean(x, 0), weft::InvalidArgument);
+  EXPECT_THROW(factors::moving_stddev(x, 11), weft::InvalidArgument);
+  EXPECT_THROW(factors::moving_correlation(x, random_walks(3, 10, 5), 2), weft::InvalidArgument);
+  EXPECT_THROW(factors::delta(x, 0), weft::InvalidArgument);
+  EXPECT_THROW(factors::delta(x, 10), weft::InvalidArgument);
 }
 
 TEST(FactorOps, RankScaleAndAverageOverManyDaysMatchTheDefinition) {
@@ -140,7 +139,7 @@ TEST(FactorOps, RankScaleAndAverageOverManyDaysMatchTheDefinition) {
   Series x = random_walks(50, 37, 7);
   for (auto& v : x.values) v = std::round(v / 4.0f);
   for (std::size_t i = 0; i < x.values.size(); i += 13) x.values[i] = kNaN;
-  const Series r = weft::graph::rank(x), sc = weft::graph::scale(x), av = weft::graph::average(x);
+  const Series r = factors::rank(x), sc = factors::scale(x), av = factors::average(x);
   Series want_r(x.stocks, x.days, kNaN), want_sc(x.stocks, x.days, kNaN),
       want_av(x.stocks, x.days, kNaN);
   for (std::size_t d = 0; d < x.days; ++d) {
@@ -172,12 +171,12 @@ TEST(FactorOps, RankScaleAndAverageOverManyDaysMatchTheDefinition) {
 TEST(FactorOps, ElementWiseOperatorsPropagateHoles) {
   Series x = random_walks(3, 10, 2), y = random_walks(3, 10, 3);
   y.at(1, 4) = kNaN;
-  const Series m = weft::graph::multiply(x, y), d = weft::graph::subtract(x, y);
+  const Series m = factors::multiply(x, y), d = factors::subtract(x, y);
   EXPECT_FLOAT_EQ(m.at(2, 7), x.at(2, 7) * y.at(2, 7));
   EXPECT_FLOAT_EQ(d.at(0, 9), x.at(0, 9) - y.at(0, 9));
   EXPECT_TRUE(std::isnan(m.at(1, 4)));
   EXPECT_TRUE(std::isnan(d.at(1, 4)));
-  EXPECT_THROW((void)weft::graph::multiply(x, Series(3, 9)), weft::InvalidArgument);
+  EXPECT_THROW((void)factors::multiply(x, Series(3, 9)), weft::InvalidArgument);
 }
 
 // The graph's scale and average kernels sum by rows, in chunks of stocks, on the executor's
@@ -187,7 +186,7 @@ namespace {
 
 void check_scale_and_average_kernels(const Series& x, std::size_t empty_day,
                                      weft::cpu::Executor& one, weft::cpu::Executor& three) {
-  const weft::graph::kernels::Shape shape{x.stocks, x.days};
+  const factors::kernels::Shape shape{x.stocks, x.days};
   auto run = [&](const weft::graph::Kernel& k, weft::cpu::Executor* ex) {
     Series out(x.stocks, x.days, -1.0f);
     void* pointers[] = {const_cast<float*>(x.values.data()), out.values.data()};
@@ -204,9 +203,8 @@ void check_scale_and_average_kernels(const Series& x, std::size_t empty_day,
     return out;
   };
   for (const bool is_scale : {true, false}) {
-    const auto k =
-        is_scale ? weft::graph::kernels::scale(shape) : weft::graph::kernels::average(shape);
-    const Series want = is_scale ? weft::graph::scale(x) : weft::graph::average(x);
+    const auto k = is_scale ? factors::kernels::scale(shape) : factors::kernels::average(shape);
+    const Series want = is_scale ? factors::scale(x) : factors::average(x);
     const Series inline_run = run(k, nullptr), a = run(k, &one), b = run(k, &three);
     expect_close(a, want, 1e-6, is_scale ? "scale" : "average");
     EXPECT_TRUE(std::isnan(b.at(x.stocks - 1, empty_day)))
@@ -262,7 +260,7 @@ TEST(StreamCopy, CopiesLikeMemcpyAtEveryAlignmentAndLength) {
 // elements than the element-wise kernels' 2048-float block.
 TEST(FactorKernels, OutputsCopiedToTheDeviceNextAreTheSameBits) {
   weft::cpu::Executor three(weft::cpu::ExecutorOptions{.workers = 3});
-  namespace k = weft::graph::kernels;
+  namespace k = factors::kernels;
   for (const auto& [stocks, days] : {std::pair<std::size_t, std::size_t>{53, 97}, {5, 3}}) {
     SCOPED_TRACE(std::to_string(stocks) + " x " + std::to_string(days));
     const k::Shape shape{stocks, days};
@@ -313,7 +311,7 @@ TEST(FactorKernels, OutputsCopiedToTheDeviceNextAreTheSameBits) {
 // The streaming threshold defaults to the machine's last-level cache (at least 4 MiB; 32 MiB
 // when the cache is unknown), as the header promises.
 TEST(FactorKernels, DefaultStreamThresholdIsTheLastLevelCache) {
-  namespace k = weft::graph::kernels;
+  namespace k = factors::kernels;
   const std::size_t llc = weft::cpu::describe_cpu_topology().last_level_cache_bytes;
   const std::size_t expect = llc == 0 ? std::size_t{32} << 20 : std::max(llc, std::size_t{4} << 20);
   EXPECT_EQ(k::default_stream_min_bytes(), expect);
@@ -326,7 +324,7 @@ TEST(FactorKernels, DefaultStreamThresholdIsTheLastLevelCache) {
 // threshold raised past any call).
 TEST(FactorKernels, LargeOutputsStreamedMatchTheReferences) {
   weft::cpu::Executor three(weft::cpu::ExecutorOptions{.workers = 3});
-  namespace k = weft::graph::kernels;
+  namespace k = factors::kernels;
   const std::size_t stocks = 1024, days = 1031;  // 4.03 MiB per series
   const k::Shape shape{stocks, days};
   ASSERT_GE(shape.bytes(), std::size_t{4} << 20);
@@ -347,15 +345,15 @@ TEST(FactorKernels, LargeOutputsStreamedMatchTheReferences) {
     three.run([&] { kernel.cpu(call); });
     return out;
   };
-  expect_close(run(k::moving_mean(shape, 10), {&x}), weft::graph::moving_mean(x, 10), 1e-5,
+  expect_close(run(k::moving_mean(shape, 10), {&x}), factors::moving_mean(x, 10), 1e-5,
                "moving_mean");
   expect_close(run(k::moving_correlation(shape, 10), {&x, &y}),
-               weft::graph::moving_correlation(x, y, 10), 1e-4, "moving_correlation");
-  expect_close(run(k::delta(shape, 2), {&x}), weft::graph::delta(x, 2), 1e-6, "delta");
-  expect_close(run(k::scale(shape), {&x}), weft::graph::scale(x), 1e-5, "scale");
-  expect_close(run(k::average(shape), {&x}), weft::graph::average(x), 1e-5, "average");
-  expect_close(run(k::multiply(shape), {&x, &y}), weft::graph::multiply(x, y), 1e-6, "multiply");
-  expect_close(run(k::subtract(shape), {&x, &y}), weft::graph::subtract(x, y), 1e-6, "subtract");
+               factors::moving_correlation(x, y, 10), 1e-4, "moving_correlation");
+  expect_close(run(k::delta(shape, 2), {&x}), factors::delta(x, 2), 1e-6, "delta");
+  expect_close(run(k::scale(shape), {&x}), factors::scale(x), 1e-5, "scale");
+  expect_close(run(k::average(shape), {&x}), factors::average(x), 1e-5, "average");
+  expect_close(run(k::multiply(shape), {&x, &y}), factors::multiply(x, y), 1e-6, "multiply");
+  expect_close(run(k::subtract(shape), {&x, &y}), factors::subtract(x, y), 1e-6, "subtract");
 
   const Series streamed = run(k::moving_correlation(shape, 10), {&x, &y});
   const Series streamed_avg = run(k::average(shape), {&x});

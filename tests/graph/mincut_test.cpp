@@ -1,7 +1,7 @@
 // The exact two-device mapper against brute force, and its bad input.
-#include "weft/graph/mincut.hpp"
-#include "weft/graph/policies.hpp"
-#include "weft/graph/schedule.hpp"
+#include "weft/graph/mapping/mincut.hpp"
+#include "weft/graph/mapping/policies.hpp"
+#include "weft/graph/mapping/schedule.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The calibration store: round trips, RLS resumed exactly, listing, and that a process killed
 // mid-run loses nothing it had stored.
-#include "weft/graph/model_store.hpp"
+#include "weft/graph/mapping/model_store.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -32,7 +32,7 @@ TEST(Pipelines, EveryApplicationMatchesItsReferenceUnderAnyMapping) {
   factors::Market market = factors::generate_market({40, 60}, 5);
   std::mt19937 rng(9);
   for (const auto& app : factors::applications()) {
-    const weft::graph::Series want = app.reference(market);
+    const factors::Series want = app.reference(market);
     factors::BuiltApp built = app.build(market);
     std::vector<std::vector<Device>> mappings = {rt.map(*built.graph, Policy::a_free),
                                                  rt.map(*built.graph, Policy::d_map)};
@@ -53,7 +53,7 @@ TEST(Pipelines, EveryApplicationMatchesItsReferenceUnderAnyMapping) {
 }
 
 TEST(Pipelines, ComparisonCountsHolesAndLargeErrors) {
-  weft::graph::Series want(1, 4);
+  factors::Series want(1, 4);
   want.values = {1.0f, 2.0f, NAN, 4.0f};
   EXPECT_EQ(factors::compare({1.0f, 2.0f, NAN, 4.0f}, want).mismatched, 0u);
   EXPECT_EQ(factors::compare({1.0f, NAN, NAN, 4.0f}, want).mismatched, 1u);
@@ -93,10 +93,10 @@ TEST(Pipelines, MarketCsvRoundTripsAndBadFilesAreNamed) {
   EXPECT_THROW((void)factors::application("factor9"), weft::InvalidArgument);
 }
 
-// Cost models in the spirit of an H100 node: cross-sectional and windowed kernels gain much on
+// Cost models shaped like a GPU node's: cross-sectional and windowed kernels gain much on
 // the GPU, element-wise ones little, and moving a series costs about as much as a cheap CPU
 // operator on it.
-void h100_like_models(Runtime& rt) {
+void gpu_node_like_models(Runtime& rt) {
   auto& m = rt.models();
   const double per_byte_cpu_cheap = 1e-10, per_byte_transfer = 1e-10;
   for (const char* k : {"delta", "multiply", "subtract", "scale", "moving_mean/5"}) {
@@ -116,7 +116,7 @@ void h100_like_models(Runtime& rt) {
 TEST(Pipelines, OnAModelledDevicePptmBeatsDMapWhereFencesSitOnTheCriticalPath) {
   weft::cpu::Executor ex;
   Runtime rt(ex, emulated());
-  h100_like_models(rt);
+  gpu_node_like_models(rt);
   factors::Market market = factors::generate_market({400, 400}, 1);  // 0.64 MB a series
   for (const auto& app : factors::applications()) {
     factors::BuiltApp built = app.build(market);
@@ -139,11 +139,11 @@ TEST(Pipelines, OnAModelledDevicePptmBeatsDMapWhereFencesSitOnTheCriticalPath) {
   EXPECT_EQ(rt.map(*f3.graph, Policy::pptm), std::vector<Device>(5, Device::gpu));
 }
 
-// Seed 004's Fig. 1, rebuilt from its text (the figure itself is not in the text we have): ten
-// nodes in a tree whose root v1 and inner node v5 are fences; v9 feeds v5, so on the GPU its
-// result must come back to the host: it belongs there only if its gain s9 exceeds that transfer
-// c9. Tree: v1 <- {v2, v3}; v2 <- {v4, v5}; v3 <- {v6, v7}; v5 <- {v8, v9}; v7 <- {v10}.
-TEST(Pipelines, SeedFigure1MapsV9ByItsGainAgainstTheReadBack) {
+// PPTM's textbook case: ten nodes in a tree whose root v1 and inner node v5 are fences; v9 feeds
+// v5, so on the GPU its result must come back to the host: it belongs there only if its gain s9
+// exceeds that transfer c9. Tree: v1 <- {v2, v3}; v2 <- {v4, v5}; v3 <- {v6, v7}; v5 <- {v8, v9};
+// v7 <- {v10}.
+TEST(Pipelines, PptmMapsANodeFeedingAFenceByItsGainAgainstTheReadBack) {
   for (double s9 : {0.5, 3.0}) {  // c9 = 1 (1000 bytes at 1 ms/byte)
     weft::cpu::Executor ex;
     Runtime rt(ex, emulated());

@@ -1,5 +1,5 @@
 // Mapping policies: A-Free, D-Map and PPTM on graphs whose best mapping is known.
-#include "weft/graph/policies.hpp"
+#include "weft/graph/mapping/policies.hpp"
 
 #include <gtest/gtest.h>
 
@@ -35,7 +35,7 @@ TEST(MappingPolicies, AFreeAndDMap) {
 }
 
 TEST(MappingPolicies, PptmKeepsANodeBetweenTwoFencesOnTheCpuWhenItsGainDoesNotPay) {
-  // The seed's application 4: fence -> x -> fence, x 2 faster on the GPU, 3 to move the data
+  // factor4's shape: fence -> x -> fence, x 2 faster on the GPU, 3 to move the data
   // each way. D-Map sends x to the GPU and pays 6 to gain 2; PPTM keeps it on the CPU, which is
   // the optimum.
   MappingProblem p;

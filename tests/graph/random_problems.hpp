@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "weft/graph/mincut.hpp"
+#include "weft/graph/mapping/problem.hpp"
 
 namespace weft::graph::testing {
 

@@ -64,7 +64,7 @@ Kernel add() {
           not_on_emulated,
           {}};
 }
-// out[i] = mean of in (a fence: CPU only, like seed 004's AVG)
+// out[i] = mean of in (a fence: CPU only, like the factor application's AVG)
 Kernel avg() {
   return {"avg",
           [](const CpuCall& c) {
@@ -775,7 +775,9 @@ TEST(Runtime, DeviceWorkIsEnqueuedBeforeCpuWorkIsSubmitted) {
     for (const auto& n : r.nodes) {
       // A CPU node is submitted before its task starts. (A GPU node's start is the event
       // recorded just before its launch call, so no such order holds for it.)
-      if (n.device == kCpu) EXPECT_LE(n.issued, n.start) << "node " << n.node;
+      if (n.device == kCpu) {
+        EXPECT_LE(n.issued, n.start) << "node " << n.node;
+      }
     }
     expect_near_all(o1, std::vector<float>(kN, 2.0f));
     expect_near_all(o2, std::vector<float>(kN, 6.0f));

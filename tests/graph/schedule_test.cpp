@@ -1,5 +1,5 @@
 // Two-device schedules: the simulator's model, and HEFT.
-#include "weft/graph/schedule.hpp"
+#include "weft/graph/mapping/schedule.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "random_problems.hpp"
 #include "weft/error.hpp"
-#include "weft/graph/policies.hpp"
+#include "weft/graph/mapping/policies.hpp"
 
 using weft::InvalidArgument;
 using weft::graph::Device;

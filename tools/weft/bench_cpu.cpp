@@ -1,3 +1,4 @@
+// `weft-bench cpu` (and so `weft bench cpu`): the CPU suite against the peers, in this process.
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -6,8 +7,6 @@
 #include "cpu/suite.hpp"
 
 namespace weft::tools {
-
-std::vector<std::string> cpu_benchmark_names() { return bench::cpu::cpu_benchmark_names(); }
 
 int run_bench_cpu(const BenchCpuArgs& args) {
   bench::cpu::CpuSuiteOptions o;

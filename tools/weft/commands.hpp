@@ -25,7 +25,13 @@ struct BenchCpuArgs {
   std::string command;
 };
 std::vector<std::string> cpu_benchmark_names();
+/// The binary that runs the CPU suite against the peers: the only one that links them.
+inline constexpr const char* kBenchBinary = "weft-bench";
+/// Runs the CPU suite here (weft-bench).
 int run_bench_cpu(const BenchCpuArgs& args);
+/// Runs kBenchBinary with `args` in place of this process (weft); returns only when it could
+/// not be started (1, with the reason on stderr).
+int forward_bench_cpu(const BenchCpuArgs& args);
 
 struct BenchGpuArgs {
   bool quick = false;

@@ -1,5 +1,5 @@
 // weft bench graph | weft graph explain | weft graph run | weft calibrate: the graph layer's
-// commands (issue 4), over the five factor pipelines of apps/factors.
+// commands, over the five factor pipelines of apps/factors.
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,10 +16,10 @@
 #include "pipelines.hpp"
 #include "weft/cpu/executor.hpp"
 #include "weft/error.hpp"
-#include "weft/graph/model_store.hpp"
-#include "weft/graph/policies.hpp"
+#include "weft/graph/mapping/model_store.hpp"
+#include "weft/graph/mapping/policies.hpp"
+#include "weft/graph/mapping/schedule.hpp"
 #include "weft/graph/runtime.hpp"
-#include "weft/graph/schedule.hpp"
 #include "weft/graph/trace.hpp"
 
 namespace weft::tools {
@@ -144,7 +144,7 @@ int run_graph_run(const GraphArgs& a) {
   }
   const factors::Shape shape = factors::shape_for_total(parse_size(a.size));
   factors::Market market = factors::generate_market(shape, 7);
-  const wg::Series want = app.reference(market);
+  const factors::Series want = app.reference(market);
   factors::BuiltApp built = app.build(market);
   const auto mapping = rt->map(*built.graph, policy);
   rt->set_learning(false);
@@ -255,7 +255,7 @@ bool run_graph_demo(cpu::Executor& ex, bool quick, const std::string& trace) {
   std::fflush(stdout);
   bench::graph::calibrate(*rt, {app.name}, {total / 4, total});
   factors::Market market = factors::generate_market(factors::shape_for_total(total), 7);
-  const wg::Series want = app.reference(market);
+  const factors::Series want = app.reference(market);
   factors::BuiltApp built = app.build(market);
   const wg::Graph& g = *built.graph;
   const wg::MappingProblem p = rt->problem(g);
@@ -301,8 +301,8 @@ bool run_graph_demo(cpu::Executor& ex, bool quick, const std::string& trace) {
   rt->set_learning(false);
   bool ok = true;
   // One warm-up run per mapping, then the median of kTimed runs: a single run of a few
-  // milliseconds is mostly noise (on the H100 one PPTM run once took 2.80 ms against D-Map's
-  // 1.33 ms for the same mapping).
+  // milliseconds is mostly noise (one run of a mapping can take twice another's), and the
+  // median of five is not moved by one or two outliers.
   constexpr int kTimed = 5;
   std::printf("\nmedian of %d runs after a warm-up, learning off:\n", kTimed);
   for (const auto& [name, m] : {std::pair{"PPTM", pptm}, std::pair{"D-Map", d_map}}) {

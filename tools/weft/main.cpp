@@ -4,23 +4,13 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <string>
 
+#include "cli_options.hpp"
 #include "commands.hpp"
 
 int main(int argc, char** argv) {
-  // --pinning, for both benches: its words, checked, then stored as ExecutorOptions::pinning.
-  const std::map<std::string, weft::cpu::Pinning> pinning_names{
-      {"automatic", weft::cpu::Pinning::automatic},
-      {"none", weft::cpu::Pinning::none},
-      {"always", weft::cpu::Pinning::always}};
-  auto add_pinning = [&](CLI::App* sub, weft::cpu::Pinning& to, const std::string& help) {
-    sub->add_option_function<std::string>(
-           "--pinning", [&pinning_names, &to](const std::string& w) { to = pinning_names.at(w); },
-           help)
-        ->check(CLI::IsMember({"automatic", "none", "always"}));
-  };
+  using weft::tools::add_pinning_option;
   CLI::App app{"weft: task-parallel runtime for CPU+GPU machines", "weft"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("weft ") + WEFT_VERSION);
@@ -35,32 +25,19 @@ int main(int argc, char** argv) {
   bench->require_subcommand(1);
   auto* bench_cpu = bench->add_subcommand(
       "cpu",
-      "CPU executor suite: BOTS, STREAM, task throughput, pipelines; vs TBB, OpenMP, StarPU");
+      "CPU executor suite: BOTS, STREAM, task throughput, pipelines; vs TBB, OpenMP, StarPU "
+      "(runs weft-bench, the binary that links them)");
   weft::tools::BenchCpuArgs cpu_args;
-  bench_cpu->add_flag("--quick", cpu_args.quick, "Small sizes and 3 samples (a smoke run)");
-  bench_cpu->add_option("--json", cpu_args.json_path,
-                        "Write results to FILE (schema of RESULTS.md) and FILE with .md");
-  bench_cpu->add_option("--samples", cpu_args.samples, "Measured runs per contender (>= 1)")
-      ->check(CLI::Range(1, 1000));
-  bench_cpu
-      ->add_option(
-          "--workers", cpu_args.workers,
-          "Threads for weft and every peer (default: the hardware threads this process may run on)")
-      ->check(CLI::Range(1, 4096));
-  add_pinning(bench_cpu, cpu_args.pinning,
-              "Binding of weft's workers: automatic (default: bound when one worker per allowed "
-              "hardware thread), none, always; the peers keep their own defaults");
-  bench_cpu->add_option("--only", cpu_args.only, "Run only these benchmarks (repeatable)")
-      ->check(CLI::IsMember(weft::tools::cpu_benchmark_names()));
-  bench_cpu->add_option("--machine", cpu_args.machine,
-                        "Machine name recorded in the JSON (default: $WEFT_MACHINE or cpu<N>)");
+  weft::tools::add_bench_cpu_options(bench_cpu, cpu_args);
 
   auto* bench_gpu = bench->add_subcommand(
       "gpu-pool", "GPU thread pool: per-task cost and latency vs kernel launches and CUDA graphs");
   weft::tools::BenchGpuArgs gpu_args;
   bench_gpu->add_flag("--quick", gpu_args.quick, "Small sizes and 3 samples (a smoke run)");
-  bench_gpu->add_option("--json", gpu_args.json_path,
-                        "Write results to FILE (schema of RESULTS.md) and FILE with .md");
+  bench_gpu->add_option(
+      "--json", gpu_args.json_path,
+      "Write results to FILE as JSON (machine, date, commit, command, every sample) "
+      "and as a table to FILE with .md");
   bench_gpu->add_option("--samples", gpu_args.samples, "Measured runs per contender (>= 1)")
       ->check(CLI::Range(1, 1000));
   bench_gpu->add_option("--machine", gpu_args.machine,
@@ -85,8 +62,10 @@ int main(int argc, char** argv) {
       "Graph layer: five factor pipelines at 32m and 320m floats, PPTM vs A-Free, D-Map, min cut, "
       "HEFT (calibrates the models first)");
   bench_graph->add_flag("--quick", graph_args.quick, "1m and 4m floats, 3 samples (a smoke run)");
-  bench_graph->add_option("--json", graph_args.json_path,
-                          "Write results to FILE (schema of RESULTS.md) and FILE with .md");
+  bench_graph->add_option(
+      "--json", graph_args.json_path,
+      "Write results to FILE as JSON (machine, date, commit, command, every sample) "
+      "and as a table to FILE with .md");
   bench_graph->add_option("--samples", graph_args.samples, "Measured runs per policy (>= 1)")
       ->check(CLI::Range(1, 1000));
   bench_graph
@@ -125,8 +104,8 @@ int main(int argc, char** argv) {
                                              : "'" + v + "' is neither a byte count nor gpu-only";
           },
           "BYTES|gpu-only"));
-  add_pinning(bench_graph, graph_args.pinning,
-              "Binding of the CPU workers: automatic (default), none, always");
+  add_pinning_option(bench_graph, graph_args.pinning,
+                     "Binding of the CPU workers: automatic (default), none, always");
   bench_graph->add_option("--node-log", graph_args.node_log,
                           "Write every node of every calibration and timed run as CSV (phase, app, "
                           "size, policy, run, node, kernel, device, times, prediction, share "
@@ -215,7 +194,7 @@ int main(int argc, char** argv) {
       std::string command = "weft";
       for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
       cpu_args.command = command;
-      return weft::tools::run_bench_cpu(cpu_args);
+      return weft::tools::forward_bench_cpu(cpu_args);
     }
     if (bench_gpu->parsed()) {
       std::string command = "weft";

@@ -1,4 +1,5 @@
-// weft models: the cost models in the calibration store (include/weft/graph/model_store.hpp).
+// weft models: the cost models in the calibration store
+// (include/weft/graph/mapping/model_store.hpp).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -6,7 +7,7 @@
 #include <string>
 
 #include "commands.hpp"
-#include "weft/graph/model_store.hpp"
+#include "weft/graph/mapping/model_store.hpp"
 
 namespace weft::tools {
 

@@ -1,4 +1,4 @@
-// weft/cpu/executor.hpp - the work-stealing CPU executor (DESIGN.md §1, seed 003).
+// weft/cpu/executor.hpp - the work-stealing CPU executor.
 //
 //   weft::cpu::Executor ex;                       // one worker per hardware thread
 //   auto f = ex.submit([] { return 6 * 7; });     // any thread

@@ -10,8 +10,9 @@ namespace weft::cpu {
 /// When a spawned task is pushed for others to steal (help-first) and when it is run at once by
 /// the spawning thread (work-first). See docs/cpu.md, "Spawning".
 enum class SpawnPolicy : std::uint8_t {
-  /// Seed 003 §4.3: help-first while the spawner's deque holds fewer than
-  /// private_bound + public_bound tasks, work-first above it. The default.
+  /// Help-first while the spawner's deque holds fewer than private_bound + public_bound tasks,
+  /// work-first above it: enough queued work for thieves, and no task created beyond what they
+  /// can take (a spawn above the bound costs a call). The default.
   bounded_queue,
   /// Classic cut-off: tasks spawned at depth >= depth_bound run at once.
   bounded_depth,
@@ -42,7 +43,9 @@ enum class Pinning : std::uint8_t {
   always,
 };
 
-/// Options of weft::cpu::Executor. Defaults follow seed 003 (6 private + 30 public).
+/// Options of weft::cpu::Executor. The deque bounds (6 private + 30 public) are per worker, so
+/// they scale with the machine, and any positive values are correct: they trade how much work
+/// thieves can find against how many tasks a spawner creates and publishes.
 struct ExecutorOptions {
   /// Worker threads; 0 means one per hardware thread the constructing thread may run on (its
   /// affinity mask, as OpenMP and TBB count theirs; all of the machine's when unrestricted).

@@ -1,11 +1,11 @@
-// weft/cpu/parallel.hpp - data parallelism on the executor (seed 003 §3).
+// weft/cpu/parallel.hpp - data parallelism on the executor: loops, reductions, double buffering.
 //
 //   weft::cpu::parallel_for(ex, 0, n, [&](std::int64_t i) { y[i] = a * x[i] + y[i]; });
 //   double s = weft::cpu::parallel_reduce(ex, 0, n, 0.0,
 //       [&](std::int64_t b, std::int64_t e, double acc) { for (; b < e; ++b) acc += x[b]; return
 //       acc; }, std::plus<>{});
 //
-// Schedules: static (the seed's partition into one part per worker, the default) and dynamic
+// Schedules: static (one part per worker, StaticPartition's sizes: the default) and dynamic
 // (participants take chunks of `grain` items from a shared counter, OpenMP's dynamic). A
 // calling worker runs one part itself; a caller outside the pool waits. Exceptions from the body
 // cancel the parts not started and are rethrown to the caller.
@@ -175,7 +175,7 @@ T parallel_reduce(Executor& ex, std::int64_t first, std::int64_t last, T identit
   return result;
 }
 
-/// Double buffering (seed 003 §3): stage(i, slot) fills buffer `slot` (0 or 1) with block i;
+/// Double buffering: stage(i, slot) fills buffer `slot` (0 or 1) with block i;
 /// compute(i, slot) consumes it. Staging of block i+1 runs as a task while block i is computed,
 /// so the two overlap. Blocks are computed in order on the calling thread.
 template <class Stage, class Compute>

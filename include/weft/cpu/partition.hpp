@@ -1,4 +1,5 @@
-// weft/cpu/partition.hpp - the static partition of seed 003 §3.
+// weft/cpu/partition.hpp - the static partition of a loop's items into parts of (nearly) equal
+// size, with the owner of any item found in O(1).
 //
 // n items over p parts: q = ceil(n/p), r = p*q - n; the first p-r parts take q items, the other
 // r take q-1. Every part's size differs from another's by at most one, and the owner of an item

@@ -45,10 +45,10 @@ class TaskGroup {
   }
 
   /// Waits until every task spawned so far (and those they spawn into this group) has finished.
-  /// On a worker it runs other tasks meanwhile (blocking mode of seed 003 §4.2); elsewhere it
-  /// sleeps. Rethrows the first exception of a task; returns cancelled when cancel() was called.
-  /// The group is reusable afterwards. Throws weft::InvalidState when called from a task of this
-  /// group, or of a group nested inside it (it would wait for itself).
+  /// On a worker it runs other tasks meanwhile (a blocking wait that keeps the core busy);
+  /// elsewhere it sleeps. Rethrows the first exception of a task; returns cancelled when cancel()
+  /// was called. The group is reusable afterwards. Throws weft::InvalidState when called from a
+  /// task of this group, or of a group nested inside it (it would wait for itself).
   GroupStatus wait();
 
   /// Tasks of the group that have not started will not run (they count as cancelled); running
@@ -69,7 +69,7 @@ class TaskGroup {
   detail::GroupState state_;
 };
 
-/// Non-blocking wait (seed 003 §4.2): the remainder of a parent becomes a continuation that
+/// Non-blocking wait: the remainder of a parent becomes a continuation that
 /// runs as a task when the last child finishes; nobody blocks.
 ///
 ///   auto join = weft::cpu::Continuation::create(ex, [&] { combine(); });

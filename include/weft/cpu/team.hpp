@@ -1,5 +1,5 @@
 // weft/cpu/team.hpp - pipeline parallelism: a team of participants that signal each other
-// point to point (seed 003 §5).
+// point to point.
 //
 //   // IS-like critical region in blocks: participant r handles block b after r-1 did.
 //   weft::cpu::run_team(ex, ex.num_workers(), [&](weft::cpu::Team& t) {
@@ -32,7 +32,9 @@
 
 namespace weft::cpu {
 
-/// Number of independent signal tags per participant (the seed's second argument of IterWait).
+/// Number of independent signal tags per participant: a participant may wait on several
+/// orders at once (in an LU wavefront, one tag orders row i after i-1, another holds i back until
+/// the previous sweep has read it), each counted apart.
 inline constexpr int kTeamTags = 4;
 
 class Team {

@@ -1,7 +1,6 @@
-// weft/graph/graph.hpp - the graph API (DESIGN.md §3, seed 004's kernel, graph and data
-// masters): registered data over host buffers, nodes that run a kernel on some of that data,
-// and the dependencies that follow from what each node reads and writes. A Graph is built once
-// and run many times (weft::graph::Runtime) with new data in the same buffers.
+// weft/graph/graph.hpp - the graph API: registered data over host buffers, nodes that run a kernel
+// on some of that data, and the dependencies that follow from what each node reads and writes. A
+// Graph is built once and run many times (weft::graph::Runtime) with new data in the same buffers.
 #pragma once
 
 #include <cstddef>

@@ -1,8 +1,9 @@
-// weft/graph/runtime.hpp - runs a Graph on the CPU executor and one device (DESIGN.md §3, KOS's
-// scheduler and dataflow executor): maps each node to the CPU or the GPU with a policy and the
-// cost models, then runs it as a scoreboard - a node starts when its producers are done (a GPU
-// node as soon as its GPU producers are enqueued: streams and events order them), data are
-// copied where a node needs them (MSI), and every measured node and transfer refines the models.
+// weft/graph/runtime.hpp - runs a Graph on the CPU executor and one device: maps each node to the
+// CPU or the GPU with a policy and the cost models, then runs it as a scoreboard - a node starts
+// when its producers are done (a GPU node as soon as its GPU producers are enqueued: streams and
+// events order them), data are copied where a node needs them (each copy modified, shared or
+// invalid, as in a cache-coherence protocol: detail/coherence.hpp), and every measured node and
+// transfer refines the models.
 #pragma once
 
 #include <cstddef>
@@ -11,10 +12,10 @@
 #include <string_view>
 #include <vector>
 
-#include "weft/graph/bfc_allocator.hpp"
-#include "weft/graph/cost_models.hpp"
+#include "weft/graph/device/bfc_allocator.hpp"
 #include "weft/graph/graph.hpp"
-#include "weft/graph/mincut.hpp"
+#include "weft/graph/mapping/cost_models.hpp"
+#include "weft/graph/mapping/mincut.hpp"
 
 namespace weft::cpu {
 class Executor;
@@ -28,9 +29,13 @@ struct DeviceMemory;
 struct GraphImpl;
 }  // namespace detail
 
-/// How nodes are mapped. a_free: every node on the CPU; d_map: every node with a GPU
-/// implementation on the GPU; pptm: seed 004's proactive mapping; mincut: the cheapest mapping
-/// under the additive model; heft: earliest-finish-time list scheduling (schedule.hpp).
+/// How nodes are mapped (the names are those of the CLI and of the benchmark outputs).
+///   a_free  CPU only: every node on the CPU (map_a_free);
+///   d_map   accelerator first: every node with a GPU implementation on the GPU (map_d_map);
+///   pptm    gains predicted and accumulated along chains of GPU-capable nodes, each node then
+///           placed against the copies its placement costs (map_pptm, policies.hpp);
+///   mincut  the cheapest mapping under the additive model (min_cut_mapping, mincut.hpp);
+///   heft    earliest-finish-time list scheduling (heft_schedule, schedule.hpp).
 enum class Policy { a_free, d_map, pptm, mincut, heft };
 inline constexpr Policy kAllPolicies[] = {Policy::a_free, Policy::d_map, Policy::pptm,
                                           Policy::mincut, Policy::heft};
@@ -81,14 +86,13 @@ struct NodeRecord {
   /// GPU: how long the runtime's dispatcher thread spent in the kernel's launch function. It
   /// should be microseconds: a launch that synchronizes (waits for the GPU) holds the dispatch
   /// and completion of every other node meanwhile. Milliseconds from a launch that does not
-  /// synchronize mean the dispatcher was off its core: on the H100, factor5's correlation at
-  /// 320m, launched while a CPU node kept all 16 workers busy, 4-7 ms in its slowest runs
-  /// (scripts/probes/node_gaps.py); since GPU nodes are launched before the CPU nodes ready
-  /// with them are submitted, 1.2 ms at most. 0 on the CPU.
+  /// synchronize mean the dispatcher was off its core, waiting behind CPU nodes that keep every
+  /// worker busy (which is why GPU nodes are launched before the CPU nodes ready with them are
+  /// submitted). 0 on the CPU.
   double launch_seconds = 0;
   /// When the dispatcher handed the node on, in seconds since the run started: a CPU node
   /// submitted to the executor, a GPU node's launch function called. Of the nodes ready at
-  /// once, the GPU nodes are enqueued before the CPU nodes are submitted (docs/graph.md).
+  /// once, the GPU nodes are enqueued before the CPU nodes are submitted.
   double issued = 0;
 };
 

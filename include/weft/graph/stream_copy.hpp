@@ -1,14 +1,12 @@
 // weft/graph/stream_copy.hpp - writing a CPU node's output past the caches, for outputs the
 // runtime copies to the GPU next (CpuCall::copied_to_device) and those too large to stay in the
-// cache for their consumer (the factor kernels: kernels::stream_min_bytes()).
+// cache for their consumer (as an application's kernels may decide).
 //
-// Why: a host-to-device copy reads host memory through the copy engine, and lines still in the
-// CPU cores' caches (as a parallel kernel's output is, just after it wrote it) are read by
-// snooping those caches, far slower than from DRAM. On the H100 machine (16-core Xeon VM) the
-// copy of a CPU node's 25.6 MB output to the GPU, issued as the node ended, ran at a median
-// 22 GB/s, against 51-54 GB/s for data the CPU had not just written; written with these
-// stores, at 52 GB/s, and factor4 and factor5 at 32m took 19-26% less time
-// (bench/results/h100/probes/streamed_average-*, dirty_copy-*).
+// Why: a host-to-device copy reads host memory through the copy engine, and lines still dirty
+// in the CPU cores' caches (as a parallel kernel's output is, just after it wrote it) are read
+// by snooping those caches, at a fraction of the bandwidth of a read from DRAM. Written with
+// non-temporal stores, the output is in memory when the copy starts, and the copy runs at full
+// speed (docs/decisions/020-cpu-outputs-bound-for-the-gpu-bypass-the-caches.md).
 #pragma once
 
 #include <cstddef>

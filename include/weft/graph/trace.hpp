@@ -1,4 +1,4 @@
-// weft/graph/trace.hpp - what a graph run did, as pictures (issue 4 §5): Chrome trace-event JSON
+// weft/graph/trace.hpp - what a graph run did, as pictures: Chrome trace-event JSON
 // (opens in Perfetto or chrome://tracing) and a self-contained SVG timeline, one row per CPU
 // worker (the dispatcher's own row for nodes it ran inline: lane -1) and per GPU stream, with
 // every node (device, start, end, bytes it spans) and every copy between host and device.

@@ -13,7 +13,8 @@
 
 namespace weft::cpu::detail {
 
-/// The longest one bounded sleep lasts before its caller re-checks.
+/// The longest one bounded sleep lasts before its caller re-checks. A wake-up ends a sleep at
+/// once, so this only bounds how late a lost wake-up is noticed: safe on any machine.
 inline constexpr std::chrono::milliseconds kParkLimit{50};
 
 /// Sleeps while `word` holds `expected`, at most `limit`. May return early (spuriously): the

@@ -1,20 +1,21 @@
 // weft/cpu/detail/split_deque.hpp - a worker's task deque, split into a private and a public part.
 //
-// Seed 003 §4.1 (CellMLP's hybrid queue): the owner pushes and pops at the bottom of its own part
-// with no synchronisation at all; thieves take from the old end of the public part; the owner
-// moves the split point to publish private tasks or to reclaim public ones, so a thief never
-// makes the owner wait (asynchronous stealing). CellMLP guarded the split and the steals with a
-// lock; here the public part is a Chase-Lev deque whose "bottom" is the split point, as in
-// T. van Dijk and J. van de Pol, "Lace: non-blocking split deque for work-stealing" (Euro-Par
-// 2014 workshops), and the steal/reclaim race is resolved exactly as Chase-Lev's steal/pop race
-// (D. Chase, Y. Lev, SPAA'05; memory orders after N. M. Lê et al., PPoPP'13).
+// The owner pushes and pops at the bottom of its own (private) part with no synchronisation at
+// all; thieves take from the old end of the public part; the owner moves the split point to
+// publish private tasks or to reclaim public ones, so a thief never makes the owner wait
+// (asynchronous stealing), and the owner's fast path touches no line a thief writes. No lock:
+// the public part is a Chase-Lev deque whose "bottom" is the split point (the design of
+// T. van Dijk and J. van de Pol's Lace, Euro-Par 2014 workshops), and the steal/reclaim race is
+// resolved exactly as Chase-Lev's steal/pop race (D. Chase, Y. Lev, SPAA'05; memory orders
+// after N. M. Lê et al., PPoPP'13).
 //
 //   index:  top ........ split ........ bottom
 //           [ public: thieves ][ private: owner ]
 //
 // Indices only grow. The ring never wraps over a live task: push() refuses when full and the
 // caller then runs the task at once. Departures from Lace: reclaim takes half of the public part
-// instead of all of it, and publishing is driven by the bound of seed 003 and by thieves' requests.
+// instead of all of it (the owner keeps work to run without synchronising), and publishing is
+// driven by ExecutorOptions::private_bound and by thieves' requests.
 #pragma once
 
 #include <algorithm>

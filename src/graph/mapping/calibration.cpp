@@ -1,0 +1,63 @@
+#include "weft/graph/mapping/calibration.hpp"
+
+#include <algorithm>
+
+namespace weft::graph {
+
+namespace {
+
+bool two_sizes(const std::vector<CostSample>& s) {
+  return std::any_of(s.begin(), s.end(),
+                     [&](const CostSample& x) { return x.size != s.front().size; });
+}
+
+}  // namespace
+
+void Calibration::add(const Graph& graph, const RunReport& report) {
+  for (const NodeRecord& n : report.nodes) {
+    const std::string& kernel = graph.kernel(NodeId{n.node}).name;
+    const auto size = static_cast<double>(n.size);
+    if (n.device == Device::cpu) {
+      cpu_[kernel].push_back({size, n.end - n.start, n.copy_overlap});
+    } else {
+      plain_[{"gpu", kernel}].push_back({size, n.end - n.start});
+    }
+    ++count_;
+  }
+  for (const TransferRecord& t : report.transfers) {
+    plain_[{"gpu", t.to_device ? kTransferToDevice : kTransferToHost}].push_back(
+        {static_cast<double>(t.bytes), t.end - t.start});
+    ++count_;
+  }
+}
+
+std::size_t Calibration::fit_into(CostModels& models) const {
+  std::size_t fitted = 0;
+  auto fit_or_observe = [&](const std::string& device, const std::string& kernel,
+                            const std::vector<CostSample>& samples) {
+    if (samples.empty()) return;
+    if (two_sizes(samples)) {
+      models.fit(device, kernel, samples);
+      ++fitted;
+    } else {
+      for (const CostSample& s : samples) models.observe(device, kernel, s.size, s.seconds);
+    }
+  };
+  for (const auto& [key, samples] : plain_) fit_or_observe(key.first, key.second, samples);
+  for (const auto& [kernel, runs] : cpu_) {
+    std::vector<CostSample> alone;
+    for (const CpuRun& r : runs) {
+      if (r.overlap < kAloneMaxOverlap) alone.push_back({r.size, r.seconds});
+    }
+    fit_or_observe("cpu", kernel, alone);
+    // Then the runs beside copies, scaled by the own model just fitted (observe_cpu).
+    for (const CpuRun& r : runs) {
+      if (r.overlap >= kBesideCopiesMinOverlap) {
+        models.observe_cpu(kernel, r.size, r.seconds, r.overlap);
+      }
+    }
+  }
+  return fitted;
+}
+
+}  // namespace weft::graph
