@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fails when a tracked C++/CUDA source differs from .clang-format's style (CONVENTIONS.md:
-# CI checks formatting). Fix with `make format`.
+# Fails when a tracked C++/CUDA source differs from .clang-format's style (CI checks
+# formatting: CONTRIBUTING.md). Fix with `make format`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"

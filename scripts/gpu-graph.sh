@@ -69,7 +69,7 @@ step() {  # name, command...
     --policy d_map --device cuda
   step tool_demo_quick timeout 300 $build/tools/weft/weft demo --quick
   # The calibration store on this machine (SQLite's library without its header: the API is
-  # declared by weft, see src/graph/sqlite3_declarations.hpp).
+  # declared by weft, see src/graph/mapping/sqlite3_declarations.hpp).
   step tool_calibrate_and_models bash -c "$build/tools/weft/weft calibrate --sizes 1m 4m \
     --device cuda --db $logs/models.db --machine $WEFT_MACHINE && \
     $build/tools/weft/weft models --db $logs/models.db --machine $WEFT_MACHINE"

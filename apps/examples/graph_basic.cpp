@@ -1,6 +1,5 @@
 // docs/graph.md's opening example, built and run as a test so that it stays true. It runs on
 // the emulated device (host memory and threads standing in for a GPU), so it runs anywhere.
-#include <weft/graph/calibration.hpp>
 #include <weft/weft.hpp>
 
 #include <cstddef>

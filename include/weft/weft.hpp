@@ -1,7 +1,8 @@
 // weft/weft.hpp - weft's user API in one header: the CPU executor and its algorithms, the
-// errors, and the graph layer (graphs, their runtime, the mappers and cost models, the device
-// memory allocator). Nothing here is an application's kernel or an internal (detail/) header;
-// the GPU pool has its own header, weft/gpu/pool.hpp.
+// errors, the GPU thread pool (its task types are compiled for a GPU by weft/gpu/device.cuh in
+// a CUDA translation unit), and the graph layer (graphs, their runtime, the mappers and cost
+// models, the device memory allocator). Nothing here is an application's kernel or an
+// internal (detail/) header.
 //
 // Compiles with a plain C++20 compiler; CUDA-only parts live behind .cuh headers that only CUDA
 // translation units include.
@@ -16,6 +17,10 @@
 #include "weft/cpu/team.hpp"
 #include "weft/cpu/topology.hpp"
 #include "weft/error.hpp"
+#include "weft/gpu/pool.hpp"
+#include "weft/gpu/record.hpp"
+#include "weft/gpu/scheduler_observer.hpp"
+#include "weft/gpu/task.hpp"
 #include "weft/graph/device/bfc_allocator.hpp"
 #include "weft/graph/graph.hpp"
 #include "weft/graph/mapping/calibration.hpp"
