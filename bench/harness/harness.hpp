@@ -1,7 +1,7 @@
 // bench/harness/harness.hpp - the one benchmark harness (CONVENTIONS.md "Benchmarks compare by
 // construction"): named benchmarks, weft and its peers run alternately in the same process on
-// the same input, warm-up, medians, a reference check, JSON in the schema of docs/benchmarks.md and a
-// markdown table beside it.
+// the same input, warm-up, medians, a reference check, JSON in the schema of docs/benchmarks.md and
+// a markdown table beside it.
 #pragma once
 
 #include <chrono>
@@ -93,7 +93,8 @@ class Suite {
   [[nodiscard]] const std::vector<Metric>& metrics() const { return metrics_; }
   [[nodiscard]] const SuiteOptions& options() const { return options_; }
 
-  /// JSON in the schema of docs/benchmarks.md; `command` is the exact command line that produced it.
+  /// JSON in the schema of docs/benchmarks.md; `command` is the exact command line that produced
+  /// it.
   [[nodiscard]] std::string to_json(const std::string& command) const;
   /// A markdown table of the comparisons and metrics.
   [[nodiscard]] std::string to_markdown(const std::string& command) const;
