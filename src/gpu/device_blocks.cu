@@ -107,7 +107,10 @@ class DeviceBlocks final : public BlockRuntime {
         throw InvalidArgument(
             "weft::gpu::Pool: the resident kernel does not fit on " + std::string(prop.name) +
             " with " + std::to_string(threads) + " threads and " + std::to_string(shared_bytes_) +
-            " bytes of shared memory per block (ring of " + std::to_string(depth) + " slots)");
+            " bytes of dynamic shared memory per block (ring of " + std::to_string(depth) +
+            " slots; the task types ask for " + std::to_string(program.task_shared_bytes) +
+            "); this GPU allows a block at most " + std::to_string(prop.sharedMemPerBlockOptin) +
+            " bytes of shared memory, the kernel's own included");
       }
       // Every resident block must be co-resident: more than fit per SM would never start.
       const int per_sm = blocks_per_sm == 0 ? fit : blocks_per_sm;

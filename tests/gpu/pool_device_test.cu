@@ -333,6 +333,67 @@ TEST(GpuPool, BlocksUseSharedMemoryAndBarriers) {
   }
 }
 
+// A task type may ask for more dynamic shared memory than the 48 KiB a kernel gets without
+// opting in: the pool opts in (up to the device's maximum per block) and derives how many
+// blocks fit per SM from it.
+template <std::size_t Bytes>
+struct WideShared {  // fills Bytes of shared memory with word indexes, then sums them
+  static constexpr std::uint32_t kId = 1;
+  static constexpr std::size_t kSharedBytes = Bytes;
+  struct Payload {
+    unsigned long long sum;
+  };
+  WEFT_HD static void run(Payload& p, const BlockContext& b) {
+    auto* words = static_cast<std::uint32_t*>(b.shared());
+    constexpr std::uint32_t n = Bytes / 4;
+    for (std::uint32_t i = b.thread(); i < n; i += b.threads()) words[i] = i;
+    b.sync();
+    if (b.thread() == 0) {
+      unsigned long long sum = 0;
+      for (std::uint32_t i = 0; i < n; ++i) sum += words[i];
+      p.sum = sum;
+    }
+  }
+};
+
+TEST(GpuPool, TaskTypesMayAskForMoreThan48KiBOfSharedMemory) {
+  REQUIRE_GPU();
+  constexpr std::size_t kBytes = 96 * 1024;
+  using Wide = WideShared<kBytes>;
+  using WidePool = Pool<TaskTypes<Wide>, 16>;
+  PoolOptions o;
+  o.backend = Backend::device;
+  o.program = device_program<TaskTypes<Wide>, 16>();
+  WidePool pool(o);
+  int sms = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  std::printf("pool with %zu KiB of task shared memory: %s\n", kBytes / 1024,
+              pool.describe().c_str());
+  EXPECT_GE(pool.num_blocks() + 1, static_cast<std::size_t>(sms)) << "at least a block per SM";
+  const std::size_t tasks = 4 * static_cast<std::size_t>(sms);
+  for (std::size_t k = 0; k < tasks; ++k) pool.push<Wide>({0}, 0, k);
+  constexpr unsigned long long n = kBytes / 4;
+  for (std::size_t k = 0; k < tasks; ++k) {
+    const auto r = pool.pop();
+    ASSERT_TRUE(r.ok()) << to_string(r.status);
+    EXPECT_EQ(r.as<Wide>().sum, n * (n - 1) / 2) << "task " << r.tag;
+  }
+}
+
+TEST(GpuPool, SharedMemoryPastTheDevicesLimitIsRefusedNamingIt) {
+  REQUIRE_GPU();
+  using Huge = WideShared<300 * 1024>;  // past every current GPU's 227-228 KiB per block
+  PoolOptions o;
+  o.backend = Backend::device;
+  o.program = device_program<TaskTypes<Huge>, 16>();
+  try {
+    Pool<TaskTypes<Huge>, 16> pool(o);
+    ADD_FAILURE() << "a pool whose blocks cannot have their shared memory was made";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("allows a block at most"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GpuPool, UnknownTypesAndWrongSizesComeBackWithAStatus) {
   REQUIRE_GPU();
   GpuPool pool(device_options());

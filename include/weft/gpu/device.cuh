@@ -628,14 +628,22 @@ __global__ void resident_kernel(ResidentArgs a) {
   }
 }
 
+// A kernel may have more than 48 KiB of dynamic shared memory per block only once it opts in,
+// on each device it runs on (up to the device's opt-in maximum, its static shared memory
+// included): done for every size, so that the attribute always matches the pool's.
+template <class Types, std::size_t Capacity>
+cudaError_t allow_dynamic_shared(std::size_t shared_bytes) {
+  return cudaFuncSetAttribute(&resident_kernel<Types, Capacity>,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(shared_bytes));
+}
+
 template <class Types, std::size_t Capacity>
 int launch_resident(const ResidentArgs& args, int blocks, int threads, std::size_t shared_bytes,
                     void* stream) {
   auto kernel = &resident_kernel<Types, Capacity>;
-  if (shared_bytes > 48 * 1024) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(shared_bytes));
-    if (e != cudaSuccess) return static_cast<int>(e);
+  if (const cudaError_t e = allow_dynamic_shared<Types, Capacity>(shared_bytes); e != cudaSuccess) {
+    return static_cast<int>(e);
   }
   // `threads` task threads, plus the loader and publisher warps.
   kernel<<<blocks, threads + static_cast<int>(kRoleThreads), shared_bytes,
@@ -643,8 +651,15 @@ int launch_resident(const ResidentArgs& args, int blocks, int threads, std::size
   return static_cast<int>(cudaGetLastError());
 }
 
+// Resident blocks per SM on the current device; 0 when the shared memory asked for is past
+// what the device allows a block (device_blocks.cu then names the limit).
 template <class Types, std::size_t Capacity>
 int resident_occupancy(int threads, std::size_t shared_bytes, int* blocks) {
+  if (allow_dynamic_shared<Types, Capacity>(shared_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();  // the refusal is the answer, not a sticky error
+    *blocks = 0;
+    return static_cast<int>(cudaSuccess);
+  }
   return static_cast<int>(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
       blocks, &resident_kernel<Types, Capacity>, threads + static_cast<int>(kRoleThreads),
       shared_bytes));
