@@ -651,14 +651,27 @@ int launch_resident(const ResidentArgs& args, int blocks, int threads, std::size
   return static_cast<int>(cudaGetLastError());
 }
 
-// Resident blocks per SM on the current device; 0 when the shared memory asked for is past
-// what the device allows a block (device_blocks.cu then names the limit).
+// Resident blocks per SM on the current device; 0 when the shared memory asked for, with the
+// kernel's own, is past what the device allows a block (device_blocks.cu then names the
+// limit).
 template <class Types, std::size_t Capacity>
 int resident_occupancy(int threads, std::size_t shared_bytes, int* blocks) {
-  if (allow_dynamic_shared<Types, Capacity>(shared_bytes) != cudaSuccess) {
-    (void)cudaGetLastError();  // the refusal is the answer, not a sticky error
+  // Past the limit, the answer is 0 blocks, found without asking for the attribute (a refused
+  // cudaFuncSetAttribute is an API error that sanitizers and error hooks report).
+  int device = 0, optin = 0;
+  cudaFuncAttributes attributes{};
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) {
+    e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  }
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&attributes, &resident_kernel<Types, Capacity>);
+  if (e != cudaSuccess) return static_cast<int>(e);
+  if (attributes.sharedSizeBytes + shared_bytes > static_cast<std::size_t>(optin)) {
     *blocks = 0;
     return static_cast<int>(cudaSuccess);
+  }
+  if (e = allow_dynamic_shared<Types, Capacity>(shared_bytes); e != cudaSuccess) {
+    return static_cast<int>(e);
   }
   return static_cast<int>(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
       blocks, &resident_kernel<Types, Capacity>, threads + static_cast<int>(kRoleThreads),
