@@ -1,6 +1,6 @@
 /* spec/lone_tasks.pml - the GPU pool's rule that a shard holding few tasks is left to its home
- * lane while that lane is awake and has an idle block for each (include/weft/gpu/detail/
- * pool_core.hpp: take_batch's `leave`,
+ * lane while that lane is awake and has an idle block for each (src/gpu/
+ *: take_batch's `leave`,
  * Lane::napping, sleep_until_work, push) as a Promela model for spin.
  *
  * Two scheduler lanes; lane 0 is the home lane of the one input shard modelled. A pushing

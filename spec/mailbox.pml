@@ -1,4 +1,4 @@
-/* spec/mailbox.pml - the GPU pool's lone-task mailbox (include/weft/gpu/detail/pool_core.hpp:
+/* spec/mailbox.pml - the GPU pool's lone-task mailbox (src/gpu/:
  * mailbox_push, mailbox_ready_for, mailbox_take, mailbox_take_for, mailbox_round, stop_lane,
  * shutdown; the server: mailbox_loop in include/weft/gpu/device.cuh, mailbox_main in
  * src/gpu/host_blocks.cpp) as a Promela model for spin.

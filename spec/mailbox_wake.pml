@@ -1,5 +1,5 @@
 /* spec/mailbox_wake.pml - who wakes whom around the GPU pool's lone-task mailbox
- * (include/weft/gpu/detail/pool_core.hpp: mailbox_push and push's wake-up after it,
+ * (src/gpu/: mailbox_push and push's wake-up after it,
  * wake_mailbox_lane, take_waiting, mailbox_round, sleep_until_work; ShardedOutput::wait and
  * deliver) as a Promela model for spin. spec/mailbox.pml has the mailbox's own protocol
  * (hints, CAS, tags, watchdog, shutdown) with consumers and a lane that never sleep; this

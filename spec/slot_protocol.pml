@@ -1,5 +1,5 @@
 /* spec/slot_protocol.pml - the GPU pool's slot protocol (include/weft/gpu/detail/slot.hpp,
- * pool_core.hpp, device.cuh) as a Promela model for spin.
+ * src/gpu/, device.cuh) as a Promela model for spin.
  *
  * B blocks, each with a ring of K slots; one scheduler (a lane) pushes T tasks. What is
  * modelled is the protocol's logic, with the nondeterminism the real code allows:

@@ -57,7 +57,7 @@ std::size_t InputQueue::take_ranked(RecordBuffer& out, std::size_t max) {
     free_at_.push_back(at);
     ++taken;
   }
-  if (heap_.empty()) {  // a drained heap keeps no memory for its entries
+  if (heap_.empty()) {  // a drained heap reuses its entries from the start
     ranked_entries_.clear();
     free_at_.clear();
   }

@@ -334,10 +334,13 @@ void Scheduler::Impl::sleep_until_work(Lane& lane) {
   sleeping_lanes_.fetch_add(1, std::memory_order_seq_cst);
   const bool mailbox_lane = serves_mailbox(lane);
   // acquire: pairs with the release stores of shutdown and check_failure. seq_cst (mailbox):
-  // pairs with the push's store of IN_FLIGHT, as the sizes do with push.
+  // pairs with the push's store of IN_FLIGHT, as the sizes do with push. COLLECTING counts as
+  // work too: a consumer whose CAS took a task that is not its own (a callback's, or another
+  // queue's) puts IN_FLIGHT back without waking anybody, so the lane must not sleep on it.
   auto work = [&] {
     return stop_flag_.load(std::memory_order_acquire) || input_for(lane) ||
-           blocks_failed_.load(std::memory_order_acquire) || (mailbox_lane && mailbox_.in_flight());
+           blocks_failed_.load(std::memory_order_acquire) ||
+           (mailbox_lane && mailbox_.holds_task_for(LoneTaskMailbox::kAnyQueue));
   };
   if (!work()) {
     scheduler_sleeps_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic

@@ -44,15 +44,19 @@ double lone_ticks_per_us() {
 #endif
 }
 
+// `gap` in lone_ticks(), clamped: a gap too long to count means "never lone".
+std::uint64_t gap_ticks(std::chrono::nanoseconds gap) {
+  const double ticks = static_cast<double>(gap.count()) / 1000.0 * lone_ticks_per_us();
+  constexpr double kMax = 1e18;  // some 15 years of a 2 GHz TSC
+  return ticks >= kMax ? static_cast<std::uint64_t>(kMax) : static_cast<std::uint64_t>(ticks);
+}
+
 }  // namespace
 
 LoneTaskMailbox::LoneTaskMailbox(std::uint64_t* box, std::chrono::nanoseconds lone_gap,
                                  std::size_t capacity, Watchdog& watchdog)
     : box_(box),
-      lone_gap_ticks_(box != nullptr
-                          ? static_cast<std::uint64_t>(static_cast<double>(lone_gap.count()) /
-                                                       1000.0 * lone_ticks_per_us())
-                          : 0),
+      lone_gap_ticks_(box != nullptr ? gap_ticks(lone_gap) : 0),
       room_(payload_room(capacity)),
       watchdog_(watchdog) {
   // relaxed: before the lanes start.
@@ -165,9 +169,6 @@ bool LoneTaskMailbox::take_for(std::size_t out, unsigned char* record) {
   // relaxed: statistics.
   if (h.status != TaskStatus::ok) failed_.fetch_add(1, rx);
   taken_.fetch_add(1, rx);
-  // seq_cst: as a lane's count of deliveries (a synchronize() sees the delivery, or the
-  // scheduler's wake-up after this sees the waiter).
-  delivered_.fetch_add(1, std::memory_order_seq_cst);
   return true;
 }
 

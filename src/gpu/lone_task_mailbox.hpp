@@ -66,7 +66,11 @@ class LoneTaskMailbox {
   /// Whether it holds a task for queue `out` whose result is back (a snapshot).
   [[nodiscard]] bool ready_for(std::size_t out) const noexcept;
   /// Collects the task for queue `out` into `record` (TaskRecord bytes) if its result is back.
+  /// The caller then counts it popped from its queue, then count_delivered().
   bool take_for(std::size_t out, unsigned char* record);
+  /// A task a consumer collected (take_for) is delivered. seq_cst: as a lane's count of
+  /// deliveries (a synchronize() sees it, or the wake-up after it sees the waiter).
+  void count_delivered() noexcept { delivered_.fetch_add(1, std::memory_order_seq_cst); }
   /// Whether it holds a task for queue `out` (or any) not yet delivered. seq_cst: the look a
   /// thread about to sleep pairs with the push's store of IN_FLIGHT.
   [[nodiscard]] bool holds_task_for(std::size_t out) const noexcept;

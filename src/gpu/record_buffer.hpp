@@ -76,6 +76,7 @@ class RecordBuffer {
   }
   RecordBuffer& operator=(const RecordBuffer& other) {
     if (this != &other) {
+      if (stride_ != other.stride_) release();  // capacity_ counts elements of the old stride
       stride_ = other.stride_;
       count_ = 0;
       append(other.data_.get(), other.count_);

@@ -44,6 +44,10 @@ Scheduler::Impl::Impl(std::unique_ptr<BlockRuntime> blocks, std::size_t capacity
   if (output_queues == 0) {
     throw InvalidArgument("weft::gpu::PoolOptions::output_queues must be >= 1 (got 0)");
   }
+  if (capacity < 8 || capacity > 256) {  // the TaskRecord's bounds; push_fifo's buffer holds 256
+    throw InvalidArgument("weft::gpu: payload capacity must be between 8 and 256 bytes (got " +
+                          std::to_string(capacity) + ")");
+  }
   const std::size_t n = blocks_->num_blocks();
   const std::size_t lanes = lane_count(config_, *blocks_);
   LaneRings::Options ring_options;
@@ -135,6 +139,10 @@ void Scheduler::Impl::push(const unsigned char* records, std::size_t count, std:
                            int priority, RecordCallback callback) {
   check_out(out, "push");
   if (count == 0) return;
+  if (callback && count != 1) {
+    throw InvalidArgument("weft::gpu::Pool::push: a callback belongs to one task (got " +
+                          std::to_string(count) + ")");
+  }
   // A long FIFO batch is checked in push_fifo's copy pass (one read of the caller's records).
   if (!input_.fifo() || count <= kShortBatch) check_records(records, count);
   const std::uint32_t cb = callback ? add_callback(std::move(callback)) : 0;
@@ -306,7 +314,9 @@ std::size_t Scheduler::Impl::pop_batch(unsigned char* records, std::size_t max, 
 // A consumer of queue `out` collects the mailbox's task itself: no lane, no queue.
 bool Scheduler::Impl::mailbox_take_for(std::size_t out, unsigned char* record) {
   if (!mailbox_.take_for(out, record)) return false;
+  // Popped before delivered: a synchronize() that returns sees unfinished() without it.
   outputs_[out]->took_directly(1);
+  mailbox_.count_delivered();
   wake_sync_waiters();
   return true;
 }

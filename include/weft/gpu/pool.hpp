@@ -94,10 +94,11 @@ struct PoolOptions {
   /// has no deep idle; there only the preference for each lane's first block applies.
   bool standby_blocks = true;
   /// The lone-task mailbox (docs/gpu.md "The mailbox"; unset: on for the device backend, off
-  /// for the host backend). A single push of a task with at most 120 bytes of payload and no
-  /// callback or future, into a FIFO pool, while the mailbox is free, goes into a record of its
+  /// for the host backend). A lone single push (see lone_task_gap) of a task with at most 120
+  /// bytes of payload, into a FIFO pool, while the mailbox is free, goes into a record of its
   /// own that one more block polls continuously, and a consumer of its output queue collects
-  /// the result itself, without a scheduler lane. On the device backend the server is the last
+  /// the result itself, without a scheduler lane (a future's or callback's task is delivered
+  /// by the first lane as soon as it ends). On the device backend the server is the last
   /// GPU's last block (num_blocks() counts the others); on the host backend it is one more
   /// thread, so a pool of N host blocks then runs up to N + 1 tasks at once. It costs the
   /// server block's continuous polls of host memory (docs/decisions/005-gpu-single-task-
@@ -155,7 +156,8 @@ class Pool {
     return f;
   }
   /// Queues one task; `callback` runs on the scheduler thread with the finished record (keep
-  /// it short: it delays the collection of other tasks).
+  /// it short: it delays the collection of other tasks; and it must not wait for another task
+  /// of this pool, whose delivery may need the very thread it runs on).
   void push_then(const Record& r, std::function<void(Record&)> callback, int priority = 0) {
     if (!callback) throw InvalidArgument("weft::gpu::Pool::push_then: empty callback");
     core_.push(&r, 1, 0, priority, std::move(callback));
