@@ -127,3 +127,13 @@ for mutant in 1 2 3 4; do
   caught "mailbox wake-ups mutant $mutant" mailbox_wake.pml safety -DN=2 -DP=1 -DC=2 \
     -DMUTANT=$mutant
 done
+# The same with a future's or callback's task (CB=1: the first task), which only the lane
+# delivers, and consumers whose stale hints win the CAS on a task not their own. Mutant 5 (the
+# lane's sleep does not count COLLECTING as work: the lost wake-up a review found) must be
+# caught.
+for config in "1 2 1" "2 1 1"; do
+  read -r n p c <<< "$config"
+  clean "mailbox wake-ups with a callback task, $p x $n tasks, $c consumer(s)" mailbox_wake.pml \
+    safety -DN=$n -DP=$p -DC=$c -DCB=1 -DMUTANT=0
+done
+caught "mailbox wake-ups mutant 5" mailbox_wake.pml safety -DN=1 -DP=2 -DC=1 -DCB=1 -DMUTANT=5

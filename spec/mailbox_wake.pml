@@ -33,7 +33,15 @@
  * push may look at the waiters between the two); 3, the lane's sleep does not count a mailbox
  * IN_FLIGHT as work; 4, a consumer that may take the mailbox's task while the queue holds a
  * record (a consumer woken by notify_one for that record takes the mailbox's task instead,
- * and another sleeps on with the record there).
+ * and another sleeps on with the record there); 5 (with CB > 0), the lane's sleep counts only
+ * IN_FLIGHT as work, not COLLECTING.
+ *
+ * With CB > 0 the first CB tasks are a future's or callback's: no consumer's queue gets them,
+ * the lane delivers them (the push wakes the lane for them), and a consumer whose hints were
+ * stale may still win the CAS to COLLECTING on one (or on a task whose result is not back),
+ * find it is not its own and put IN_FLIGHT back, waking nobody. Mutant 5 is the lost wake-up
+ * that found: the lane, about to sleep, saw COLLECTING, not IN_FLIGHT, and slept with a task
+ * only it could deliver.
  */
 #ifndef N
 #define N 2
@@ -52,6 +60,12 @@
 #ifndef MUTANT
 #define MUTANT 0
 #endif
+#ifndef CB
+#define CB 0
+#endif
+#undef K
+#define K ((T - CB) / C)  /* queue tasks per consumer */
+#define is_cb(t) ((t) < CB)
 
 #define FREE 0
 #define FILLING 1
@@ -70,6 +84,7 @@ bool lane_asleep = false; /* the lane waits on in_cv_ */
 byte waiters = 0;         /* ShardedOutput::waiters_ */
 bool casleep[C];          /* a consumer waits on the queue's cv_ */
 byte consumers_done = 0;
+byte cb_done = 0;         /* callback tasks delivered (by the lane) */
 byte delivered[T];
 byte ran[T];
 chan ringq = [T] of { byte };  /* the input queue and the rings: the lane's */
@@ -92,6 +107,14 @@ inline deliver(t) {
   if
   :: waiters > 0 -> notify_one()
   :: else -> skip
+  fi
+}
+
+/* A lane delivers task t: a callback's to it, any other to the output queue. */
+inline deliver_any(t) {
+  if
+  :: is_cb(t) -> delivered[t]++; cb_done++
+  :: else -> deliver(t)
   fi
 }
 
@@ -121,7 +144,8 @@ proctype Pusher(byte first) {
       mstate = IN_FLIGHT;
 #if MUTANT != 1
       if
-      :: waiters > 0 -> wake_mailbox_lane()  /* a consumer already sleeps (or may) */
+      :: is_cb(t) || waiters > 0 ->  /* the lane's to deliver; or a consumer sleeps (or may) */
+        wake_mailbox_lane()
       :: else -> skip
       fi
 #endif
@@ -170,9 +194,24 @@ proctype Consumer(byte me) {
       :: atomic { mstate == IN_FLIGHT && res_tag == use -> mstate = COLLECTING };
         t = meta;
         assert(res_task == t);  /* its own result */
-        delivered[t]++;
-        got++;
-        mstate = FREE
+        if
+        :: is_cb(t) -> mstate = IN_FLIGHT  /* not a queue's task: put back, wake nobody */
+        :: else ->
+          delivered[t]++;
+          got++;
+          mstate = FREE
+        fi
+#if CB > 0
+      :: atomic { mstate == IN_FLIGHT -> mstate = COLLECTING };  /* stale hints: any task */
+        if
+        :: is_cb(meta) || res_tag != use -> mstate = IN_FLIGHT  /* not its own: put back */
+        :: else ->
+          t = meta;
+          delivered[t]++;
+          got++;
+          mstate = FREE
+        fi
+#endif
       :: else ->
 #if MUTANT == 2
         wake_mailbox_lane();
@@ -201,20 +240,22 @@ end_loop:
   do
   :: atomic { nempty(ringq) -> ringq?t };
     ran[t]++;
-    deliver(t)
+    deliver_any(t)
   :: atomic { mstate == IN_FLIGHT && res_tag == use -> mstate = COLLECTING };  /* the grace is over */
     t = meta;
     assert(res_task == t);
     mstate = FREE;
-    deliver(t)
+    deliver_any(t)
   :: mstate != IN_FLIGHT && mstate != COLLECTING ->  /* !mailbox_busy: sleep_until_work */
     napping = true;
     atomic {
       if
 #if MUTANT == 3
       :: nempty(ringq) -> skip
-#else
+#elif MUTANT == 5
       :: nempty(ringq) || mstate == IN_FLIGHT -> skip
+#else
+      :: nempty(ringq) || mstate == IN_FLIGHT || mstate == COLLECTING -> skip
 #endif
       :: else -> lane_asleep = true
       fi
@@ -239,7 +280,7 @@ init {
 #endif
     run Lane()
   }
-  consumers_done == C;
+  consumers_done == C && cb_done == CB;
   do
   :: t < T ->
     assert(delivered[t] == 1);
