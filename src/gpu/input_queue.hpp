@@ -80,7 +80,6 @@ class InputQueue {
 
   [[nodiscard]] bool fifo() const noexcept { return order_ == QueueOrder::fifo; }
   [[nodiscard]] std::size_t entry_stride() const noexcept { return stride_; }
-  [[nodiscard]] std::size_t payload_room() const noexcept { return room_; }
   [[nodiscard]] std::size_t shards() const noexcept { return shards_.size(); }
   /// The calling thread's shard.
   [[nodiscard]] std::size_t home() const noexcept {

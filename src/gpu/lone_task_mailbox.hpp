@@ -86,10 +86,6 @@ class LoneTaskMailbox {
     const std::uint32_t s = state_.load(rx);  // relaxed: a hint; lane_round acts by CAS
     return s == kInFlight || s == kCollecting;
   }
-  /// Whether a task waits in it (seq_cst: the lane's look before it sleeps).
-  [[nodiscard]] bool in_flight() const noexcept {
-    return state_.load(std::memory_order_seq_cst) == kInFlight;
-  }
   /// The lane's round: delivers a task whose result has waited kGrace for a consumer (at once
   /// when `now_or_never`: stopping), times one out, frees the mailbox when a timed-out task
   /// ends after all. Returns how many tasks it staged (0 or 1).

@@ -126,7 +126,6 @@ class RecordBuffer {
     std::memcpy(data_.get() + count_ * stride_, from, n * stride_);
     count_ += n;
   }
-  void pop_back() noexcept { --count_; }
 
  private:
   void grow_to(std::size_t need) {

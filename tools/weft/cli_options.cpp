@@ -1,5 +1,6 @@
 #include "cli_options.hpp"
 
+#include <cstdio>
 #include <map>
 
 #include "cpu/suite.hpp"
@@ -61,6 +62,22 @@ std::vector<std::string> bench_cpu_arguments(const BenchCpuArgs& args) {
   if (!args.machine.empty()) a.insert(a.end(), {"--machine", args.machine});
   if (!args.command.empty()) a.insert(a.end(), {"--command", args.command});
   return a;
+}
+
+int parse_command_line(CLI::App& app, int argc, char** argv, const char* tool) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "%s: %s (see '%s --help')\n", tool, e.what(), tool);
+    return 2;
+  }
+  return -1;
 }
 
 }  // namespace weft::tools

@@ -175,17 +175,8 @@ int main(int argc, char** argv) {
   demo->add_option("--trace", demo_args.trace,
                    "Write the factor pipeline's Chrome trace to FILE (and an SVG beside it)");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "weft: %s (see 'weft --help')\n", e.what());
-    return 2;
+  if (const int status = weft::tools::parse_command_line(app, argc, argv, "weft"); status >= 0) {
+    return status;
   }
 
   try {

@@ -21,17 +21,9 @@ int main(int argc, char** argv) {
   weft::tools::add_bench_cpu_options(cpu, args);
   // Set by `weft bench cpu`: the command line the user typed, recorded in the results.
   cpu->add_option("--command", args.command, "The command line recorded in the results")->group("");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::Success& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "weft-bench: %s (see 'weft-bench --help')\n", e.what());
-    return 2;
+  if (const int status = weft::tools::parse_command_line(app, argc, argv, "weft-bench");
+      status >= 0) {
+    return status;
   }
   if (args.command.empty()) {
     args.command = weft::tools::kBenchBinary;

@@ -630,8 +630,8 @@ __global__ void resident_kernel(ResidentArgs a) {
 
 // A kernel may have more than 48 KiB of dynamic shared memory per block only once it opts in,
 // on each device it runs on (up to the device's opt-in maximum, its static shared memory
-// included). Only a pool that needs it opts in: setting the attribute at all lets the driver
-// choose another shared-memory carveout, which changed the default pool's blocks per SM.
+// included). Only a pool that needs it opts in: a pool within the default sets no attribute
+// and keeps the launch configuration it always had.
 inline constexpr std::size_t kDefaultDynamicSharedMax = 48 * 1024;
 template <class Types, std::size_t Capacity>
 cudaError_t allow_dynamic_shared(std::size_t shared_bytes) {
