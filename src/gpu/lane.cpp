@@ -92,6 +92,7 @@ void Scheduler::Impl::lane_main(Lane& lane) {
     }
     timer.mark(Phase::take);
     if (stopping) {
+      timer.end(ended, 0);  // the tasks this round collected are reported before the stop
       stop_lane(lane);
       return;
     }
