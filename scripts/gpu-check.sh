@@ -44,12 +44,14 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/gpu
 cat "$out/gpus.txt"
 step configure cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_TOOLS=OFF || exit 1
-step build cmake --build $build -j "$jobs" --target weft_gpu_device_tests weft_gpu_fault_tests weft_gpu_host_tests || exit 1
+step build cmake --build $build -j "$jobs" --target weft_gpu_device_tests weft_gpu_fault_tests \
+  weft_gpu_host_tests example_gpu_pool_device || exit 1
 # Each run has a time limit, so that a hang is reported as one (rc 124) instead of eating the
 # whole device call.
 step gpu_tests timeout 240 $build/tests/weft_gpu_device_tests
 step fault_tests timeout 120 $build/tests/weft_gpu_fault_tests
 step host_tests timeout 240 $build/tests/weft_gpu_host_tests --gtest_brief=1
+step device_example timeout 60 $build/apps/example_gpu_pool_device  # docs/gpu.md "Task types"
 # Under the sanitizers the million-task test would take too long, and the watchdog and
 # idle-traffic tests assert timings a sanitizer stretches; the others cover the kernel (its
 # deep-idle path included: under a sanitizer every block idles long enough to enter it).

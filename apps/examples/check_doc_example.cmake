@@ -1,6 +1,6 @@
-# A doc's first ```cpp block must be the code of the example that the tests build and run
-# (the example file less its opening comment lines), so that the doc cannot drift from
-# compiling code. Run by ctest (apps/CMakeLists.txt):
+# A doc's first ```cpp block (or its first after the line -DAFTER names) must be the code of
+# the example that the tests build and run (the example file less its opening comment lines),
+# so that the doc cannot drift from compiling code. Run by ctest (apps/CMakeLists.txt):
 #   cmake -DDOC=docs/cpu.md -DEXAMPLE=apps/examples/cpu_executor.cpp -P check_doc_example.cmake
 foreach(var DOC EXAMPLE)
   if(NOT DEFINED ${var})
@@ -9,6 +9,14 @@ foreach(var DOC EXAMPLE)
 endforeach()
 
 file(READ "${DOC}" doc)
+# With -DAFTER=<a line of the doc>: the first ```cpp block after that line.
+if(DEFINED AFTER)
+  string(FIND "${doc}" "${AFTER}\n" after)
+  if(after EQUAL -1)
+    message(FATAL_ERROR "${DOC} has no line '${AFTER}'")
+  endif()
+  string(SUBSTRING "${doc}" ${after} -1 doc)
+endif()
 string(FIND "${doc}" "```cpp\n" open)
 if(open EQUAL -1)
   message(FATAL_ERROR "${DOC} has no ```cpp block")

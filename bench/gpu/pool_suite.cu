@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -86,6 +87,45 @@ constexpr std::size_t kCap = 16;
 using EmptyPool = weft::gpu::Pool<Types, kCap>;
 
 __global__ void empty_kernel() {}
+
+// pool_vs_launch_same_body's task: one 64x64x64 DGEMM, C = A B (column-major), B staged in
+// shared memory; the same body runs as a pool task and as a plain kernel's block.
+struct Dgemm64 {
+  static constexpr std::uint32_t kId = 1;
+  static constexpr int kN = 64;
+  static constexpr std::size_t kSharedBytes = kN * kN * sizeof(double);
+  struct Payload {
+    const double* a;
+    const double* b;
+    double* c;
+  };
+  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+    auto* bs = static_cast<double*>(ctx.shared());
+    for (int i = ctx.thread(); i < kN * kN; i += ctx.threads()) bs[i] = p.b[i];
+    ctx.sync();
+    for (int i = ctx.thread(); i < kN * kN; i += ctx.threads()) {
+      const int row = i % kN, col = i / kN;
+      double acc = 0;
+      for (int k = 0; k < kN; ++k) acc += p.a[row + kN * k] * bs[k + kN * col];
+      p.c[i] = acc;
+    }
+    ctx.sync();  // the next task may overwrite bs
+  }
+};
+using GemmTypes = weft::gpu::TaskTypes<Dgemm64>;
+using GemmPool = weft::gpu::Pool<GemmTypes, 32>;
+constexpr int kGemmThreads = 128;
+
+// The same body, one matrix per block (a BlockContext over the whole block: its named barrier
+// then spans every thread).
+__global__ void dgemm64_kernel(const double* a, const double* b, double* c) {
+  extern __shared__ double shared[];
+  const std::size_t m = static_cast<std::size_t>(blockIdx.x) * Dgemm64::kN * Dgemm64::kN;
+  Dgemm64::Payload p{a + m, b + m, c + m};
+  Dgemm64::run(p, weft::gpu::BlockContext(static_cast<int>(threadIdx.x),
+                                          static_cast<int>(blockDim.x),
+                                          static_cast<int>(blockIdx.x), shared));
+}
 
 weft::gpu::PoolOptions device_options(int blocks_per_sm = 0, std::size_t lanes = 0,
                                       std::size_t ring_depth = 0) {
@@ -275,6 +315,113 @@ Outcome fma_throughput(const std::vector<int>& devices, std::uint64_t n, unsigne
   return Outcome{static_cast<double>(n) / t, ok};
 }
 
+// pool_vs_launch_same_body: as many 64x64 DGEMMs as GPU 0 has SMs, through the pool (one
+// push_batch, pop until all are back) against one launch + synchronize of the same body as a
+// plain kernel with the same threads per block and shared memory. Each contender's value is
+// the median of `reps` runs, in microseconds; the pool is paused while the kernel runs.
+void pool_vs_launch(Suite& suite, int reps) {
+  cudaDeviceProp prop{};
+  WEFT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  const int batch = prop.multiProcessorCount;
+  constexpr int kElems = Dgemm64::kN * Dgemm64::kN;
+  const std::size_t bytes = sizeof(double) * kElems * static_cast<std::size_t>(batch);
+  std::vector<double> ha(kElems * static_cast<std::size_t>(batch));
+  std::vector<double> hb(ha.size());
+  for (std::size_t i = 0; i < ha.size(); ++i) {
+    ha[i] = static_cast<double>(i % 17) * 0.25 - 2.0;
+    hb[i] = static_cast<double>(i % 13) * 0.5 - 3.0;
+  }
+  double *a = nullptr, *b = nullptr, *c_pool = nullptr, *c_kernel = nullptr;
+  WEFT_CUDA_CHECK(cudaSetDevice(0));
+  WEFT_CUDA_CHECK(cudaMalloc(&a, bytes));
+  WEFT_CUDA_CHECK(cudaMalloc(&b, bytes));
+  WEFT_CUDA_CHECK(cudaMalloc(&c_pool, bytes));
+  WEFT_CUDA_CHECK(cudaMalloc(&c_kernel, bytes));
+  WEFT_CUDA_CHECK(cudaMemcpy(a, ha.data(), bytes, cudaMemcpyHostToDevice));
+  WEFT_CUDA_CHECK(cudaMemcpy(b, hb.data(), bytes, cudaMemcpyHostToDevice));
+  // The reference: every product on the host, in the body's order of summation.
+  std::vector<double> ref(ha.size());
+  for (int m = 0; m < batch; ++m) {
+    const double* am = ha.data() + static_cast<std::size_t>(m) * kElems;
+    const double* bm = hb.data() + static_cast<std::size_t>(m) * kElems;
+    for (int i = 0; i < kElems; ++i) {
+      const int row = i % Dgemm64::kN, col = i / Dgemm64::kN;
+      double acc = 0;
+      for (int k = 0; k < Dgemm64::kN; ++k) acc += am[row + Dgemm64::kN * k] * bm[k + Dgemm64::kN * col];
+      ref[static_cast<std::size_t>(m) * kElems + i] = acc;
+    }
+  }
+  auto matches = [&](const double* c) {
+    std::vector<double> got(ref.size());
+    WEFT_CUDA_CHECK(cudaMemcpy(got.data(), c, bytes, cudaMemcpyDeviceToHost));
+    for (std::size_t i = 0; i < ref.size(); ++i) {
+      if (std::abs(got[i] - ref[i]) > 1e-9 * (1.0 + std::abs(ref[i]))) return false;
+    }
+    return true;
+  };
+
+  weft::gpu::PoolOptions o;
+  o.backend = weft::gpu::Backend::device;
+  o.program = weft::gpu::device_program<GemmTypes, 32>();
+  o.devices = {0};
+  o.threads_per_block = kGemmThreads;
+  GemmPool pool(o);
+  std::fprintf(stderr, "[bench] pool_vs_launch_same_body: %d DGEMMs 64x64; pool %s\n", batch,
+               pool.describe().c_str());
+  std::vector<GemmPool::Record> records;
+  for (int m = 0; m < batch; ++m) {
+    const std::size_t at = static_cast<std::size_t>(m) * kElems;
+    records.push_back(GemmPool::Record::make<Dgemm64>({a + at, b + at, c_pool + at}));
+  }
+  std::vector<GemmPool::Record> got(static_cast<std::size_t>(batch));
+  auto weft_run = [&] {
+    WEFT_CUDA_CHECK(cudaMemset(c_pool, 0, bytes));  // before resume(): a kernel needs SMs
+    pool.resume();
+    std::vector<double> t;
+    bool ok = true;
+    for (int r = 0; r < reps + 2; ++r) {  // the first two warm the pool up
+      const double dt = time_seconds([&] {
+        pool.push_batch(records, 0);
+        for (int done = 0; done < batch;) {
+          const std::size_t k = pool.pop_batch(got, 0);
+          for (std::size_t j = 0; j < k; ++j) ok = ok && got[j].ok();
+          done += static_cast<int>(k);
+        }
+      });
+      if (r >= 2) t.push_back(dt * 1e6);
+    }
+    pool.pause();  // the kernel's turn may come next
+    return Outcome{median(t), ok && matches(c_pool)};
+  };
+  cudaStream_t stream;
+  WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  auto launch_run = [&] {
+    pool.pause();
+    WEFT_CUDA_CHECK(cudaMemset(c_kernel, 0, bytes));
+    std::vector<double> t;
+    for (int r = 0; r < reps + 2; ++r) {
+      const double dt = time_seconds([&] {
+        dgemm64_kernel<<<batch, kGemmThreads, Dgemm64::kSharedBytes, stream>>>(a, b, c_kernel);
+        WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      });
+      if (r >= 2) t.push_back(dt * 1e6);
+    }
+    return Outcome{median(t), cudaGetLastError() == cudaSuccess && matches(c_kernel)};
+  };
+  suite.compare("same_body_batch_per_sm", "us", Better::lower,
+                {{"weft", weft_run}, {"launch_sync", launch_run}});
+  const Comparison& cmp = suite.comparisons().back();
+  suite.add_metric(Metric{"pool_vs_launch_same_body", "ratio", Better::lower, {cmp.ratio()}});
+  std::fprintf(stderr, "[bench] pool_vs_launch_same_body: pool %.2f us, launch+sync %.2f us: %.3f%s\n",
+               cmp.weft, cmp.peer_value, cmp.ratio(), cmp.verified ? "" : " (UNVERIFIED)");
+  pool.pause();  // (both contenders leave it paused) the frees below synchronize the device
+  cudaStreamDestroy(stream);
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(c_pool);
+  cudaFree(c_kernel);
+}
+
 }  // namespace
 
 bool gpu_available(std::string& why) {
@@ -318,6 +465,8 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
     std::fprintf(stderr, "[bench] gpu-pool: %s, %zu lanes\n", pool->describe().c_str(),
                  pool->num_lanes());
   }
+
+  pool_vs_launch(suite, o.quick ? 20 : 100);
 
   // Per-task cost, in microseconds, of the same empty tasks as launches.
   cudaStream_t stream;

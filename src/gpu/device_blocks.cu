@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "weft/error.hpp"
@@ -46,10 +47,15 @@ struct DeviceLaunch {
   cudaStream_t aux = nullptr;           // reads of the poll counters while the kernel runs
   void* idle = nullptr;                 // DeviceIdle (device memory)
   unsigned long long* polls = nullptr;  // one counter per block (device memory)
-  unsigned char* standby = nullptr;     // one flag per block (device memory)
+  unsigned char* standby = nullptr;     // one flag per ring (device memory)
+  int* placement = nullptr;             // ResidentArgs::placement (device memory)
   std::string name;
   int sms = 0;
 };
+
+// How long the pool waits for its blocks to become resident (other kernels may hold the SMs).
+constexpr std::chrono::seconds kPlacementTimeout{60};
+constexpr std::uint32_t kNotPlaced = ~std::uint32_t{0};
 
 class DeviceBlocks final : public BlockRuntime {
  public:
@@ -127,6 +133,7 @@ class DeviceBlocks final : public BlockRuntime {
       l.name = prop.name;
       l.sms = prop.multiProcessorCount;
       total += l.blocks;
+      per_sm_ = per_sm;  // the lanes' grain (the last GPU's; they all have one per SM alike)
       launches_.push_back(l);
     }
     // The mailbox's server is one of the blocks that fit (all must be co-resident): the last
@@ -142,22 +149,24 @@ class DeviceBlocks final : public BlockRuntime {
     }
     blocks_ = total;
     enable_peer_access();
-    // The rings, then the doorbell on a line of its own, then the mailbox.
+    // The rings, then the doorbell on a line of its own, then the mailbox, then the rings' SMs.
     const std::size_t rings_bytes = ring_stride(capacity, depth) * static_cast<std::size_t>(total);
-    const std::size_t bytes = rings_bytes + 128 + (mailbox ? kMailboxBytes : 0);
+    const std::size_t mailbox_bytes = mailbox ? kMailboxBytes : 0;
+    host_bytes_ = rings_bytes + 128 + mailbox_bytes;
+    const std::size_t bytes = host_bytes_ + sizeof(std::uint32_t) * static_cast<std::size_t>(total);
     WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&host_), bytes,
                                   cudaHostAllocMapped | cudaHostAllocPortable));
-    std::memset(host_, 0, bytes);  // every slot IDLE, doorbell 0
     layout_ = RingLayout(host_, capacity, depth);
     doorbell_ = reinterpret_cast<std::uint32_t*>(host_ + rings_bytes);
     if (mailbox) mailbox_ = reinterpret_cast<std::uint64_t*>(host_ + rings_bytes + 128);
+    ring_sms_ = reinterpret_cast<std::uint32_t*>(host_ + host_bytes_);
     for (auto& l : launches_) {
       WEFT_CUDA_CHECK(cudaSetDevice(l.device));
       WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
       WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&l.aux, cudaStreamNonBlocking));
       WEFT_CUDA_CHECK(cudaMalloc(&l.idle, program_.idle_bytes));
-      // All ones: the watcher role vacant (-1), and an epoch no doorbell value equals yet.
-      WEFT_CUDA_CHECK(cudaMemset(l.idle, 0xFF, program_.idle_bytes));
+      WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&l.placement),
+                                 sizeof(int) * (static_cast<std::size_t>(l.blocks) + 1)));
       WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&l.polls),
                                  sizeof(unsigned long long) * static_cast<std::size_t>(l.blocks)));
       WEFT_CUDA_CHECK(
@@ -178,6 +187,7 @@ class DeviceBlocks final : public BlockRuntime {
       if (l.idle != nullptr) cudaFree(l.idle);
       if (l.polls != nullptr) cudaFree(l.polls);
       if (l.standby != nullptr) cudaFree(l.standby);
+      if (l.placement != nullptr) cudaFree(l.placement);
     }
     if (host_ != nullptr) cudaFreeHost(host_);
   }
@@ -196,19 +206,36 @@ class DeviceBlocks final : public BlockRuntime {
     }
   }
 
+  // Launches the resident kernels, each time with its memory as new (a pool that paused has
+  // joined them first), and waits until every block has reported its SM.
   void start() override {
     const KeepCurrentDevice keep;
+    std::memset(host_, 0, host_bytes_);  // every slot IDLE, doorbell 0, the mailbox at use 0
+    std::memset(ring_sms_, 0xFF, sizeof(std::uint32_t) * static_cast<std::size_t>(blocks_));
     void* device_rings = nullptr;
     WEFT_CUDA_CHECK(cudaHostGetDevicePointer(&device_rings, host_, 0));
     auto* device_doorbell =
         reinterpret_cast<std::uint32_t*>(static_cast<unsigned char*>(device_rings) +
                                          (reinterpret_cast<unsigned char*>(doorbell_) - host_));
+    auto* device_ring_sms = reinterpret_cast<std::uint32_t*>(
+        static_cast<unsigned char*>(device_rings) + host_bytes_);
     for (auto& l : launches_) {
       WEFT_CUDA_CHECK(cudaSetDevice(l.device));
+      // On the kernel's own stream, in order before its launch: a memset or copy on the
+      // legacy stream would wait for whatever else runs on the GPU.
       if (!standby_.empty()) {
-        WEFT_CUDA_CHECK(cudaMemcpy(l.standby, standby_.data() + l.first_block,
-                                   static_cast<std::size_t>(l.rings), cudaMemcpyHostToDevice));
+        WEFT_CUDA_CHECK(cudaMemcpyAsync(l.standby, standby_.data() + l.first_block,
+                                        static_cast<std::size_t>(l.rings), cudaMemcpyHostToDevice,
+                                        l.stream));
       }
+      // All ones: the watcher role vacant (-1), and an epoch no doorbell value equals yet.
+      WEFT_CUDA_CHECK(cudaMemsetAsync(l.idle, 0xFF, program_.idle_bytes, l.stream));
+      WEFT_CUDA_CHECK(cudaMemsetAsync(l.placement, 0,
+                                      sizeof(int) * (static_cast<std::size_t>(l.blocks) + 1),
+                                      l.stream));
+      WEFT_CUDA_CHECK(cudaMemsetAsync(l.polls, 0,
+                                      sizeof(unsigned long long) * static_cast<std::size_t>(l.blocks),
+                                      l.stream));
       ResidentArgs a;
       a.rings = device_rings;
       a.ring_stride = layout_.ring_bytes;
@@ -220,6 +247,8 @@ class DeviceBlocks final : public BlockRuntime {
       a.polls = l.polls;
       a.warm_idle_ns = warm_idle_ns_;
       a.standby = l.standby;
+      a.placement = l.placement;
+      a.ring_sms = device_ring_sms + l.first_block;
       a.watchdog = watchdog_;
       if (mailbox_ != nullptr && l.rings < l.blocks) {
         a.mailbox = reinterpret_cast<unsigned long long*>(
@@ -231,6 +260,48 @@ class DeviceBlocks final : public BlockRuntime {
           static_cast<cudaError_t>(program_.launch(a, l.blocks, threads_, shared_bytes_, l.stream));
       if (e != cudaSuccess) throw_cuda("resident kernel launch", e, __FILE__, __LINE__);
     }
+    wait_for_placement();
+  }
+
+  // Every block reports its SM once all of its launch's blocks are resident: at once on an idle
+  // GPU, later while other work occupies the SMs (a kernel launched before the pool, or one
+  // still running at resume()). A launch that failed is reported as the error it is.
+  void wait_for_placement() {
+    const auto deadline = std::chrono::steady_clock::now() + kPlacementTimeout;
+    for (std::size_t r = 0; r < static_cast<std::size_t>(blocks_);) {
+      // acquire: pairs with the block's release store of its report (block_units reads it).
+      if (std::atomic_ref<std::uint32_t>(ring_sms_[r]).load(std::memory_order_acquire) !=
+          kNotPlaced) {
+        ++r;
+        continue;
+      }
+      if (const std::string why = failure(); !why.empty()) throw Error("weft::gpu::Pool: " + why);
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw Error(
+            "weft::gpu::Pool: the resident kernel's blocks did not all start within " +
+            std::to_string(kPlacementTimeout.count()) +
+            " s: other work occupies the GPU (the pool needs every block resident at once)");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(10));
+    }
+  }
+
+  [[nodiscard]] std::size_t blocks_per_unit() const noexcept override {
+    return static_cast<std::size_t>(per_sm_);
+  }
+  // A block's unit is its SM: the GPU's place in the pool above, the SM's id below.
+  [[nodiscard]] std::vector<std::uint32_t> block_units() const override {
+    std::vector<std::uint32_t> units(static_cast<std::size_t>(blocks_));
+    for (std::size_t g = 0; g < launches_.size(); ++g) {
+      const DeviceLaunch& l = launches_[g];
+      for (int r = 0; r < l.rings; ++r) {
+        const auto at = static_cast<std::size_t>(l.first_block + r);
+        // acquire: pairs with the block's release store of its report.
+        units[at] = static_cast<std::uint32_t>(g << 16) |
+                    std::atomic_ref<std::uint32_t>(ring_sms_[at]).load(std::memory_order_acquire);
+      }
+    }
+    return units;
   }
 
   void after_loads() noexcept override {
@@ -244,7 +315,10 @@ class DeviceBlocks final : public BlockRuntime {
   void abandon() noexcept override {}
   [[nodiscard]] bool host_polls_counted() const noexcept override { return true; }
 
-  std::uint64_t host_polls() override {
+  std::uint64_t host_polls() override { return polls_before_ + polls_of_launch(); }
+
+  // Reads of host memory by the blocks of the current launch (their counters).
+  std::uint64_t polls_of_launch() {
     std::uint64_t total = 0;
     std::vector<unsigned long long> counts;
     for (auto& l : launches_) {
@@ -268,6 +342,7 @@ class DeviceBlocks final : public BlockRuntime {
         first_error_ = describe_error(l, e);
       }
     }
+    polls_before_ += polls_of_launch();  // a relaunch's counters start at zero
   }
 
   std::string failure() override {
@@ -352,6 +427,10 @@ class DeviceBlocks final : public BlockRuntime {
   std::uint64_t* mailbox_ = nullptr;  // in host_, after the doorbell's line
   std::vector<DeviceLaunch> launches_;
   std::vector<unsigned char> standby_;  // per global block, from set_standby
+  std::size_t host_bytes_ = 0;          // rings, doorbell and mailbox: zeroed at each launch
+  std::uint32_t* ring_sms_ = nullptr;   // in host_, after them: per ring, its block's SM
+  int per_sm_ = 1;
+  std::uint64_t polls_before_ = 0;  // reads of host memory by earlier launches
   std::string first_error_;
   std::string peer_note_;
 };

@@ -51,6 +51,9 @@ class HostBlocks final : public BlockRuntime {
   [[nodiscard]] std::uint64_t* mailbox() const noexcept override { return mailbox_; }
 
   void start() override {
+    join();
+    threads_.clear();
+    std::memset(layout_.base, 0, bytes_);  // every slot IDLE, the mailbox at use 0
     threads_.reserve(blocks_ + 1);
     for (std::size_t b = 0; b < blocks_; ++b) threads_.emplace_back([this, b] { block_main(b); });
     if (mailbox_ != nullptr) threads_.emplace_back([this] { mailbox_main(); });

@@ -72,7 +72,9 @@ void Scheduler::Impl::lane_main(Lane& lane) {
     // A hint here (the shard locks in take_batch order the entries).
     const std::size_t queued = input_.size();
     const std::size_t free = lane.rings.free_capacity();
-    if (free > 0 && queued > 0) {
+    // acquire: pairs with pause's store (a hint: the lane takes nothing while it is set).
+    const bool pausing = pause_requested_.load(std::memory_order_acquire);
+    if (!pausing && free > 0 && queued > 0) {
       // At most one task per block per round: rings fill one level at a time, and a lane that
       // comes back quickly does not take what other lanes are about to. Unless more is queued
       // than all lanes' free slots together (this lane's times the lanes): then every free
@@ -96,9 +98,14 @@ void Scheduler::Impl::lane_main(Lane& lane) {
       stop_lane(lane);
       return;
     }
+    if (pausing && park_if_drained(lane)) {
+      timer.end(ended, 0);
+      last_activity = Clock::now();
+      continue;
+    }
     lane.rings.load(lane.batch, now, whole_rings);
     if (lane.rings.take_doorbell()) blocks_->after_loads();
-    publish_idle_blocks(lane);
+    publish_idle_units(lane);
     wake_for_own_shards(lane);
     timer.mark(Phase::load);
     const std::size_t loaded = lane.batch.size();
@@ -142,24 +149,24 @@ void Scheduler::Impl::lane_main(Lane& lane) {
 bool Scheduler::Impl::others_mostly_idle(const Lane& lane) const {
   for (const auto& other : lanes_) {
     if (other.get() == &lane) continue;
-    // relaxed: a hint for how much to take (see Lane::idle_blocks).
-    const std::size_t idle = other->idle_blocks.load(std::memory_order_relaxed);
-    if (idle > 0 && 2 * idle >= other->rings.num_blocks()) return true;
+    // relaxed: a hint for how much to take (see Lane::idle_units).
+    const std::size_t idle = other->idle_units.load(std::memory_order_relaxed);
+    if (idle > 0 && 2 * idle >= other->rings.num_units()) return true;
   }
   return false;
 }
 
 // Whether input shard `shard`, holding `size` tasks, is its home lane's alone: fewer than
-// kHomeOnlyBelow tasks, and the home lane awake (not napping) with an idle block for each.
+// kHomeOnlyBelow tasks, and the home lane awake (not napping) with an idle unit for each.
 // seq_cst (napping): for push, pairs with sleep_until_work as the size store does with
 // sleeping_lanes_ (the lane sets napping, then looks at the shards; the push stored the size,
 // then looks at napping), so a task is never left to a sleeper; for the lanes a hint.
-// relaxed (idle_blocks): a hint; when it was stale, the home lane wakes a sleeper itself
+// relaxed (idle_units): a hint; when it was stale, the home lane wakes a sleeper itself
 // (wake_for_own_shards). At worst a task waits for its home lane's next round (or 20 us nap).
 bool Scheduler::Impl::home_takes(std::size_t shard, std::size_t size) const {
   const Lane& home = *lanes_[shard % lanes_.size()];
   return size < kHomeOnlyBelow && !home.napping.load(std::memory_order_seq_cst) &&
-         home.idle_blocks.load(std::memory_order_relaxed) >= size;
+         home.idle_units.load(std::memory_order_relaxed) >= size;
 }
 
 // Whether `lane` leaves input shard `shard` to the shard's home lane (take_batch).
@@ -178,14 +185,14 @@ bool Scheduler::Impl::input_for(const Lane& lane) const {
   return false;
 }
 
-// A lane with no idle block wakes a sleeping lane for tasks queued in the shards it is home
-// to: other lanes leave those to it only while it has idle blocks (take_batch), and a push
+// A lane with no idle unit wakes a sleeping lane for tasks queued in the shards it is home
+// to: other lanes leave those to it only while it has idle units (take_batch), and a push
 // that read a stale count of them woke nobody (push).
 void Scheduler::Impl::wake_for_own_shards(const Lane& lane) {
-  if (!input_.fifo() || lane.rings.idle_blocks() != 0) return;
+  if (!input_.fifo() || lane.rings.idle_units() != 0) return;
   // relaxed: a hint. A sleeper missed here is woken in a later round (this lane stays awake
   // while it has tasks in flight); a lane about to sleep counts itself, then looks at the
-  // shards, and takes these (this lane has no idle block) instead of sleeping.
+  // shards, and takes these (this lane has no idle unit) instead of sleeping.
   if (sleeping_lanes_.load(std::memory_order_relaxed) == 0) return;
   for (std::size_t s = lane.index; s < kInputShards; s += lanes_.size()) {
     // relaxed: a hint (see InputQueue::Shard::size).
@@ -197,25 +204,25 @@ void Scheduler::Impl::wake_for_own_shards(const Lane& lane) {
 }
 
 // Tells the other lanes how many of this lane's blocks are idle.
-void Scheduler::Impl::publish_idle_blocks(Lane& lane) {
-  const std::size_t idle = lane.rings.idle_blocks();
-  // relaxed: a hint (see Lane::idle_blocks); written only when it changes.
-  if (lane.idle_blocks.load(std::memory_order_relaxed) != idle) {
-    lane.idle_blocks.store(idle, std::memory_order_relaxed);
+void Scheduler::Impl::publish_idle_units(Lane& lane) {
+  const std::size_t idle = lane.rings.idle_units();
+  // relaxed: a hint (see Lane::idle_units); written only when it changes.
+  if (lane.idle_units.load(std::memory_order_relaxed) != idle) {
+    lane.idle_units.store(idle, std::memory_order_relaxed);
   }
 }
 
 // Moves up to `max` queued entries into lane.batch. Returns whether the pool is stopping.
 // `to_load`: the entries go into slots (not to cancellation), so they are spread.
 bool Scheduler::Impl::take_batch(Lane& lane, std::size_t max, bool to_load) {
-  // While another lane has most of its blocks idle (it may be asleep, and the push that queued
-  // these tasks woke it, or busy elsewhere for a moment), queue nothing behind a busy block:
-  // this lane fills its own idle blocks and leaves the rest to the others, so a batch spreads
-  // over the blocks of every lane. (Any idle block at all would be too strict: under steady
+  // While another lane has most of its units idle (it may be asleep, and the push that queued
+  // these tasks woke it, or busy elsewhere for a moment), put nothing on a busy unit:
+  // this lane fills its own idle units (SMs) and leaves the rest to the others, so a batch
+  // spreads over the SMs of every lane. (Any idle unit at all would be too strict: under steady
   // load some lane always has a few, and rings would never fill.)
-  if (to_load && others_mostly_idle(lane)) max = std::min(max, lane.rings.idle_blocks());
+  if (to_load && others_mostly_idle(lane)) max = std::min(max, lane.rings.idle_units());
   // A shard holding fewer than kHomeOnlyBelow tasks is left to its home lane while that lane
-  // is awake and has an idle block for each (docs/decisions/002-gpu-input-queue.md); a
+  // is awake and has an idle unit (SM) for each (docs/decisions/002-gpu-input-queue.md); a
   // backlog is for everyone.
   (void)input_.take(lane.batch, max, lane.cursor, /*skip_busy=*/to_load,
                     [&](std::size_t shard, std::size_t size) {
@@ -330,8 +337,8 @@ void Scheduler::Impl::sleep_until_work(Lane& lane) {
   // seq_cst: pairs with push (it stores a shard's size, then looks at this count; this counts
   // itself, then looks at the sizes): a push either sees a sleeper and notifies under
   // in_mutex_, or its task is seen here. Tasks this lane leaves to their shard's home lane
-  // (awake, with an idle block for each) do not keep it awake: that lane takes them, or, if
-  // it loses its idle blocks first, wakes a sleeper (wake_for_own_shards).
+  // (awake, with an idle unit for each) do not keep it awake: that lane takes them, or, if
+  // it loses its idle units first, wakes a sleeper (wake_for_own_shards).
   sleeping_lanes_.fetch_add(1, std::memory_order_seq_cst);
   const bool mailbox_lane = serves_mailbox(lane);
   // acquire: pairs with the release stores of shutdown and check_failure. seq_cst (mailbox):
@@ -339,7 +346,9 @@ void Scheduler::Impl::sleep_until_work(Lane& lane) {
   // work too: a consumer whose CAS took a task that is not its own (a callback's, or another
   // queue's) puts IN_FLIGHT back without waking anybody, so the lane must not sleep on it.
   auto work = [&] {
+    // seq_cst (pause_requested_): see pause; a pause wakes the sleepers to park.
     return stop_flag_.load(std::memory_order_acquire) || input_for(lane) ||
+           pause_requested_.load(std::memory_order_seq_cst) ||
            blocks_failed_.load(std::memory_order_acquire) ||
            (mailbox_lane && mailbox_.holds_task_for(LoneTaskMailbox::kAnyQueue));
   };

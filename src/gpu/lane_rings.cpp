@@ -1,7 +1,10 @@
 #include "gpu/lane_rings.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 namespace weft::gpu::detail {
 
@@ -25,14 +28,42 @@ LaneRings::LaneRings(const RingLayout& layout, std::size_t first, std::size_t co
       watchdog_(watchdog),
       blocks_(count),  // idle_since: the epoch, long ago: the first load rings
       meta_(count * layout.depth),
-      heads_(layout.depth, kNil),
-      level_size_(layout.depth, 0) {
+      heads_(layout.depth + 1, kNil),
+      level_size_(layout.depth + 1, 0),
+      crowded_(static_cast<std::uint32_t>(layout.depth)) {
   for (BlockMeta& bm : blocks_) bm.loaded = bm.collected = options.count_origin;
   active_.reserve(count);
   finishing_.reserve(count);
-  // Every block starts empty, in the level-0 list; linked from the last so that the lowest
-  // index is on top (light load goes to the same few blocks, which keep polling fast).
-  for (std::size_t b = count; b-- > 0;) link(static_cast<std::uint32_t>(b));
+  std::vector<std::uint32_t> own(count);
+  for (std::size_t b = 0; b < count; ++b) own[b] = static_cast<std::uint32_t>(b);
+  set_units(own.data());
+}
+
+void LaneRings::set_units(const std::uint32_t* units) {
+  // Local unit indices in order of first appearance.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> by_id;  // (id, block)
+  by_id.reserve(blocks_.size());
+  for (std::uint32_t b = 0; b < blocks_.size(); ++b) by_id.emplace_back(units[b], b);
+  std::stable_sort(by_id.begin(), by_id.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  unit_first_.clear();
+  unit_blocks_.clear();
+  for (std::size_t i = 0; i < by_id.size(); ++i) {
+    if (i == 0 || by_id[i].first != by_id[i - 1].first) {
+      unit_first_.push_back(static_cast<std::uint32_t>(unit_blocks_.size()));
+    }
+    const std::uint32_t b = by_id[i].second;
+    blocks_[b].unit = static_cast<std::uint32_t>(unit_first_.size() - 1);
+    unit_blocks_.push_back(b);
+  }
+  unit_first_.push_back(static_cast<std::uint32_t>(unit_blocks_.size()));
+  unit_load_.assign(unit_first_.size() - 1, 0);
+  idle_units_ = unit_load_.size();
+  relink_all();
+}
+
+void LaneRings::restart_rings() {
+  for (BlockMeta& bm : blocks_) bm.load_slot = bm.collect_slot = 0;
 }
 
 std::size_t LaneRings::lost_slots() const noexcept {
@@ -52,25 +83,67 @@ void LaneRings::unlink(std::uint32_t b) {
     heads_[m.level] = m.next;
   }
   if (m.next != kNil) blocks_[m.next].prev = m.prev;
-  free_capacity_ -= depth_ - m.level;
+  free_capacity_ -= m.room;
   --level_size_[m.level];
   --listed_;
   m.level = m.prev = m.next = kNil;
 }
 
-// Puts b at the front of the list of its level, if it can take a task.
+// Puts b at the front of its list, if it can take a task: the list of its level (tasks in
+// flight), except that an idle block on a busy unit is in the crowded list.
 void LaneRings::link(std::uint32_t b) {
   BlockMeta& m = blocks_[b];
-  const std::uint32_t level = m.in_flight();
-  if (m.lost != 0 || level >= depth_) return;
-  m.level = level;
+  const std::uint32_t in_flight = m.in_flight();
+  if (m.lost != 0 || in_flight >= depth_) return;
+  const std::uint32_t list = in_flight == 0 && unit_load_[m.unit] != 0 ? crowded_ : in_flight;
+  m.level = list;
+  m.room = depth_ - in_flight;
   m.prev = kNil;
-  m.next = heads_[level];
+  m.next = heads_[list];
   if (m.next != kNil) blocks_[m.next].prev = b;
-  heads_[level] = b;
-  free_capacity_ += depth_ - level;
-  ++level_size_[level];
+  heads_[list] = b;
+  free_capacity_ += m.room;
+  ++level_size_[list];
   ++listed_;
+}
+
+// Every block again (set_units): linked from the last so that the lowest index is on top of
+// its list (light load goes to the same few blocks, which keep polling fast).
+void LaneRings::relink_all() {
+  for (BlockMeta& m : blocks_) m.level = m.prev = m.next = kNil;
+  std::fill(heads_.begin(), heads_.end(), kNil);
+  std::fill(level_size_.begin(), level_size_.end(), 0);
+  listed_ = 0;
+  free_capacity_ = 0;
+  for (std::size_t b = blocks_.size(); b-- > 0;) link(static_cast<std::uint32_t>(b));
+}
+
+// The blocks of `unit` in list `from_level` go to the list they belong in now.
+void LaneRings::relink_unit(std::uint32_t unit, std::uint32_t from_level) {
+  for (std::uint32_t i = unit_first_[unit]; i < unit_first_[unit + 1]; ++i) {
+    const std::uint32_t c = unit_blocks_[i];
+    if (blocks_[c].level == from_level) relink(c);
+  }
+}
+
+// A task went into block b: its unit's idle blocks become crowded if it was idle.
+void LaneRings::unit_loaded(std::uint32_t b) {
+  const std::uint32_t u = blocks_[b].unit;
+  if (unit_load_[u]++ == 0) {
+    --idle_units_;
+    relink_unit(u, 0);
+  }
+}
+
+// `tasks` of block b's slots were collected: its unit's idle blocks are no longer crowded
+// once it has nothing in flight.
+void LaneRings::unit_unloaded(std::uint32_t b, std::uint32_t tasks) {
+  const std::uint32_t u = blocks_[b].unit;
+  unit_load_[u] -= tasks;
+  if (unit_load_[u] == 0) {
+    ++idle_units_;
+    relink_unit(u, crowded_);
+  }
 }
 
 void LaneRings::relink(std::uint32_t b) {
@@ -81,7 +154,9 @@ void LaneRings::relink(std::uint32_t b) {
 std::uint32_t LaneRings::pick_block() const {
   // The standby block polls its ring all the time: a task there starts first.
   if (options_.standby && blocks_[0].level == 0) return 0;
-  for (std::uint32_t d = 0; d < depth_; ++d) {
+  if (heads_[0] != kNil) return heads_[0];
+  if (heads_[crowded_] != kNil) return heads_[crowded_];
+  for (std::uint32_t d = 1; d < depth_; ++d) {
     if (heads_[d] != kNil) return heads_[d];
   }
   return kNil;  // unreachable while free_capacity_ > 0
@@ -168,6 +243,7 @@ std::uint32_t LaneRings::reserve_slot(std::uint32_t b, Clock::time_point now) {
   ++bm.loaded;
   bm.load_slot = next_slot(bm.load_slot);
   ++unresolved_;
+  unit_loaded(b);
   relink(b);
   activate(b);
   return j;
@@ -228,7 +304,7 @@ std::size_t LaneRings::collect(Outbox& outbox, Clock::time_point now) {
 std::size_t LaneRings::collect_block(Outbox& outbox, std::uint32_t b, Clock::time_point now) {
   BlockMeta& bm = blocks_[b];
   std::size_t ended = 0;
-  bool changed = false;
+  std::uint32_t freed = 0;
   while (bm.collected != bm.loaded) {
     const std::uint32_t j = bm.collect_slot;
     // acquire: pairs with the block's release store of FINISHED; status and results are
@@ -252,11 +328,12 @@ std::size_t LaneRings::collect_block(Outbox& outbox, std::uint32_t b, Clock::tim
     state_word(states(b), j).store(word(SlotState::idle), std::memory_order_relaxed);
     ++bm.collected;
     bm.collect_slot = next_slot(j);
-    changed = true;
+    ++freed;
   }
   const std::size_t overdue = give_up_overdue(outbox, bm, b, now);
   ended += overdue;
-  if (changed || overdue > 0) relink(b);
+  if (freed > 0) unit_unloaded(b, freed);
+  if (freed > 0 || overdue > 0) relink(b);
   return ended;
 }
 
@@ -299,6 +376,9 @@ std::size_t LaneRings::fail_in_flight(Outbox& outbox) {
   }
   active_.clear();
   unresolved_ = 0;
+  std::fill(unit_load_.begin(), unit_load_.end(), 0);
+  idle_units_ = unit_load_.size();
+  relink_all();
   return n;
 }
 

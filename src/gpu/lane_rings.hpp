@@ -4,10 +4,12 @@
 // blocks (detail/slot.hpp: IDLE -> READY by the lane, READY -> FINISHED by the block,
 // FINISHED -> IDLE by the lane; EXIT at shutdown).
 //
-// Loading: a task goes to a block of the lowest level (fewest tasks in flight), so a batch
-// spreads over idle blocks first and only then queues behind another task in a ring; a lane's
-// standby block (its first) is picked before any other while it is idle. Collecting: slots
-// are collected in ring order, as the block runs them.
+// Loading: a task goes to an idle block on an idle unit (an SM with nothing in flight: blocks
+// that share an SM share its cores), then to an idle block on a busy unit, then to the block
+// with the fewest tasks in flight; so a batch spreads over SMs first, then over blocks, and
+// only then queues behind another task in a ring. A lane's standby block (its first) is
+// picked before any other while it and its unit are idle. Collecting: slots are collected in
+// ring order, as the block runs them.
 #pragma once
 
 #include <chrono>
@@ -53,8 +55,18 @@ class LaneRings {
   [[nodiscard]] std::size_t free_capacity() const noexcept { return free_capacity_; }
   /// Blocks that can take a task.
   [[nodiscard]] std::size_t listed() const noexcept { return listed_; }
-  /// Blocks with nothing in flight.
-  [[nodiscard]] std::size_t idle_blocks() const noexcept { return level_size_[0]; }
+  /// Units (SMs) of the lane's blocks.
+  [[nodiscard]] std::size_t num_units() const noexcept { return unit_load_.size(); }
+  /// Units with nothing in flight in any of their blocks.
+  [[nodiscard]] std::size_t idle_units() const noexcept { return idle_units_; }
+
+  /// Which unit each block is on (`units[b]` for block first_block() + b; equal ids: one
+  /// unit). Only while nothing is in flight. Until it is called every block is a unit of its
+  /// own.
+  void set_units(const std::uint32_t* units);
+  /// A paused pool's blocks start again at slot 0 of their rings: only while nothing is in
+  /// flight.
+  void restart_rings();
   /// Blocks with tasks in flight.
   [[nodiscard]] std::size_t active_blocks() const noexcept { return active_.size(); }
   /// Tasks in flight not yet delivered (lost ones are delivered).
@@ -93,7 +105,9 @@ class LaneRings {
     std::uint32_t load_slot = 0;
     std::uint32_t collect_slot = 0;
     std::uint32_t lost = 0;      // slots of the ring whose task the watchdog gave up on
-    std::uint32_t level = kNil;  // the free-slot list it is in (= in flight), kNil: none
+    std::uint32_t level = kNil;  // the free-slot list it is in (see link), kNil: none
+    std::uint32_t room = 0;      // its free slots, as counted in free_capacity_ while listed
+    std::uint32_t unit = 0;      // its unit (an index into unit_load_)
     std::uint32_t prev = kNil, next = kNil;
     std::uint32_t active_at = kNil;  // index in active_, kNil: nothing in flight
     Clock::time_point idle_since{};  // when its ring last became empty (or the epoch)
@@ -103,6 +117,10 @@ class LaneRings {
   WEFT_LANE_INLINE void unlink(std::uint32_t b);
   WEFT_LANE_INLINE void link(std::uint32_t b);
   WEFT_LANE_INLINE void relink(std::uint32_t b);
+  WEFT_LANE_INLINE void unit_loaded(std::uint32_t b);
+  WEFT_LANE_INLINE void unit_unloaded(std::uint32_t b, std::uint32_t tasks);
+  void relink_unit(std::uint32_t unit, std::uint32_t from_level);
+  void relink_all();
   [[nodiscard]] WEFT_LANE_INLINE std::uint32_t pick_block() const;
   WEFT_LANE_INLINE void activate(std::uint32_t b);
   WEFT_LANE_INLINE void deactivate(std::uint32_t b);
@@ -135,9 +153,17 @@ class LaneRings {
   Watchdog& watchdog_;
   std::vector<BlockMeta> blocks_;
   std::vector<SlotMeta> meta_;  // block * depth + slot
-  // Loadable blocks by how many tasks they have in flight: heads_[d] starts the list of level d.
+  // Loadable blocks by list (see link): heads_[d] starts list d; level_size_[d] counts it.
   std::vector<std::uint32_t> heads_;
-  std::vector<std::uint32_t> level_size_;  // blocks in each list
+  std::vector<std::uint32_t> level_size_;
+  // The crowded list's index: idle blocks on a busy unit (after level 0, before level 1).
+  std::uint32_t crowded_;
+  // Per unit: tasks in flight in its blocks; its blocks, unit u's at
+  // unit_blocks_[unit_first_[u] .. unit_first_[u + 1]).
+  std::vector<std::uint32_t> unit_load_;
+  std::vector<std::uint32_t> unit_first_;
+  std::vector<std::uint32_t> unit_blocks_;
+  std::size_t idle_units_ = 0;
   std::size_t listed_ = 0;
   std::size_t free_capacity_ = 0;
   std::vector<std::uint32_t> active_;  // blocks with tasks in flight

@@ -269,4 +269,24 @@ bool LoneTaskMailbox::close_for_shutdown() {
   return lost;
 }
 
+bool LoneTaskMailbox::close_for_pause() {
+  if (box_ == nullptr) return true;
+  std::uint32_t expected = kFree;
+  // acquire: pairs with the last collector's release store of FREE (the result was read).
+  if (!state_.compare_exchange_strong(expected, kClosed, std::memory_order_acquire, rx)) {
+    return false;
+  }
+  const std::uint32_t use = use_.load(rx) + 1;  // relaxed: only pushers holding FILLING write it
+  use_.store(use, rx);
+  mailbox_write_exit(box_, use);
+  return true;
+}
+
+void LoneTaskMailbox::reopen_after_pause() {
+  if (box_ == nullptr) return;
+  if (use_.load(rx) == ~std::uint32_t{0}) use_.store(0, rx);  // relaxed: nobody pushes to it
+  // release: the use above is visible to the pusher whose acquire CAS takes FREE.
+  state_.store(kFree, std::memory_order_release);
+}
+
 }  // namespace weft::gpu::detail

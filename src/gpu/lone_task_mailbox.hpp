@@ -18,6 +18,7 @@
 //   COLLECTING --collector (release, result read)--> FREE
 //   COLLECTING --lane, deadline passed (delivered timed_out)--> LOST --result back--> FREE
 //   FREE, LOST --failure or shutdown--> CLOSED; IN_FLIGHT --failure--> delivered, CLOSED
+//   FREE --pause (its lane)--> CLOSED --resume--> FREE
 //
 // FILLING is never seen at shutdown or failure: pushers fill under their input shard's lock,
 // which the input queue's close() takes. Whoever wins the CAS to COLLECTING delivers the task:
@@ -96,6 +97,13 @@ class LoneTaskMailbox {
   /// Shutdown, after the lanes stopped: the server's EXIT request. Returns whether a timed-out
   /// task was still running in it (its block is then abandoned).
   bool close_for_shutdown();
+  /// Pause (its lane, with the pool's input held back): closes it if it is free, so that no
+  /// push takes it, and writes the server's EXIT request. Returns false while it holds a task
+  /// (the lane delivers it first, then calls again); true with no mailbox at all.
+  bool close_for_pause();
+  /// Resume, the blocks started again with the mailbox memory zeroed (use 0): free again, at
+  /// a next use that is not 0 (the new server takes 0 as served).
+  void reopen_after_pause();
 
   // ---- statistics (relaxed) ----
   [[nodiscard]] std::uint64_t tasks() const noexcept { return tasks_.load(rx); }

@@ -56,12 +56,16 @@ Scheduler::Impl::Impl(std::unique_ptr<BlockRuntime> blocks, std::size_t capacity
   ring_options.ring_after = config_.ring_after;
   ring_options.count_origin = config_.count_origin;
   lanes_.reserve(lanes);
+  // Each lane owns whole units (SMs) where the blocks come a whole number per unit: a lane
+  // spreads a batch over its own units only.
+  const std::size_t grain = std::clamp<std::size_t>(blocks_->blocks_per_unit(), 1, n / lanes);
+  const std::size_t grains = (n + grain - 1) / grain;
+  auto lane_start = [&](std::size_t k) { return std::min(n, k * grains / lanes * grain); };
   for (std::size_t k = 0; k < lanes; ++k) {
-    const std::size_t first = k * n / lanes;
-    const std::size_t count = (k + 1) * n / lanes - first;
+    const std::size_t first = lane_start(k);
+    const std::size_t count = (k + 1 == lanes ? n : lane_start(k + 1)) - first;
     auto lane = std::make_unique<Lane>(layout_, first, count, ring_options, watchdog_,
                                        output_queues, capacity, input_.entry_stride());
-    lane->idle_blocks.store(count, std::memory_order_relaxed);  // relaxed: before the threads
     lane->index = k;
     lane->cursor = k;  // lanes start their sweeps of the input shards at different shards
     lanes_.push_back(std::move(lane));
@@ -76,8 +80,20 @@ Scheduler::Impl::Impl(std::unique_ptr<BlockRuntime> blocks, std::size_t capacity
     for (const auto& lane : lanes_) standby.push_back(lane->rings.first_block());
     blocks_->set_standby(standby);
   }
-  blocks_->start();
+  start_blocks();
   for (auto& lane : lanes_) lane->thread = std::thread([this, l = lane.get()] { lane_main(*l); });
+}
+
+// Starts the blocks and tells each lane which of its blocks share a unit (the placement may
+// differ from one launch to the next). Only while no lane runs or every lane is parked.
+void Scheduler::Impl::start_blocks() {
+  blocks_->start();
+  const std::vector<std::uint32_t> units = blocks_->block_units();
+  for (auto& lane : lanes_) {
+    lane->rings.set_units(units.data() + lane->rings.first_block());
+    // relaxed: published to the lanes by their start (thread creation or the resume's lock).
+    lane->idle_units.store(lane->rings.idle_units(), std::memory_order_relaxed);
+  }
 }
 
 // ---- checks and callbacks ----
@@ -243,7 +259,7 @@ std::size_t Scheduler::Impl::push_fifo(std::size_t home, const unsigned char* re
 }
 
 // After tasks were queued: wakes a sleeping lane unless the shard's home lane takes them
-// itself (the other lanes leave them to it, and it is awake with an idle block for each).
+// itself (the other lanes leave them to it, and it is awake with an idle unit for each).
 void Scheduler::Impl::wake_lanes_after_push(std::size_t home, std::size_t queued,
                                             std::size_t count) {
   if (input_.fifo() && home_takes(home, queued)) return;
@@ -406,6 +422,11 @@ std::uint64_t Scheduler::Impl::pending() const {
 }
 
 void Scheduler::Impl::synchronize() {
+  if (paused_flag_.load(std::memory_order_relaxed) && pending() != 0) {  // relaxed: a snapshot
+    throw InvalidState("weft::gpu::Pool::synchronize: the pool is paused with " +
+                       std::to_string(pending()) +
+                       " task(s) not yet delivered; they run after resume()");
+  }
   std::unique_lock<std::mutex> lock(idle_mutex_);
   // seq_cst: pairs with finish_pending (it counts deliveries, then looks for waiters; this
   // counts itself a waiter, then looks at the deliveries).
@@ -512,6 +533,9 @@ void Scheduler::no_more_tasks() {
   impl_->wake_all_outputs();
 }
 void Scheduler::synchronize() { impl_->synchronize(); }
+void Scheduler::pause() { impl_->pause(); }
+void Scheduler::resume() { impl_->resume(); }
+bool Scheduler::paused() const { return impl_->paused(); }
 void Scheduler::shutdown() { impl_->shutdown(); }
 PoolStats Scheduler::stats() const { return impl_->stats(); }
 std::string Scheduler::describe() const { return impl_->blocks_ ? impl_->blocks_->describe() : ""; }

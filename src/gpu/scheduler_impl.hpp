@@ -47,9 +47,9 @@ struct Scheduler::Impl {
     Outbox outbox;
     RecordBuffer batch;  // taken from the input queue, not yet loaded
     std::thread thread;
-    // rings.idle_blocks() as the other lanes see it (written by this lane once per round when
+    // rings.idle_units() as the other lanes see it (written by this lane once per round when
     // it changed; on a line of its own, since the others read it when they take input).
-    alignas(64) std::atomic<std::size_t> idle_blocks{0};
+    alignas(64) std::atomic<std::size_t> idle_units{0};
     // The lane sleeps (on in_cv_, or between polls of long tasks): the other lanes take even a
     // lone task from the shards it is home to (see take_batch).
     std::atomic<bool> napping{false};
@@ -73,6 +73,10 @@ struct Scheduler::Impl {
   std::size_t pop_batch(unsigned char* records, std::size_t max, std::size_t out);
   void synchronize();
   void shutdown();
+  // (pause.cpp)
+  void pause();
+  void resume();
+  [[nodiscard]] bool paused() const;
   [[nodiscard]] PoolStats stats() const;
 
   void check_out(std::size_t out, const char* who) const;
@@ -105,7 +109,11 @@ struct Scheduler::Impl {
   bool home_takes(std::size_t shard, std::size_t size) const;
   bool left_to_home(const Lane& lane, std::size_t shard, std::size_t size) const;
   [[nodiscard]] bool input_for(const Lane& lane) const;
-  static void publish_idle_blocks(Lane& lane);
+  static void publish_idle_units(Lane& lane);
+  void start_blocks();
+  bool park_if_drained(Lane& lane);
+  void unpark_lanes();
+  void throw_if_stopped_or_failed(const char* who);
   void flush(Lane& lane, std::size_t ended);
   void finish_pending(Lane& lane, std::size_t n);
   std::size_t cancel_queued(Lane& lane);
@@ -180,6 +188,14 @@ struct Scheduler::Impl {
   alignas(64) std::mutex idle_mutex_;
   std::condition_variable idle_cv_;           // synchronize() waits here for pending() == 0
   std::atomic<std::size_t> sync_waiters_{0};  // threads in synchronize()
+
+  // Pausing (pause.cpp). Lanes read pause_requested_ every round.
+  alignas(64) std::atomic<bool> pause_requested_{false};  // lanes take nothing, then park
+  std::atomic<bool> paused_flag_{false};                  // paused() and synchronize's check
+  std::mutex pause_mutex_;                                // one pause() or resume() at a time
+  bool paused_ = false;                                   // under pause_mutex_
+  std::size_t parked_lanes_ = 0;                          // under in_mutex_
+  std::condition_variable parked_cv_;                     // pause() waits for every lane here
 
   // Rare: failures, lanes going to sleep.
   alignas(64) mutable std::mutex failure_mutex_;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <set>
 #include <string>
@@ -137,7 +138,30 @@ struct WriteHost {  // the last task thread writes `value` to host memory, then 
   }
 };
 
-using Types = TaskTypes<Double, Saxpy, WhereAmI, BlockSum, WaitForHost, GatedWhere, WriteHost>;
+struct OnWhichSm {  // reports the SM that ran it, after every task thread worked for work_ns
+  static constexpr std::uint32_t kId = 8;
+  struct Payload {
+    unsigned long long work_ns;
+    unsigned sm;
+  };
+  WEFT_HD static void run(Payload& p, const BlockContext& b) {
+#if defined(__CUDA_ARCH__)
+    const unsigned long long t0 = weft::gpu::detail::global_ns();
+    float x = 1.0f + static_cast<float>(b.thread()) * 1e-7f;
+    while (weft::gpu::detail::global_ns() - t0 < p.work_ns) {
+      for (int i = 0; i < 64; ++i) x = fmaf(x, 0.999f, 1e-7f);
+    }
+    if (x == 12345.0f) p.work_ns = 0;  // keeps the arithmetic; never true
+    if (b.thread() == 0) asm volatile("mov.u32 %0, %%smid;" : "=r"(p.sm));
+#else
+    (void)b;
+    p.sm = 0;
+#endif
+  }
+};
+
+using Types =
+    TaskTypes<Double, Saxpy, WhereAmI, BlockSum, WaitForHost, GatedWhere, WriteHost, OnWhichSm>;
 constexpr std::size_t kCap = 64;
 using GpuPool = Pool<Types, kCap>;
 
@@ -435,6 +459,75 @@ TEST(GpuPool, EveryGpuServesTasks) {
     EXPECT_GE(*blocks.rbegin(), first_of_last_gpu) << "the last GPU ran nothing";
     EXPECT_LT(*blocks.begin(), first_of_last_gpu) << "the first GPU ran nothing";
   }
+}
+
+// A batch of as many equal compute-bound tasks as the GPU has SMs runs one per SM, however
+// the blocks' order was shuffled by the batches before (several blocks share an SM).
+TEST(GpuPool, ABatchOfOneTaskPerSmRunsOnePerSm) {
+  REQUIRE_GPU();
+  PoolOptions o = device_options();
+  o.devices = {0};
+  GpuPool pool(o);
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  const auto sms = static_cast<std::size_t>(prop.multiProcessorCount);
+  ASSERT_GE(pool.num_blocks(), 2 * sms) << pool.describe();  // several blocks per SM
+  for (int round = 0; round < 5; ++round) {
+    std::vector<GpuPool::Record> batch(sms, GpuPool::Record::make<OnWhichSm>({200'000, ~0u}));
+    pool.push_batch(batch, 0);
+    std::multiset<unsigned> on;
+    for (std::size_t k = 0; k < sms; ++k) {
+      const auto r = pool.pop(0);
+      ASSERT_TRUE(r.ok());
+      on.insert(r.as<OnWhichSm>().sm);
+    }
+    EXPECT_EQ(std::set<unsigned>(on.begin(), on.end()).size(), sms)
+        << "round " << round << ": " << sms << " tasks ran on fewer SMs";
+  }
+}
+
+__global__ void add_one(float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] += 1.0f;
+}
+
+// While paused, the pool's kernels are gone: the caller's kernels and cudaDeviceSynchronize
+// run; resume() brings the blocks back, and tasks see what the caller's kernel wrote.
+TEST(GpuPool, APausedPoolLetsOtherKernelsAndDeviceSynchronizeRun) {
+  REQUIRE_GPU();
+  constexpr int n = 1 << 16;
+  float* x = nullptr;
+  float* y = nullptr;
+  ASSERT_EQ(cudaMalloc(&x, n * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&y, n * sizeof(float)), cudaSuccess);
+  const std::vector<float> ones(n, 1.0f);
+  ASSERT_EQ(cudaMemcpy(x, ones.data(), n * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(y, 0, n * sizeof(float)), cudaSuccess);
+  {
+    GpuPool pool(device_options());
+    for (int phase = 0; phase < 3; ++phase) {
+      pool.push<Saxpy>({2.0f, n, x, y}, 0);  // y += 2x: through the pool
+      ASSERT_TRUE(pool.pop(0).ok());
+      pool.pause();
+      ASSERT_TRUE(pool.paused());
+      add_one<<<n / 256, 256>>>(y, n);  // y += 1: a kernel of the caller's own
+      // In a thread of its own, so that a hang is a failure, not a stuck test.
+      auto synced = std::async(std::launch::async, [] { return cudaDeviceSynchronize(); });
+      ASSERT_EQ(synced.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+          << "cudaDeviceSynchronize did not return while the pool was paused";
+      ASSERT_EQ(synced.get(), cudaSuccess);
+      pool.resume();
+      // A lone task (the mailbox) and a batch (the rings) both run after the resume.
+      const auto d = pool.submit(GpuPool::Record::make<Double>({21, 0})).get();
+      ASSERT_TRUE(d.ok());
+      EXPECT_EQ(d.as<Double>().result, 42u);
+    }
+  }
+  std::vector<float> got(n);
+  ASSERT_EQ(cudaMemcpy(got.data(), y, n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (int i = 0; i < n; i += 997) ASSERT_EQ(got[i], 9.0f) << "element " << i;  // 3 x (2 + 1)
+  cudaFree(x);
+  cudaFree(y);
 }
 
 TEST(GpuPool, BadDeviceOptionsAreRejected) {

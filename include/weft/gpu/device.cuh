@@ -286,6 +286,49 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
   }
 }
 
+// Placement (warp 0 of every block, before anything else): the ring a block serves is its
+// rank among the launch's ring blocks ordered by (SM, block index), so that the rings of one
+// SM are adjacent and a scheduler lane, which owns a contiguous range of rings, owns whole
+// SMs; then it tells the host its SM. Every block of the launch is co-resident (the pool
+// launches no more than fit), so the wait for all of them ends. Returns the ring (this GPU's
+// numbering), or -1 for the mailbox's block.
+__device__ inline int place_block(const ResidentArgs& a) {
+  const unsigned lane = threadIdx.x;  // warp 0
+  const int me = static_cast<int>(blockIdx.x);
+  const int blocks = static_cast<int>(gridDim.x);
+  unsigned smid = 0;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  cuda::atomic_ref<int, cuda::thread_scope_device> arrived(a.placement[blocks]);
+  if (lane == 0) {
+    // relaxed: published by the release increment below.
+    cuda::atomic_ref<int, cuda::thread_scope_device>(a.placement[me]).store(
+        static_cast<int>(smid), cuda::memory_order_relaxed);
+    // release: pairs with the other blocks' acquire loads of the count; every block's SM is
+    // visible to a block that reads the full count (the increments form one release sequence).
+    arrived.fetch_add(1, cuda::memory_order_release);
+    // acquire: see above.
+    while (arrived.load(cuda::memory_order_acquire) < blocks) __nanosleep(256);
+  }
+  __syncwarp();  // lane 0's acquire happens before the other lanes' loads below
+  if (me == a.mailbox_block) return -1;
+  int before = 0;
+  for (int j = static_cast<int>(lane); j < blocks; j += 32) {
+    if (j == a.mailbox_block) continue;
+    // relaxed: made visible by lane 0's acquire above.
+    const int s =
+        cuda::atomic_ref<int, cuda::thread_scope_device>(a.placement[j]).load(cuda::memory_order_relaxed);
+    if (s < static_cast<int>(smid) || (s == static_cast<int>(smid) && j < me)) ++before;
+  }
+  const int ring = __reduce_add_sync(0xFFFFFFFFu, before);
+  if (lane == 0 && a.ring_sms != nullptr) {
+    // release, system scope: pairs with the host's acquire loads while it waits for every
+    // block's report.
+    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(a.ring_sms[ring]).store(
+        smid, cuda::memory_order_release);
+  }
+  return ring;
+}
+
 // Warp 0: loads runs of READY slots into shared memory and hands them to the task threads, in
 // ring order, until it reads EXIT.
 template <std::uint32_t kWords>
@@ -557,13 +600,19 @@ __global__ void resident_kernel(ResidentArgs a) {
   auto* payloads = reinterpret_cast<uint4*>(shared);          // slot j: kWords words at j*kWords
   unsigned char* task_shared = shared + depth * kWords * 16;  // the types' own space
   __shared__ BlockShared sh;
+  __shared__ int placed;  // the ring this block serves (place_block)
 
+  if (threadIdx.x < 32) {
+    const int ring = place_block(a);
+    if (threadIdx.x == 0) placed = ring;
+  }
+  __syncthreads();  // the ring is known to every thread
   if (static_cast<int>(blockIdx.x) == a.mailbox_block) {
     // Its index for the task: one past the pool's ring blocks (it is the last GPU's last).
     mailbox_loop<Types, Capacity>(a, payloads, task_shared, a.first_block + a.mailbox_block);
     return;
   }
-  const int block = a.first_block + static_cast<int>(blockIdx.x);
+  const int block = a.first_block + placed;
   unsigned char* ring =
       static_cast<unsigned char*>(a.rings) + static_cast<std::size_t>(block) * a.ring_stride;
   auto* states = reinterpret_cast<std::uint32_t*>(ring);
@@ -575,10 +624,10 @@ __global__ void resident_kernel(ResidentArgs a) {
     }
     mbar_init(&sh.quit, 1);  // task thread 0
   }
-  __syncthreads();  // the mbarriers are initialised; the only block-wide barrier
+  __syncthreads();  // the mbarriers are initialised (the last block-wide barrier)
   if (threadIdx.x < 32) {
     load_loop<kWords>(sh, payloads, states, ring, a, threads,
-                      a.standby != nullptr && a.standby[blockIdx.x] != 0);
+                      a.standby != nullptr && a.standby[placed] != 0);
     return;
   }
   if (threadIdx.x < kRoleThreads) {

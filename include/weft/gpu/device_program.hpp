@@ -18,9 +18,15 @@ struct ResidentArgs {
   void* idle = nullptr;                 // this GPU's DeviceIdle (device memory, zeroed, watcher -1)
   unsigned long long* polls = nullptr;  // per block: reads of host memory (device memory)
   unsigned long long warm_idle_ns = 0;  // a block idle this long stops polling its slot
-  // Per block of this GPU (device memory; null: none): 1 for a standby block, which never
+  // Per ring of this GPU (device memory; null: none): 1 for a standby block, which never
   // goes into deep idle and polls its ring with a short back-off (single-task latency).
   const unsigned char* standby = nullptr;
+  // Placement (docs/gpu.md "Placement"): each block's SM, then a count of the blocks that
+  // wrote theirs (device memory, blocks + 1 ints, zeroed before the launch); and, per ring
+  // of this GPU, the SM of the block serving it, written once by that block (mapped host
+  // memory, all ones before the launch).
+  int* placement = nullptr;
+  std::uint32_t* ring_sms = nullptr;
   bool watchdog = false;  // FINISHED by CAS (an EXIT stored over a lost task must stay)
   // The lone-task mailbox (detail/mailbox_record.hpp; mapped host memory; null: none) and the block
   // of this launch that serves it instead of a ring (-1: none): the last block of the last

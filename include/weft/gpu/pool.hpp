@@ -179,7 +179,23 @@ class Pool {
   /// a queue with nothing unfinished throw instead of waiting forever.
   void no_more_tasks() { core_.no_more_tasks(); }
   /// Waits until every task pushed so far has been delivered (to a queue, future or callback).
+  /// Throws weft::InvalidState on a paused pool with tasks not yet delivered (they wait for
+  /// resume()).
   void synchronize() { core_.synchronize(); }
+
+  /// Lets the GPU go, keeping the pool: waits until every task pushed so far has been
+  /// delivered, then the resident kernels exit, so that other GPU work (cuBLAS, cuSOLVER, the
+  /// caller's kernels, cudaDeviceSynchronize) runs while the pool is paused (docs/gpu.md
+  /// "Pausing"). Pushes go on being accepted and wait in the queue; pop() waits for them
+  /// (another thread must resume()). Idempotent; not from a push_then callback. Throws
+  /// weft::ShutDown after shutdown, weft::Error when the blocks failed. A task the watchdog
+  /// gave up on must end before the pause completes.
+  void pause() { core_.pause(); }
+  /// Launches the resident kernels again (a few hundred microseconds) and lets queued tasks
+  /// run. Idempotent. Throws like pause(), or weft::Error when the blocks cannot start (other
+  /// work occupies the GPU for longer than a minute); the pool then stays paused.
+  void resume() { core_.resume(); }
+  [[nodiscard]] bool paused() const { return core_.paused(); }
 
   /// Slots of all blocks (num_blocks() x ring_depth()).
   [[nodiscard]] std::size_t num_slots() const { return core_.num_slots(); }

@@ -27,10 +27,23 @@ class BlockRuntime {
   /// wait, so that a task loaded into one starts within a poll period (the device backend;
   /// host blocks poll their slot with a short sleep anyway).
   virtual void set_standby(const std::vector<std::size_t>& blocks) { (void)blocks; }
-  /// Starts the blocks (launches the resident kernels / starts the threads).
+  /// Starts the blocks (launches the resident kernels / starts the threads), with every slot
+  /// IDLE and the mailbox at use 0; returns once block_units() is known. After join() (every
+  /// slot EXIT, the blocks returned: a paused pool) it may be called again.
   virtual void start() = 0;
   /// After every slot was set to EXIT: waits for the blocks to return.
   virtual void join() = 0;
+  /// Per block, after start(): the unit it shares with other blocks (its SM on the device
+  /// backend; every host block is a unit of its own). A scheduler lane spreads a batch over
+  /// its units before it puts two tasks on one (docs/gpu.md "Placement").
+  [[nodiscard]] virtual std::vector<std::uint32_t> block_units() const {
+    std::vector<std::uint32_t> units(num_blocks());
+    for (std::size_t b = 0; b < units.size(); ++b) units[b] = static_cast<std::uint32_t>(b);
+    return units;
+  }
+  /// Blocks per unit where they are alike (the lanes' ranges are whole multiples of it, so
+  /// that a lane owns whole units).
+  [[nodiscard]] virtual std::size_t blocks_per_unit() const noexcept { return 1; }
   /// Empty while the blocks are healthy; else what failed (a kernel that trapped or faulted).
   virtual std::string failure() = 0;
   /// After a lane loaded a batch of slots (READY or EXIT): the device backend rings the

@@ -56,6 +56,9 @@ class PoolCore {
   [[nodiscard]] std::size_t unfinished(std::size_t out) const { return scheduler_.unfinished(out); }
   void no_more_tasks() { scheduler_.no_more_tasks(); }
   void synchronize() { scheduler_.synchronize(); }
+  void pause() { scheduler_.pause(); }
+  void resume() { scheduler_.resume(); }
+  [[nodiscard]] bool paused() const { return scheduler_.paused(); }
   void shutdown() { scheduler_.shutdown(); }
 
   [[nodiscard]] PoolStats stats() const { return scheduler_.stats(); }

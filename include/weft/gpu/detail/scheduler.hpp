@@ -71,6 +71,10 @@ class Scheduler {
   [[nodiscard]] std::size_t unfinished(std::size_t out) const;
   void no_more_tasks();
   void synchronize();
+  /// Pool::pause(), Pool::resume(), Pool::paused() (docs/gpu.md "Pausing").
+  void pause();
+  void resume();
+  [[nodiscard]] bool paused() const;
   /// Tasks not yet in a slot are cancelled, tasks in slots finish (or time out), the blocks
   /// exit and the lanes join. Idempotent.
   void shutdown();
