@@ -62,6 +62,9 @@ void Scheduler::Impl::lane_main(Lane& lane) {
     timer.begin(lane.rings.active_blocks());
     const std::size_t ended =
         lane.rings.collect(lane.outbox, now) + mailbox_round(lane, now, false);
+    // Before the deliveries: a thread that pops this round's last task and pushes a batch
+    // finds this lane's units idle.
+    if (ended > 0) publish_idle(lane);
     timer.mark(Phase::collect);
     flush(lane, ended);
     timer.mark(Phase::deliver);
@@ -105,7 +108,7 @@ void Scheduler::Impl::lane_main(Lane& lane) {
     }
     lane.rings.load(lane.batch, now, whole_rings);
     if (lane.rings.take_doorbell()) blocks_->after_loads();
-    publish_idle_units(lane);
+    publish_idle(lane);
     wake_for_own_shards(lane);
     timer.mark(Phase::load);
     const std::size_t loaded = lane.batch.size();
@@ -146,12 +149,15 @@ void Scheduler::Impl::lane_main(Lane& lane) {
 
 // ---- taking input ----
 
-bool Scheduler::Impl::others_mostly_idle(const Lane& lane) const {
+// Whether another lane has most of its units (or blocks) idle.
+bool Scheduler::Impl::others_mostly_idle(const Lane& lane, bool by_units) const {
   for (const auto& other : lanes_) {
     if (other.get() == &lane) continue;
     // relaxed: a hint for how much to take (see Lane::idle_units).
-    const std::size_t idle = other->idle_units.load(std::memory_order_relaxed);
-    if (idle > 0 && 2 * idle >= other->rings.num_units()) return true;
+    const std::size_t idle = (by_units ? other->idle_units : other->idle_blocks)
+                                 .load(std::memory_order_relaxed);
+    const std::size_t all = by_units ? other->rings.num_units() : other->rings.num_blocks();
+    if (idle > 0 && 2 * idle >= all) return true;
   }
   return false;
 }
@@ -204,11 +210,15 @@ void Scheduler::Impl::wake_for_own_shards(const Lane& lane) {
 }
 
 // Tells the other lanes how many of this lane's blocks are idle.
-void Scheduler::Impl::publish_idle_units(Lane& lane) {
-  const std::size_t idle = lane.rings.idle_units();
-  // relaxed: a hint (see Lane::idle_units); written only when it changes.
-  if (lane.idle_units.load(std::memory_order_relaxed) != idle) {
-    lane.idle_units.store(idle, std::memory_order_relaxed);
+void Scheduler::Impl::publish_idle(Lane& lane) {
+  // relaxed: hints (see Lane::idle_units); written only when they change.
+  const std::size_t units = lane.rings.idle_units();
+  if (lane.idle_units.load(std::memory_order_relaxed) != units) {
+    lane.idle_units.store(units, std::memory_order_relaxed);
+  }
+  const std::size_t blocks = lane.rings.idle_blocks();
+  if (lane.idle_blocks.load(std::memory_order_relaxed) != blocks) {
+    lane.idle_blocks.store(blocks, std::memory_order_relaxed);
   }
 }
 
@@ -216,11 +226,19 @@ void Scheduler::Impl::publish_idle_units(Lane& lane) {
 // `to_load`: the entries go into slots (not to cancellation), so they are spread.
 bool Scheduler::Impl::take_batch(Lane& lane, std::size_t max, bool to_load) {
   // While another lane has most of its units idle (it may be asleep, and the push that queued
-  // these tasks woke it, or busy elsewhere for a moment), put nothing on a busy unit:
-  // this lane fills its own idle units (SMs) and leaves the rest to the others, so a batch
-  // spreads over the SMs of every lane. (Any idle unit at all would be too strict: under steady
-  // load some lane always has a few, and rings would never fill.)
-  if (to_load && others_mostly_idle(lane)) max = std::min(max, lane.rings.idle_units());
+  // these tasks woke it, or busy elsewhere for a moment), put nothing on a busy unit: this
+  // lane fills its own idle units (SMs) and leaves the rest to the others, so a batch spreads
+  // over the SMs of every lane. Then, while another lane has most of its blocks idle, queue
+  // nothing behind a busy block: the rest of a batch spreads over the blocks of every lane.
+  // (Any idle unit or block at all would be too strict: under steady load some lane always
+  // has a few, and rings would never fill.)
+  if (to_load) {
+    if (others_mostly_idle(lane, true)) {
+      max = std::min(max, lane.rings.idle_units());
+    } else if (others_mostly_idle(lane, false)) {
+      max = std::min(max, lane.rings.idle_blocks());
+    }
+  }
   // A shard holding fewer than kHomeOnlyBelow tasks is left to its home lane while that lane
   // is awake and has an idle unit (SM) for each (docs/decisions/002-gpu-input-queue.md); a
   // backlog is for everyone.

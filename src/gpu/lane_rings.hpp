@@ -59,6 +59,10 @@ class LaneRings {
   [[nodiscard]] std::size_t num_units() const noexcept { return unit_load_.size(); }
   /// Units with nothing in flight in any of their blocks.
   [[nodiscard]] std::size_t idle_units() const noexcept { return idle_units_; }
+  /// Blocks with nothing in flight (on idle units or not).
+  [[nodiscard]] std::size_t idle_blocks() const noexcept {
+    return level_size_[0] + level_size_[crowded_];
+  }
 
   /// Which unit each block is on (`units[b]` for block first_block() + b; equal ids: one
   /// unit). Only while nothing is in flight. Until it is called every block is a unit of its

@@ -18,6 +18,7 @@ void Scheduler::Impl::pause() {
   if (paused_) return;
   throw_if_stopped_or_failed("pause");
   synchronize();
+  bool all_parked = false;
   {
     std::unique_lock<std::mutex> lock(in_mutex_);
     // seq_cst: read by the lanes every round (acquire would do; seq_cst costs nothing here).
@@ -28,8 +29,9 @@ void Scheduler::Impl::pause() {
       return parked_lanes_ == lanes_.size() || stop_flag_.load(std::memory_order_acquire) ||
              blocks_failed_.load(std::memory_order_acquire);
     });
+    all_parked = parked_lanes_ == lanes_.size();
   }
-  if (parked_lanes_ != lanes_.size()) {
+  if (!all_parked) {
     unpark_lanes();
     throw_if_stopped_or_failed("pause");
   }
@@ -72,13 +74,15 @@ void Scheduler::Impl::throw_if_stopped_or_failed(const char* who) {
   }
 }
 
+// Wakes the parked lanes and waits until every one has left its park: a pause that followed
+// at once would otherwise count a lane still parked from this one, which has not set the
+// slots of the blocks launched since to EXIT, and wait for those blocks forever.
 void Scheduler::Impl::unpark_lanes() {
-  {
-    std::lock_guard<std::mutex> lock(in_mutex_);
-    // seq_cst: see pause.
-    pause_requested_.store(false, std::memory_order_seq_cst);
-  }
+  std::unique_lock<std::mutex> lock(in_mutex_);
+  // seq_cst: see pause.
+  pause_requested_.store(false, std::memory_order_seq_cst);
   in_cv_.notify_all();
+  parked_cv_.wait(lock, [&] { return parked_lanes_ == 0; });
 }
 
 // The lane's part of a pause, in a round that took nothing: parks once nothing of its own is
@@ -103,6 +107,7 @@ bool Scheduler::Impl::park_if_drained(Lane& lane) {
            blocks_failed_.load(std::memory_order_acquire);
   });
   --parked_lanes_;
+  parked_cv_.notify_all();  // unpark_lanes waits for every lane to leave
   return true;
 }
 

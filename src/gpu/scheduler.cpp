@@ -93,6 +93,7 @@ void Scheduler::Impl::start_blocks() {
     lane->rings.set_units(units.data() + lane->rings.first_block());
     // relaxed: published to the lanes by their start (thread creation or the resume's lock).
     lane->idle_units.store(lane->rings.idle_units(), std::memory_order_relaxed);
+    lane->idle_blocks.store(lane->rings.idle_blocks(), std::memory_order_relaxed);
   }
 }
 

@@ -47,9 +47,11 @@ struct Scheduler::Impl {
     Outbox outbox;
     RecordBuffer batch;  // taken from the input queue, not yet loaded
     std::thread thread;
-    // rings.idle_units() as the other lanes see it (written by this lane once per round when
-    // it changed; on a line of its own, since the others read it when they take input).
+    // rings.idle_units() and rings.idle_blocks() as the other lanes see them (written by this
+    // lane once per round when they changed; on a line of their own, since the others read
+    // them when they take input).
     alignas(64) std::atomic<std::size_t> idle_units{0};
+    std::atomic<std::size_t> idle_blocks{0};
     // The lane sleeps (on in_cv_, or between polls of long tasks): the other lanes take even a
     // lone task from the shards it is home to (see take_batch).
     std::atomic<bool> napping{false};
@@ -104,12 +106,12 @@ struct Scheduler::Impl {
   // ---- the lanes' threads (lane.cpp) ----
   void lane_main(Lane& lane);
   bool take_batch(Lane& lane, std::size_t max, bool to_load);
-  bool others_mostly_idle(const Lane& lane) const;
+  bool others_mostly_idle(const Lane& lane, bool by_units) const;
   void wake_for_own_shards(const Lane& lane);
   bool home_takes(std::size_t shard, std::size_t size) const;
   bool left_to_home(const Lane& lane, std::size_t shard, std::size_t size) const;
   [[nodiscard]] bool input_for(const Lane& lane) const;
-  static void publish_idle_units(Lane& lane);
+  static void publish_idle(Lane& lane);
   void start_blocks();
   bool park_if_drained(Lane& lane);
   void unpark_lanes();

@@ -1317,6 +1317,28 @@ TEST_P(PausePool, PauseAfterNoMoreTasksIsAllowed) {
   EXPECT_THROW((void)pool.pop(0), ShutDown);
 }
 
+// A pause right after a resume, again and again, with and without work between: each pause
+// ends (the lanes of the pause before have all left their park first). Watched by a thread,
+// so that a hang fails the test instead of stalling it.
+TEST_P(PausePool, APauseRightAfterAResumeEnds) {
+  TestPool pool(pausable_options(GetParam()));
+  auto cycles = std::async(std::launch::async, [&] {
+    for (int i = 0; i < 300; ++i) {
+      pool.pause();
+      pool.resume();
+      if (i % 3 == 0) {
+        pool.push<Small>({static_cast<std::uint32_t>(i), 0}, 0);
+        (void)pool.pop(0);
+      }
+    }
+  });
+  if (cycles.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+    ADD_FAILURE() << "pause() after resume() waited for a minute";
+    std::abort();  // the pool cannot be destroyed while a pause hangs
+  }
+  cycles.get();
+}
+
 // Pushers and poppers run while another thread pauses and resumes the pool again and again:
 // every task is delivered exactly once, and a pause never loses or repeats one. Run under
 // ThreadSanitizer in CI.
