@@ -319,7 +319,7 @@ Outcome fma_throughput(const std::vector<int>& devices, std::uint64_t n, unsigne
 // push_batch, pop until all are back) against one launch + synchronize of the same body as a
 // plain kernel with the same threads per block and shared memory. Each contender's value is
 // the median of `reps` runs, in microseconds; the pool is paused while the kernel runs.
-void pool_vs_launch(Suite& suite, int reps) {
+void pool_vs_launch(Suite& suite, int reps, int blocks_per_sm, const std::string& suffix) {
   cudaDeviceProp prop{};
   WEFT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   const int batch = prop.multiProcessorCount;
@@ -365,6 +365,7 @@ void pool_vs_launch(Suite& suite, int reps) {
   o.program = weft::gpu::device_program<GemmTypes, 32>();
   o.devices = {0};
   o.threads_per_block = kGemmThreads;
+  o.blocks_per_sm = blocks_per_sm;
   GemmPool pool(o);
   std::fprintf(stderr, "[bench] pool_vs_launch_same_body: %d DGEMMs 64x64; pool %s\n", batch,
                pool.describe().c_str());
@@ -408,12 +409,14 @@ void pool_vs_launch(Suite& suite, int reps) {
     }
     return Outcome{median(t), cudaGetLastError() == cudaSuccess && matches(c_kernel)};
   };
-  suite.compare("same_body_batch_per_sm", "us", Better::lower,
+  suite.compare("same_body_batch_per_sm" + suffix, "us", Better::lower,
                 {{"weft", weft_run}, {"launch_sync", launch_run}});
   const Comparison& cmp = suite.comparisons().back();
-  suite.add_metric(Metric{"pool_vs_launch_same_body", "ratio", Better::lower, {cmp.ratio()}});
-  std::fprintf(stderr, "[bench] pool_vs_launch_same_body: pool %.2f us, launch+sync %.2f us: %.3f%s\n",
-               cmp.weft, cmp.peer_value, cmp.ratio(), cmp.verified ? "" : " (UNVERIFIED)");
+  suite.add_metric(
+      Metric{"pool_vs_launch_same_body" + suffix, "ratio", Better::lower, {cmp.ratio()}});
+  std::fprintf(stderr, "[bench] pool_vs_launch_same_body%s: pool %.2f us, launch+sync %.2f us: %.3f%s\n",
+               suffix.c_str(), cmp.weft, cmp.peer_value, cmp.ratio(),
+               cmp.verified ? "" : " (UNVERIFIED)");
   pool.pause();  // (both contenders leave it paused) the frees below synchronize the device
   cudaStreamDestroy(stream);
   cudaFree(a);
@@ -466,7 +469,10 @@ Suite run_gpu_pool_suite(const GpuPoolSuiteOptions& o) {
                  pool->num_lanes());
   }
 
-  pool_vs_launch(suite, o.quick ? 20 : 100);
+  // The pool as it comes (the metric), and with one block per SM (its blocks' shared memory
+  // then leaves the SM more L1 cache).
+  pool_vs_launch(suite, o.quick ? 20 : 100, 0, "");
+  pool_vs_launch(suite, o.quick ? 20 : 100, 1, "_1_block_per_sm");
 
   // Per-task cost, in microseconds, of the same empty tasks as launches.
   cudaStream_t stream;

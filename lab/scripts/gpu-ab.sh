@@ -115,7 +115,7 @@ keys = ["empty_task_ns_batched", "empty_task_ns_single", "latency_p50_us", "late
         "idle_poll_pcie_fraction", "busy_fraction_10us", "busy_fraction_10us_1_block_per_sm",
         "empty_task_ns_lanes_4", "empty_task_ns_lanes_6", "empty_task_ns_lanes_8",
         "empty_task_ns_blocks_per_sm_2", "empty_task_ns_ring_depth_8", "latency_cpu_cores",
-        "pool_vs_launch_same_body"]
+        "pool_vs_launch_same_body", "pool_vs_launch_same_body_1_block_per_sm"]
 runs = []
 for r in range(1, rounds + 1):
     for side in ("old", "new"):

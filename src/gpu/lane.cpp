@@ -90,7 +90,7 @@ void Scheduler::Impl::lane_main(Lane& lane) {
       // A lane with many blocks gives each block it picks its whole free ring, so that a round
       // touches fewer blocks (docs/decisions/003-gpu-ring-loading.md).
       whole_rings = backlog && listed > config_.whole_ring_blocks;
-      stopping = take_batch(lane, want, true);
+      stopping = take_batch(lane, want, true, queued);
     } else {
       // acquire: pairs with shutdown's release store.
       stopping = stop_flag_.load(std::memory_order_acquire);
@@ -223,21 +223,24 @@ void Scheduler::Impl::publish_idle(Lane& lane) {
 }
 
 // Moves up to `max` queued entries into lane.batch. Returns whether the pool is stopping.
-// `to_load`: the entries go into slots (not to cancellation), so they are spread.
-bool Scheduler::Impl::take_batch(Lane& lane, std::size_t max, bool to_load) {
+// `to_load`: the entries go into slots (not to cancellation), so they are spread; `queued`:
+// how many tasks the lane saw queued (a hint).
+bool Scheduler::Impl::take_batch(Lane& lane, std::size_t max, bool to_load, std::size_t queued) {
   // While another lane has most of its units idle (it may be asleep, and the push that queued
-  // these tasks woke it, or busy elsewhere for a moment), put nothing on a busy unit: this
-  // lane fills its own idle units (SMs) and leaves the rest to the others, so a batch spreads
-  // over the SMs of every lane. Then, while another lane has most of its blocks idle, queue
-  // nothing behind a busy block: the rest of a batch spreads over the blocks of every lane.
-  // (Any idle unit or block at all would be too strict: under steady load some lane always
-  // has a few, and rings would never fill.)
+  // these tasks woke it, or busy elsewhere for a moment), this lane takes its share of the
+  // queue by units (SMs), or one task per idle unit of its own if that is more, and leaves the
+  // rest to the others: a batch spreads over the SMs of every lane (as many tasks as SMs: one
+  // per SM). And while another lane has most of its blocks idle, it queues nothing behind a
+  // busy block: the rest spreads over the blocks of every lane. (Any idle unit or block at
+  // all would be too strict: under steady load some lane always has a few, and rings would
+  // never fill.)
   if (to_load) {
     if (others_mostly_idle(lane, true)) {
-      max = std::min(max, lane.rings.idle_units());
-    } else if (others_mostly_idle(lane, false)) {
-      max = std::min(max, lane.rings.idle_blocks());
+      const std::size_t units = lane.rings.num_units();
+      const std::size_t share = (queued * units + total_units_ - 1) / total_units_;
+      max = std::min(max, std::max(lane.rings.idle_units(), share));
     }
+    if (others_mostly_idle(lane, false)) max = std::min(max, lane.rings.idle_blocks());
   }
   // A shard holding fewer than kHomeOnlyBelow tasks is left to its home lane while that lane
   // is awake and has an idle unit (SM) for each (docs/decisions/002-gpu-input-queue.md); a

@@ -105,7 +105,7 @@ struct Scheduler::Impl {
 
   // ---- the lanes' threads (lane.cpp) ----
   void lane_main(Lane& lane);
-  bool take_batch(Lane& lane, std::size_t max, bool to_load);
+  bool take_batch(Lane& lane, std::size_t max, bool to_load, std::size_t queued = 0);
   bool others_mostly_idle(const Lane& lane, bool by_units) const;
   void wake_for_own_shards(const Lane& lane);
   bool home_takes(std::size_t shard, std::size_t size) const;
@@ -166,6 +166,7 @@ struct Scheduler::Impl {
   Watchdog watchdog_;
   InputQueue input_;
   std::vector<std::unique_ptr<Lane>> lanes_;
+  std::size_t total_units_ = 1;  // the lanes' units together (start_blocks)
   std::vector<std::unique_ptr<OutputQueue>> outputs_;
   LoneTaskMailbox mailbox_;
   std::atomic<bool> stop_flag_{false};
