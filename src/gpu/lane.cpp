@@ -62,9 +62,6 @@ void Scheduler::Impl::lane_main(Lane& lane) {
     timer.begin(lane.rings.active_blocks());
     const std::size_t ended =
         lane.rings.collect(lane.outbox, now) + mailbox_round(lane, now, false);
-    // Before the deliveries: a thread that pops this round's last task and pushes a batch
-    // finds this lane's units idle.
-    if (ended > 0) publish_idle(lane);
     timer.mark(Phase::collect);
     flush(lane, ended);
     timer.mark(Phase::deliver);
@@ -226,19 +223,24 @@ void Scheduler::Impl::publish_idle(Lane& lane) {
 // `to_load`: the entries go into slots (not to cancellation), so they are spread; `queued`:
 // how many tasks the lane saw queued (a hint).
 bool Scheduler::Impl::take_batch(Lane& lane, std::size_t max, bool to_load, std::size_t queued) {
-  // While another lane has most of its units idle (it may be asleep, and the push that queued
-  // these tasks woke it, or busy elsewhere for a moment), this lane takes its share of the
-  // queue by units (SMs), or one task per idle unit of its own if that is more, and leaves the
-  // rest to the others: a batch spreads over the SMs of every lane (as many tasks as SMs: one
-  // per SM). And while another lane has most of its blocks idle, it queues nothing behind a
-  // busy block: the rest spreads over the blocks of every lane. (Any idle unit or block at
-  // all would be too strict: under steady load some lane always has a few, and rings would
-  // never fill.)
+  // While another lane has most of its units (SMs) idle (it may be asleep, and the push that
+  // queued these tasks woke it, or busy elsewhere for a moment), and what is queued fits the
+  // idle SMs of all lanes at q tasks each with q no more than the blocks of an SM, this lane
+  // takes q tasks per idle SM of its own and leaves the rest to the others: a batch of as many
+  // tasks as SMs goes one per SM, a larger one spreads evenly. And while another lane has most
+  // of its blocks idle, it queues nothing behind a busy block: a batch spreads over the
+  // blocks of every lane. (Any idle unit or block at all would be too strict: under steady
+  // load some lane always has a few, and rings would never fill.)
   if (to_load) {
     if (others_mostly_idle(lane, true)) {
-      const std::size_t units = lane.rings.num_units();
-      const std::size_t share = (queued * units + total_units_ - 1) / total_units_;
-      max = std::min(max, std::max(lane.rings.idle_units(), share));
+      const std::size_t mine = lane.rings.idle_units();
+      std::size_t idle = mine;
+      for (const auto& other : lanes_) {
+        // relaxed: a hint (see Lane::idle_units).
+        if (other.get() != &lane) idle += other->idle_units.load(std::memory_order_relaxed);
+      }
+      const std::size_t q = idle == 0 ? 0 : (queued + idle - 1) / idle;
+      if (q <= lane.rings.blocks_per_unit()) max = std::min(max, mine * q);
     }
     if (others_mostly_idle(lane, false)) max = std::min(max, lane.rings.idle_blocks());
   }

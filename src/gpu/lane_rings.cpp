@@ -51,13 +51,22 @@ void LaneRings::set_units(const std::uint32_t* units) {
   for (std::size_t i = 0; i < by_id.size(); ++i) {
     if (i == 0 || by_id[i].first != by_id[i - 1].first) {
       unit_first_.push_back(static_cast<std::uint32_t>(unit_blocks_.size()));
+  blocks_per_unit_ = 1;
+  for (std::size_t u = 0; u + 1 < unit_first_.size(); ++u) {
+    blocks_per_unit_ = std::max<std::size_t>(blocks_per_unit_, unit_first_[u + 1] - unit_first_[u]);
+  }
     }
     const std::uint32_t b = by_id[i].second;
     blocks_[b].unit = static_cast<std::uint32_t>(unit_first_.size() - 1);
     unit_blocks_.push_back(b);
   }
   unit_first_.push_back(static_cast<std::uint32_t>(unit_blocks_.size()));
+  blocks_per_unit_ = 1;
+  for (std::size_t u = 0; u + 1 < unit_first_.size(); ++u) {
+    blocks_per_unit_ = std::max<std::size_t>(blocks_per_unit_, unit_first_[u + 1] - unit_first_[u]);
+  }
   unit_load_.assign(unit_first_.size() - 1, 0);
+  crowded_in_unit_.assign(unit_load_.size(), 0);
   idle_units_ = unit_load_.size();
   relink_all();
 }
@@ -83,6 +92,7 @@ void LaneRings::unlink(std::uint32_t b) {
     heads_[m.level] = m.next;
   }
   if (m.next != kNil) blocks_[m.next].prev = m.prev;
+  if (m.level == crowded_) --crowded_in_unit_[m.unit];
   free_capacity_ -= m.room;
   --level_size_[m.level];
   --listed_;
@@ -90,13 +100,16 @@ void LaneRings::unlink(std::uint32_t b) {
 }
 
 // Puts b at the front of its list, if it can take a task: the list of its level (tasks in
-// flight), except that an idle block on a busy unit is in the crowded list.
+// flight), except that an idle block on a busy unit is in the crowded list. (Level 0 may
+// still hold blocks whose unit has become busy since: pick_block moves them when it meets
+// them, so that a unit's first task costs no pass over its blocks.)
 void LaneRings::link(std::uint32_t b) {
   BlockMeta& m = blocks_[b];
   const std::uint32_t in_flight = m.in_flight();
   if (m.lost != 0 || in_flight >= depth_) return;
   const std::uint32_t list = in_flight == 0 && unit_load_[m.unit] != 0 ? crowded_ : in_flight;
   m.level = list;
+  if (list == crowded_) ++crowded_in_unit_[m.unit];
   m.room = depth_ - in_flight;
   m.prev = kNil;
   m.next = heads_[list];
@@ -112,6 +125,7 @@ void LaneRings::link(std::uint32_t b) {
 void LaneRings::relink_all() {
   for (BlockMeta& m : blocks_) m.level = m.prev = m.next = kNil;
   std::fill(heads_.begin(), heads_.end(), kNil);
+  std::fill(crowded_in_unit_.begin(), crowded_in_unit_.end(), 0);
   std::fill(level_size_.begin(), level_size_.end(), 0);
   listed_ = 0;
   free_capacity_ = 0;
@@ -126,23 +140,19 @@ void LaneRings::relink_unit(std::uint32_t unit, std::uint32_t from_level) {
   }
 }
 
-// A task went into block b: its unit's idle blocks become crowded if it was idle.
+// A task went into block b (its unit's idle blocks leave level 0 lazily: see link).
 void LaneRings::unit_loaded(std::uint32_t b) {
-  const std::uint32_t u = blocks_[b].unit;
-  if (unit_load_[u]++ == 0) {
-    --idle_units_;
-    relink_unit(u, 0);
-  }
+  if (unit_load_[blocks_[b].unit]++ == 0) --idle_units_;
 }
 
-// `tasks` of block b's slots were collected: its unit's idle blocks are no longer crowded
-// once it has nothing in flight.
+// `tasks` of block b's slots were collected: once its unit has nothing in flight, the unit's
+// crowded blocks go back to level 0.
 void LaneRings::unit_unloaded(std::uint32_t b, std::uint32_t tasks) {
   const std::uint32_t u = blocks_[b].unit;
   unit_load_[u] -= tasks;
   if (unit_load_[u] == 0) {
     ++idle_units_;
-    relink_unit(u, crowded_);
+    if (crowded_in_unit_[u] != 0) relink_unit(u, crowded_);
   }
 }
 
@@ -151,10 +161,13 @@ void LaneRings::relink(std::uint32_t b) {
   link(b);
 }
 
-std::uint32_t LaneRings::pick_block() const {
+std::uint32_t LaneRings::pick_block() {
   // The standby block polls its ring all the time: a task there starts first.
-  if (options_.standby && blocks_[0].level == 0) return 0;
-  if (heads_[0] != kNil) return heads_[0];
+  if (options_.standby && blocks_[0].level == 0 && unit_load_[blocks_[0].unit] == 0) return 0;
+  for (std::uint32_t b = heads_[0]; b != kNil; b = heads_[0]) {
+    if (unit_load_[blocks_[b].unit] == 0) return b;
+    relink(b);  // its unit is busy: to the crowded list
+  }
   if (heads_[crowded_] != kNil) return heads_[crowded_];
   for (std::uint32_t d = 1; d < depth_; ++d) {
     if (heads_[d] != kNil) return heads_[d];

@@ -57,6 +57,8 @@ class LaneRings {
   [[nodiscard]] std::size_t listed() const noexcept { return listed_; }
   /// Units (SMs) of the lane's blocks.
   [[nodiscard]] std::size_t num_units() const noexcept { return unit_load_.size(); }
+  /// Blocks of the lane's largest unit.
+  [[nodiscard]] std::size_t blocks_per_unit() const noexcept { return blocks_per_unit_; }
   /// Units with nothing in flight in any of their blocks.
   [[nodiscard]] std::size_t idle_units() const noexcept { return idle_units_; }
   /// Blocks with nothing in flight (on idle units or not).
@@ -125,7 +127,7 @@ class LaneRings {
   WEFT_LANE_INLINE void unit_unloaded(std::uint32_t b, std::uint32_t tasks);
   void relink_unit(std::uint32_t unit, std::uint32_t from_level);
   void relink_all();
-  [[nodiscard]] WEFT_LANE_INLINE std::uint32_t pick_block() const;
+  [[nodiscard]] WEFT_LANE_INLINE std::uint32_t pick_block();
   WEFT_LANE_INLINE void activate(std::uint32_t b);
   WEFT_LANE_INLINE void deactivate(std::uint32_t b);
   [[nodiscard]] std::uint32_t next_slot(std::uint32_t j) const noexcept {
@@ -165,9 +167,11 @@ class LaneRings {
   // Per unit: tasks in flight in its blocks; its blocks, unit u's at
   // unit_blocks_[unit_first_[u] .. unit_first_[u + 1]).
   std::vector<std::uint32_t> unit_load_;
+  std::vector<std::uint32_t> crowded_in_unit_;  // its blocks in the crowded list
   std::vector<std::uint32_t> unit_first_;
   std::vector<std::uint32_t> unit_blocks_;
   std::size_t idle_units_ = 0;
+  std::size_t blocks_per_unit_ = 1;
   std::size_t listed_ = 0;
   std::size_t free_capacity_ = 0;
   std::vector<std::uint32_t> active_;  // blocks with tasks in flight

@@ -89,10 +89,8 @@ Scheduler::Impl::Impl(std::unique_ptr<BlockRuntime> blocks, std::size_t capacity
 void Scheduler::Impl::start_blocks() {
   blocks_->start();
   const std::vector<std::uint32_t> units = blocks_->block_units();
-  total_units_ = 0;
   for (auto& lane : lanes_) {
     lane->rings.set_units(units.data() + lane->rings.first_block());
-    total_units_ += lane->rings.num_units();
     // relaxed: published to the lanes by their start (thread creation or the resume's lock).
     lane->idle_units.store(lane->rings.idle_units(), std::memory_order_relaxed);
     lane->idle_blocks.store(lane->rings.idle_blocks(), std::memory_order_relaxed);

@@ -166,7 +166,6 @@ struct Scheduler::Impl {
   Watchdog watchdog_;
   InputQueue input_;
   std::vector<std::unique_ptr<Lane>> lanes_;
-  std::size_t total_units_ = 1;  // the lanes' units together (start_blocks)
   std::vector<std::unique_ptr<OutputQueue>> outputs_;
   LoneTaskMailbox mailbox_;
   std::atomic<bool> stop_flag_{false};
