@@ -45,13 +45,14 @@ cat "$out/gpus.txt"
 step configure cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_TOOLS=OFF || exit 1
 step build cmake --build $build -j "$jobs" --target weft_gpu_device_tests weft_gpu_fault_tests \
-  weft_gpu_host_tests example_gpu_pool_device || exit 1
+  weft_gpu_host_tests example_gpu_pool_device weft_gpu_apps_device_tests || exit 1
 # Each run has a time limit, so that a hang is reported as one (rc 124) instead of eating the
 # whole device call.
 step gpu_tests timeout 240 $build/tests/weft_gpu_device_tests
 step fault_tests timeout 120 $build/tests/weft_gpu_fault_tests
 step host_tests timeout 240 $build/tests/weft_gpu_host_tests --gtest_brief=1
 step device_example timeout 60 stdbuf -oL $build/apps/example_gpu_pool_device  # docs/gpu.md
+step apps_tests timeout 240 $build/tests/weft_gpu_apps_device_tests
 # Under the sanitizers the million-task test would take too long, and the watchdog and
 # idle-traffic tests assert timings a sanitizer stretches; the one-task-per-SM test asserts SM
 # ids, which change when a tool preempts blocks and resumes them elsewhere; the others cover
@@ -61,6 +62,8 @@ filter='--gtest_filter=-*Million*:*Watchdog*:*IdlePool*:*OnePerSm*'
 for tool in memcheck racecheck synccheck; do
   step "sanitizer_$tool" timeout 400 compute-sanitizer --tool "$tool" --error-exitcode 3 \
     $build/tests/weft_gpu_device_tests "$filter"
+  step "apps_$tool" timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 \
+    $build/tests/weft_gpu_apps_device_tests
 done
 printf '\n== gpu-check summary ==\n'
 printf '%s\n' "${summary[@]}"

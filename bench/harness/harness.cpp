@@ -192,6 +192,45 @@ std::string Suite::to_markdown(const std::string& command) const {
   return out;
 }
 
+// Hand-written: a bar chart is a few dozen lines of SVG text, and no charting library in
+// Debian's packages writes SVG from C++.
+std::string Suite::to_speedup_svg() const {
+  constexpr int kBar = 18, kGap = 6, kLabel = 330, kWidth = 420, kRight = 90;
+  const int rows = static_cast<int>(comparisons_.size());
+  double most = 1.0;
+  for (const Comparison& c : comparisons_) {
+    const double r = c.ratio();
+    if (r > 0) most = std::max(most, c.better == Better::lower ? 1.0 / r : r);
+  }
+  const int height = 40 + rows * (kBar + kGap) + 30;
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"sans-serif\" font-size=\"12\">\n"
+      "<text x=\"10\" y=\"20\" font-size=\"14\">{}: weft's speed-up over each peer "
+      "(peer time / weft time; right of the line: weft faster)</text>\n",
+      kLabel + kWidth + kRight, height, name_);
+  auto x_of = [&](double v) { return kLabel + static_cast<int>(kWidth * v / most); };
+  for (int i = 0; i < rows; ++i) {
+    const Comparison& c = comparisons_[static_cast<std::size_t>(i)];
+    const double r = c.ratio();
+    const double up = r <= 0 ? 0 : (c.better == Better::lower ? 1.0 / r : r);
+    const int y = 40 + i * (kBar + kGap);
+    svg += fmt::format(
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{} vs {}</text>\n"
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n"
+        "<text x=\"{}\" y=\"{}\">{:.2f}x{}</text>\n",
+        kLabel - 6, y + kBar - 5, c.benchmark, c.peer, kLabel, y,
+        std::max(1, x_of(up) - kLabel), kBar, up >= 1.0 ? "#2b8a3e" : "#c92a2a", x_of(up) + 4,
+        y + kBar - 5, up, c.verified ? "" : " (unverified)");
+  }
+  svg += fmt::format(
+      "<line x1=\"{0}\" y1=\"32\" x2=\"{0}\" y2=\"{1}\" stroke=\"black\" "
+      "stroke-dasharray=\"4 3\"/>\n<text x=\"{0}\" y=\"{2}\" text-anchor=\"middle\">1x</text>\n"
+      "</svg>\n",
+      x_of(1.0), height - 25, height - 10);
+  return svg;
+}
+
 void Suite::write(const std::string& json_path, const std::string& command) const {
   const std::filesystem::path p(json_path);
   if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());

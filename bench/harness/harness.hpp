@@ -98,6 +98,8 @@ class Suite {
   [[nodiscard]] std::string to_json(const std::string& command) const;
   /// A markdown table of the comparisons and metrics.
   [[nodiscard]] std::string to_markdown(const std::string& command) const;
+  /// An SVG bar chart of weft's speed-up over each peer, one bar per comparison.
+  [[nodiscard]] std::string to_speedup_svg() const;
   /// Writes <path> (JSON) and the same path with .md (table). Creates the directory.
   void write(const std::string& json_path, const std::string& command) const;
 

@@ -41,6 +41,8 @@ struct BenchGpuArgs {
   std::string command;
 };
 int run_bench_gpu_pool(const BenchGpuArgs& args);
+/// weft bench gpu-apps: the same arguments; also writes the speed-up chart beside the JSON.
+int run_bench_gpu_apps(const BenchGpuArgs& args);
 
 /// The graph layer's commands: weft bench graph, weft graph explain|run, weft calibrate.
 struct GraphArgs {

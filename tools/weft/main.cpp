@@ -1,4 +1,4 @@
-// weft - the command-line tool: weft info | weft bench cpu|gpu-pool|graph | weft graph
+// weft - the command-line tool: weft info | weft bench cpu|gpu-pool|gpu-apps|graph | weft graph
 // explain|run | weft calibrate | weft models | weft demo
 #include <CLI/CLI.hpp>
 
@@ -42,6 +42,19 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   bench_gpu->add_option("--machine", gpu_args.machine,
                         "Machine name recorded in the JSON (default: $WEFT_MACHINE or gpu)");
+
+  auto* bench_apps = bench->add_subcommand(
+      "gpu-apps",
+      "Seed 000's GPU applications through the pool vs cuBLAS/cuSOLVER/cuSPARSE and streams");
+  weft::tools::BenchGpuArgs apps_args;
+  bench_apps->add_flag("--quick", apps_args.quick, "Small sizes and 3 samples (a smoke run)");
+  bench_apps->add_option("--json", apps_args.json_path,
+                         "Write results to FILE as JSON, a table to FILE with .md and the "
+                         "speed-up chart to FILE with .svg");
+  bench_apps->add_option("--samples", apps_args.samples, "Measured runs per contender (>= 1)")
+      ->check(CLI::Range(1, 1000));
+  bench_apps->add_option("--machine", apps_args.machine,
+                         "Machine name recorded in the JSON (default: $WEFT_MACHINE or gpu)");
 
   weft::tools::GraphArgs graph_args;
   graph_args.machine = weft::tools::default_machine();
@@ -192,6 +205,12 @@ int main(int argc, char** argv) {
       for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
       gpu_args.command = command;
       return weft::tools::run_bench_gpu_pool(gpu_args);
+    }
+    if (bench_apps->parsed()) {
+      std::string command = "weft";
+      for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+      apps_args.command = command;
+      return weft::tools::run_bench_gpu_apps(apps_args);
     }
     if (demo->parsed()) return weft::tools::run_demo(demo_args);
     std::string command = "weft";

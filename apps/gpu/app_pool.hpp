@@ -1,0 +1,23 @@
+// apps/gpu/app_pool.hpp - the pool the GPU applications share (docs/apps.md): their task types,
+// its payload capacity, and the resident kernel of those types (app_program(), compiled in
+// app_program.cu where the build has CUDA).
+#pragma once
+
+#include <weft/gpu/pool.hpp>
+
+#include "gemm_tile.hpp"
+
+namespace apps::gpu {
+
+using AppTasks = weft::gpu::TaskTypes<DgemmTile, SgemmTile>;
+inline constexpr std::size_t kAppCapacity = 128;
+using AppPool = weft::gpu::Pool<AppTasks, kAppCapacity>;
+
+/// The resident kernel of AppTasks, for PoolOptions::program (an invalid program in a build
+/// without CUDA: a device pool then says so).
+weft::gpu::DeviceProgram app_program();
+
+/// Options of a pool on the GPUs (`devices`: empty, every one), 128 task threads per block.
+weft::gpu::PoolOptions device_pool_options(std::vector<int> devices = {});
+
+}  // namespace apps::gpu
