@@ -14,6 +14,14 @@
 
 #include <weft/gpu/task.hpp>
 
+// The body's helpers are forced inline on the device: a helper compiled as a call would take
+// its sums by reference, which puts them in local memory instead of registers.
+#if defined(__CUDACC__)
+#define APPS_GEMM_INLINE __forceinline__
+#else
+#define APPS_GEMM_INLINE inline
+#endif
+
 namespace apps::gpu {
 
 template <class T, std::uint32_t Id>
@@ -67,26 +75,39 @@ struct GemmTileBody {
   }
 
  private:
-  // The chunk of K at k0: zeros past the matrices' edges.
-  WEFT_HD static void stage(const Payload& p, const weft::gpu::BlockContext& ctx, T* as, T* bs,
-                            int k0) {
-    for (int i = ctx.thread(); i < kTile * kDepth; i += ctx.threads()) {
-      const int r = i % kTile, kk = i / kTile;  // consecutive threads: consecutive rows of A
-      const int row = p.row0 + r, depth = k0 + kk;
-      as[kk * kTile + r] = row < p.m && depth < p.k
-                               ? p.a[row + static_cast<std::size_t>(depth) * p.lda]
-                               : T(0);
-    }
-    for (int i = ctx.thread(); i < kTile * kDepth; i += ctx.threads()) {
-      const int kk = i % kDepth, c = i / kDepth;  // consecutive threads: down a column of B
-      const int col = p.col0 + c, depth = k0 + kk;
-      bs[c * kBStride + kk] = col < p.n && depth < p.k
-                                  ? p.b[depth + static_cast<std::size_t>(col) * p.ldb]
-                                  : T(0);
+  // The chunk of K at k0 (zeros past the matrices' edges). Each thread issues its loads in
+  // groups of kStageBatch before it stores any: loads taken one at a time, each waiting for
+  // global memory before the next is issued, made the staging the body's bottleneck.
+  static constexpr int kStageBatch = 8;
+  WEFT_HD APPS_GEMM_INLINE static void stage(const Payload& p, const weft::gpu::BlockContext& ctx,
+                                             T* as, T* bs, int k0) {
+    constexpr int kElems = kTile * kDepth;
+    const int nt = ctx.threads();
+    for (int base = ctx.thread(); base < kElems; base += kStageBatch * nt) {
+      T va[kStageBatch], vb[kStageBatch];
+      for (int u = 0; u < kStageBatch; ++u) {
+        const int i = base + u * nt;
+        va[u] = vb[u] = T(0);
+        if (i >= kElems) continue;
+        {  // A: consecutive threads take consecutive rows of a column
+          const int row = p.row0 + i % kTile, depth = k0 + i / kTile;
+          if (row < p.m && depth < p.k) va[u] = p.a[row + static_cast<std::size_t>(depth) * p.lda];
+        }
+        {  // B: consecutive threads go down a column
+          const int depth = k0 + i % kDepth, col = p.col0 + i / kDepth;
+          if (col < p.n && depth < p.k) vb[u] = p.b[depth + static_cast<std::size_t>(col) * p.ldb];
+        }
+      }
+      for (int u = 0; u < kStageBatch; ++u) {
+        const int i = base + u * nt;
+        if (i >= kElems) break;
+        as[(i / kTile) * kTile + i % kTile] = va[u];
+        bs[(i / kDepth) * kBStride + i % kDepth] = vb[u];
+      }
     }
   }
   // Micro tile v: rows (v / 16) * 8 .. + 8, columns (v % 16) * 4 .. + 4 of the tile.
-  WEFT_HD static void multiply(const T* as, const T* bs, int v,
+  WEFT_HD APPS_GEMM_INLINE static void multiply(const T* as, const T* bs, int v,
                                T (&acc)[kMicroRows][kMicroCols]) {
     const int rb = (v / (kTile / kMicroCols)) * kMicroRows;
     const int cb = (v % (kTile / kMicroCols)) * kMicroCols;
@@ -99,7 +120,7 @@ struct GemmTileBody {
       }
     }
   }
-  WEFT_HD static void write_back(const Payload& p, int v, const T (&acc)[kMicroRows][kMicroCols]) {
+  WEFT_HD APPS_GEMM_INLINE static void write_back(const Payload& p, int v, const T (&acc)[kMicroRows][kMicroCols]) {
     const int rb = (v / (kTile / kMicroCols)) * kMicroRows;
     const int cb = (v % (kTile / kMicroCols)) * kMicroCols;
     for (int j = 0; j < kMicroCols; ++j) {
@@ -114,7 +135,7 @@ struct GemmTileBody {
     }
   }
   // Fewer than 128 task threads on a GPU: each output summed from global memory.
-  WEFT_HD static void plain(const Payload& p, const weft::gpu::BlockContext& ctx) {
+  WEFT_HD APPS_GEMM_INLINE static void plain(const Payload& p, const weft::gpu::BlockContext& ctx) {
     for (int i = ctx.thread(); i < kTile * kTile; i += ctx.threads()) {
       const int row = p.row0 + i % kTile, col = p.col0 + i / kTile;
       if (row >= p.m || col >= p.n) continue;
