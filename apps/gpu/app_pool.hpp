@@ -5,11 +5,12 @@
 
 #include <weft/gpu/pool.hpp>
 
+#include "cholesky_tiles.hpp"
 #include "gemm_tile.hpp"
 
 namespace apps::gpu {
 
-using AppTasks = weft::gpu::TaskTypes<DgemmTile, SgemmTile>;
+using AppTasks = weft::gpu::TaskTypes<DgemmTile, SgemmTile, PotrfTile, TrsmTile, UpdateTile>;
 inline constexpr std::size_t kAppCapacity = 128;
 using AppPool = weft::gpu::Pool<AppTasks, kAppCapacity>;
 

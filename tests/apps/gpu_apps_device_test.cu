@@ -7,6 +7,7 @@
 
 #include "app_pool.hpp"
 #include "batched_gemm.hpp"
+#include "cholesky.hpp"
 
 namespace apps::gpu {
 namespace {
@@ -51,6 +52,24 @@ TEST(BatchedGemmOnGpu, EqualAndVariableSizesMatchTheReference) {
   EXPECT_EQ(batched_gemm_error_on_gpu<float>(pool, fixed), 0.0);
   EXPECT_EQ(batched_gemm_error_on_gpu<double>(pool, variable), 0.0);
   EXPECT_EQ(batched_gemm_error_on_gpu<float>(pool, variable), 0.0);
+}
+
+TEST(CholeskyOnGpu, TheFactorReproducesTheMatrix) {
+  if (!have_gpu()) GTEST_SKIP() << "no usable GPU on this machine";
+  AppPool pool(device_pool_options({0}));
+  const int n = 8 * CholeskyTile::kTile;
+  const std::vector<double> a = spd_matrix(n);
+  std::vector<double> f(a.size());
+  double* d = nullptr;
+  pool.pause();
+  ASSERT_EQ(cudaMalloc(&d, sizeof(double) * a.size()), cudaSuccess);
+  cudaMemcpy(d, a.data(), sizeof(double) * a.size(), cudaMemcpyHostToDevice);
+  pool.resume();
+  cholesky_on_pool(pool, d, n, n);
+  pool.pause();
+  cudaMemcpy(f.data(), d, sizeof(double) * f.size(), cudaMemcpyDeviceToHost);
+  cudaFree(d);
+  EXPECT_LT(cholesky_residual(a, f, n), 1e-14);
 }
 
 }  // namespace

@@ -1,0 +1,93 @@
+#include "cholesky.hpp"
+
+#include <cmath>
+
+#if APPS_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+namespace apps::gpu {
+
+CholeskyGraph::CholeskyGraph(int n) {
+  constexpr int nb = CholeskyTile::kTile;
+  if (n < nb || n % nb != 0) {
+    throw std::invalid_argument("apps::gpu::CholeskyGraph: n must be a positive multiple of " +
+                                std::to_string(nb) + " (got " + std::to_string(n) + ")");
+  }
+  tiles_ = n / nb;
+  const int t = tiles_;
+  // Indices of the tasks by their tiles; -1: none.
+  std::vector<int> potrf(t, -1), trsm(t * t, -1), syrk(t * t, -1), gemm(t * t * t, -1);
+  auto ix2 = [t](int i, int k) { return static_cast<std::size_t>(i * t + k); };
+  auto ix3 = [t](int i, int j, int k) { return static_cast<std::size_t>((i * t + j) * t + k); };
+  for (int k = 0; k < t; ++k) {
+    potrf[k] = add({Kind::potrf, k, k, k});
+    if (k > 0) depends(potrf[k], syrk[ix2(k, k - 1)]);
+    for (int i = k + 1; i < t; ++i) {
+      const int x = trsm[ix2(i, k)] = add({Kind::trsm, i, k, k});
+      depends(x, potrf[k]);
+      if (k > 0) depends(x, gemm[ix3(i, k, k - 1)]);
+    }
+    for (int i = k + 1; i < t; ++i) {
+      const int s = syrk[ix2(i, k)] = add({Kind::syrk, i, i, k});
+      depends(s, trsm[ix2(i, k)]);
+      if (k > 0) depends(s, syrk[ix2(i, k - 1)]);
+      for (int j = k + 1; j < i; ++j) {
+        const int g = gemm[ix3(i, j, k)] = add({Kind::gemm, i, j, k});
+        depends(g, trsm[ix2(i, k)]);
+        depends(g, trsm[ix2(j, k)]);
+        if (k > 0) depends(g, gemm[ix3(i, j, k - 1)]);
+      }
+    }
+  }
+}
+
+int CholeskyGraph::add(Task t) {
+  tasks_.push_back(t);
+  deps_.push_back(0);
+  succ_.emplace_back();
+  return static_cast<int>(tasks_.size()) - 1;
+}
+
+void CholeskyGraph::depends(int task, int on) {
+  ++deps_[static_cast<std::size_t>(task)];
+  succ_[static_cast<std::size_t>(on)].push_back(task);
+}
+
+std::vector<double> spd_matrix(int n) {
+  std::vector<double> a(static_cast<std::size_t>(n) * n);
+  for (int c = 0; c < n; ++c) {
+    for (int r = 0; r < n; ++r) {
+      a[r + static_cast<std::size_t>(c) * n] = r == c ? n + 1.0 : 1.0 / (1.0 + std::abs(r - c));
+    }
+  }
+  return a;
+}
+
+double cholesky_residual(const std::vector<double>& a, const std::vector<double>& factored, int n) {
+  const auto nn = static_cast<std::size_t>(n);
+  std::vector<double> l(nn * nn, 0.0), llt(nn * nn, 0.0);
+  for (std::size_t c = 0; c < nn; ++c) {
+    for (std::size_t r = c; r < nn; ++r) l[r + c * nn] = factored[r + c * nn];
+  }
+#if APPS_HAVE_CBLAS
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0, l.data(), n, l.data(), n,
+              0.0, llt.data(), n);
+#else
+  for (std::size_t c = 0; c < nn; ++c) {
+    for (std::size_t r = 0; r < nn; ++r) {
+      double s = 0;
+      for (std::size_t q = 0; q <= std::min(r, c); ++q) s += l[r + q * nn] * l[c + q * nn];
+      llt[r + c * nn] = s;
+    }
+  }
+#endif
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < nn * nn; ++i) {
+    diff += (a[i] - llt[i]) * (a[i] - llt[i]);
+    norm += a[i] * a[i];
+  }
+  return std::sqrt(diff / norm);
+}
+
+}  // namespace apps::gpu
