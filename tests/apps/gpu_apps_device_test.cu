@@ -8,6 +8,7 @@
 #include "app_pool.hpp"
 #include "batched_gemm.hpp"
 #include "cholesky.hpp"
+#include "spmv_bs.hpp"
 
 namespace apps::gpu {
 namespace {
@@ -70,6 +71,59 @@ TEST(CholeskyOnGpu, TheFactorReproducesTheMatrix) {
   cudaMemcpy(f.data(), d, sizeof(double) * f.size(), cudaMemcpyDeviceToHost);
   cudaFree(d);
   EXPECT_LT(cholesky_residual(a, f, n), 1e-14);
+}
+
+template <class T>
+T* to_device(const std::vector<T>& v) {
+  T* d = nullptr;
+  EXPECT_EQ(cudaMalloc(&d, sizeof(T) * v.size()), cudaSuccess);
+  cudaMemcpy(d, v.data(), sizeof(T) * v.size(), cudaMemcpyHostToDevice);
+  return d;
+}
+template <class T>
+std::vector<T> to_host(const T* d, std::size_t n) {
+  std::vector<T> v(n);
+  cudaMemcpy(v.data(), d, sizeof(T) * n, cudaMemcpyDeviceToHost);
+  return v;
+}
+
+TEST(SpmvBlackScholesOnGpu, MixedTasksGiveTheReferenceResults) {
+  if (!have_gpu()) GTEST_SKIP() << "no usable GPU on this machine";
+  const CsrMatrix m = CsrMatrix::skewed(20000, 8000, 2000, 5);
+  std::vector<float> x(static_cast<std::size_t>(m.cols));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 9) - 4) / 8.0f;
+  std::vector<float> y_ref, call_ref, put_ref;
+  reference_spmv(m, x, y_ref);
+  const Options o = Options::random(30000, 9);
+  reference_black_scholes(o, 0.02f, 0.30f, call_ref, put_ref);
+  auto* rs = to_device(m.row_start);
+  auto* cols = to_device(m.col);
+  auto* vals = to_device(m.value);
+  auto* dx = to_device(x);
+  auto* dy = to_device(std::vector<float>(y_ref.size()));
+  auto* spot = to_device(o.spot);
+  auto* strike = to_device(o.strike);
+  auto* years = to_device(o.years);
+  auto* call = to_device(std::vector<float>(call_ref.size()));
+  auto* put = to_device(std::vector<float>(put_ref.size()));
+  {
+    AppPool pool(device_pool_options({0}));
+    const SpmvBsArrays arrays{rs, cols, vals, dx, dy, m.rows, spot, strike, years, call, put,
+                              static_cast<int>(o.spot.size()), 0.02f, 0.30f};
+    const auto tasks = spmv_bs_tasks<kAppCapacity>(arrays, 512, 1024, true);
+    run_tasks(pool, std::span<const AppPool::Record>(tasks));
+    pool.pause();
+    // Summed in the same order as the CPU; the GPU may fuse a multiply and an add.
+    EXPECT_LE(max_relative_error<float>(to_host(dy, y_ref.size()), y_ref), 1e-5);
+    EXPECT_LE(max_relative_error<float>(to_host(call, call_ref.size()), call_ref), 1e-4);
+    EXPECT_LE(max_relative_error<float>(to_host(put, put_ref.size()), put_ref), 1e-4);
+  }
+  for (void* p : {static_cast<void*>(rs), static_cast<void*>(cols), static_cast<void*>(vals),
+                  static_cast<void*>(dx), static_cast<void*>(dy), static_cast<void*>(spot),
+                  static_cast<void*>(strike), static_cast<void*>(years), static_cast<void*>(call),
+                  static_cast<void*>(put)}) {
+    cudaFree(p);
+  }
 }
 
 }  // namespace

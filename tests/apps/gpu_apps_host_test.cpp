@@ -7,6 +7,7 @@
 #include "app_pool.hpp"
 #include "batched_gemm.hpp"
 #include "cholesky.hpp"
+#include "spmv_bs.hpp"
 
 namespace apps::gpu {
 namespace {
@@ -84,6 +85,36 @@ TEST(Cholesky, AMatrixThatIsNotPositiveDefiniteIsReportedWithItsColumn) {
     ADD_FAILURE() << "no error";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("column 70"), std::string::npos) << e.what();
+  }
+}
+
+// SpMV and Black-Scholes tasks, one kind after the other and mixed: the same results as the
+// CPU's (the same float arithmetic in the same order: exact for SpMV, to rounding of the
+// library functions for Black-Scholes).
+TEST(SpmvBlackScholes, SerialAndMixedOrdersGiveTheReferenceResults) {
+  const CsrMatrix m = CsrMatrix::skewed(3000, 2000, 400, 5);
+  std::vector<float> x(static_cast<std::size_t>(m.cols));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 9) - 4) / 8.0f;
+  std::vector<float> y_ref, call_ref, put_ref;
+  reference_spmv(m, x, y_ref);
+  const Options o = Options::random(5000, 9);
+  reference_black_scholes(o, 0.02f, 0.30f, call_ref, put_ref);
+  for (bool mixed : {false, true}) {
+    AppPool pool(host_options());
+    std::vector<float> y(y_ref.size(), -1.0f), call(call_ref.size(), -1.0f), put(put_ref.size(), -1.0f);
+    const SpmvBsArrays arrays{m.row_start.data(), m.col.data(), m.value.data(), x.data(), y.data(),
+                              m.rows, o.spot.data(), o.strike.data(), o.years.data(), call.data(),
+                              put.data(), static_cast<int>(o.spot.size()), 0.02f, 0.30f};
+    const auto tasks = spmv_bs_tasks<kAppCapacity>(arrays, 256, 512, mixed);
+    EXPECT_EQ(tasks.size(), 12u + 10u);
+    if (mixed) {
+      EXPECT_EQ(tasks[0].type, SpmvRows::kId);
+      EXPECT_EQ(tasks[1].type, BlackScholes::kId);
+    }
+    run_tasks(pool, std::span<const AppPool::Record>(tasks));
+    EXPECT_EQ(y, y_ref) << (mixed ? "mixed" : "serial");
+    EXPECT_LE(max_relative_error<float>(call, call_ref), 1e-6);
+    EXPECT_LE(max_relative_error<float>(put, put_ref), 1e-6);
   }
 }
 

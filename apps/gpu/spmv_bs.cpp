@@ -1,0 +1,65 @@
+#include "spmv_bs.hpp"
+
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace apps::gpu {
+
+CsrMatrix CsrMatrix::skewed(int rows, int cols, int longest, std::uint64_t seed) {
+  if (rows < 1 || cols < 1 || longest < 1) {
+    throw std::invalid_argument("apps::gpu::CsrMatrix::skewed: rows, cols and longest must be >= 1");
+  }
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::uniform_int_distribution<int> column(0, cols - 1);
+  CsrMatrix m;
+  m.rows = rows;
+  m.cols = cols;
+  m.row_start.push_back(0);
+  for (int r = 0; r < rows; ++r) {
+    // u^8 is small for most rows and close to 1 for a few: lengths from 1 to `longest`.
+    const double x = u(rng);
+    const int len = 1 + static_cast<int>((longest - 1) * x * x * x * x * x * x * x * x);
+    for (int j = 0; j < len; ++j) {
+      m.col.push_back(column(rng));
+      m.value.push_back(static_cast<float>(static_cast<int>(rng() % 5) - 2) / 4.0f);
+    }
+    m.row_start.push_back(static_cast<std::int64_t>(m.col.size()));
+  }
+  return m;
+}
+
+void reference_spmv(const CsrMatrix& a, const std::vector<float>& x, std::vector<float>& y) {
+  y.assign(static_cast<std::size_t>(a.rows), 0.0f);
+  for (int r = 0; r < a.rows; ++r) {
+    float sum = 0.0f;
+    for (std::int64_t j = a.row_start[r]; j < a.row_start[r + 1]; ++j) sum += a.value[j] * x[a.col[j]];
+    y[r] = sum;
+  }
+}
+
+Options Options::random(int count, std::uint64_t seed) {
+  if (count < 1) throw std::invalid_argument("apps::gpu::Options::random: count must be >= 1");
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> spot(5.0f, 30.0f), strike(1.0f, 100.0f), years(0.25f, 10.0f);
+  Options o;
+  for (int i = 0; i < count; ++i) {
+    o.spot.push_back(spot(rng));
+    o.strike.push_back(strike(rng));
+    o.years.push_back(years(rng));
+  }
+  return o;
+}
+
+void reference_black_scholes(const Options& o, float rate, float volatility,
+                             std::vector<float>& call, std::vector<float>& put) {
+  const auto n = static_cast<int>(o.spot.size());
+  call.assign(o.spot.size(), 0.0f);
+  put.assign(o.spot.size(), 0.0f);
+  BlackScholes::Payload p{o.spot.data(), o.strike.data(), o.years.data(), call.data(),
+                          put.data(), rate, volatility, 0, n};
+  for (int i = 0; i < n; ++i) BlackScholes::price(p, i);
+}
+
+}  // namespace apps::gpu

@@ -1,0 +1,144 @@
+// apps/gpu/spmv_bs.hpp - the mixed application of seed 000 §4.4 (docs/apps.md): a sparse
+// matrix-vector product (CSR, skewed row lengths) and Black-Scholes option pricing, two kinds
+// of task with different needs (memory-bound and irregular; compute-bound and regular) that the
+// pool can run one kind after the other or mixed. Written against the public API only.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <weft/gpu/pool.hpp>
+
+namespace apps::gpu {
+
+/// y[r] = sum_j values[j] x[cols[j]] over the rows [first, first + count) of a CSR matrix.
+struct SpmvRows {
+  static constexpr std::uint32_t kId = 121;
+  struct Payload {
+    const std::int64_t* row_start;  // rows + 1 entries
+    const int* cols;
+    const float* values;
+    const float* x;
+    float* y;
+    int first, count;
+  };
+  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+    for (int r = p.first + ctx.thread(); r < p.first + p.count; r += ctx.threads()) {
+      float sum = 0.0f;
+      for (std::int64_t j = p.row_start[r]; j < p.row_start[r + 1]; ++j) sum += p.values[j] * p.x[p.cols[j]];
+      p.y[r] = sum;
+    }
+  }
+};
+
+/// The cumulative normal distribution (Abramowitz-Stegun, as the CUDA SDK's Black-Scholes).
+WEFT_HD inline float normal_cdf(float d) {
+  const float k = 1.0f / (1.0f + 0.2316419f * fabsf(d));
+  const float poly =
+      k * (0.31938153f + k * (-0.356563782f + k * (1.781477937f + k * (-1.821255978f + k * 1.330274429f))));
+  const float cnd = 0.3989422804014327f * expf(-0.5f * d * d) * poly;
+  return d > 0 ? 1.0f - cnd : cnd;
+}
+
+/// European call and put prices of the options [first, first + count).
+struct BlackScholes {
+  static constexpr std::uint32_t kId = 122;
+  struct Payload {
+    const float* spot;
+    const float* strike;
+    const float* years;
+    float* call;
+    float* put;
+    float rate, volatility;
+    int first, count;
+  };
+  WEFT_HD static void price(const Payload& p, int i) {
+    const float s = p.spot[i], x = p.strike[i], t = p.years[i];
+    const float sqrt_t = sqrtf(t);
+    const float d1 = (logf(s / x) + (p.rate + 0.5f * p.volatility * p.volatility) * t) /
+                     (p.volatility * sqrt_t);
+    const float d2 = d1 - p.volatility * sqrt_t;
+    const float discount = expf(-p.rate * t);
+    p.call[i] = s * normal_cdf(d1) - x * discount * normal_cdf(d2);
+    p.put[i] = x * discount * (1.0f - normal_cdf(d2)) - s * (1.0f - normal_cdf(d1));
+  }
+  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+    for (int i = p.first + ctx.thread(); i < p.first + p.count; i += ctx.threads()) price(p, i);
+  }
+};
+
+/// A CSR matrix with skewed row lengths: most rows short, a few long (a power law), columns
+/// spread over the matrix; values and x small integers over powers of two.
+struct CsrMatrix {
+  int rows = 0, cols = 0;
+  std::vector<std::int64_t> row_start;
+  std::vector<int> col;
+  std::vector<float> value;
+  static CsrMatrix skewed(int rows, int cols, int longest, std::uint64_t seed);
+};
+
+/// y = A x on the CPU.
+void reference_spmv(const CsrMatrix& a, const std::vector<float>& x, std::vector<float>& y);
+
+struct Options {
+  std::vector<float> spot, strike, years;
+  static Options random(int count, std::uint64_t seed);
+};
+
+/// Call and put prices on the CPU (the task's own formula).
+void reference_black_scholes(const Options& o, float rate, float volatility,
+                             std::vector<float>& call, std::vector<float>& put);
+
+/// Where the pool's blocks reach the mixed job's arrays (device memory on the device backend).
+struct SpmvBsArrays {
+  const std::int64_t* row_start;
+  const int* cols;
+  const float* values;
+  const float* x;
+  float* y;
+  int rows;
+  const float* spot;
+  const float* strike;
+  const float* years;
+  float* call;
+  float* put;
+  int options;
+  float rate, volatility;
+};
+
+/// The SpMV tasks (rows_per_task rows each) and the Black-Scholes tasks (options_per_task
+/// each); `mixed`: interleaved (one of each kind in turn, the longer list's rest at the end),
+/// else every SpMV task before every Black-Scholes task.
+template <std::size_t Capacity>
+std::vector<weft::gpu::TaskRecord<Capacity>> spmv_bs_tasks(const SpmvBsArrays& a,
+                                                           int rows_per_task,
+                                                           int options_per_task, bool mixed) {
+  using Record = weft::gpu::TaskRecord<Capacity>;
+  std::vector<Record> spmv, bs;
+  for (int r = 0; r < a.rows; r += rows_per_task) {
+    const int n = a.rows - r < rows_per_task ? a.rows - r : rows_per_task;
+    spmv.push_back(Record::template make<SpmvRows>(
+        {a.row_start, a.cols, a.values, a.x, a.y, r, n}, spmv.size()));
+  }
+  for (int i = 0; i < a.options; i += options_per_task) {
+    const int n = a.options - i < options_per_task ? a.options - i : options_per_task;
+    bs.push_back(Record::template make<BlackScholes>(
+        {a.spot, a.strike, a.years, a.call, a.put, a.rate, a.volatility, i, n}, bs.size()));
+  }
+  std::vector<Record> all;
+  all.reserve(spmv.size() + bs.size());
+  if (!mixed) {
+    all.insert(all.end(), spmv.begin(), spmv.end());
+    all.insert(all.end(), bs.begin(), bs.end());
+    return all;
+  }
+  for (std::size_t i = 0; i < spmv.size() || i < bs.size(); ++i) {
+    if (i < spmv.size()) all.push_back(spmv[i]);
+    if (i < bs.size()) all.push_back(bs[i]);
+  }
+  return all;
+}
+
+}  // namespace apps::gpu
