@@ -9,6 +9,7 @@
 #include "batched_gemm.hpp"
 #include "cholesky.hpp"
 #include "spmv_bs.hpp"
+#include "tnn.hpp"
 
 namespace apps::gpu {
 namespace {
@@ -124,6 +125,28 @@ TEST(SpmvBlackScholesOnGpu, MixedTasksGiveTheReferenceResults) {
                   static_cast<void*>(put)}) {
     cudaFree(p);
   }
+}
+
+TEST(TnnOnGpu, HeapsFedFromPinnedTileBuffersFindTheBruteForceNeighbours) {
+  if (!have_gpu()) GTEST_SKIP() << "no usable GPU on this machine";
+  const PointSet points = PointSet::random(1000, 64, 3);
+  constexpr std::size_t kSlots = 64;
+  float* buffers = nullptr;  // pinned: the blocks write the tiles, the host reads them
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&buffers), kSlots * 64 * 64 * sizeof(float),
+                          cudaHostAllocMapped | cudaHostAllocPortable),
+            cudaSuccess);
+  auto* cm = to_device(points.col_major);
+  auto* rm = to_device(points.row_major);
+  {
+    AppPool pool(device_pool_options({0}));
+    const auto got = tnn_on_pool(pool, points, cm, rm, buffers, kSlots, 16);
+    const auto want = reference_tnn(points, 16);
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "point " << i;
+    pool.pause();
+  }
+  cudaFree(cm);
+  cudaFree(rm);
+  cudaFreeHost(buffers);
 }
 
 }  // namespace

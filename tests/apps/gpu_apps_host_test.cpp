@@ -8,6 +8,7 @@
 #include "batched_gemm.hpp"
 #include "cholesky.hpp"
 #include "spmv_bs.hpp"
+#include "tnn.hpp"
 
 namespace apps::gpu {
 namespace {
@@ -116,6 +117,22 @@ TEST(SpmvBlackScholes, SerialAndMixedOrdersGiveTheReferenceResults) {
     EXPECT_LE(max_relative_error<float>(call, call_ref), 1e-6);
     EXPECT_LE(max_relative_error<float>(put, put_ref), 1e-6);
   }
+}
+
+// The T nearest of every point, from tiles fed to the heaps as they finish, with fewer buffer
+// slots than tiles (slots are reused): the brute force's answer, ties to the lower index.
+TEST(Tnn, HeapsFedTileByTileFindTheBruteForceNeighbours) {
+  AppPool pool(host_options());
+  const PointSet points = PointSet::random(300, 24, 3);  // 5 tiles a side: 15 tile tasks
+  std::vector<float> buffers(4 * 64 * 64);
+  const auto got = tnn_on_pool(pool, points, points.col_major.data(), points.row_major.data(),
+                               buffers.data(), 4, 16);
+  const auto want = reference_tnn(points, 16);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "point " << i;
+  EXPECT_THROW(tnn_on_pool(pool, points, points.col_major.data(), points.row_major.data(),
+                           buffers.data(), 4, 300),
+               std::invalid_argument);
 }
 
 }  // namespace

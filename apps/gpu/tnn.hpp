@@ -1,0 +1,123 @@
+// apps/gpu/tnn.hpp - the T-nearest-neighbours application (seed 000 §4.3.1; docs/apps.md): for
+// each of n points in d dimensions, the T others nearest to it (squared Euclidean distance,
+// ties to the lower index). The GPU computes tiles of -2 X X^T (GemmTileBody tasks, the tiles
+// on or above the diagonal), each into a buffer of its own that the host can read; the host
+// keeps a max-heap of T per point and feeds it from each tile as soon as the tile's task is
+// popped, while later tiles still run. Written against the public API only.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <weft/gpu/pool.hpp>
+
+#include "gemm_tile.hpp"
+
+namespace apps::gpu {
+
+/// A neighbour: squared distance, then index (the order of "nearer").
+using Neighbour = std::pair<float, int>;
+
+/// n points of d dimensions, as the tiles read them: column-major (n x d, for A) and row-major
+/// (the same numbers, for B = X^T), and each point's squared norm.
+struct PointSet {
+  int n = 0, d = 0;
+  std::vector<float> col_major, row_major, norms;
+  /// Small integer coordinates (sums of their products are exact in FP32): a fixed seed.
+  static PointSet random(int n, int d, std::uint64_t seed);
+};
+
+/// The T nearest of every point, nearest first, by brute force on the CPU.
+std::vector<std::vector<Neighbour>> reference_tnn(const PointSet& p, int t);
+
+/// Keeps the T nearest neighbours of every point.
+class NeighbourHeaps {
+ public:
+  NeighbourHeaps(int n, int t);
+  void offer(int point, Neighbour candidate);
+  /// Each point's neighbours, nearest first.
+  [[nodiscard]] std::vector<std::vector<Neighbour>> sorted() const;
+
+ private:
+  int t_;
+  std::vector<std::priority_queue<Neighbour>> heaps_;  // max-heaps: the farthest kept on top
+};
+
+/// Runs TNN through `pool`. `col_major`, `row_major`: the points where the pool's blocks reach
+/// them; `buffers`: `slots` buffers of 64 x 64 floats, one per task in flight, where the
+/// blocks write and the host reads (pinned host memory on the device backend). Returns each
+/// point's T nearest, nearest first.
+template <class Pool>
+std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& points,
+                                                const float* col_major, const float* row_major,
+                                                float* buffers, std::size_t slots, int t) {
+  using Record = typename Pool::Record;
+  constexpr int kTile = SgemmTile::kTile;
+  if (t < 1 || t >= points.n) {
+    throw std::invalid_argument("apps::gpu::tnn_on_pool: T must be in [1, n) (got " +
+                                std::to_string(t) + ")");
+  }
+  if (slots == 0) throw std::invalid_argument("apps::gpu::tnn_on_pool: no buffer slots");
+  const int tiles = (points.n + kTile - 1) / kTile;
+  std::vector<std::pair<int, int>> work;  // (tile row, tile column), column >= row
+  for (int r = 0; r < tiles; ++r) {
+    for (int c = r; c < tiles; ++c) work.emplace_back(r, c);
+  }
+  NeighbourHeaps heaps(points.n, t);
+  std::vector<std::size_t> free_slots(slots);
+  for (std::size_t s = 0; s < slots; ++s) free_slots[s] = slots - 1 - s;
+  auto task = [&](std::size_t w, std::size_t slot) {
+    const auto [r, c] = work[w];
+    float* out = buffers + slot * kTile * kTile;
+    // This tile of -2 X X^T, into the slot's buffer (leading dimension 64); the tag carries
+    // the work item and the slot.
+    SgemmTile::Payload p{col_major + r * kTile, row_major + static_cast<std::size_t>(c) * kTile * points.d,
+                         out, std::min(kTile, points.n - r * kTile), std::min(kTile, points.n - c * kTile),
+                         points.d, points.n, points.d, kTile, 0, 0, -2.0f, 0.0f};
+    return Record::template make<SgemmTile>(p, (static_cast<std::uint64_t>(w) << 20) | slot);
+  };
+  std::size_t next = 0, finished = 0;
+  std::vector<Record> batch, done(slots);
+  while (finished < work.size()) {
+    batch.clear();
+    while (next < work.size() && !free_slots.empty()) {
+      batch.push_back(task(next++, free_slots.back()));
+      free_slots.pop_back();
+    }
+    if (!batch.empty()) pool.push_batch(batch);
+    const std::size_t got = pool.pop_batch(done);
+    for (std::size_t k = 0; k < got; ++k) {
+      if (!done[k].ok()) {
+        throw std::runtime_error("apps::gpu::tnn_on_pool: a tile task ended " +
+                                 std::string(weft::gpu::to_string(done[k].status)));
+      }
+      const std::size_t w = done[k].tag >> 20, slot = done[k].tag & ((1u << 20) - 1);
+      const auto [r, c] = work[w];
+      const float* g = buffers + slot * kTile * kTile;
+      const int rows = std::min(kTile, points.n - r * kTile), cols = std::min(kTile, points.n - c * kTile);
+      for (int jj = 0; jj < cols; ++jj) {
+        const int j = c * kTile + jj;
+        for (int ii = 0; ii < rows; ++ii) {
+          const int i = r * kTile + ii;
+          if (i == j || (r == c && i > j)) continue;  // itself; a diagonal tile's lower half
+          const float dist = points.norms[i] + points.norms[j] + g[ii + jj * kTile];
+          heaps.offer(i, {dist, j});
+          heaps.offer(j, {dist, i});
+        }
+      }
+      free_slots.push_back(slot);
+    }
+    finished += got;
+  }
+  return heaps.sorted();
+}
+
+}  // namespace apps::gpu
