@@ -7,12 +7,13 @@
 
 #include "cholesky_tiles.hpp"
 #include "gemm_tile.hpp"
+#include "kmeans.hpp"
 #include "spmv_bs.hpp"
 
 namespace apps::gpu {
 
 using AppTasks = weft::gpu::TaskTypes<DgemmTile, SgemmTile, PotrfTile, TrsmTile, UpdateTile,
-                                       SpmvRows, BlackScholes>;
+                                       SpmvRows, BlackScholes, KmeansAssign>;
 inline constexpr std::size_t kAppCapacity = 128;
 using AppPool = weft::gpu::Pool<AppTasks, kAppCapacity>;
 

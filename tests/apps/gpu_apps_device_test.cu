@@ -10,6 +10,7 @@
 #include "cholesky.hpp"
 #include "spmv_bs.hpp"
 #include "tnn.hpp"
+#include "kmeans.hpp"
 
 namespace apps::gpu {
 namespace {
@@ -147,6 +148,46 @@ TEST(TnnOnGpu, HeapsFedFromPinnedTileBuffersFindTheBruteForceNeighbours) {
   cudaFree(cm);
   cudaFree(rm);
   cudaFreeHost(buffers);
+}
+
+TEST(KmeansOnGpu, IterationsAgreeWithTheReference) {
+  if (!have_gpu()) GTEST_SKIP() << "no usable GPU on this machine";
+  constexpr int n = 10240, d = 256, k = 128, iterations = 5;
+  std::vector<float> points(static_cast<std::size_t>(n) * d);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    points[i] = static_cast<float>(static_cast<int>((i * 2654435761u) % 17) - 8);
+  }
+  auto* dp = to_device(points);
+  auto* dc = to_device(std::vector<float>(static_cast<std::size_t>(k) * d));
+  auto* dn = to_device(std::vector<float>(k));
+  int* labels = nullptr;  // pinned: the blocks write them, the host reads them
+  ASSERT_EQ(cudaHostAlloc(reinterpret_cast<void**>(&labels), n * sizeof(int),
+                          cudaHostAllocMapped | cudaHostAllocPortable),
+            cudaSuccess);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  // A copy on a stream of its own runs beside the pool's resident kernel.
+  const auto upload = [stream](const float* from, float* to, std::size_t count) {
+    cudaMemcpyAsync(to, from, count * sizeof(float), cudaMemcpyHostToDevice, stream);
+    cudaStreamSynchronize(stream);
+  };
+  KmeansResult got;
+  {
+    AppPool pool(device_pool_options({0}));
+    got = kmeans_on_pool(pool, points, d, k, iterations, dp, dc, dn, labels, upload);
+    pool.pause();
+  }
+  const KmeansResult want = reference_kmeans(points, d, k, iterations);
+  std::size_t same = 0;
+  for (int i = 0; i < n; ++i) same += got.labels[i] == want.labels[i] ? 1 : 0;
+  // The GPU may fuse multiplies and adds: a point on a near tie may go the other way.
+  EXPECT_GE(same, static_cast<std::size_t>(n) * 995 / 1000);
+  EXPECT_LE(max_relative_error<float>(got.centroids, want.centroids), 1e-2);
+  cudaStreamDestroy(stream);
+  cudaFreeHost(labels);
+  cudaFree(dp);
+  cudaFree(dc);
+  cudaFree(dn);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // reference at small sizes. tests/apps/gpu_apps_device_test.cu runs them on a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "app_pool.hpp"
@@ -9,6 +10,7 @@
 #include "cholesky.hpp"
 #include "spmv_bs.hpp"
 #include "tnn.hpp"
+#include "kmeans.hpp"
 
 namespace apps::gpu {
 namespace {
@@ -132,6 +134,28 @@ TEST(Tnn, HeapsFedTileByTileFindTheBruteForceNeighbours) {
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "point " << i;
   EXPECT_THROW(tnn_on_pool(pool, points, points.col_major.data(), points.row_major.data(),
                            buffers.data(), 4, 300),
+               std::invalid_argument);
+}
+
+TEST(Kmeans, PoolIterationsGiveTheReferencesLabelsAndCentroids) {
+  AppPool pool(host_options());
+  constexpr int n = 1000, d = 16, k = 8;
+  std::vector<float> points(static_cast<std::size_t>(n) * d);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    points[i] = static_cast<float>(static_cast<int>((i * 2654435761u) % 17) - 8);
+  }
+  std::vector<float> centroids(static_cast<std::size_t>(k) * d), norms(k);
+  std::vector<int> labels(n, -1);
+  const auto copy = [](const float* from, float* to, std::size_t count) {
+    std::copy(from, from + count, to);
+  };
+  const KmeansResult got = kmeans_on_pool(pool, points, d, k, 5, points.data(), centroids.data(),
+                                          norms.data(), labels.data(), copy);
+  const KmeansResult want = reference_kmeans(points, d, k, 5);
+  EXPECT_EQ(got.labels, want.labels);
+  EXPECT_EQ(got.centroids, want.centroids);
+  EXPECT_THROW(kmeans_on_pool(pool, points, d, 200, 1, points.data(), centroids.data(),
+                              norms.data(), labels.data(), copy),
                std::invalid_argument);
 }
 

@@ -1,0 +1,50 @@
+#include "kmeans.hpp"
+
+namespace apps::gpu {
+
+void update_centroids(std::span<const float> points, int d, std::span<const int> labels, int k,
+                      std::vector<float>& centroids) {
+  std::vector<double> sums(static_cast<std::size_t>(k) * d, 0.0);
+  std::vector<int> counts(static_cast<std::size_t>(k), 0);
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const auto c = static_cast<std::size_t>(labels[i]);
+    ++counts[c];
+    for (int t = 0; t < d; ++t) sums[c * d + t] += points[i * d + t];
+  }
+  for (std::size_t c = 0; c < counts.size(); ++c) {
+    if (counts[c] == 0) continue;
+    for (int t = 0; t < d; ++t) centroids[c * d + t] = static_cast<float>(sums[c * d + t] / counts[c]);
+  }
+}
+
+KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int iterations) {
+  const int n = static_cast<int>(points.size() / d);
+  KmeansResult r;
+  r.centroids.assign(points.begin(), points.begin() + static_cast<std::ptrdiff_t>(k) * d);
+  r.labels.assign(static_cast<std::size_t>(n), 0);
+  std::vector<float> norms(static_cast<std::size_t>(k));
+  for (int it = 0; it < iterations; ++it) {
+    for (int c = 0; c < k; ++c) {
+      float s = 0.0f;
+      for (int t = 0; t < d; ++t) s += r.centroids[static_cast<std::size_t>(c) * d + t] * r.centroids[static_cast<std::size_t>(c) * d + t];
+      norms[static_cast<std::size_t>(c)] = s;
+    }
+    KmeansAssign::Payload p{points.data(), r.centroids.data(), norms.data(), r.labels.data(), d, k, 0, n};
+    for (int i = 0; i < n; ++i) {
+      int best = 0;
+      float best_score = KmeansAssign::score(p, i, 0);
+      for (int c = 1; c < k; ++c) {
+        const float s = KmeansAssign::score(p, i, c);
+        if (s < best_score) {
+          best_score = s;
+          best = c;
+        }
+      }
+      r.labels[static_cast<std::size_t>(i)] = best;
+    }
+    update_centroids(points, d, r.labels, k, r.centroids);
+  }
+  return r;
+}
+
+}  // namespace apps::gpu

@@ -1,0 +1,124 @@
+// apps/gpu/kmeans.hpp - the K-means application (seed 000 §4.3.2; docs/apps.md): Lloyd's
+// iterations over n points in d dimensions with K centroids. Each iteration the pool assigns
+// every point to its nearest centroid (KmeansAssign tasks of 64 points each: dot products with
+// every centroid, then the argmin of |c|^2 - 2 x.c), and the host moves each centroid to the
+// mean of its points. Written against the public API only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <weft/gpu/pool.hpp>
+
+namespace apps::gpu {
+
+struct KmeansAssign {
+  static constexpr std::uint32_t kId = 131;
+  static constexpr int kPoints = 64;      // points per task
+  static constexpr int kMaxCentroids = 128;
+  static constexpr std::size_t kSharedBytes = sizeof(float) * kPoints * kMaxCentroids;
+  struct Payload {
+    const float* points;     // n x d, row-major
+    const float* centroids;  // k x d, row-major
+    const float* norms;      // |c|^2 of each centroid
+    int* labels;             // n
+    int d, k, first, count;
+  };
+  /// |c|^2 - 2 x.c: the squared distance less |x|^2, which every centroid shares.
+  WEFT_HD static float score(const Payload& p, int point, int centroid) {
+    const float* x = p.points + static_cast<std::size_t>(point) * p.d;
+    const float* c = p.centroids + static_cast<std::size_t>(centroid) * p.d;
+    float dot = 0.0f;
+    for (int t = 0; t < p.d; ++t) dot += x[t] * c[t];
+    return p.norms[centroid] - 2.0f * dot;
+  }
+  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+    auto* s = static_cast<float*>(ctx.shared());  // s[q * k + c]: point first + q, centroid c
+    for (int e = ctx.thread(); e < p.count * p.k; e += ctx.threads()) {
+      s[e] = score(p, p.first + e / p.k, e % p.k);
+    }
+    ctx.sync();
+    for (int q = ctx.thread(); q < p.count; q += ctx.threads()) {
+      int best = 0;
+      for (int c = 1; c < p.k; ++c) {
+        if (s[q * p.k + c] < s[q * p.k + best]) best = c;  // ties: the lower index
+      }
+      p.labels[p.first + q] = best;
+    }
+  }
+};
+
+struct KmeansResult {
+  std::vector<float> centroids;  // k x d
+  std::vector<int> labels;       // n
+};
+
+/// Moves each centroid to the mean of its points (a centroid with none stays).
+void update_centroids(std::span<const float> points, int d, std::span<const int> labels, int k,
+                      std::vector<float>& centroids);
+
+/// `iterations` of Lloyd's algorithm on the CPU, from the first k points as centroids.
+KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int iterations);
+
+/// The same through `pool`: `points_for_blocks` is the points where the blocks reach them,
+/// `labels_for_blocks` n ints the blocks write and the host reads (pinned host memory on the
+/// device backend), and `upload(host, count)` copies `count` floats (the centroids, then their
+/// norms) to `centroids_for_blocks` and `norms_for_blocks` (what the blocks read) and returns
+/// when they are there.
+template <class Pool>
+KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, int k,
+                            int iterations, const float* points_for_blocks,
+                            float* centroids_for_blocks, float* norms_for_blocks,
+                            int* labels_for_blocks,
+                            const std::function<void(const float*, float*, std::size_t)>& upload) {
+  using Record = typename Pool::Record;
+  if (d < 1 || k < 1 || k > KmeansAssign::kMaxCentroids || points.size() % d != 0 ||
+      static_cast<int>(points.size() / d) < k) {
+    throw std::invalid_argument("apps::gpu::kmeans_on_pool: need d >= 1, 1 <= k <= " +
+                                std::to_string(KmeansAssign::kMaxCentroids) +
+                                " and at least k points (got d " + std::to_string(d) + ", k " +
+                                std::to_string(k) + ")");
+  }
+  const int n = static_cast<int>(points.size() / d);
+  KmeansResult r;
+  r.centroids.assign(points.begin(), points.begin() + static_cast<std::ptrdiff_t>(k) * d);
+  std::vector<Record> tasks;
+  for (int first = 0; first < n; first += KmeansAssign::kPoints) {
+    const int count = n - first < KmeansAssign::kPoints ? n - first : KmeansAssign::kPoints;
+    tasks.push_back(Record::template make<KmeansAssign>(
+        {points_for_blocks, centroids_for_blocks, norms_for_blocks, labels_for_blocks, d, k,
+         first, count}));
+  }
+  std::vector<float> norms(static_cast<std::size_t>(k));
+  std::vector<Record> done(tasks.size());
+  for (int it = 0; it < iterations; ++it) {
+    for (int c = 0; c < k; ++c) {
+      float s = 0.0f;
+      for (int t = 0; t < d; ++t) s += r.centroids[static_cast<std::size_t>(c) * d + t] * r.centroids[static_cast<std::size_t>(c) * d + t];
+      norms[static_cast<std::size_t>(c)] = s;
+    }
+    upload(r.centroids.data(), centroids_for_blocks, r.centroids.size());
+    upload(norms.data(), norms_for_blocks, norms.size());
+    pool.push_batch(tasks);
+    for (std::size_t got = 0; got < tasks.size();) {
+      const std::size_t m = pool.pop_batch(done);
+      for (std::size_t j = 0; j < m; ++j) {
+        if (!done[j].ok()) {
+          throw std::runtime_error("apps::gpu::kmeans_on_pool: a task ended " +
+                                   std::string(weft::gpu::to_string(done[j].status)));
+        }
+      }
+      got += m;
+    }
+    r.labels.assign(labels_for_blocks, labels_for_blocks + n);
+    update_centroids(points, d, r.labels, k, r.centroids);
+  }
+  return r;
+}
+
+}  // namespace apps::gpu
