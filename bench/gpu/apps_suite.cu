@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "app_pool.hpp"
+#include "apps_benchmarks.hpp"
 #include "apps_suite.hpp"
 #include "batched_gemm.hpp"
 #include "weft/gpu/detail/cuda_check.cuh"
@@ -32,16 +33,6 @@ void check_cublas(cublasStatus_t s, const char* what) {
     throw std::runtime_error(std::string("cuBLAS: ") + what + " failed (status " +
                              std::to_string(static_cast<int>(s)) + ")");
   }
-}
-
-template <class F>
-double median_us(int reps, F&& run) {
-  std::vector<double> t;
-  for (int r = 0; r < reps + 1; ++r) {  // the first warms up
-    const double dt = time_seconds(run);
-    if (r > 0) t.push_back(dt * 1e6);
-  }
-  return median(t);
 }
 
 // Device buffers of one batch, its CPU reference, and the checks.
@@ -302,6 +293,13 @@ Suite run_gpu_apps_suite(const GpuAppsSuiteOptions& o) {
     batched_gemm_benchmark<float>(suite, "batched_sgemm_128x64", fixed, true, pool, cb, reps);
     batched_gemm_benchmark<double>(suite, "vbatched_dgemm", variable, false, pool, cb, reps);
     pool.pause();  // the buffers' frees synchronize the device
+    cholesky_benchmarks(suite, pool,
+                        o.quick ? std::vector<int>{1024, 2048} : std::vector<int>{1024, 2048, 4096, 8192},
+                        o.quick ? 2 : 5);
+    spmv_bs_benchmark(suite, pool, o.quick, reps);
+    tnn_benchmarks(suite, pool, o.quick, o.quick ? 2 : 3);
+    kmeans_benchmarks(suite, pool, o.quick, o.quick ? 2 : 3);
+    pool.pause();
   }
   return suite;
 }

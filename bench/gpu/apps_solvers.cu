@@ -1,0 +1,245 @@
+// gpu-apps: tiled Cholesky against cuSOLVER and LAPACKE, and the SpMV + Black-Scholes mix
+// against kernels, concurrent kernels and cuSPARSE.
+#include <cusolverDn.h>
+#include <cusparse.h>
+#include <lapacke.h>
+
+#include <cstdio>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "apps_benchmarks.hpp"
+#include "batched_gemm.hpp"
+#include "cholesky.hpp"
+#include "spmv_bs.hpp"
+#include "weft/gpu/detail/cuda_check.cuh"
+
+namespace weft::bench::gpu {
+
+namespace {
+
+using apps::gpu::AppPool;
+
+void check(bool ok, const char* what) {
+  if (!ok) throw std::runtime_error(std::string("gpu-apps: ") + what + " failed");
+}
+
+}  // namespace
+
+void cholesky_benchmarks(Suite& suite, AppPool& pool, const std::vector<int>& sizes, int reps) {
+  cusolverDnHandle_t solver = nullptr;
+  check(cusolverDnCreate(&solver) == CUSOLVER_STATUS_SUCCESS, "cusolverDnCreate");
+  cudaStream_t stream;
+  WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  check(cusolverDnSetStream(solver, stream) == CUSOLVER_STATUS_SUCCESS, "cusolverDnSetStream");
+  for (const int n : sizes) {
+    const std::vector<double> a = apps::gpu::spd_matrix(n);
+    double* d_a = device_copy(a);
+    double* d_work = nullptr;
+    int* d_info = nullptr;
+    int lwork = 0;
+    check(cusolverDnDpotrf_bufferSize(solver, CUBLAS_FILL_MODE_LOWER, n, d_a, n, &lwork) ==
+              CUSOLVER_STATUS_SUCCESS,
+          "cusolverDnDpotrf_bufferSize");
+    WEFT_CUDA_CHECK(cudaMalloc(&d_work, sizeof(double) * static_cast<std::size_t>(lwork)));
+    WEFT_CUDA_CHECK(cudaMalloc(&d_info, sizeof(int)));
+    const std::size_t bytes = sizeof(double) * a.size();
+    auto reset = [&] { WEFT_CUDA_CHECK(cudaMemcpy(d_a, a.data(), bytes, cudaMemcpyHostToDevice)); };
+    auto verified = [&] {
+      return apps::gpu::cholesky_residual(a, host_copy(d_a, a.size()), n) < 1e-13;
+    };
+    // Each timed run factors a fresh copy: the copy is outside the time, so one run per copy.
+    auto timed = [&](auto&& factor, bool paused) {
+      std::vector<double> t;
+      for (int r = 0; r < reps + 1; ++r) {
+        if (!paused) pool.pause();
+        reset();
+        if (!paused) pool.resume();
+        const double dt = time_seconds(factor);
+        if (r > 0) t.push_back(dt * 1e6);
+      }
+      return median(t);
+    };
+    std::vector<Contender> c;
+    c.push_back({"weft", [&] {
+                   pool.resume();
+                   const double t = timed([&] { apps::gpu::cholesky_on_pool(pool, d_a, n, n); }, false);
+                   pool.pause();
+                   return Outcome{t, verified()};
+                 }});
+    c.push_back({"cusolver", [&] {
+                   pool.pause();
+                   const double t = timed(
+                       [&] {
+                         check(cusolverDnDpotrf(solver, CUBLAS_FILL_MODE_LOWER, n, d_a, n, d_work,
+                                                lwork, d_info) == CUSOLVER_STATUS_SUCCESS,
+                               "cusolverDnDpotrf");
+                         WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+                       },
+                       true);
+                   return Outcome{t, verified()};
+                 }});
+    c.push_back({"lapacke_cpu", [&] {
+                   std::vector<double> h = a;
+                   std::vector<double> t;
+                   for (int r = 0; r < std::max(1, reps / 10) + 1; ++r) {
+                     h = a;
+                     const double dt = time_seconds([&] {
+                       check(LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, h.data(), n) == 0,
+                             "LAPACKE_dpotrf");
+                     });
+                     if (r > 0) t.push_back(dt * 1e6);
+                   }
+                   return Outcome{median(t), apps::gpu::cholesky_residual(a, h, n) < 1e-13};
+                 }});
+    suite.compare("cholesky_" + std::to_string(n), "us", Better::lower, std::move(c));
+    cudaFree(d_a);
+    cudaFree(d_work);
+    cudaFree(d_info);
+  }
+  cusolverDnDestroy(solver);
+  cudaStreamDestroy(stream);
+}
+
+namespace {
+
+constexpr int kRowsPerTask = 512, kOptionsPerTask = 2048, kThreads = 128;
+
+// The pool's bodies as plain kernels: one task's share per block.
+__global__ void spmv_kernel(apps::gpu::SpmvRows::Payload p, int rows) {
+  p.first = static_cast<int>(blockIdx.x) * kRowsPerTask;
+  p.count = min(kRowsPerTask, rows - p.first);
+  apps::gpu::SpmvRows::run(p, weft::gpu::BlockContext(static_cast<int>(threadIdx.x),
+                                                      static_cast<int>(blockDim.x),
+                                                      static_cast<int>(blockIdx.x), nullptr));
+}
+__global__ void bs_kernel(apps::gpu::BlackScholes::Payload p, int options) {
+  p.first = static_cast<int>(blockIdx.x) * kOptionsPerTask;
+  p.count = min(kOptionsPerTask, options - p.first);
+  apps::gpu::BlackScholes::run(p, weft::gpu::BlockContext(static_cast<int>(threadIdx.x),
+                                                          static_cast<int>(blockDim.x),
+                                                          static_cast<int>(blockIdx.x), nullptr));
+}
+
+}  // namespace
+
+void spmv_bs_benchmark(Suite& suite, AppPool& pool, bool quick, int reps) {
+  using namespace apps::gpu;
+  const int rows = quick ? 1 << 18 : 1 << 20, options = quick ? 1 << 20 : 4 << 20;
+  const CsrMatrix m = CsrMatrix::skewed(rows, rows, 4096, 17);
+  std::vector<float> x(static_cast<std::size_t>(m.cols));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 9) - 4) / 8.0f;
+  std::vector<float> y_ref, call_ref, put_ref;
+  reference_spmv(m, x, y_ref);
+  const Options o = Options::random(options, 23);
+  reference_black_scholes(o, 0.02f, 0.30f, call_ref, put_ref);
+  auto* rs = device_copy(m.row_start);
+  auto* cols = device_copy(m.col);
+  auto* vals = device_copy(m.value);
+  auto* dx = device_copy(x);
+  auto* dy = device_copy(std::vector<float>(y_ref.size()));
+  auto* spot = device_copy(o.spot);
+  auto* strike = device_copy(o.strike);
+  auto* years = device_copy(o.years);
+  auto* call = device_copy(std::vector<float>(call_ref.size()));
+  auto* put = device_copy(std::vector<float>(put_ref.size()));
+  std::vector<int> rs32(m.row_start.begin(), m.row_start.end());
+  auto* rs32_d = device_copy(rs32);
+  const SpmvBsArrays arrays{rs, cols, vals, dx, dy, m.rows, spot, strike, years, call, put,
+                            options, 0.02f, 0.30f};
+  auto clear = [&] {
+    WEFT_CUDA_CHECK(cudaMemset(dy, 0xFF, sizeof(float) * y_ref.size()));
+    WEFT_CUDA_CHECK(cudaMemset(call, 0xFF, sizeof(float) * call_ref.size()));
+    WEFT_CUDA_CHECK(cudaMemset(put, 0xFF, sizeof(float) * put_ref.size()));
+  };
+  auto verified = [&] {
+    return max_relative_error<float>(host_copy(dy, y_ref.size()), y_ref) <= 1e-4 &&
+           max_relative_error<float>(host_copy(call, call_ref.size()), call_ref) <= 1e-3 &&
+           max_relative_error<float>(host_copy(put, put_ref.size()), put_ref) <= 1e-3;
+  };
+  const auto mixed = spmv_bs_tasks<kAppCapacity>(arrays, kRowsPerTask, kOptionsPerTask, true);
+  const auto serial_tasks = spmv_bs_tasks<kAppCapacity>(arrays, kRowsPerTask, kOptionsPerTask, false);
+  cudaStream_t s1, s2;
+  WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+  WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  const SpmvRows::Payload sp{rs, cols, vals, dx, dy, 0, 0};
+  const BlackScholes::Payload bp{spot, strike, years, call, put, 0.02f, 0.30f, 0, 0};
+  const int spmv_blocks = (rows + kRowsPerTask - 1) / kRowsPerTask;
+  const int bs_blocks = (options + kOptionsPerTask - 1) / kOptionsPerTask;
+  cusparseHandle_t sparse = nullptr;
+  check(cusparseCreate(&sparse) == CUSPARSE_STATUS_SUCCESS, "cusparseCreate");
+  check(cusparseSetStream(sparse, s1) == CUSPARSE_STATUS_SUCCESS, "cusparseSetStream");
+  cusparseSpMatDescr_t mat;
+  cusparseDnVecDescr_t vx, vy;
+  check(cusparseCreateCsr(&mat, rows, rows, static_cast<std::int64_t>(m.col.size()), rs32_d, cols,
+                          vals, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                          CUDA_R_32F) == CUSPARSE_STATUS_SUCCESS,
+        "cusparseCreateCsr");
+  check(cusparseCreateDnVec(&vx, rows, dx, CUDA_R_32F) == CUSPARSE_STATUS_SUCCESS, "DnVec x");
+  check(cusparseCreateDnVec(&vy, rows, dy, CUDA_R_32F) == CUSPARSE_STATUS_SUCCESS, "DnVec y");
+  const float one = 1.0f, zero = 0.0f;
+  std::size_t buffer_size = 0;
+  check(cusparseSpMV_bufferSize(sparse, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, mat, vx, &zero, vy,
+                                CUDA_R_32F, CUSPARSE_SPMV_ALG_DEFAULT, &buffer_size) ==
+            CUSPARSE_STATUS_SUCCESS,
+        "cusparseSpMV_bufferSize");
+  void* sparse_buffer = nullptr;
+  WEFT_CUDA_CHECK(cudaMalloc(&sparse_buffer, buffer_size + 1));
+
+  auto pool_run = [&](const std::vector<AppPool::Record>& tasks) {
+    return [&, tasks_ptr = &tasks] {
+      pool.pause();
+      clear();
+      pool.resume();
+      const double t = median_us(reps, [&] {
+        run_tasks(pool, std::span<const AppPool::Record>(*tasks_ptr));
+      });
+      pool.pause();
+      return Outcome{t, verified()};
+    };
+  };
+  auto kernels = [&](cudaStream_t for_bs, bool sparse_spmv) {
+    return [&, for_bs, sparse_spmv] {
+      pool.pause();
+      clear();
+      const double t = median_us(reps, [&] {
+        if (sparse_spmv) {
+          check(cusparseSpMV(sparse, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, mat, vx, &zero, vy,
+                             CUDA_R_32F, CUSPARSE_SPMV_ALG_DEFAULT, sparse_buffer) ==
+                    CUSPARSE_STATUS_SUCCESS,
+                "cusparseSpMV");
+        } else {
+          spmv_kernel<<<spmv_blocks, kThreads, 0, s1>>>(sp, rows);
+        }
+        bs_kernel<<<bs_blocks, kThreads, 0, for_bs>>>(bp, options);
+        WEFT_CUDA_CHECK(cudaStreamSynchronize(s1));
+        WEFT_CUDA_CHECK(cudaStreamSynchronize(s2));
+      });
+      return Outcome{t, cudaGetLastError() == cudaSuccess && verified()};
+    };
+  };
+  suite.compare("spmv_bs_mixed", "us", Better::lower,
+                {{"weft", pool_run(mixed)},
+                 {"serial", kernels(s1, false)},
+                 {"cke", kernels(s2, false)},
+                 {"pool_serial", pool_run(serial_tasks)},
+                 {"cusparse", kernels(s1, true)}});
+  std::fprintf(stderr, "[bench] spmv_bs_mixed: %d rows (%zu entries), %d options, %zu tasks\n",
+               rows, m.col.size(), options, mixed.size());
+  cusparseDestroySpMat(mat);
+  cusparseDestroyDnVec(vx);
+  cusparseDestroyDnVec(vy);
+  cusparseDestroy(sparse);
+  cudaFree(sparse_buffer);
+  cudaStreamDestroy(s1);
+  cudaStreamDestroy(s2);
+  for (void* p : {static_cast<void*>(rs), static_cast<void*>(cols), static_cast<void*>(vals),
+                  static_cast<void*>(dx), static_cast<void*>(dy), static_cast<void*>(spot),
+                  static_cast<void*>(strike), static_cast<void*>(years), static_cast<void*>(call),
+                  static_cast<void*>(put), static_cast<void*>(rs32_d)}) {
+    cudaFree(p);
+  }
+}
+
+}  // namespace weft::bench::gpu
