@@ -1,18 +1,26 @@
 // weft demo: the main job, run by `make demo`. The CPU showcase (the BOTS kernels on weft's
 // executor, each verified against its sequential reference, with the speed-up), then, when a
 // GPU is usable, the GPU pool on irregular fine-grained tasks against a launch per task; then
-// a factor pipeline of the graph layer, mapped by PPTM, against D-Map.
+// a factor pipeline of the graph layer, mapped by PPTM, against D-Map; and one of seed 000's
+// applications on the pool (batched GEMM: on the GPU when there is one, else on the pool's
+// host backend).
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 #include "cpu/kernels.hpp"
 #include "harness/harness.hpp"
 #include "weft/cpu/executor.hpp"
 #include "weft/cpu/topology.hpp"
+#include "app_pool.hpp"
+#include "batched_gemm.hpp"
 #if WEFT_TOOL_HAVE_CUDA
+#include <cuda_runtime.h>
+
 #include "gpu/pool_demo.hpp"
 #include "gpu/pool_suite.hpp"
 #endif
@@ -33,6 +41,54 @@ double best_of(int runs, const std::function<void()>& f) {
   for (int r = 0; r < runs; ++r) best = std::min(best, bench::time_seconds(f));
   return best;
 }
+// Batched DGEMM (equal 64x64 products) through the applications' pool: on the GPU with
+// device memory, or on the host backend with host memory. Verified against the CPU reference.
+bool run_apps_demo(bool quick, bool on_gpu) {
+  using namespace apps::gpu;
+  const GemmBatch batch = GemmBatch::uniform(on_gpu ? 128 : (quick ? 16 : 64), 64, 64, 64);
+  std::vector<double> a, b, c(batch.c_size), ref(batch.c_size);
+  fill_inputs(batch, a, b);
+  reference_gemm(batch, a.data(), b.data(), ref.data());
+  double seconds = 0;
+#if WEFT_TOOL_HAVE_CUDA
+  if (on_gpu) {
+    double *da = nullptr, *db = nullptr, *dc = nullptr;
+    const bool made = cudaMalloc(&da, sizeof(double) * a.size()) == cudaSuccess &&
+                      cudaMalloc(&db, sizeof(double) * b.size()) == cudaSuccess &&
+                      cudaMalloc(&dc, sizeof(double) * c.size()) == cudaSuccess &&
+                      cudaMemcpy(da, a.data(), sizeof(double) * a.size(), cudaMemcpyHostToDevice) == cudaSuccess &&
+                      cudaMemcpy(db, b.data(), sizeof(double) * b.size(), cudaMemcpyHostToDevice) == cudaSuccess;
+    if (made) {
+      AppPool pool(device_pool_options({0}));
+      const auto tasks = gemm_tasks<double, kAppCapacity>(batch, da, db, dc);
+      run_tasks(pool, std::span<const AppPool::Record>(tasks));  // warm-up
+      seconds = best_of(5, [&] { run_tasks(pool, std::span<const AppPool::Record>(tasks)); });
+      pool.pause();  // the copy and frees below need the GPU
+      cudaMemcpy(c.data(), dc, sizeof(double) * c.size(), cudaMemcpyDeviceToHost);
+    }
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dc);
+    if (!made) {
+      std::printf("batched DGEMM: device memory could not be made\n");
+      return false;
+    }
+  }
+#endif
+  if (!on_gpu) {
+    weft::gpu::PoolOptions o;  // the host backend
+    AppPool pool(o);
+    const auto tasks = gemm_tasks<double, kAppCapacity>(batch, a.data(), b.data(), c.data());
+    seconds = best_of(3, [&] { run_tasks(pool, std::span<const AppPool::Record>(tasks)); });
+  }
+  const bool ok = max_relative_error<double>(c, ref) <= 1e-12;
+  std::printf("batched DGEMM, %zu products of 64x64x64 as %zu pool tasks (%s): %.1f us, %.2f "
+              "GFLOP/s, %s\n(docs/apps.md; `weft bench gpu-apps` times it against cuBLAS)\n",
+              batch.shapes.size(), batch.tiles(), on_gpu ? "GPU" : "host backend: no GPU here",
+              seconds * 1e6, batch.flops() / seconds * 1e-9, ok ? "verified" : "WRONG");
+  return ok;
+}
+
 }  // namespace
 
 int run_demo(const DemoArgs& args) {
@@ -153,6 +209,13 @@ int run_demo(const DemoArgs& args) {
 #endif
   std::printf("\n== Graph: a factor pipeline mapped to CPU and GPU by PPTM ==\n");
   all_ok = run_graph_demo(ex, quick, args.trace) && all_ok;
+  std::printf("\n== GPU applications: seed 000's batched GEMM on the pool ==\n");
+  bool gpu_here = false;
+#if WEFT_TOOL_HAVE_CUDA
+  std::string no_gpu;
+  gpu_here = bench::gpu::gpu_available(no_gpu);
+#endif
+  all_ok = run_apps_demo(quick, gpu_here) && all_ok;
   return all_ok ? 0 : 1;
 }
 
