@@ -8,12 +8,14 @@
 #include "cholesky_tiles.hpp"
 #include "gemm_tile.hpp"
 #include "kmeans.hpp"
+#include "multi_gpu_gemm.hpp"
 #include "spmv_bs.hpp"
 
 namespace apps::gpu {
 
 using AppTasks = weft::gpu::TaskTypes<DgemmTile, SgemmTile, PotrfTile, TrsmTile, UpdateTile,
-                                       SpmvRows, BlackScholes, KmeansAssign>;
+                                       SpmvRows, BlackScholes, KmeansAssign,
+                                       ReplicatedGemmTile>;
 inline constexpr std::size_t kAppCapacity = 128;
 using AppPool = weft::gpu::Pool<AppTasks, kAppCapacity>;
 

@@ -57,4 +57,9 @@ void tnn_benchmarks(Suite& suite, apps::gpu::AppPool& pool, bool quick, int reps
 /// and OpenBLAS on the CPU, the same iterations and centroid update.
 void kmeans_benchmarks(Suite& suite, apps::gpu::AppPool& pool, bool quick, int reps);
 
+/// multi_gpu_gemm_efficiency_<n> (2 GPUs or more): one DGEMM cut into tile tasks on a pool over
+/// every GPU; the rate of all together over the sum of each GPU's rate alone (seed 000 §4.5).
+/// Makes its own pools (the caller's must be paused).
+void multi_gpu_gemm_benchmarks(Suite& suite, bool quick, int reps);
+
 }  // namespace weft::bench::gpu

@@ -301,6 +301,7 @@ Suite run_gpu_apps_suite(const GpuAppsSuiteOptions& o) {
     kmeans_benchmarks(suite, pool, o.quick, o.quick ? 2 : 3);
     pool.pause();
   }
+  multi_gpu_gemm_benchmarks(suite, o.quick, o.quick ? 2 : 3);  // two GPUs or more
   return suite;
 }
 

@@ -11,6 +11,7 @@
 #include "spmv_bs.hpp"
 #include "tnn.hpp"
 #include "kmeans.hpp"
+#include "multi_gpu_gemm.hpp"
 
 namespace apps::gpu {
 namespace {
@@ -156,6 +157,25 @@ TEST(Kmeans, PoolIterationsGiveTheReferencesLabelsAndCentroids) {
   EXPECT_EQ(got.centroids, want.centroids);
   EXPECT_THROW(kmeans_on_pool(pool, points, d, 200, 1, points.data(), centroids.data(),
                               norms.data(), labels.data(), copy),
+               std::invalid_argument);
+}
+
+// Two copies of A and B stand for two GPUs: blocks 0-1 read the first, blocks 2-3 the second.
+TEST(MultiGpuGemm, TilesOverTwoCopiesOfTheInputsMakeTheProduct) {
+  AppPool pool(host_options());  // 4 blocks: "2 GPUs" of 2 blocks each
+  constexpr int n = 192;
+  const GemmBatch one = GemmBatch::uniform(1, n, n, n);
+  std::vector<double> a, b, c(static_cast<std::size_t>(n) * n, -1.0), ref(c.size());
+  fill_inputs(one, a, b);
+  reference_gemm(one, a.data(), b.data(), ref.data());
+  const std::vector<double> a2 = a, b2 = b;
+  const std::vector<const double*> as{a.data(), a2.data()}, bs{b.data(), b2.data()};
+  const auto tasks = replicated_gemm_tasks<kAppCapacity>(as, bs, c.data(), n, 2);
+  EXPECT_EQ(tasks.size(), 9u);
+  run_tasks(pool, std::span<const AppPool::Record>(tasks));
+  EXPECT_EQ(max_relative_error<double>(c, ref), 0.0);
+  EXPECT_THROW((void)replicated_gemm_tasks<kAppCapacity>(as, std::vector<const double*>{b.data()},
+                                                         c.data(), n, 2),
                std::invalid_argument);
 }
 
