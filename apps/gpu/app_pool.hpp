@@ -14,8 +14,7 @@
 namespace apps::gpu {
 
 using AppTasks = weft::gpu::TaskTypes<DgemmTile, SgemmTile, PotrfTile, TrsmTile, UpdateTile,
-                                       SpmvRows, BlackScholes, KmeansAssign,
-                                       ReplicatedGemmTile>;
+                                      SpmvRows, BlackScholes, KmeansAssign, ReplicatedGemmTile>;
 inline constexpr std::size_t kAppCapacity = 128;
 using AppPool = weft::gpu::Pool<AppTasks, kAppCapacity>;
 

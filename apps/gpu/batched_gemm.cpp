@@ -68,8 +68,10 @@ template <class T>
 void fill_inputs(const GemmBatch& batch, std::vector<T>& a, std::vector<T>& b) {
   a.resize(batch.a_size);
   b.resize(batch.b_size);
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<T>(static_cast<int>(i % 7) - 3) / T(4);
-  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<T>(static_cast<int>(i % 5) - 2) / T(2);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = static_cast<T>(static_cast<int>(i % 7) - 3) / T(4);
+  for (std::size_t i = 0; i < b.size(); ++i)
+    b[i] = static_cast<T>(static_cast<int>(i % 5) - 2) / T(2);
 }
 
 template <class T>
@@ -81,11 +83,11 @@ void reference_gemm(const GemmBatch& batch, const T* a, const T* b, T* c) {
     T* ci = c + batch.c_at[i];
 #if APPS_HAVE_CBLAS
     if constexpr (std::is_same_v<T, double>) {
-      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0, ai, s.m, bi,
-                  s.k, 0.0, ci, s.m);
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0, ai, s.m, bi, s.k,
+                  0.0, ci, s.m);
     } else {
-      cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, ai, s.m, bi,
-                  s.k, 0.0f, ci, s.m);
+      cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, ai, s.m, bi, s.k,
+                  0.0f, ci, s.m);
     }
 #else
     for (int col = 0; col < s.n; ++col) {

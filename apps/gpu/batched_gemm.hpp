@@ -64,8 +64,19 @@ std::vector<weft::gpu::TaskRecord<Capacity>> gemm_tasks(const GemmBatch& batch, 
     const GemmShape s = batch.shapes[i];
     for (int col = 0; col < s.n; col += kTile) {
       for (int row = 0; row < s.m; row += kTile) {
-        typename Tile::Payload p{a + batch.a_at[i], b + batch.b_at[i], c + batch.c_at[i],
-                                 s.m, s.n, s.k, s.m, s.k, s.m, row, col, T(1), T(0)};
+        typename Tile::Payload p{a + batch.a_at[i],
+                                 b + batch.b_at[i],
+                                 c + batch.c_at[i],
+                                 s.m,
+                                 s.n,
+                                 s.k,
+                                 s.m,
+                                 s.k,
+                                 s.m,
+                                 row,
+                                 col,
+                                 T(1),
+                                 T(0)};
         tasks.push_back(weft::gpu::TaskRecord<Capacity>::template make<Tile>(p, i));
       }
     }

@@ -71,8 +71,8 @@ double cholesky_residual(const std::vector<double>& a, const std::vector<double>
     for (std::size_t r = c; r < nn; ++r) l[r + c * nn] = factored[r + c * nn];
   }
 #if APPS_HAVE_CBLAS
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0, l.data(), n, l.data(), n,
-              0.0, llt.data(), n);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0, l.data(), n, l.data(), n, 0.0,
+              llt.data(), n);
 #else
   for (std::size_t c = 0; c < nn; ++c) {
     for (std::size_t r = 0; r < nn; ++r) {

@@ -27,7 +27,8 @@ struct CholeskyTile {
 
 struct PotrfTile {
   static constexpr std::uint32_t kId = 111;
-  static constexpr std::size_t kSharedBytes = sizeof(double) * CholeskyTile::kTile * CholeskyTile::kTile;
+  static constexpr std::size_t kSharedBytes =
+      sizeof(double) * CholeskyTile::kTile * CholeskyTile::kTile;
   struct Payload {
     double* a;
     int lda, k;
@@ -37,7 +38,8 @@ struct PotrfTile {
     constexpr int n = CholeskyTile::kTile;
     double* t = CholeskyTile::at(p.a, p.lda, p.k, p.k);
     auto* s = static_cast<double*>(ctx.shared());  // the tile, column-major, ld n
-    for (int i = ctx.thread(); i < n * n; i += ctx.threads()) s[i] = t[(i % n) + static_cast<std::size_t>(i / n) * p.lda];
+    for (int i = ctx.thread(); i < n * n; i += ctx.threads())
+      s[i] = t[(i % n) + static_cast<std::size_t>(i / n) * p.lda];
     ctx.sync();
     int info = 0;
     for (int j = 0; j < n; ++j) {
@@ -48,7 +50,8 @@ struct PotrfTile {
       }
       const double r = std::sqrt(d);
       ctx.sync();  // every thread read s[j][j]
-      for (int i = j + ctx.thread(); i < n; i += ctx.threads()) s[i + j * n] = i == j ? r : s[i + j * n] / r;
+      for (int i = j + ctx.thread(); i < n; i += ctx.threads())
+        s[i + j * n] = i == j ? r : s[i + j * n] / r;
       ctx.sync();
       // The trailing lower triangle: s[i][l] -= s[i][j] s[l][j] for j < l <= i.
       const int m = n - j - 1;
@@ -68,7 +71,8 @@ struct PotrfTile {
 
 struct TrsmTile {
   static constexpr std::uint32_t kId = 112;
-  static constexpr std::size_t kSharedBytes = sizeof(double) * CholeskyTile::kTile * CholeskyTile::kTile;
+  static constexpr std::size_t kSharedBytes =
+      sizeof(double) * CholeskyTile::kTile * CholeskyTile::kTile;
   struct Payload {
     double* a;
     int lda, i, k;
@@ -79,7 +83,8 @@ struct TrsmTile {
     const double* l = CholeskyTile::at(p.a, p.lda, p.k, p.k);
     double* b = CholeskyTile::at(p.a, p.lda, p.i, p.k);
     auto* s = static_cast<double*>(ctx.shared());  // L_kk, column-major, ld n
-    for (int e = ctx.thread(); e < n * n; e += ctx.threads()) s[e] = l[(e % n) + static_cast<std::size_t>(e / n) * p.lda];
+    for (int e = ctx.thread(); e < n * n; e += ctx.threads())
+      s[e] = l[(e % n) + static_cast<std::size_t>(e / n) * p.lda];
     ctx.sync();
     for (int r = ctx.thread(); r < n; r += ctx.threads()) {
       for (int j = 0; j < n; ++j) {
@@ -108,7 +113,8 @@ struct UpdateTile {
       if (p.i == p.j && r < q) continue;
       double sum = 0;
       for (int t = 0; t < n; ++t) {
-        sum += x[r + static_cast<std::size_t>(t) * p.lda] * y[q + static_cast<std::size_t>(t) * p.lda];
+        sum +=
+            x[r + static_cast<std::size_t>(t) * p.lda] * y[q + static_cast<std::size_t>(t) * p.lda];
       }
       c[r + static_cast<std::size_t>(q) * p.lda] -= sum;
     }

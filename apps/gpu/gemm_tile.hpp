@@ -33,7 +33,8 @@ struct GemmTileBody {
   static constexpr int kMicroTiles = (kTile / kMicroRows) * (kTile / kMicroCols);  // 128
   static constexpr int kBStride = kDepth + 1;  // padded: fewer shared-memory bank conflicts
   static constexpr std::size_t kSharedBytes =
-      sizeof(T) * (static_cast<std::size_t>(kDepth) * kTile + static_cast<std::size_t>(kTile) * kBStride);
+      sizeof(T) *
+      (static_cast<std::size_t>(kDepth) * kTile + static_cast<std::size_t>(kTile) * kBStride);
 
   struct Payload {
     const T* a;
@@ -108,7 +109,7 @@ struct GemmTileBody {
   }
   // Micro tile v: rows (v / 16) * 8 .. + 8, columns (v % 16) * 4 .. + 4 of the tile.
   WEFT_HD APPS_GEMM_INLINE static void multiply(const T* as, const T* bs, int v,
-                               T (&acc)[kMicroRows][kMicroCols]) {
+                                                T (&acc)[kMicroRows][kMicroCols]) {
     const int rb = (v / (kTile / kMicroCols)) * kMicroRows;
     const int cb = (v % (kTile / kMicroCols)) * kMicroCols;
     for (int kk = 0; kk < kDepth; ++kk) {
@@ -120,7 +121,8 @@ struct GemmTileBody {
       }
     }
   }
-  WEFT_HD APPS_GEMM_INLINE static void write_back(const Payload& p, int v, const T (&acc)[kMicroRows][kMicroCols]) {
+  WEFT_HD APPS_GEMM_INLINE static void write_back(const Payload& p, int v,
+                                                  const T (&acc)[kMicroRows][kMicroCols]) {
     const int rb = (v / (kTile / kMicroCols)) * kMicroRows;
     const int cb = (v % (kTile / kMicroCols)) * kMicroCols;
     for (int j = 0; j < kMicroCols; ++j) {

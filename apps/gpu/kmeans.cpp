@@ -13,7 +13,8 @@ void update_centroids(std::span<const float> points, int d, std::span<const int>
   }
   for (std::size_t c = 0; c < counts.size(); ++c) {
     if (counts[c] == 0) continue;
-    for (int t = 0; t < d; ++t) centroids[c * d + t] = static_cast<float>(sums[c * d + t] / counts[c]);
+    for (int t = 0; t < d; ++t)
+      centroids[c * d + t] = static_cast<float>(sums[c * d + t] / counts[c]);
   }
 }
 
@@ -26,10 +27,13 @@ KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int i
   for (int it = 0; it < iterations; ++it) {
     for (int c = 0; c < k; ++c) {
       float s = 0.0f;
-      for (int t = 0; t < d; ++t) s += r.centroids[static_cast<std::size_t>(c) * d + t] * r.centroids[static_cast<std::size_t>(c) * d + t];
+      for (int t = 0; t < d; ++t)
+        s += r.centroids[static_cast<std::size_t>(c) * d + t] *
+             r.centroids[static_cast<std::size_t>(c) * d + t];
       norms[static_cast<std::size_t>(c)] = s;
     }
-    KmeansAssign::Payload p{points.data(), r.centroids.data(), norms.data(), r.labels.data(), d, k, 0, n};
+    KmeansAssign::Payload p{
+        points.data(), r.centroids.data(), norms.data(), r.labels.data(), d, k, 0, n};
     for (int i = 0; i < n; ++i) {
       int best = 0;
       float best_score = KmeansAssign::score(p, i, 0);

@@ -19,7 +19,7 @@ namespace apps::gpu {
 
 struct KmeansAssign {
   static constexpr std::uint32_t kId = 131;
-  static constexpr int kPoints = 64;      // points per task
+  static constexpr int kPoints = 64;  // points per task
   static constexpr int kMaxCentroids = 128;
   static constexpr std::size_t kSharedBytes = sizeof(float) * kPoints * kMaxCentroids;
   struct Payload {
@@ -71,10 +71,9 @@ KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int i
 /// norms) to `centroids_for_blocks` and `norms_for_blocks` (what the blocks read) and returns
 /// when they are there.
 template <class Pool>
-KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, int k,
-                            int iterations, const float* points_for_blocks,
-                            float* centroids_for_blocks, float* norms_for_blocks,
-                            int* labels_for_blocks,
+KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, int k, int iterations,
+                            const float* points_for_blocks, float* centroids_for_blocks,
+                            float* norms_for_blocks, int* labels_for_blocks,
                             const std::function<void(const float*, float*, std::size_t)>& upload) {
   using Record = typename Pool::Record;
   if (d < 1 || k < 1 || k > KmeansAssign::kMaxCentroids || points.size() % d != 0 ||
@@ -90,16 +89,18 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
   std::vector<Record> tasks;
   for (int first = 0; first < n; first += KmeansAssign::kPoints) {
     const int count = n - first < KmeansAssign::kPoints ? n - first : KmeansAssign::kPoints;
-    tasks.push_back(Record::template make<KmeansAssign>(
-        {points_for_blocks, centroids_for_blocks, norms_for_blocks, labels_for_blocks, d, k,
-         first, count}));
+    tasks.push_back(Record::template make<KmeansAssign>({points_for_blocks, centroids_for_blocks,
+                                                         norms_for_blocks, labels_for_blocks, d, k,
+                                                         first, count}));
   }
   std::vector<float> norms(static_cast<std::size_t>(k));
   std::vector<Record> done(tasks.size());
   for (int it = 0; it < iterations; ++it) {
     for (int c = 0; c < k; ++c) {
       float s = 0.0f;
-      for (int t = 0; t < d; ++t) s += r.centroids[static_cast<std::size_t>(c) * d + t] * r.centroids[static_cast<std::size_t>(c) * d + t];
+      for (int t = 0; t < d; ++t)
+        s += r.centroids[static_cast<std::size_t>(c) * d + t] *
+             r.centroids[static_cast<std::size_t>(c) * d + t];
       norms[static_cast<std::size_t>(c)] = s;
     }
     upload(r.centroids.data(), centroids_for_blocks, r.centroids.size());

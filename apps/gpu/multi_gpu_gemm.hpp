@@ -32,7 +32,8 @@ struct ReplicatedGemmTile {
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
     int g = ctx.block() / p.blocks_per_gpu;
     if (g >= p.gpus) g = p.gpus - 1;
-    DgemmTile::Payload t{p.a[g], p.b[g], p.c, p.n, p.n, p.n, p.n, p.n, p.n, p.row0, p.col0, 1.0, 0.0};
+    DgemmTile::Payload t{p.a[g], p.b[g], p.c,    p.n,    p.n, p.n, p.n,
+                         p.n,    p.n,    p.row0, p.col0, 1.0, 0.0};
     DgemmTile::run(t, ctx);
   }
 };
@@ -40,9 +41,10 @@ struct ReplicatedGemmTile {
 /// The tasks of C = A B; `a` and `b` hold one copy per GPU of the pool (in the pool's device
 /// order), `blocks_per_gpu` the pool's blocks per GPU.
 template <std::size_t Capacity>
-std::vector<weft::gpu::TaskRecord<Capacity>> replicated_gemm_tasks(
-    std::span<const double* const> a, std::span<const double* const> b, double* c, int n,
-    int blocks_per_gpu) {
+std::vector<weft::gpu::TaskRecord<Capacity>> replicated_gemm_tasks(std::span<const double* const> a,
+                                                                   std::span<const double* const> b,
+                                                                   double* c, int n,
+                                                                   int blocks_per_gpu) {
   static_assert(sizeof(ReplicatedGemmTile::Payload) <= Capacity, "the payload does not fit");
   if (a.empty() || a.size() != b.size() ||
       a.size() > static_cast<std::size_t>(ReplicatedGemmTile::kMaxGpus) || n < 1 ||

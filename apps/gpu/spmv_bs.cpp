@@ -8,7 +8,8 @@ namespace apps::gpu {
 
 CsrMatrix CsrMatrix::skewed(int rows, int cols, int longest, std::uint64_t seed) {
   if (rows < 1 || cols < 1 || longest < 1) {
-    throw std::invalid_argument("apps::gpu::CsrMatrix::skewed: rows, cols and longest must be >= 1");
+    throw std::invalid_argument(
+        "apps::gpu::CsrMatrix::skewed: rows, cols and longest must be >= 1");
   }
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -34,7 +35,8 @@ void reference_spmv(const CsrMatrix& a, const std::vector<float>& x, std::vector
   y.assign(static_cast<std::size_t>(a.rows), 0.0f);
   for (int r = 0; r < a.rows; ++r) {
     float sum = 0.0f;
-    for (std::int64_t j = a.row_start[r]; j < a.row_start[r + 1]; ++j) sum += a.value[j] * x[a.col[j]];
+    for (std::int64_t j = a.row_start[r]; j < a.row_start[r + 1]; ++j)
+      sum += a.value[j] * x[a.col[j]];
     y[r] = sum;
   }
 }
@@ -42,7 +44,8 @@ void reference_spmv(const CsrMatrix& a, const std::vector<float>& x, std::vector
 Options Options::random(int count, std::uint64_t seed) {
   if (count < 1) throw std::invalid_argument("apps::gpu::Options::random: count must be >= 1");
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> spot(5.0f, 30.0f), strike(1.0f, 100.0f), years(0.25f, 10.0f);
+  std::uniform_real_distribution<float> spot(5.0f, 30.0f), strike(1.0f, 100.0f),
+      years(0.25f, 10.0f);
   Options o;
   for (int i = 0; i < count; ++i) {
     o.spot.push_back(spot(rng));
@@ -57,8 +60,15 @@ void reference_black_scholes(const Options& o, float rate, float volatility,
   const auto n = static_cast<int>(o.spot.size());
   call.assign(o.spot.size(), 0.0f);
   put.assign(o.spot.size(), 0.0f);
-  BlackScholes::Payload p{o.spot.data(), o.strike.data(), o.years.data(), call.data(),
-                          put.data(), rate, volatility, 0, n};
+  BlackScholes::Payload p{o.spot.data(),
+                          o.strike.data(),
+                          o.years.data(),
+                          call.data(),
+                          put.data(),
+                          rate,
+                          volatility,
+                          0,
+                          n};
   for (int i = 0; i < n; ++i) BlackScholes::price(p, i);
 }
 

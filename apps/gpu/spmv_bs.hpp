@@ -27,7 +27,8 @@ struct SpmvRows {
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
     for (int r = p.first + ctx.thread(); r < p.first + p.count; r += ctx.threads()) {
       float sum = 0.0f;
-      for (std::int64_t j = p.row_start[r]; j < p.row_start[r + 1]; ++j) sum += p.values[j] * p.x[p.cols[j]];
+      for (std::int64_t j = p.row_start[r]; j < p.row_start[r + 1]; ++j)
+        sum += p.values[j] * p.x[p.cols[j]];
       p.y[r] = sum;
     }
   }
@@ -37,7 +38,8 @@ struct SpmvRows {
 WEFT_HD inline float normal_cdf(float d) {
   const float k = 1.0f / (1.0f + 0.2316419f * fabsf(d));
   const float poly =
-      k * (0.31938153f + k * (-0.356563782f + k * (1.781477937f + k * (-1.821255978f + k * 1.330274429f))));
+      k * (0.31938153f +
+           k * (-0.356563782f + k * (1.781477937f + k * (-1.821255978f + k * 1.330274429f))));
   const float cnd = 0.3989422804014327f * expf(-0.5f * d * d) * poly;
   return d > 0 ? 1.0f - cnd : cnd;
 }
@@ -57,8 +59,8 @@ struct BlackScholes {
   WEFT_HD static void price(const Payload& p, int i) {
     const float s = p.spot[i], x = p.strike[i], t = p.years[i];
     const float sqrt_t = sqrtf(t);
-    const float d1 = (logf(s / x) + (p.rate + 0.5f * p.volatility * p.volatility) * t) /
-                     (p.volatility * sqrt_t);
+    const float d1 =
+        (logf(s / x) + (p.rate + 0.5f * p.volatility * p.volatility) * t) / (p.volatility * sqrt_t);
     const float d2 = d1 - p.volatility * sqrt_t;
     const float discount = expf(-p.rate * t);
     p.call[i] = s * normal_cdf(d1) - x * discount * normal_cdf(d2);
@@ -112,15 +114,14 @@ struct SpmvBsArrays {
 /// each); `mixed`: interleaved (one of each kind in turn, the longer list's rest at the end),
 /// else every SpMV task before every Black-Scholes task.
 template <std::size_t Capacity>
-std::vector<weft::gpu::TaskRecord<Capacity>> spmv_bs_tasks(const SpmvBsArrays& a,
-                                                           int rows_per_task,
+std::vector<weft::gpu::TaskRecord<Capacity>> spmv_bs_tasks(const SpmvBsArrays& a, int rows_per_task,
                                                            int options_per_task, bool mixed) {
   using Record = weft::gpu::TaskRecord<Capacity>;
   std::vector<Record> spmv, bs;
   for (int r = 0; r < a.rows; r += rows_per_task) {
     const int n = a.rows - r < rows_per_task ? a.rows - r : rows_per_task;
-    spmv.push_back(Record::template make<SpmvRows>(
-        {a.row_start, a.cols, a.values, a.x, a.y, r, n}, spmv.size()));
+    spmv.push_back(Record::template make<SpmvRows>({a.row_start, a.cols, a.values, a.x, a.y, r, n},
+                                                   spmv.size()));
   }
   for (int i = 0; i < a.options; i += options_per_task) {
     const int n = a.options - i < options_per_task ? a.options - i : options_per_task;

@@ -5,7 +5,8 @@
 namespace apps::gpu {
 
 PointSet PointSet::random(int n, int d, std::uint64_t seed) {
-  if (n < 2 || d < 1) throw std::invalid_argument("apps::gpu::PointSet::random: need n >= 2, d >= 1");
+  if (n < 2 || d < 1)
+    throw std::invalid_argument("apps::gpu::PointSet::random: need n >= 2, d >= 1");
   std::mt19937_64 rng(seed);
   PointSet p;
   p.n = n;

@@ -79,9 +79,19 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
     float* out = buffers + slot * kTile * kTile;
     // This tile of -2 X X^T, into the slot's buffer (leading dimension 64); the tag carries
     // the work item and the slot.
-    SgemmTile::Payload p{col_major + r * kTile, row_major + static_cast<std::size_t>(c) * kTile * points.d,
-                         out, std::min(kTile, points.n - r * kTile), std::min(kTile, points.n - c * kTile),
-                         points.d, points.n, points.d, kTile, 0, 0, -2.0f, 0.0f};
+    SgemmTile::Payload p{col_major + r * kTile,
+                         row_major + static_cast<std::size_t>(c) * kTile * points.d,
+                         out,
+                         std::min(kTile, points.n - r * kTile),
+                         std::min(kTile, points.n - c * kTile),
+                         points.d,
+                         points.n,
+                         points.d,
+                         kTile,
+                         0,
+                         0,
+                         -2.0f,
+                         0.0f};
     return Record::template make<SgemmTile>(p, (static_cast<std::uint64_t>(w) << 20) | slot);
   };
   std::size_t next = 0, finished = 0;
@@ -102,7 +112,8 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
       const std::size_t w = done[k].tag >> 20, slot = done[k].tag & ((1u << 20) - 1);
       const auto [r, c] = work[w];
       const float* g = buffers + slot * kTile * kTile;
-      const int rows = std::min(kTile, points.n - r * kTile), cols = std::min(kTile, points.n - c * kTile);
+      const int rows = std::min(kTile, points.n - r * kTile),
+                cols = std::min(kTile, points.n - c * kTile);
       for (int jj = 0; jj < cols; ++jj) {
         const int j = c * kTile + jj;
         for (int ii = 0; ii < rows; ++ii) {

@@ -60,7 +60,7 @@ void tnn_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
                                 cudaHostAllocMapped | cudaHostAllocPortable));
   const std::vector<std::pair<int, int>> sizes =
       quick ? std::vector<std::pair<int, int>>{{4096, 256}}
-            : std::vector<std::pair<int, int>>{{4096, 256}, {4096, 1024}, {8192, 256},
+            : std::vector<std::pair<int, int>>{{4096, 256},  {4096, 1024}, {8192, 256},
                                                {8192, 1024}, {16384, 256}, {16384, 1024}};
   for (const auto [n, d] : sizes) {
     const apps::gpu::PointSet points = apps::gpu::PointSet::random(n, d, 41);
@@ -157,8 +157,8 @@ void kmeans_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
   cudaStream_t stream;
   WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   check(cublasSetStream(blas, stream) == CUBLAS_STATUS_SUCCESS, "cublasSetStream");
-  const std::vector<int> sizes = quick ? std::vector<int>{4096}
-                                       : std::vector<int>{1024, 2048, 4096, 8192, 10240, 100000};
+  const std::vector<int> sizes =
+      quick ? std::vector<int>{4096} : std::vector<int>{1024, 2048, 4096, 8192, 10240, 100000};
   for (const int n : sizes) {
     std::vector<float> points(static_cast<std::size_t>(n) * kD);
     for (std::size_t i = 0; i < points.size(); ++i) {
@@ -175,7 +175,8 @@ void kmeans_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
     WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&pinned_labels), sizeof(int) * n,
                                   cudaHostAllocMapped | cudaHostAllocPortable));
     const auto upload = [&](const float* from, float* to, std::size_t count) {
-      WEFT_CUDA_CHECK(cudaMemcpyAsync(to, from, count * sizeof(float), cudaMemcpyHostToDevice, stream));
+      WEFT_CUDA_CHECK(
+          cudaMemcpyAsync(to, from, count * sizeof(float), cudaMemcpyHostToDevice, stream));
       WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
     };
     // The reference: OpenBLAS for the scores, the same argmin and update.
@@ -233,7 +234,8 @@ void kmeans_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
                        check(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, n, kK, kD, &minus_two, dp,
                                          kD, dc, kD, &zero, scores, n) == CUBLAS_STATUS_SUCCESS,
                              "cublasSgemm");
-                       argmin_kernel<<<(n + 255) / 256, 256, 0, stream>>>(scores, dn, n, kK, d_labels);
+                       argmin_kernel<<<(n + 255) / 256, 256, 0, stream>>>(scores, dn, n, kK,
+                                                                          d_labels);
                        WEFT_CUDA_CHECK(cudaMemcpyAsync(got.labels.data(), d_labels, sizeof(int) * n,
                                                        cudaMemcpyDeviceToHost, stream));
                        WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -246,8 +248,7 @@ void kmeans_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
                    const double t = median_us(std::max(1, reps / 5), [&] { got = cpu_kmeans(); });
                    return Outcome{t, close(got)};
                  }});
-    suite.compare("kmeans_" + std::to_string(n), "us", Better::lower, std::move(c),
-                  quick ? 0 : 3);
+    suite.compare("kmeans_" + std::to_string(n), "us", Better::lower, std::move(c), quick ? 0 : 3);
     cudaFree(dp);
     cudaFree(dc);
     cudaFree(dn);

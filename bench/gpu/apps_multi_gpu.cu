@@ -28,7 +28,8 @@ bool sample_matches(const std::vector<double>& a, const std::vector<double>& b, 
   for (int s = 0; s < 64; ++s) {
     const int r = static_cast<int>(rng() % n), q = static_cast<int>(rng() % n);
     double want = 0;
-    for (int k = 0; k < n; ++k) want += a[r + static_cast<std::size_t>(k) * n] * b[k + static_cast<std::size_t>(q) * n];
+    for (int k = 0; k < n; ++k)
+      want += a[r + static_cast<std::size_t>(k) * n] * b[k + static_cast<std::size_t>(q) * n];
     double got = 0;
     WEFT_CUDA_CHECK(cudaMemcpy(&got, c_dev + r + static_cast<std::size_t>(q) * n, sizeof got,
                                cudaMemcpyDeviceToHost));
@@ -75,9 +76,8 @@ void multi_gpu_gemm_benchmarks(Suite& suite, bool quick, int reps) {
       }
       const auto tasks = apps::gpu::replicated_gemm_tasks<apps::gpu::kAppCapacity>(
           as, bs, rep.c[static_cast<std::size_t>(c_gpu)], n, per);
-      const double t = median_us(reps, [&] {
-        apps::gpu::run_tasks(pool, std::span<const AppPool::Record>(tasks));
-      });
+      const double t = median_us(
+          reps, [&] { apps::gpu::run_tasks(pool, std::span<const AppPool::Record>(tasks)); });
       pool.pause();
       ok = ok && sample_matches(a, b, rep.c[static_cast<std::size_t>(c_gpu)], n, c_gpu);
       return flops / (t * 1e-6) * 1e-9;
@@ -89,14 +89,21 @@ void multi_gpu_gemm_benchmarks(Suite& suite, bool quick, int reps) {
       all.push_back(g);
       const double r = rate({g}, g, ok);
       alone += r;
-      suite.add_metric(Metric{"multi_gpu_gemm_gflops_" + std::to_string(n) + "_gpu" + std::to_string(g),
-                              "GFLOP/s", Better::higher, {r}});
+      suite.add_metric(
+          Metric{"multi_gpu_gemm_gflops_" + std::to_string(n) + "_gpu" + std::to_string(g),
+                 "GFLOP/s",
+                 Better::higher,
+                 {r}});
     }
     const double together = rate(all, 0, ok);
-    suite.add_metric(Metric{"multi_gpu_gemm_gflops_" + std::to_string(n) + "_all", "GFLOP/s",
-                            Better::higher, {together}});
-    suite.add_metric(Metric{"multi_gpu_gemm_efficiency_" + std::to_string(n), "fraction",
-                            Better::higher, {together / alone}});
+    suite.add_metric(Metric{"multi_gpu_gemm_gflops_" + std::to_string(n) + "_all",
+                            "GFLOP/s",
+                            Better::higher,
+                            {together}});
+    suite.add_metric(Metric{"multi_gpu_gemm_efficiency_" + std::to_string(n),
+                            "fraction",
+                            Better::higher,
+                            {together / alone}});
     std::fprintf(stderr,
                  "[bench] multi_gpu_gemm_%d: %d GPUs together %.1f GFLOP/s, alone (sum) %.1f: "
                  "efficiency %.3f%s\n",

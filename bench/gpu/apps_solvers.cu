@@ -64,7 +64,8 @@ void cholesky_benchmarks(Suite& suite, AppPool& pool, const std::vector<int>& si
     std::vector<Contender> c;
     c.push_back({"weft", [&] {
                    pool.resume();
-                   const double t = timed([&] { apps::gpu::cholesky_on_pool(pool, d_a, n, n); }, false);
+                   const double t =
+                       timed([&] { apps::gpu::cholesky_on_pool(pool, d_a, n, n); }, false);
                    pool.pause();
                    return Outcome{t, verified()};
                  }});
@@ -110,16 +111,16 @@ constexpr int kRowsPerTask = 512, kOptionsPerTask = 2048, kThreads = 128;
 __global__ void spmv_kernel(apps::gpu::SpmvRows::Payload p, int rows) {
   p.first = static_cast<int>(blockIdx.x) * kRowsPerTask;
   p.count = min(kRowsPerTask, rows - p.first);
-  apps::gpu::SpmvRows::run(p, weft::gpu::BlockContext(static_cast<int>(threadIdx.x),
-                                                      static_cast<int>(blockDim.x),
-                                                      static_cast<int>(blockIdx.x), nullptr));
+  apps::gpu::SpmvRows::run(
+      p, weft::gpu::BlockContext(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
+                                 static_cast<int>(blockIdx.x), nullptr));
 }
 __global__ void bs_kernel(apps::gpu::BlackScholes::Payload p, int options) {
   p.first = static_cast<int>(blockIdx.x) * kOptionsPerTask;
   p.count = min(kOptionsPerTask, options - p.first);
-  apps::gpu::BlackScholes::run(p, weft::gpu::BlockContext(static_cast<int>(threadIdx.x),
-                                                          static_cast<int>(blockDim.x),
-                                                          static_cast<int>(blockIdx.x), nullptr));
+  apps::gpu::BlackScholes::run(
+      p, weft::gpu::BlockContext(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
+                                 static_cast<int>(blockIdx.x), nullptr));
 }
 
 }  // namespace
@@ -129,7 +130,8 @@ void spmv_bs_benchmark(Suite& suite, AppPool& pool, bool quick, int reps) {
   const int rows = quick ? 1 << 18 : 1 << 20, options = quick ? 1 << 20 : 4 << 20;
   const CsrMatrix m = CsrMatrix::skewed(rows, rows, 4096, 17);
   std::vector<float> x(static_cast<std::size_t>(m.cols));
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 9) - 4) / 8.0f;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<int>(i % 9) - 4) / 8.0f;
   std::vector<float> y_ref, call_ref, put_ref;
   reference_spmv(m, x, y_ref);
   const Options o = Options::random(options, 23);
@@ -146,8 +148,8 @@ void spmv_bs_benchmark(Suite& suite, AppPool& pool, bool quick, int reps) {
   auto* put = device_copy(std::vector<float>(put_ref.size()));
   std::vector<int> rs32(m.row_start.begin(), m.row_start.end());
   auto* rs32_d = device_copy(rs32);
-  const SpmvBsArrays arrays{rs, cols, vals, dx, dy, m.rows, spot, strike, years, call, put,
-                            options, 0.02f, 0.30f};
+  const SpmvBsArrays arrays{rs,     cols,  vals, dx,  dy,      m.rows, spot,
+                            strike, years, call, put, options, 0.02f,  0.30f};
   auto clear = [&] {
     WEFT_CUDA_CHECK(cudaMemset(dy, 0xFF, sizeof(float) * y_ref.size()));
     WEFT_CUDA_CHECK(cudaMemset(call, 0xFF, sizeof(float) * call_ref.size()));
@@ -159,7 +161,8 @@ void spmv_bs_benchmark(Suite& suite, AppPool& pool, bool quick, int reps) {
            max_relative_error<float>(host_copy(put, put_ref.size()), put_ref) <= 1e-3;
   };
   const auto mixed = spmv_bs_tasks<kAppCapacity>(arrays, kRowsPerTask, kOptionsPerTask, true);
-  const auto serial_tasks = spmv_bs_tasks<kAppCapacity>(arrays, kRowsPerTask, kOptionsPerTask, false);
+  const auto serial_tasks =
+      spmv_bs_tasks<kAppCapacity>(arrays, kRowsPerTask, kOptionsPerTask, false);
   cudaStream_t s1, s2;
   WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
   WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
@@ -181,8 +184,8 @@ void spmv_bs_benchmark(Suite& suite, AppPool& pool, bool quick, int reps) {
   const float one = 1.0f, zero = 0.0f;
   std::size_t buffer_size = 0;
   check(cusparseSpMV_bufferSize(sparse, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, mat, vx, &zero, vy,
-                                CUDA_R_32F, CUSPARSE_SPMV_ALG_DEFAULT, &buffer_size) ==
-            CUSPARSE_STATUS_SUCCESS,
+                                CUDA_R_32F, CUSPARSE_SPMV_ALG_DEFAULT,
+                                &buffer_size) == CUSPARSE_STATUS_SUCCESS,
         "cusparseSpMV_bufferSize");
   void* sparse_buffer = nullptr;
   WEFT_CUDA_CHECK(cudaMalloc(&sparse_buffer, buffer_size + 1));
@@ -192,9 +195,8 @@ void spmv_bs_benchmark(Suite& suite, AppPool& pool, bool quick, int reps) {
       pool.pause();
       clear();
       pool.resume();
-      const double t = median_us(reps, [&] {
-        run_tasks(pool, std::span<const AppPool::Record>(*tasks_ptr));
-      });
+      const double t =
+          median_us(reps, [&] { run_tasks(pool, std::span<const AppPool::Record>(*tasks_ptr)); });
       pool.pause();
       return Outcome{t, verified()};
     };
@@ -206,8 +208,8 @@ void spmv_bs_benchmark(Suite& suite, AppPool& pool, bool quick, int reps) {
       const double t = median_us(reps, [&] {
         if (sparse_spmv) {
           check(cusparseSpMV(sparse, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, mat, vx, &zero, vy,
-                             CUDA_R_32F, CUSPARSE_SPMV_ALG_DEFAULT, sparse_buffer) ==
-                    CUSPARSE_STATUS_SUCCESS,
+                             CUDA_R_32F, CUSPARSE_SPMV_ALG_DEFAULT,
+                             sparse_buffer) == CUSPARSE_STATUS_SUCCESS,
                 "cusparseSpMV");
         } else {
           spmv_kernel<<<spmv_blocks, kThreads, 0, s1>>>(sp, rows);

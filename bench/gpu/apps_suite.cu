@@ -204,11 +204,11 @@ std::vector<Contender> gemm_peers(Cublas& cb, GemmBuffers<T>& g, AppPool& pool, 
       alpha.assign(n, one);
       beta.assign(n, zero);
       check_cublas(cublasSetStream(cb.handle, cb.main()), "cublasSetStream");
-      check_cublas(Blas<T>::grouped(cb.handle, ops.data(), ops.data(), m.data(), nn.data(),
-                                    k.data(), alpha.data(), g.d_a_ptrs, m.data(), g.d_b_ptrs,
-                                    k.data(), beta.data(), g.d_c_ptrs, m.data(), n,
-                                    one_each.data()),
-                   "gemmGroupedBatched");
+      check_cublas(
+          Blas<T>::grouped(cb.handle, ops.data(), ops.data(), m.data(), nn.data(), k.data(),
+                           alpha.data(), g.d_a_ptrs, m.data(), g.d_b_ptrs, k.data(), beta.data(),
+                           g.d_c_ptrs, m.data(), n, one_each.data()),
+          "gemmGroupedBatched");
       WEFT_CUDA_CHECK(cudaStreamSynchronize(cb.main()));
     });
   }
@@ -232,7 +232,8 @@ std::vector<Contender> gemm_peers(Cublas& cb, GemmBuffers<T>& g, AppPool& pool, 
                      g.clear_c();
                      cudaGraph_t graph;
                      cudaGraphExec_t exec;
-                     WEFT_CUDA_CHECK(cudaStreamBeginCapture(cb.main(), cudaStreamCaptureModeThreadLocal));
+                     WEFT_CUDA_CHECK(
+                         cudaStreamBeginCapture(cb.main(), cudaStreamCaptureModeThreadLocal));
                      per_matrix_gemms(cb, g, 1);
                      WEFT_CUDA_CHECK(cudaStreamEndCapture(cb.main(), &graph));
                      WEFT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -293,9 +294,10 @@ Suite run_gpu_apps_suite(const GpuAppsSuiteOptions& o) {
     batched_gemm_benchmark<float>(suite, "batched_sgemm_128x64", fixed, true, pool, cb, reps);
     batched_gemm_benchmark<double>(suite, "vbatched_dgemm", variable, false, pool, cb, reps);
     pool.pause();  // the buffers' frees synchronize the device
-    cholesky_benchmarks(suite, pool,
-                        o.quick ? std::vector<int>{1024, 2048} : std::vector<int>{1024, 2048, 4096, 8192},
-                        o.quick ? 2 : 5);
+    cholesky_benchmarks(
+        suite, pool,
+        o.quick ? std::vector<int>{1024, 2048} : std::vector<int>{1024, 2048, 4096, 8192},
+        o.quick ? 2 : 5);
     spmv_bs_benchmark(suite, pool, o.quick, reps);
     tnn_benchmarks(suite, pool, o.quick, o.quick ? 2 : 3);
     kmeans_benchmarks(suite, pool, o.quick, o.quick ? 2 : 3);

@@ -5,8 +5,8 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -122,9 +122,9 @@ __global__ void dgemm64_kernel(const double* a, const double* b, double* c) {
   extern __shared__ double shared[];
   const std::size_t m = static_cast<std::size_t>(blockIdx.x) * Dgemm64::kN * Dgemm64::kN;
   Dgemm64::Payload p{a + m, b + m, c + m};
-  Dgemm64::run(p, weft::gpu::BlockContext(static_cast<int>(threadIdx.x),
-                                          static_cast<int>(blockDim.x),
-                                          static_cast<int>(blockIdx.x), shared));
+  Dgemm64::run(p,
+               weft::gpu::BlockContext(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
+                                       static_cast<int>(blockIdx.x), shared));
 }
 
 weft::gpu::PoolOptions device_options(int blocks_per_sm = 0, std::size_t lanes = 0,
@@ -347,7 +347,8 @@ void pool_vs_launch(Suite& suite, int reps, int blocks_per_sm, const std::string
     for (int i = 0; i < kElems; ++i) {
       const int row = i % Dgemm64::kN, col = i / Dgemm64::kN;
       double acc = 0;
-      for (int k = 0; k < Dgemm64::kN; ++k) acc += am[row + Dgemm64::kN * k] * bm[k + Dgemm64::kN * col];
+      for (int k = 0; k < Dgemm64::kN; ++k)
+        acc += am[row + Dgemm64::kN * k] * bm[k + Dgemm64::kN * col];
       ref[static_cast<std::size_t>(m) * kElems + i] = acc;
     }
   }
@@ -414,9 +415,9 @@ void pool_vs_launch(Suite& suite, int reps, int blocks_per_sm, const std::string
   const Comparison& cmp = suite.comparisons().back();
   suite.add_metric(
       Metric{"pool_vs_launch_same_body" + suffix, "ratio", Better::lower, {cmp.ratio()}});
-  std::fprintf(stderr, "[bench] pool_vs_launch_same_body%s: pool %.2f us, launch+sync %.2f us: %.3f%s\n",
-               suffix.c_str(), cmp.weft, cmp.peer_value, cmp.ratio(),
-               cmp.verified ? "" : " (UNVERIFIED)");
+  std::fprintf(
+      stderr, "[bench] pool_vs_launch_same_body%s: pool %.2f us, launch+sync %.2f us: %.3f%s\n",
+      suffix.c_str(), cmp.weft, cmp.peer_value, cmp.ratio(), cmp.verified ? "" : " (UNVERIFIED)");
   pool.pause();  // (both contenders leave it paused) the frees below synchronize the device
   cudaStreamDestroy(stream);
   cudaFree(a);

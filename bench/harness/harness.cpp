@@ -219,9 +219,9 @@ std::string Suite::to_speedup_svg() const {
         "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{} vs {}</text>\n"
         "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"/>\n"
         "<text x=\"{}\" y=\"{}\">{:.2f}x{}</text>\n",
-        kLabel - 6, y + kBar - 5, c.benchmark, c.peer, kLabel, y,
-        std::max(1, x_of(up) - kLabel), kBar, up >= 1.0 ? "#2b8a3e" : "#c92a2a", x_of(up) + 4,
-        y + kBar - 5, up, c.verified ? "" : " (unverified)");
+        kLabel - 6, y + kBar - 5, c.benchmark, c.peer, kLabel, y, std::max(1, x_of(up) - kLabel),
+        kBar, up >= 1.0 ? "#2b8a3e" : "#c92a2a", x_of(up) + 4, y + kBar - 5, up,
+        c.verified ? "" : " (unverified)");
   }
   svg += fmt::format(
       "<line x1=\"{0}\" y1=\"32\" x2=\"{0}\" y2=\"{1}\" stroke=\"black\" "

@@ -217,8 +217,8 @@ class DeviceBlocks final : public BlockRuntime {
     auto* device_doorbell =
         reinterpret_cast<std::uint32_t*>(static_cast<unsigned char*>(device_rings) +
                                          (reinterpret_cast<unsigned char*>(doorbell_) - host_));
-    auto* device_ring_sms = reinterpret_cast<std::uint32_t*>(
-        static_cast<unsigned char*>(device_rings) + host_bytes_);
+    auto* device_ring_sms =
+        reinterpret_cast<std::uint32_t*>(static_cast<unsigned char*>(device_rings) + host_bytes_);
     for (auto& l : launches_) {
       WEFT_CUDA_CHECK(cudaSetDevice(l.device));
       // On the kernel's own stream, in order before its launch: a memset or copy on the
@@ -230,12 +230,10 @@ class DeviceBlocks final : public BlockRuntime {
       }
       // All ones: the watcher role vacant (-1), and an epoch no doorbell value equals yet.
       WEFT_CUDA_CHECK(cudaMemsetAsync(l.idle, 0xFF, program_.idle_bytes, l.stream));
-      WEFT_CUDA_CHECK(cudaMemsetAsync(l.placement, 0,
-                                      sizeof(int) * (static_cast<std::size_t>(l.blocks) + 1),
-                                      l.stream));
-      WEFT_CUDA_CHECK(cudaMemsetAsync(l.polls, 0,
-                                      sizeof(unsigned long long) * static_cast<std::size_t>(l.blocks),
-                                      l.stream));
+      WEFT_CUDA_CHECK(cudaMemsetAsync(
+          l.placement, 0, sizeof(int) * (static_cast<std::size_t>(l.blocks) + 1), l.stream));
+      WEFT_CUDA_CHECK(cudaMemsetAsync(
+          l.polls, 0, sizeof(unsigned long long) * static_cast<std::size_t>(l.blocks), l.stream));
       ResidentArgs a;
       a.rings = device_rings;
       a.ring_stride = layout_.ring_bytes;

@@ -151,8 +151,8 @@ bool Scheduler::Impl::others_mostly_idle(const Lane& lane, bool by_units) const 
   for (const auto& other : lanes_) {
     if (other.get() == &lane) continue;
     // relaxed: a hint for how much to take (see Lane::idle_units).
-    const std::size_t idle = (by_units ? other->idle_units : other->idle_blocks)
-                                 .load(std::memory_order_relaxed);
+    const std::size_t idle =
+        (by_units ? other->idle_units : other->idle_blocks).load(std::memory_order_relaxed);
     const std::size_t all = by_units ? other->rings.num_units() : other->rings.num_blocks();
     if (idle > 0 && 2 * idle >= all) return true;
   }

@@ -51,10 +51,11 @@ void LaneRings::set_units(const std::uint32_t* units) {
   for (std::size_t i = 0; i < by_id.size(); ++i) {
     if (i == 0 || by_id[i].first != by_id[i - 1].first) {
       unit_first_.push_back(static_cast<std::uint32_t>(unit_blocks_.size()));
-  blocks_per_unit_ = 1;
-  for (std::size_t u = 0; u + 1 < unit_first_.size(); ++u) {
-    blocks_per_unit_ = std::max<std::size_t>(blocks_per_unit_, unit_first_[u + 1] - unit_first_[u]);
-  }
+      blocks_per_unit_ = 1;
+      for (std::size_t u = 0; u + 1 < unit_first_.size(); ++u) {
+        blocks_per_unit_ =
+            std::max<std::size_t>(blocks_per_unit_, unit_first_[u + 1] - unit_first_[u]);
+      }
     }
     const std::uint32_t b = by_id[i].second;
     blocks_[b].unit = static_cast<std::uint32_t>(unit_first_.size() - 1);

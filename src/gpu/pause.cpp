@@ -69,8 +69,7 @@ void Scheduler::Impl::throw_if_stopped_or_failed(const char* who) {
   }
   if (blocks_failed_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(failure_mutex_);
-    throw Error(std::string("weft::gpu::Pool::") + who + ": the pool's blocks failed: " +
-                failure_);
+    throw Error(std::string("weft::gpu::Pool::") + who + ": the pool's blocks failed: " + failure_);
   }
 }
 

@@ -8,9 +8,9 @@
 #include "app_pool.hpp"
 #include "batched_gemm.hpp"
 #include "cholesky.hpp"
+#include "kmeans.hpp"
 #include "spmv_bs.hpp"
 #include "tnn.hpp"
-#include "kmeans.hpp"
 
 namespace apps::gpu {
 namespace {
@@ -93,7 +93,8 @@ TEST(SpmvBlackScholesOnGpu, MixedTasksGiveTheReferenceResults) {
   if (!have_gpu()) GTEST_SKIP() << "no usable GPU on this machine";
   const CsrMatrix m = CsrMatrix::skewed(20000, 8000, 2000, 5);
   std::vector<float> x(static_cast<std::size_t>(m.cols));
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 9) - 4) / 8.0f;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<int>(i % 9) - 4) / 8.0f;
   std::vector<float> y_ref, call_ref, put_ref;
   reference_spmv(m, x, y_ref);
   const Options o = Options::random(30000, 9);
@@ -110,8 +111,9 @@ TEST(SpmvBlackScholesOnGpu, MixedTasksGiveTheReferenceResults) {
   auto* put = to_device(std::vector<float>(put_ref.size()));
   {
     AppPool pool(device_pool_options({0}));
-    const SpmvBsArrays arrays{rs, cols, vals, dx, dy, m.rows, spot, strike, years, call, put,
-                              static_cast<int>(o.spot.size()), 0.02f, 0.30f};
+    const SpmvBsArrays arrays{rs,    cols,   vals,  dx,   dy,  m.rows,
+                              spot,  strike, years, call, put, static_cast<int>(o.spot.size()),
+                              0.02f, 0.30f};
     const auto tasks = spmv_bs_tasks<kAppCapacity>(arrays, 512, 1024, true);
     run_tasks(pool, std::span<const AppPool::Record>(tasks));
     pool.pause();

@@ -8,10 +8,10 @@
 #include "app_pool.hpp"
 #include "batched_gemm.hpp"
 #include "cholesky.hpp"
-#include "spmv_bs.hpp"
-#include "tnn.hpp"
 #include "kmeans.hpp"
 #include "multi_gpu_gemm.hpp"
+#include "spmv_bs.hpp"
+#include "tnn.hpp"
 
 namespace apps::gpu {
 namespace {
@@ -98,17 +98,30 @@ TEST(Cholesky, AMatrixThatIsNotPositiveDefiniteIsReportedWithItsColumn) {
 TEST(SpmvBlackScholes, SerialAndMixedOrdersGiveTheReferenceResults) {
   const CsrMatrix m = CsrMatrix::skewed(3000, 2000, 400, 5);
   std::vector<float> x(static_cast<std::size_t>(m.cols));
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i % 9) - 4) / 8.0f;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<int>(i % 9) - 4) / 8.0f;
   std::vector<float> y_ref, call_ref, put_ref;
   reference_spmv(m, x, y_ref);
   const Options o = Options::random(5000, 9);
   reference_black_scholes(o, 0.02f, 0.30f, call_ref, put_ref);
   for (bool mixed : {false, true}) {
     AppPool pool(host_options());
-    std::vector<float> y(y_ref.size(), -1.0f), call(call_ref.size(), -1.0f), put(put_ref.size(), -1.0f);
-    const SpmvBsArrays arrays{m.row_start.data(), m.col.data(), m.value.data(), x.data(), y.data(),
-                              m.rows, o.spot.data(), o.strike.data(), o.years.data(), call.data(),
-                              put.data(), static_cast<int>(o.spot.size()), 0.02f, 0.30f};
+    std::vector<float> y(y_ref.size(), -1.0f), call(call_ref.size(), -1.0f),
+        put(put_ref.size(), -1.0f);
+    const SpmvBsArrays arrays{m.row_start.data(),
+                              m.col.data(),
+                              m.value.data(),
+                              x.data(),
+                              y.data(),
+                              m.rows,
+                              o.spot.data(),
+                              o.strike.data(),
+                              o.years.data(),
+                              call.data(),
+                              put.data(),
+                              static_cast<int>(o.spot.size()),
+                              0.02f,
+                              0.30f};
     const auto tasks = spmv_bs_tasks<kAppCapacity>(arrays, 256, 512, mixed);
     EXPECT_EQ(tasks.size(), 12u + 10u);
     if (mixed) {

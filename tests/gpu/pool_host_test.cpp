@@ -1239,8 +1239,8 @@ namespace {
 // ---- pause() and resume() ----
 
 PoolOptions pausable_options(bool mailbox) {
-  return PoolOptions{.host_blocks = 3, .output_queues = 1, .scheduler_lanes = 2,
-                     .mailbox = mailbox};
+  return PoolOptions{
+      .host_blocks = 3, .output_queues = 1, .scheduler_lanes = 2, .mailbox = mailbox};
 }
 
 class PausePool : public ::testing::TestWithParam<bool> {};  // param: with the mailbox

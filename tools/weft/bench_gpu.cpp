@@ -1,8 +1,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <string_view>
 #include <string>
+#include <string_view>
 
 #include "commands.hpp"
 

@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "app_pool.hpp"
+#include "batched_gemm.hpp"
 #include "commands.hpp"
 #include "cpu/kernels.hpp"
 #include "harness/harness.hpp"
 #include "weft/cpu/executor.hpp"
 #include "weft/cpu/topology.hpp"
-#include "app_pool.hpp"
-#include "batched_gemm.hpp"
 #if WEFT_TOOL_HAVE_CUDA
 #include <cuda_runtime.h>
 
@@ -53,11 +53,13 @@ bool run_apps_demo(bool quick, bool on_gpu) {
 #if WEFT_TOOL_HAVE_CUDA
   if (on_gpu) {
     double *da = nullptr, *db = nullptr, *dc = nullptr;
-    const bool made = cudaMalloc(&da, sizeof(double) * a.size()) == cudaSuccess &&
-                      cudaMalloc(&db, sizeof(double) * b.size()) == cudaSuccess &&
-                      cudaMalloc(&dc, sizeof(double) * c.size()) == cudaSuccess &&
-                      cudaMemcpy(da, a.data(), sizeof(double) * a.size(), cudaMemcpyHostToDevice) == cudaSuccess &&
-                      cudaMemcpy(db, b.data(), sizeof(double) * b.size(), cudaMemcpyHostToDevice) == cudaSuccess;
+    const bool made =
+        cudaMalloc(&da, sizeof(double) * a.size()) == cudaSuccess &&
+        cudaMalloc(&db, sizeof(double) * b.size()) == cudaSuccess &&
+        cudaMalloc(&dc, sizeof(double) * c.size()) == cudaSuccess &&
+        cudaMemcpy(da, a.data(), sizeof(double) * a.size(), cudaMemcpyHostToDevice) ==
+            cudaSuccess &&
+        cudaMemcpy(db, b.data(), sizeof(double) * b.size(), cudaMemcpyHostToDevice) == cudaSuccess;
     if (made) {
       AppPool pool(device_pool_options({0}));
       const auto tasks = gemm_tasks<double, kAppCapacity>(batch, da, db, dc);
@@ -82,10 +84,11 @@ bool run_apps_demo(bool quick, bool on_gpu) {
     seconds = best_of(3, [&] { run_tasks(pool, std::span<const AppPool::Record>(tasks)); });
   }
   const bool ok = max_relative_error<double>(c, ref) <= 1e-12;
-  std::printf("batched DGEMM, %zu products of 64x64x64 as %zu pool tasks (%s): %.1f us, %.2f "
-              "GFLOP/s, %s\n(docs/apps.md; `weft bench gpu-apps` times it against cuBLAS)\n",
-              batch.shapes.size(), batch.tiles(), on_gpu ? "GPU" : "host backend: no GPU here",
-              seconds * 1e6, batch.flops() / seconds * 1e-9, ok ? "verified" : "WRONG");
+  std::printf(
+      "batched DGEMM, %zu products of 64x64x64 as %zu pool tasks (%s): %.1f us, %.2f "
+      "GFLOP/s, %s\n(docs/apps.md; `weft bench gpu-apps` times it against cuBLAS)\n",
+      batch.shapes.size(), batch.tiles(), on_gpu ? "GPU" : "host backend: no GPU here",
+      seconds * 1e6, batch.flops() / seconds * 1e-9, ok ? "verified" : "WRONG");
   return ok;
 }
 

@@ -301,8 +301,8 @@ __device__ inline int place_block(const ResidentArgs& a) {
   cuda::atomic_ref<int, cuda::thread_scope_device> arrived(a.placement[blocks]);
   if (lane == 0) {
     // relaxed: published by the release increment below.
-    cuda::atomic_ref<int, cuda::thread_scope_device>(a.placement[me]).store(
-        static_cast<int>(smid), cuda::memory_order_relaxed);
+    cuda::atomic_ref<int, cuda::thread_scope_device>(a.placement[me])
+        .store(static_cast<int>(smid), cuda::memory_order_relaxed);
     // release: pairs with the other blocks' acquire loads of the count; every block's SM is
     // visible to a block that reads the full count (the increments form one release sequence).
     arrived.fetch_add(1, cuda::memory_order_release);
@@ -315,16 +315,16 @@ __device__ inline int place_block(const ResidentArgs& a) {
   for (int j = static_cast<int>(lane); j < blocks; j += 32) {
     if (j == a.mailbox_block) continue;
     // relaxed: made visible by lane 0's acquire above.
-    const int s =
-        cuda::atomic_ref<int, cuda::thread_scope_device>(a.placement[j]).load(cuda::memory_order_relaxed);
+    const int s = cuda::atomic_ref<int, cuda::thread_scope_device>(a.placement[j])
+                      .load(cuda::memory_order_relaxed);
     if (s < static_cast<int>(smid) || (s == static_cast<int>(smid) && j < me)) ++before;
   }
   const int ring = __reduce_add_sync(0xFFFFFFFFu, before);
   if (lane == 0 && a.ring_sms != nullptr) {
     // release, system scope: pairs with the host's acquire loads while it waits for every
     // block's report.
-    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(a.ring_sms[ring]).store(
-        smid, cuda::memory_order_release);
+    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>(a.ring_sms[ring])
+        .store(smid, cuda::memory_order_release);
   }
   return ring;
 }
