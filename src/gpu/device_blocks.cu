@@ -133,7 +133,7 @@ class DeviceBlocks final : public BlockRuntime {
       l.name = prop.name;
       l.sms = prop.multiProcessorCount;
       total += l.blocks;
-      per_sm_ = per_sm;  // the lanes' grain (the last GPU's; they all have one per SM alike)
+      per_sm_ = per_sm;  // the lanes' grain: the last GPU's (GPUs of other models may differ)
       launches_.push_back(l);
     }
     // The mailbox's server is one of the blocks that fit (all must be co-resident): the last
@@ -258,6 +258,7 @@ class DeviceBlocks final : public BlockRuntime {
           static_cast<cudaError_t>(program_.launch(a, l.blocks, threads_, shared_bytes_, l.stream));
       if (e != cudaSuccess) throw_cuda("resident kernel launch", e, __FILE__, __LINE__);
     }
+    joined_.store(false, std::memory_order_relaxed);  // relaxed: statistics
     wait_for_placement();
   }
 
@@ -313,10 +314,15 @@ class DeviceBlocks final : public BlockRuntime {
   void abandon() noexcept override {}
   [[nodiscard]] bool host_polls_counted() const noexcept override { return true; }
 
-  std::uint64_t host_polls() override { return polls_before_ + polls_of_launch(); }
+  std::uint64_t host_polls() override {
+    // relaxed: statistics (join() adds a launch's counters once it has ended).
+    return polls_before_.load(std::memory_order_relaxed) +
+           (joined_.load(std::memory_order_relaxed) ? 0 : polls_of_launch());
+  }
 
   // Reads of host memory by the blocks of the current launch (their counters).
   std::uint64_t polls_of_launch() {
+    const KeepCurrentDevice keep;  // a statistic must not move the caller to another GPU
     std::uint64_t total = 0;
     std::vector<unsigned long long> counts;
     for (auto& l : launches_) {
@@ -333,6 +339,8 @@ class DeviceBlocks final : public BlockRuntime {
   }
 
   void join() override {
+    const KeepCurrentDevice keep;  // pause() returns to a caller who uses its own GPU next
+    if (joined_.load(std::memory_order_relaxed)) return;  // relaxed: only the pool's owner
     for (auto& l : launches_) {
       cudaSetDevice(l.device);
       const cudaError_t e = cudaStreamSynchronize(l.stream);
@@ -340,10 +348,14 @@ class DeviceBlocks final : public BlockRuntime {
         first_error_ = describe_error(l, e);
       }
     }
-    polls_before_ += polls_of_launch();  // a relaunch's counters start at zero
+    // The launch's counters, once: a relaunch's start at zero, and a paused pool's join at
+    // destruction adds nothing again. relaxed: statistics.
+    polls_before_.fetch_add(polls_of_launch(), std::memory_order_relaxed);
+    joined_.store(true, std::memory_order_relaxed);
   }
 
   std::string failure() override {
+    const KeepCurrentDevice keep;
     if (!first_error_.empty()) return first_error_;
     for (auto& l : launches_) {
       cudaSetDevice(l.device);
@@ -428,7 +440,8 @@ class DeviceBlocks final : public BlockRuntime {
   std::size_t host_bytes_ = 0;          // rings, doorbell and mailbox: zeroed at each launch
   std::uint32_t* ring_sms_ = nullptr;   // in host_, after them: per ring, its block's SM
   int per_sm_ = 1;
-  std::uint64_t polls_before_ = 0;  // reads of host memory by earlier launches
+  std::atomic<std::uint64_t> polls_before_{0};  // reads of host memory by earlier launches
+  std::atomic<bool> joined_{false};             // the current launch has been joined
   std::string first_error_;
   std::string peer_note_;
 };

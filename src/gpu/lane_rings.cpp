@@ -40,7 +40,7 @@ LaneRings::LaneRings(const RingLayout& layout, std::size_t first, std::size_t co
 }
 
 void LaneRings::set_units(const std::uint32_t* units) {
-  // Local unit indices in order of first appearance.
+  // Local unit indices in ascending order of the units' ids.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> by_id;  // (id, block)
   by_id.reserve(blocks_.size());
   for (std::uint32_t b = 0; b < blocks_.size(); ++b) by_id.emplace_back(units[b], b);

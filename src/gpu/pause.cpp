@@ -18,12 +18,20 @@ void Scheduler::Impl::pause() {
   if (paused_) return;
   throw_if_stopped_or_failed("pause");
   synchronize();
+  {
+    std::lock_guard<std::mutex> lock(in_mutex_);
+    // seq_cst: read by the lanes every round, and by synchronize()'s wait predicate.
+    pause_requested_.store(true, std::memory_order_seq_cst);
+  }
+  in_cv_.notify_all();  // sleeping lanes wake and park
+  // A synchronize() is in its wait, or sees the request: what is queued now waits for
+  // resume(). (idle_mutex_ is never taken under in_mutex_: synchronize() takes them the other
+  // way round.)
+  { std::lock_guard<std::mutex> lock(idle_mutex_); }
+  idle_cv_.notify_all();
   bool all_parked = false;
   {
     std::unique_lock<std::mutex> lock(in_mutex_);
-    // seq_cst: read by the lanes every round (acquire would do; seq_cst costs nothing here).
-    pause_requested_.store(true, std::memory_order_seq_cst);
-    in_cv_.notify_all();  // sleeping lanes wake and park
     parked_cv_.wait(lock, [&] {
       // acquire: pairs with the release stores of shutdown and check_failure.
       return parked_lanes_ == lanes_.size() || stop_flag_.load(std::memory_order_acquire) ||
@@ -37,7 +45,13 @@ void Scheduler::Impl::pause() {
   }
   blocks_->join();
   if (const std::string why = blocks_->failure(); !why.empty()) {
-    // The blocks died on the way out: the lanes fail what is queued (check_failure).
+    // The blocks died on the way out: as check_failure, the pool is failed and closed, and
+    // the lanes, unparked, cancel what is queued and wake the waiters.
+    {
+      std::lock_guard<std::mutex> lock(failure_mutex_);
+      if (failure_.empty()) failure_ = why;
+    }
+    close();
     blocks_failed_.store(true, std::memory_order_release);  // release: pairs with the lanes
     unpark_lanes();
     throw Error("weft::gpu::Pool::pause: " + why);

@@ -272,6 +272,9 @@ void Scheduler::Impl::wake_one_lane(bool all) {
   { std::lock_guard<std::mutex> lock(in_mutex_); }  // the sleeper is in its wait, or sees us
   if (all) {
     in_cv_.notify_all();
+    // A pause() waiting for the lanes to park learns of a shutdown or a failure (after which
+    // some lane may never park) from this too.
+    parked_cv_.notify_all();
   } else {
     in_cv_.notify_one();
   }
@@ -423,18 +426,22 @@ std::uint64_t Scheduler::Impl::pending() const {
 }
 
 void Scheduler::Impl::synchronize() {
-  if (paused_flag_.load(std::memory_order_relaxed) && pending() != 0) {  // relaxed: a snapshot
-    throw InvalidState("weft::gpu::Pool::synchronize: the pool is paused with " +
-                       std::to_string(pending()) +
-                       " task(s) not yet delivered; they run after resume()");
-  }
   std::unique_lock<std::mutex> lock(idle_mutex_);
   // seq_cst: pairs with finish_pending (it counts deliveries, then looks for waiters; this
   // counts itself a waiter, then looks at the deliveries).
   sync_waiters_.fetch_add(1, std::memory_order_seq_cst);
   wake_mailbox_lane(LoneTaskMailbox::kAnyQueue);  // a mailbox task is delivered by its lane
-  idle_cv_.wait(lock, [&] { return pending() == 0; });
+  // A pause requested (or in force) takes no more input: what is queued then waits for
+  // resume(), so the wait ends there instead. seq_cst: pause() stores the request, then
+  // notifies idle_cv_ under idle_mutex_.
+  idle_cv_.wait(lock,
+                [&] { return pending() == 0 || pause_requested_.load(std::memory_order_seq_cst); });
   sync_waiters_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: a hint downward
+  lock.unlock();
+  const std::uint64_t left = pending();
+  if (left == 0) return;
+  throw InvalidState("weft::gpu::Pool::synchronize: the pool is paused (or pausing) with " +
+                     std::to_string(left) + " task(s) not yet delivered; they run after resume()");
 }
 
 // After a delivery was counted (seq_cst): wakes threads in synchronize(), which count

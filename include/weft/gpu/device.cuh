@@ -289,9 +289,10 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
 // Placement (warp 0 of every block, before anything else): the ring a block serves is its
 // rank among the launch's ring blocks ordered by (SM, block index), so that the rings of one
 // SM are adjacent and a scheduler lane, which owns a contiguous range of rings, owns whole
-// SMs; then it tells the host its SM. Every block of the launch is co-resident (the pool
-// launches no more than fit), so the wait for all of them ends. Returns the ring (this GPU's
-// numbering), or -1 for the mailbox's block.
+// SMs; then it tells the host its SM. The pool launches no more blocks than fit, so the wait
+// ends once they are all resident: at once on an idle GPU, later while other kernels hold SMs
+// (the host gives up after a while: DeviceBlocks::wait_for_placement). Returns the ring (this
+// GPU's numbering), or -1 for the mailbox's block.
 __device__ inline int place_block(const ResidentArgs& a) {
   const unsigned lane = threadIdx.x;  // warp 0
   const int me = static_cast<int>(blockIdx.x);
