@@ -1,5 +1,6 @@
 // gpu-apps: tiled Cholesky against cuSOLVER and LAPACKE, and the SpMV + Black-Scholes mix
 // against kernels, concurrent kernels and cuSPARSE.
+#include <cublas_v2.h>
 #include <cusolverDn.h>
 #include <cusparse.h>
 #include <lapacke.h>
@@ -24,6 +25,111 @@ using apps::gpu::AppPool;
 void check(bool ok, const char* what) {
   if (!ok) throw std::runtime_error(std::string("gpu-apps: ") + what + " failed");
 }
+
+}  // namespace
+
+namespace {
+
+// The same tiled algorithm (CholeskyGraph's tasks, in its order) as library calls on streams:
+// each task on stream (its tile's column) mod the stream count, after an event of each task it
+// depends on. POTRF is cuSOLVER's on the tile, TRSM, SYRK and GEMM are cuBLAS's.
+class TiledOnStreams {
+ public:
+  TiledOnStreams(int n, int streams) : graph_(n), streams_(static_cast<std::size_t>(streams)) {
+    check(cublasCreate(&blas_) == CUBLAS_STATUS_SUCCESS, "cublasCreate");
+    check(cusolverDnCreate(&solver_) == CUSOLVER_STATUS_SUCCESS, "cusolverDnCreate");
+    for (auto& s : streams_) WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    events_.resize(graph_.tasks().size());
+    for (auto& e : events_) WEFT_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    int lwork = 0;
+    constexpr int nb = apps::gpu::CholeskyTile::kTile;
+    double* probe = nullptr;  // a tile's shape in a matrix of leading dimension n
+    WEFT_CUDA_CHECK(cudaMalloc(&probe, sizeof(double) * static_cast<std::size_t>(n) * nb));
+    check(cusolverDnDpotrf_bufferSize(solver_, CUBLAS_FILL_MODE_LOWER, nb, probe, n, &lwork) ==
+              CUSOLVER_STATUS_SUCCESS,
+          "cusolverDnDpotrf_bufferSize");
+    WEFT_CUDA_CHECK(cudaFree(probe));
+    // One workspace and info word per stream: POTRFs on different streams may overlap.
+    work_.resize(streams_.size());
+    info_.resize(streams_.size());
+    for (std::size_t s = 0; s < streams_.size(); ++s) {
+      WEFT_CUDA_CHECK(cudaMalloc(&work_[s], sizeof(double) * static_cast<std::size_t>(lwork + 1)));
+      WEFT_CUDA_CHECK(cudaMalloc(&info_[s], sizeof(int)));
+    }
+    lwork_ = lwork;
+    // Predecessors of every task, from the successor lists.
+    preds_.resize(graph_.tasks().size());
+    for (std::size_t t = 0; t < graph_.tasks().size(); ++t) {
+      for (const int s : graph_.successors()[t])
+        preds_[static_cast<std::size_t>(s)].push_back(static_cast<int>(t));
+    }
+  }
+  ~TiledOnStreams() {
+    for (auto& e : events_) cudaEventDestroy(e);
+    for (auto& s : streams_) cudaStreamDestroy(s);
+    for (auto* w : work_) cudaFree(w);
+    for (auto* i : info_) cudaFree(i);
+    cublasDestroy(blas_);
+    cusolverDnDestroy(solver_);
+  }
+  TiledOnStreams(const TiledOnStreams&) = delete;
+  TiledOnStreams& operator=(const TiledOnStreams&) = delete;
+
+  void factor(double* a, int lda) {
+    constexpr int nb = apps::gpu::CholeskyTile::kTile;
+    const double one = 1.0, minus_one = -1.0;
+    auto tile = [&](int r, int c) { return apps::gpu::CholeskyTile::at(a, lda, r, c); };
+    const auto& tasks = graph_.tasks();
+    for (std::size_t t = 0; t < tasks.size(); ++t) {
+      const auto& x = tasks[t];
+      const std::size_t si = static_cast<std::size_t>(x.j) % streams_.size();
+      cudaStream_t s = streams_[si];
+      for (const int p : preds_[t])
+        WEFT_CUDA_CHECK(cudaStreamWaitEvent(s, events_[static_cast<std::size_t>(p)], 0));
+      check(cublasSetStream(blas_, s) == CUBLAS_STATUS_SUCCESS, "cublasSetStream");
+      using Kind = apps::gpu::CholeskyGraph::Kind;
+      switch (x.kind) {
+        case Kind::potrf:
+          check(cusolverDnSetStream(solver_, s) == CUSOLVER_STATUS_SUCCESS, "cusolverDnSetStream");
+          check(cusolverDnDpotrf(solver_, CUBLAS_FILL_MODE_LOWER, nb, tile(x.k, x.k), lda,
+                                 work_[si], lwork_, info_[si]) == CUSOLVER_STATUS_SUCCESS,
+                "cusolverDnDpotrf");
+          break;
+        case Kind::trsm:  // A_ik = A_ik L_kk^-T
+          check(cublasDtrsm(blas_, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_T,
+                            CUBLAS_DIAG_NON_UNIT, nb, nb, &one, tile(x.k, x.k), lda, tile(x.i, x.k),
+                            lda) == CUBLAS_STATUS_SUCCESS,
+                "cublasDtrsm");
+          break;
+        case Kind::syrk:  // A_ii -= A_ik A_ik^T
+          check(
+              cublasDsyrk(blas_, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, nb, nb, &minus_one,
+                          tile(x.i, x.k), lda, &one, tile(x.i, x.i), lda) == CUBLAS_STATUS_SUCCESS,
+              "cublasDsyrk");
+          break;
+        case Kind::gemm:  // A_ij -= A_ik A_jk^T
+          check(cublasDgemm(blas_, CUBLAS_OP_N, CUBLAS_OP_T, nb, nb, nb, &minus_one, tile(x.i, x.k),
+                            lda, tile(x.j, x.k), lda, &one, tile(x.i, x.j),
+                            lda) == CUBLAS_STATUS_SUCCESS,
+                "cublasDgemm");
+          break;
+      }
+      WEFT_CUDA_CHECK(cudaEventRecord(events_[t], s));
+    }
+    for (auto& s : streams_) WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+
+ private:
+  apps::gpu::CholeskyGraph graph_;
+  std::vector<cudaStream_t> streams_;
+  std::vector<cudaEvent_t> events_;
+  std::vector<std::vector<int>> preds_;
+  std::vector<double*> work_;
+  std::vector<int*> info_;
+  int lwork_ = 0;
+  cublasHandle_t blas_ = nullptr;
+  cusolverDnHandle_t solver_ = nullptr;
+};
 
 }  // namespace
 
@@ -79,6 +185,12 @@ void cholesky_benchmarks(Suite& suite, AppPool& pool, const std::vector<int>& si
                          WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
                        },
                        true);
+                   return Outcome{t, verified()};
+                 }});
+    TiledOnStreams tiled(n, 8);  // made while the pool is paused (it allocates)
+    c.push_back({"cublas_streams", [&] {
+                   pool.pause();
+                   const double t = timed([&] { tiled.factor(d_a, n); }, true);
                    return Outcome{t, verified()};
                  }});
     c.push_back({"lapacke_cpu", [&] {
