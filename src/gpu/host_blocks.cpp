@@ -24,8 +24,9 @@ using weft::cpu::detail::cpu_relax;
 class HostBlocks final : public BlockRuntime {
  public:
   HostBlocks(std::size_t blocks, std::size_t depth, std::size_t capacity, std::size_t shared_bytes,
-             HostDispatch dispatch, bool mailbox)
+             HostDispatch dispatch, bool mailbox, std::size_t blocks_per_unit)
       : blocks_(blocks),
+        blocks_per_unit_(blocks_per_unit == 0 ? 1 : blocks_per_unit),
         shared_bytes_(shared_bytes),
         dispatch_(dispatch),
         rings_bytes_(ring_stride(capacity, depth) * blocks),
@@ -49,6 +50,15 @@ class HostBlocks final : public BlockRuntime {
   [[nodiscard]] std::size_t num_blocks() const noexcept override { return blocks_; }
 
   [[nodiscard]] std::uint64_t* mailbox() const noexcept override { return mailbox_; }
+
+  [[nodiscard]] std::vector<std::uint32_t> block_units() const override {
+    std::vector<std::uint32_t> units(blocks_);
+    for (std::size_t b = 0; b < blocks_; ++b) {
+      units[b] = static_cast<std::uint32_t>(b / blocks_per_unit_);
+    }
+    return units;
+  }
+  [[nodiscard]] std::size_t blocks_per_unit() const noexcept override { return blocks_per_unit_; }
 
   void start() override {
     join();
@@ -215,6 +225,7 @@ class HostBlocks final : public BlockRuntime {
   }
 
   std::size_t blocks_;
+  std::size_t blocks_per_unit_;
   std::size_t shared_bytes_;
   HostDispatch dispatch_;
   std::size_t rings_bytes_;
@@ -230,9 +241,9 @@ class HostBlocks final : public BlockRuntime {
 std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t depth,
                                                std::size_t payload_capacity,
                                                std::size_t shared_bytes, HostDispatch dispatch,
-                                               bool mailbox) {
+                                               bool mailbox, std::size_t blocks_per_unit) {
   return std::make_unique<HostBlocks>(blocks, depth, payload_capacity, shared_bytes, dispatch,
-                                      mailbox);
+                                      mailbox, blocks_per_unit);
 }
 
 const char* to_string(SlotState s) noexcept {

@@ -62,6 +62,11 @@ void Scheduler::Impl::lane_main(Lane& lane) {
     timer.begin(lane.rings.active_blocks());
     const std::size_t ended =
         lane.rings.collect(lane.outbox, now) + mailbox_round(lane, now, false);
+    // The hints before the deliveries: a thread that pops this round's last task and then
+    // pushes a batch has its push's size store (seq_cst) after them, so a lane that sees the
+    // batch queued (InputQueue::size, seq_cst) sees this lane's units idle, and spreads the
+    // batch instead of taking it whole.
+    if (ended > 0) publish_idle(lane);
     timer.mark(Phase::collect);
     flush(lane, ended);
     timer.mark(Phase::deliver);

@@ -1236,6 +1236,35 @@ TEST(Mailbox, LoneTasksFromManyThreadsComeBackExactlyOnce) {
 namespace weft::gpu {
 namespace {
 
+// ---- placement: units (SMs) across lanes ----
+
+// 8 host blocks in 4 units of 2 (as blocks share an SM), 2 lanes of 2 units each: a batch of
+// as many held tasks as units runs one per unit, split over both lanes, however often it is
+// pushed (with each block its own unit, the first lane would take it all, two per unit).
+TEST(Placement, ABatchOfOneTaskPerUnitRunsOnePerUnitAcrossLanes) {
+  using Core = detail::PoolCore<256>;
+  constexpr auto dispatch = [](std::uint32_t type, void* payload, std::uint32_t size,
+                               const BlockContext& block) {
+    return Types::dispatch(type, payload, size, block);
+  };
+  detail::SchedulerConfig config;
+  config.lanes = 2;
+  Core core(detail::make_host_blocks(8, 1, 256, Types::kSharedBytes, +dispatch, false, 2), 1,
+            QueueOrder::fifo, config);
+  for (int round = 0; round < 20; ++round) {
+    g_gate_open = false;
+    g_gate_where_started = 0;
+    std::vector<Core::Record> batch(4, Core::Record::make<GateWhere>({-1}));
+    core.push(batch.data(), batch.size(), 0, 0);
+    // All four start (eight blocks), then the gate opens.
+    while (g_gate_where_started.load() < 4) std::this_thread::yield();
+    g_gate_open = true;
+    std::set<int> units;
+    for (int k = 0; k < 4; ++k) units.insert(core.pop(0).as<GateWhere>().block / 2);
+    EXPECT_EQ(units.size(), 4u) << "round " << round << ": tasks shared a unit";
+  }
+}
+
 // ---- pause() and resume() ----
 
 PoolOptions pausable_options(bool mailbox) {

@@ -70,11 +70,13 @@ using HostDispatch = TaskStatus (*)(std::uint32_t type, void* payload, std::uint
 
 /// The CPU path: `blocks` host threads, each with a ring of `depth` slots, running task bodies
 /// with a block of one thread. Same slot protocol and memory orders as the GPU. With
-/// `mailbox`, one more thread serves the lone-task mailbox.
+/// `mailbox`, one more thread serves the lone-task mailbox. `blocks_per_unit` consecutive
+/// blocks form a unit, as the blocks of an SM do on the device backend (tests of the lanes'
+/// placement; 1: every block its own).
 std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t depth,
                                                std::size_t payload_capacity,
                                                std::size_t shared_bytes, HostDispatch dispatch,
-                                               bool mailbox);
+                                               bool mailbox, std::size_t blocks_per_unit = 1);
 
 /// The GPU path: one resident kernel per device in `devices` (empty: every visible GPU), with
 /// blocks_per_sm blocks per SM (0: as many as occupancy allows) of `threads` threads, each
