@@ -77,8 +77,8 @@ struct GemmTileBody {
 
  private:
   // The chunk of K at k0 (zeros past the matrices' edges). Each thread issues its loads in
-  // groups of kStageBatch before it stores any: loads taken one at a time, each waiting for
-  // global memory before the next is issued, made the staging the body's bottleneck.
+  // groups of kStageBatch before it stores any, so that their trips to memory overlap instead
+  // of each waiting for the one before.
   static constexpr int kStageBatch = 8;
   WEFT_HD APPS_GEMM_INLINE static void stage(const Payload& p, const weft::gpu::BlockContext& ctx,
                                              T* as, T* bs, int k0) {

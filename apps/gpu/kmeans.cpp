@@ -2,6 +2,14 @@
 
 namespace apps::gpu {
 
+void centroid_norms(std::span<const float> centroids, int d, std::vector<float>& norms) {
+  for (std::size_t c = 0; c < norms.size(); ++c) {
+    float s = 0.0f;
+    for (int t = 0; t < d; ++t) s += centroids[c * d + t] * centroids[c * d + t];
+    norms[c] = s;
+  }
+}
+
 void update_centroids(std::span<const float> points, int d, std::span<const int> labels, int k,
                       std::vector<float>& centroids) {
   std::vector<double> sums(static_cast<std::size_t>(k) * d, 0.0);
@@ -25,13 +33,7 @@ KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int i
   r.labels.assign(static_cast<std::size_t>(n), 0);
   std::vector<float> norms(static_cast<std::size_t>(k));
   for (int it = 0; it < iterations; ++it) {
-    for (int c = 0; c < k; ++c) {
-      float s = 0.0f;
-      for (int t = 0; t < d; ++t)
-        s += r.centroids[static_cast<std::size_t>(c) * d + t] *
-             r.centroids[static_cast<std::size_t>(c) * d + t];
-      norms[static_cast<std::size_t>(c)] = s;
-    }
+    centroid_norms(r.centroids, d, norms);
     KmeansAssign::Payload p{
         points.data(), r.centroids.data(), norms.data(), r.labels.data(), d, k, 0, n};
     for (int i = 0; i < n; ++i) {

@@ -58,6 +58,9 @@ struct KmeansResult {
   std::vector<int> labels;       // n
 };
 
+/// |c|^2 of each of the k x d centroids, into norms (k entries).
+void centroid_norms(std::span<const float> centroids, int d, std::vector<float>& norms);
+
 /// Moves each centroid to the mean of its points (a centroid with none stays).
 void update_centroids(std::span<const float> points, int d, std::span<const int> labels, int k,
                       std::vector<float>& centroids);
@@ -96,13 +99,7 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
   std::vector<float> norms(static_cast<std::size_t>(k));
   std::vector<Record> done(tasks.size());
   for (int it = 0; it < iterations; ++it) {
-    for (int c = 0; c < k; ++c) {
-      float s = 0.0f;
-      for (int t = 0; t < d; ++t)
-        s += r.centroids[static_cast<std::size_t>(c) * d + t] *
-             r.centroids[static_cast<std::size_t>(c) * d + t];
-      norms[static_cast<std::size_t>(c)] = s;
-    }
+    centroid_norms(r.centroids, d, norms);
     upload(r.centroids.data(), centroids_for_blocks, r.centroids.size());
     upload(norms.data(), norms_for_blocks, norms.size());
     pool.push_batch(tasks);

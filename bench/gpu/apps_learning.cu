@@ -134,14 +134,6 @@ __global__ void argmin_kernel(const float* scores, const float* norms, int n, in
   labels[i] = best;
 }
 
-void centroid_norms(const std::vector<float>& centroids, int d, std::vector<float>& norms) {
-  for (std::size_t c = 0; c < norms.size(); ++c) {
-    float s = 0.0f;
-    for (int t = 0; t < d; ++t) s += centroids[c * d + t] * centroids[c * d + t];
-    norms[c] = s;
-  }
-}
-
 double label_agreement(const std::vector<int>& a, const std::vector<int>& b) {
   std::size_t same = 0;
   for (std::size_t i = 0; i < a.size(); ++i) same += a[i] == b[i] ? 1 : 0;
@@ -186,7 +178,7 @@ void kmeans_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
       r.labels.assign(static_cast<std::size_t>(n), 0);
       std::vector<float> s(static_cast<std::size_t>(n) * kK), norms(kK);
       for (int it = 0; it < kIterations; ++it) {
-        centroid_norms(r.centroids, kD, norms);
+        apps::gpu::centroid_norms(r.centroids, kD, norms);
         // s (n x k, column-major) = -2 X C^T with X, C row-major.
         cblas_sgemm(CblasColMajor, CblasTrans, CblasNoTrans, n, kK, kD, -2.0f, points.data(), kD,
                     r.centroids.data(), kD, 0.0f, s.data(), n);
@@ -227,7 +219,7 @@ void kmeans_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
                      got.labels.assign(static_cast<std::size_t>(n), 0);
                      std::vector<float> norms(kK);
                      for (int it = 0; it < kIterations; ++it) {
-                       centroid_norms(got.centroids, kD, norms);
+                       apps::gpu::centroid_norms(got.centroids, kD, norms);
                        upload(got.centroids.data(), dc, got.centroids.size());
                        upload(norms.data(), dn, norms.size());
                        const float minus_two = -2.0f, zero = 0.0f;

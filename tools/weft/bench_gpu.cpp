@@ -1,8 +1,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
-#include <string_view>
 
 #include "commands.hpp"
 
@@ -13,11 +13,17 @@
 
 namespace weft::tools {
 
-int run_bench_gpu_pool(const BenchGpuArgs& args) {
+namespace {
+
 #if WEFT_TOOL_HAVE_CUDA
+// What `weft bench gpu-pool` and `weft bench gpu-apps` share: the GPU check, the machine's name,
+// the samples, the table on stdout and the files (with `chart`, the speed-up chart beside the
+// JSON too). Returns 1 when there is no GPU or a comparison failed its check.
+int run_gpu_suite(const char* name, const BenchGpuArgs& args, bool chart,
+                  const std::function<bench::Suite(bool quick, int samples)>& run) {
   std::string why;
   if (!bench::gpu::gpu_available(why)) {
-    std::fprintf(stderr, "weft bench gpu-pool: no usable GPU (%s); nothing measured\n",
+    std::fprintf(stderr, "weft bench %s: no usable GPU (%s); nothing measured\n", name,
                  why.c_str());
     return 1;
   }
@@ -27,19 +33,37 @@ int run_bench_gpu_pool(const BenchGpuArgs& args) {
     machine = env != nullptr ? env : "gpu";
   }
   setenv("WEFT_MACHINE", machine.c_str(), 1);
-  bench::gpu::GpuPoolSuiteOptions o;
-  o.quick = args.quick;
-  o.samples = args.samples > 0 ? args.samples : (args.quick ? 3 : 5);
-  const bench::Suite suite = bench::gpu::run_gpu_pool_suite(o);
+  const bench::Suite suite =
+      run(args.quick, args.samples > 0 ? args.samples : (args.quick ? 3 : 5));
   std::printf("%s", suite.to_markdown(args.command).c_str());
   if (!args.json_path.empty()) {
     suite.write(args.json_path, args.command);
     std::fprintf(stderr, "[bench] wrote %s and its .md table\n", args.json_path.c_str());
+    if (chart) {
+      std::string svg = args.json_path;
+      if (const auto dot = svg.rfind(".json"); dot != std::string::npos) svg.erase(dot);
+      svg += ".svg";
+      std::ofstream(svg) << suite.to_speedup_svg();
+      std::fprintf(stderr, "[bench] wrote %s\n", svg.c_str());
+    }
   }
   for (const auto& c : suite.comparisons()) {
     if (!c.verified) return 1;
   }
   return 0;
+}
+#endif
+
+}  // namespace
+
+int run_bench_gpu_pool(const BenchGpuArgs& args) {
+#if WEFT_TOOL_HAVE_CUDA
+  return run_gpu_suite("gpu-pool", args, false, [](bool quick, int samples) {
+    bench::gpu::GpuPoolSuiteOptions o;
+    o.quick = quick;
+    o.samples = samples;
+    return bench::gpu::run_gpu_pool_suite(o);
+  });
 #else
   (void)args;
   std::fprintf(stderr, "weft bench gpu-pool: this weft was built without CUDA\n");
@@ -49,36 +73,12 @@ int run_bench_gpu_pool(const BenchGpuArgs& args) {
 
 int run_bench_gpu_apps(const BenchGpuArgs& args) {
 #if WEFT_TOOL_HAVE_CUDA
-  std::string why;
-  if (!bench::gpu::gpu_available(why)) {
-    std::fprintf(stderr, "weft bench gpu-apps: no usable GPU (%s); nothing measured\n",
-                 why.c_str());
-    return 1;
-  }
-  std::string machine = args.machine;
-  if (machine.empty()) {
-    const char* env = std::getenv("WEFT_MACHINE");
-    machine = env != nullptr ? env : "gpu";
-  }
-  setenv("WEFT_MACHINE", machine.c_str(), 1);
-  bench::gpu::GpuAppsSuiteOptions o;
-  o.quick = args.quick;
-  o.samples = args.samples > 0 ? args.samples : (args.quick ? 3 : 5);
-  const bench::Suite suite = bench::gpu::run_gpu_apps_suite(o);
-  std::printf("%s", suite.to_markdown(args.command).c_str());
-  if (!args.json_path.empty()) {
-    suite.write(args.json_path, args.command);
-    std::string svg = args.json_path;
-    if (const auto dot = svg.rfind(".json"); dot != std::string::npos) svg.erase(dot);
-    svg += ".svg";
-    std::ofstream(svg) << suite.to_speedup_svg();
-    std::fprintf(stderr, "[bench] wrote %s, its .md table and %s\n", args.json_path.c_str(),
-                 svg.c_str());
-  }
-  for (const auto& c : suite.comparisons()) {
-    if (!c.verified) return 1;
-  }
-  return 0;
+  return run_gpu_suite("gpu-apps", args, true, [](bool quick, int samples) {
+    bench::gpu::GpuAppsSuiteOptions o;
+    o.quick = quick;
+    o.samples = samples;
+    return bench::gpu::run_gpu_apps_suite(o);
+  });
 #else
   (void)args;
   std::fprintf(stderr, "weft bench gpu-apps: this weft was built without CUDA\n");
