@@ -15,6 +15,8 @@
 
 #include <weft/gpu/task.hpp>
 
+#include "gemm_tile.hpp"
+
 namespace apps::gpu {
 
 struct CholeskyTile {
@@ -71,53 +73,74 @@ struct PotrfTile {
 
 struct TrsmTile {
   static constexpr std::uint32_t kId = 112;
+  static constexpr int kStride = CholeskyTile::kTile + 1;  // B's columns, padded
   static constexpr std::size_t kSharedBytes =
-      sizeof(double) * CholeskyTile::kTile * CholeskyTile::kTile;
+      sizeof(double) * CholeskyTile::kTile * (CholeskyTile::kTile + kStride);
   struct Payload {
     double* a;
     int lda, i, k;
   };
-  // Row r of A_ik solves x L^T = b: x_j = (b_j - sum_{l<j} x_l L_jl) / L_jj, one row per thread.
+  // X L^T = B, column by column (right-looking): X_j = B_j / L_jj, then B_q -= X_j L_qj for
+  // every later column q. L_kk and B = A_ik sit in shared memory; each step's updates are
+  // spread over all task threads (element (r, q) by thread (r + 64 q') mod threads).
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
     constexpr int n = CholeskyTile::kTile;
     const double* l = CholeskyTile::at(p.a, p.lda, p.k, p.k);
     double* b = CholeskyTile::at(p.a, p.lda, p.i, p.k);
-    auto* s = static_cast<double*>(ctx.shared());  // L_kk, column-major, ld n
-    for (int e = ctx.thread(); e < n * n; e += ctx.threads())
-      s[e] = l[(e % n) + static_cast<std::size_t>(e / n) * p.lda];
+    auto* ls = static_cast<double*>(ctx.shared());  // L_kk, column-major, ld n
+    double* bs = ls + n * n;                        // B, column-major, ld kStride
+    for (int e = ctx.thread(); e < n * n; e += ctx.threads()) {
+      const int r = e % n, c = e / n;
+      ls[e] = l[r + static_cast<std::size_t>(c) * p.lda];
+      bs[r + c * kStride] = b[r + static_cast<std::size_t>(c) * p.lda];
+    }
     ctx.sync();
-    for (int r = ctx.thread(); r < n; r += ctx.threads()) {
-      for (int j = 0; j < n; ++j) {
-        double x = b[r + static_cast<std::size_t>(j) * p.lda];
-        for (int q = 0; q < j; ++q) x -= b[r + static_cast<std::size_t>(q) * p.lda] * s[j + q * n];
-        b[r + static_cast<std::size_t>(j) * p.lda] = x / s[j + j * n];
+    for (int j = 0; j < n; ++j) {
+      // B_j is final after the last step's sync; each update scales it on the way (X_j), and
+      // B_j itself is scaled once every update of this step has read it.
+      const double inverse = 1.0 / ls[j + j * n];
+      for (int e = ctx.thread(); e < n * (n - j - 1); e += ctx.threads()) {
+        const int r = e % n, q = j + 1 + e / n;
+        bs[r + q * kStride] -= bs[r + j * kStride] * inverse * ls[q + j * n];
       }
+      ctx.sync();  // column j + 1 is final before the next step reads it
+      for (int r = ctx.thread(); r < n; r += ctx.threads()) bs[r + j * kStride] *= inverse;
+    }
+    ctx.sync();
+    for (int e = ctx.thread(); e < n * n; e += ctx.threads()) {
+      const int r = e % n, c = e / n;
+      b[r + static_cast<std::size_t>(c) * p.lda] = bs[r + c * kStride];
     }
   }
 };
 
-// A_ij -= A_ik A_jk^T; with i == j (SYRK) only the lower triangle.
+// A_ij -= A_ik A_jk^T; with i == j (SYRK) only the lower triangle: the FP64 GEMM tile body
+// (tensor cores on the GPU) with B = A_jk transposed.
 struct UpdateTile {
   static constexpr std::uint32_t kId = 113;
+  static constexpr std::size_t kSharedBytes = DgemmTile::kSharedBytes;
   struct Payload {
     double* a;
     int lda, i, j, k;
   };
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
     constexpr int n = CholeskyTile::kTile;
-    const double* x = CholeskyTile::at(p.a, p.lda, p.i, p.k);
-    const double* y = CholeskyTile::at(p.a, p.lda, p.j, p.k);
-    double* c = CholeskyTile::at(p.a, p.lda, p.i, p.j);
-    for (int e = ctx.thread(); e < n * n; e += ctx.threads()) {
-      const int r = e % n, q = e / n;
-      if (p.i == p.j && r < q) continue;
-      double sum = 0;
-      for (int t = 0; t < n; ++t) {
-        sum +=
-            x[r + static_cast<std::size_t>(t) * p.lda] * y[q + static_cast<std::size_t>(t) * p.lda];
-      }
-      c[r + static_cast<std::size_t>(q) * p.lda] -= sum;
-    }
+    DgemmTile::Payload g{CholeskyTile::at(p.a, p.lda, p.i, p.k),
+                         CholeskyTile::at(p.a, p.lda, p.j, p.k),
+                         CholeskyTile::at(p.a, p.lda, p.i, p.j),
+                         n,
+                         n,
+                         n,
+                         p.lda,
+                         p.lda,
+                         p.lda,
+                         0,
+                         0,
+                         -1.0,
+                         1.0};
+    g.b_transposed = true;
+    g.lower_only = p.i == p.j;
+    DgemmTile::run(g, ctx);
   }
 };
 

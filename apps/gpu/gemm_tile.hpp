@@ -1,12 +1,13 @@
 // apps/gpu/gemm_tile.hpp - one 64x64 tile of C = alpha A B + beta C as a GPU-pool task: the body
 // of the batched GEMM application (docs/apps.md). Written against the public API only.
 //
-// Matrices are column-major. A task computes the tile whose top-left element is (row0, col0),
-// over all of K in chunks of kDepth: each chunk of A (kTile x kDepth) and B (kDepth x kTile) is
-// staged in the block's shared memory, and each of 128 "micro tiles" of 8 x 4 outputs keeps its
-// sums in registers. On a GPU block of at least 128 task threads each thread owns one micro
-// tile; the host backend's single thread owns them all. Fewer GPU threads than 128 take the
-// plain path (each output summed straight from global memory).
+// Matrices are column-major (either operand may be given transposed). A task computes the tile
+// whose top-left element is (row0, col0), over all of K in chunks of kDepth: each chunk of A
+// (kTile x kDepth) and B (kDepth x kTile) is staged in the block's shared memory. On a GPU block
+// of at least 128 task threads, FP64 runs on the tensor cores (mma m8n8k4, exact FP64: each of
+// 4 warps owns a 32 x 32 quarter), FP32 on the scalar units, each thread owning a "micro tile"
+// of 8 x 4 sums in registers; the host backend's single thread owns all 128 micro tiles. Fewer
+// GPU threads than 128 take the plain path (each output summed straight from global memory).
 #pragma once
 
 #include <cstddef>
@@ -31,10 +32,11 @@ struct GemmTileBody {
   static constexpr int kDepth = 32;  // K per staged chunk
   static constexpr int kMicroRows = 8, kMicroCols = 4;
   static constexpr int kMicroTiles = (kTile / kMicroRows) * (kTile / kMicroCols);  // 128
-  static constexpr int kBStride = kDepth + 1;  // padded: fewer shared-memory bank conflicts
+  // Both staged operands are depth-major (as[kk * kStride + r], bs[kk * kStride + c]); the
+  // padding of 4 puts the 8 x 4 element fragments of an FP64 mma on distinct banks.
+  static constexpr int kStride = kTile + 4;
   static constexpr std::size_t kSharedBytes =
-      sizeof(T) *
-      (static_cast<std::size_t>(kDepth) * kTile + static_cast<std::size_t>(kTile) * kBStride);
+      sizeof(T) * 2 * static_cast<std::size_t>(kDepth) * kStride;
 
   struct Payload {
     const T* a;
@@ -44,41 +46,73 @@ struct GemmTileBody {
     int lda, ldb, ldc;
     int row0, col0;
     T alpha, beta;
+    // Layouts: A(r, kk) is a[r + kk lda], or a[kk + r lda] when a_transposed (A row-major);
+    // B(kk, c) is b[kk + c ldb], or b[c + kk ldb] when b_transposed. lower_only: only the
+    // elements of C on or below its diagonal (row >= column) are written.
+    bool a_transposed = false;
+    bool b_transposed = false;
+    bool lower_only = false;
   };
 
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
 #if defined(__CUDA_ARCH__)
-    constexpr int kMaxMicroPerThread = 1;
-#else
-    constexpr int kMaxMicroPerThread = kMicroTiles;
-#endif
-    const int nt = ctx.threads();
-    if (nt * kMaxMicroPerThread < kMicroTiles) {
+    if (ctx.threads() < kMicroTiles) {
       plain(p, ctx);
       return;
     }
-    T* as = static_cast<T*>(ctx.shared());  // as[kk * kTile + r]
-    T* bs = as + kDepth * kTile;            // bs[c * kBStride + kk]
-    T acc[kMaxMicroPerThread][kMicroRows][kMicroCols] = {};
-    for (int k0 = 0; k0 < p.k; k0 += kDepth) {
-      stage(p, ctx, as, bs, k0);
-      ctx.sync();
-      for (int i = 0; i < kMaxMicroPerThread; ++i) {
-        const int v = ctx.thread() + i * nt;
-        if (v < kMicroTiles) multiply(as, bs, v, acc[i]);
-      }
-      ctx.sync();  // the next chunk overwrites as and bs
+    if constexpr (kUseMma) {
+      run_mma(p, ctx);
+      return;
     }
+#endif
+    T acc[kMaxMicroPerThread][kMicroRows][kMicroCols] = {};
+    accumulate(p, ctx, acc);
     for (int i = 0; i < kMaxMicroPerThread; ++i) {
-      const int v = ctx.thread() + i * nt;
+      const int v = ctx.thread() + i * ctx.threads();
       if (v < kMicroTiles) write_back(p, v, acc[i]);
     }
   }
 
+  // Micro tile v: rows (v / 16) * 8 .. + 8, columns (v % 16) * 4 .. + 4 of the tile.
+  WEFT_HD static int micro_row(int v) { return (v / (kTile / kMicroCols)) * kMicroRows; }
+  WEFT_HD static int micro_col(int v) { return (v % (kTile / kMicroCols)) * kMicroCols; }
+
+#if defined(__CUDA_ARCH__)
+  static constexpr int kMaxMicroPerThread = 1;
+#else
+  static constexpr int kMaxMicroPerThread = kMicroTiles;
+#endif
+
+  /// The sums of A B over all of K for the micro tiles of this thread (thread + i threads()),
+  /// on the scalar (SIMT) path: the caller needs at least kMicroTiles / kMaxMicroPerThread
+  /// threads. Every thread of the block must call it (it synchronizes).
+  WEFT_HD APPS_GEMM_INLINE static void accumulate(
+      const Payload& p, const weft::gpu::BlockContext& ctx,
+      T (&acc)[kMaxMicroPerThread][kMicroRows][kMicroCols]) {
+    T* as = static_cast<T*>(ctx.shared());
+    T* bs = as + kDepth * kStride;
+    for (int k0 = 0; k0 < p.k; k0 += kDepth) {
+      stage(p, ctx, as, bs, k0);
+      ctx.sync();
+      for (int i = 0; i < kMaxMicroPerThread; ++i) {
+        const int v = ctx.thread() + i * ctx.threads();
+        if (v < kMicroTiles) multiply(as, bs, v, acc[i]);
+      }
+      ctx.sync();  // the next chunk overwrites as and bs
+    }
+  }
+
  private:
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  // FP64 on tensor cores (mma m8n8k4: exact FP64 products and sums).
+  static constexpr bool kUseMma = sizeof(T) == 8;
+#else
+  static constexpr bool kUseMma = false;
+#endif
+
   // The chunk of K at k0 (zeros past the matrices' edges). Each thread issues its loads in
   // groups of kStageBatch before it stores any, so that their trips to memory overlap instead
-  // of each waiting for the one before.
+  // of each waiting for the one before; consecutive threads read consecutive addresses.
   static constexpr int kStageBatch = 8;
   WEFT_HD APPS_GEMM_INLINE static void stage(const Payload& p, const weft::gpu::BlockContext& ctx,
                                              T* as, T* bs, int k0) {
@@ -90,50 +124,61 @@ struct GemmTileBody {
         const int i = base + u * nt;
         va[u] = vb[u] = T(0);
         if (i >= kElems) continue;
-        {  // A: consecutive threads take consecutive rows of a column
-          const int row = p.row0 + i % kTile, depth = k0 + i / kTile;
-          if (row < p.m && depth < p.k) va[u] = p.a[row + static_cast<std::size_t>(depth) * p.lda];
+        const int ar = a_row(p, i), ak = a_depth(p, i), bc = b_col(p, i), bk = b_depth(p, i);
+        const int row = p.row0 + ar, col = p.col0 + bc;
+        if (row < p.m && k0 + ak < p.k) {
+          va[u] = p.a_transposed ? p.a[k0 + ak + static_cast<std::size_t>(row) * p.lda]
+                                 : p.a[row + static_cast<std::size_t>(k0 + ak) * p.lda];
         }
-        {  // B: consecutive threads go down a column
-          const int depth = k0 + i % kDepth, col = p.col0 + i / kDepth;
-          if (col < p.n && depth < p.k) vb[u] = p.b[depth + static_cast<std::size_t>(col) * p.ldb];
+        if (col < p.n && k0 + bk < p.k) {
+          vb[u] = p.b_transposed ? p.b[col + static_cast<std::size_t>(k0 + bk) * p.ldb]
+                                 : p.b[k0 + bk + static_cast<std::size_t>(col) * p.ldb];
         }
       }
       for (int u = 0; u < kStageBatch; ++u) {
         const int i = base + u * nt;
         if (i >= kElems) break;
-        as[(i / kTile) * kTile + i % kTile] = va[u];
-        bs[(i / kDepth) * kBStride + i % kDepth] = vb[u];
+        as[a_depth(p, i) * kStride + a_row(p, i)] = va[u];
+        bs[b_depth(p, i) * kStride + b_col(p, i)] = vb[u];
       }
     }
   }
-  // Micro tile v: rows (v / 16) * 8 .. + 8, columns (v % 16) * 4 .. + 4 of the tile.
+  // Element i of a staged chunk: consecutive i are consecutive addresses in global memory.
+  WEFT_HD static int a_row(const Payload& p, int i) {
+    return p.a_transposed ? i / kDepth : i % kTile;
+  }
+  WEFT_HD static int a_depth(const Payload& p, int i) {
+    return p.a_transposed ? i % kDepth : i / kTile;
+  }
+  WEFT_HD static int b_col(const Payload& p, int i) {
+    return p.b_transposed ? i % kTile : i / kDepth;
+  }
+  WEFT_HD static int b_depth(const Payload& p, int i) {
+    return p.b_transposed ? i / kTile : i % kDepth;
+  }
   WEFT_HD APPS_GEMM_INLINE static void multiply(const T* as, const T* bs, int v,
                                                 T (&acc)[kMicroRows][kMicroCols]) {
-    const int rb = (v / (kTile / kMicroCols)) * kMicroRows;
-    const int cb = (v % (kTile / kMicroCols)) * kMicroCols;
+    const int rb = micro_row(v), cb = micro_col(v);
     for (int kk = 0; kk < kDepth; ++kk) {
       T a[kMicroRows], b[kMicroCols];
-      for (int i = 0; i < kMicroRows; ++i) a[i] = as[kk * kTile + rb + i];
-      for (int j = 0; j < kMicroCols; ++j) b[j] = bs[(cb + j) * kBStride + kk];
+      for (int i = 0; i < kMicroRows; ++i) a[i] = as[kk * kStride + rb + i];
+      for (int j = 0; j < kMicroCols; ++j) b[j] = bs[kk * kStride + cb + j];
       for (int i = 0; i < kMicroRows; ++i) {
         for (int j = 0; j < kMicroCols; ++j) acc[i][j] += a[i] * b[j];
       }
     }
   }
+  // C(row, col) from its sum, as the payload asks (alpha, beta, the edges, lower_only).
+  WEFT_HD APPS_GEMM_INLINE static void store(const Payload& p, int row, int col, T sum) {
+    if (row >= p.m || col >= p.n || (p.lower_only && row < col)) return;
+    T& c = p.c[row + static_cast<std::size_t>(col) * p.ldc];
+    c = p.beta == T(0) ? p.alpha * sum : p.alpha * sum + p.beta * c;
+  }
   WEFT_HD APPS_GEMM_INLINE static void write_back(const Payload& p, int v,
                                                   const T (&acc)[kMicroRows][kMicroCols]) {
-    const int rb = (v / (kTile / kMicroCols)) * kMicroRows;
-    const int cb = (v % (kTile / kMicroCols)) * kMicroCols;
+    const int rb = micro_row(v), cb = micro_col(v);
     for (int j = 0; j < kMicroCols; ++j) {
-      const int col = p.col0 + cb + j;
-      if (col >= p.n) break;
-      for (int i = 0; i < kMicroRows; ++i) {
-        const int row = p.row0 + rb + i;
-        if (row >= p.m) break;
-        T& c = p.c[row + static_cast<std::size_t>(col) * p.ldc];
-        c = p.beta == T(0) ? p.alpha * acc[i][j] : p.alpha * acc[i][j] + p.beta * c;
-      }
+      for (int i = 0; i < kMicroRows; ++i) store(p, p.row0 + rb + i, p.col0 + cb + j, acc[i][j]);
     }
   }
   // Fewer than 128 task threads on a GPU: each output summed from global memory.
@@ -143,13 +188,66 @@ struct GemmTileBody {
       if (row >= p.m || col >= p.n) continue;
       T sum = T(0);
       for (int d = 0; d < p.k; ++d) {
-        sum += p.a[row + static_cast<std::size_t>(d) * p.lda] *
-               p.b[d + static_cast<std::size_t>(col) * p.ldb];
+        const T x = p.a_transposed ? p.a[d + static_cast<std::size_t>(row) * p.lda]
+                                   : p.a[row + static_cast<std::size_t>(d) * p.lda];
+        const T y = p.b_transposed ? p.b[col + static_cast<std::size_t>(d) * p.ldb]
+                                   : p.b[d + static_cast<std::size_t>(col) * p.ldb];
+        sum += x * y;
       }
-      T& c = p.c[row + static_cast<std::size_t>(col) * p.ldc];
-      c = p.beta == T(0) ? p.alpha * sum : p.alpha * sum + p.beta * c;
+      store(p, row, col, sum);
     }
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  // d += a b for one 8x8x4 FP64 fragment: lane l holds A(l / 4, l % 4), B(l % 4, l / 4) and
+  // D(l / 4, 2 (l % 4) + h), h = 0, 1 (the PTX ISA's m8n8k4 .f64 layout).
+  __device__ __forceinline__ static void mma(double (&d)[2], double a, double b) {
+    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
+                 : "+d"(d[0]), "+d"(d[1])
+                 : "d"(a), "d"(b));
+  }
+  // Warps 0-3 each own a 32 x 32 quarter of the tile as 4 x 4 fragments of 8 x 8.
+  __device__ __forceinline__ static void run_mma(const Payload& p,
+                                                 const weft::gpu::BlockContext& ctx) {
+    T* as = static_cast<T*>(ctx.shared());
+    T* bs = as + kDepth * kStride;
+    const int warp = ctx.thread() / 32, lane = ctx.thread() % 32;
+    const int g = lane / 4, q = lane % 4;
+    const int wm = (warp / 2) * 32, wn = (warp % 2) * 32;
+    double acc[4][4][2] = {};
+    for (int k0 = 0; k0 < p.k; k0 += kDepth) {
+      stage(p, ctx, as, bs, k0);
+      ctx.sync();
+      if (warp < 4) {
+#pragma unroll
+        for (int ks = 0; ks < kDepth; ks += 4) {
+          const T* ar = as + (ks + q) * kStride + wm + g;
+          const T* br = bs + (ks + q) * kStride + wn + g;
+          double af[4], bf[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) af[i] = ar[i * 8];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) bf[j] = br[j * 8];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) mma(acc[i][j], af[i], bf[j]);
+          }
+        }
+      }
+      ctx.sync();  // the next chunk overwrites as and bs
+    }
+    if (warp >= 4) return;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int row = p.row0 + wm + i * 8 + g, col = p.col0 + wn + j * 8 + 2 * q;
+        store(p, row, col, acc[i][j][0]);
+        store(p, row, col + 1, acc[i][j][1]);
+      }
+    }
+  }
+#endif
 };
 
 /// The task types: one per element type (ids 101 and 102).

@@ -15,13 +15,18 @@
 
 #include <weft/gpu/pool.hpp>
 
+#include "gemm_tile.hpp"
+
 namespace apps::gpu {
 
 struct KmeansAssign {
   static constexpr std::uint32_t kId = 131;
   static constexpr int kPoints = 64;  // points per task
   static constexpr int kMaxCentroids = 128;
-  static constexpr std::size_t kSharedBytes = sizeof(float) * kPoints * kMaxCentroids;
+  // The GEMM tile body's staging, then the scores.
+  static constexpr std::size_t kScoresOffset = SgemmTile::kSharedBytes;
+  static constexpr std::size_t kSharedBytes =
+      kScoresOffset + sizeof(float) * kPoints * kMaxCentroids;
   struct Payload {
     const float* points;     // n x d, row-major
     const float* centroids;  // k x d, row-major
@@ -37,12 +42,54 @@ struct KmeansAssign {
     for (int t = 0; t < p.d; ++t) dot += x[t] * c[t];
     return p.norms[centroid] - 2.0f * dot;
   }
+  // The dot products of the task's points with 64 centroids at a time are a GEMM tile (points
+  // as A, row-major; centroids as B), summed in order of d as score() does; their scores go to
+  // shared memory, then each thread takes the argmin of a point's row.
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
-    auto* s = static_cast<float*>(ctx.shared());  // s[q * k + c]: point first + q, centroid c
-    for (int e = ctx.thread(); e < p.count * p.k; e += ctx.threads()) {
-      s[e] = score(p, p.first + e / p.k, e % p.k);
+    auto* s = reinterpret_cast<float*>(static_cast<unsigned char*>(ctx.shared()) +
+                                       kScoresOffset);  // s[q * k + c]
+#if defined(__CUDA_ARCH__)
+    if (ctx.threads() < SgemmTile::kMicroTiles) {  // too few threads for the tile body
+      for (int e = ctx.thread(); e < p.count * p.k; e += ctx.threads())
+        s[e] = score(p, p.first + e / p.k, e % p.k);
+      ctx.sync();
+      argmin(p, ctx, s);
+      return;
+    }
+#endif
+    for (int c0 = 0; c0 < p.k; c0 += SgemmTile::kTile) {
+      SgemmTile::Payload g{p.points + static_cast<std::size_t>(p.first) * p.d,
+                           p.centroids + static_cast<std::size_t>(c0) * p.d,
+                           nullptr,
+                           p.count,
+                           p.k - c0,
+                           p.d,
+                           p.d,
+                           p.d,
+                           0,
+                           0,
+                           0,
+                           1.0f,
+                           0.0f};
+      g.a_transposed = true;
+      float acc[SgemmTile::kMaxMicroPerThread][SgemmTile::kMicroRows][SgemmTile::kMicroCols] = {};
+      SgemmTile::accumulate(g, ctx, acc);
+      for (int i = 0; i < SgemmTile::kMaxMicroPerThread; ++i) {
+        const int v = ctx.thread() + i * ctx.threads();
+        if (v >= SgemmTile::kMicroTiles) break;
+        for (int r = 0; r < SgemmTile::kMicroRows; ++r) {
+          const int q = SgemmTile::micro_row(v) + r;
+          for (int j = 0; j < SgemmTile::kMicroCols; ++j) {
+            const int c = c0 + SgemmTile::micro_col(v) + j;
+            if (q < p.count && c < p.k) s[q * p.k + c] = p.norms[c] - 2.0f * acc[i][r][j];
+          }
+        }
+      }
     }
     ctx.sync();
+    argmin(p, ctx, s);
+  }
+  WEFT_HD static void argmin(const Payload& p, const weft::gpu::BlockContext& ctx, const float* s) {
     for (int q = ctx.thread(); q < p.count; q += ctx.threads()) {
       int best = 0;
       for (int c = 1; c < p.k; ++c) {

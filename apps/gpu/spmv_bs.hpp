@@ -24,7 +24,23 @@ struct SpmvRows {
     float* y;
     int first, count;
   };
+  // On the GPU one warp per row (vector CSR): the lanes read consecutive entries and the sums
+  // meet by shuffles, so a long row is read coalesced and spread over 32 lanes instead of one
+  // thread; on the host one thread takes the rows in order.
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+#if defined(__CUDA_ARCH__)
+    if (ctx.threads() % 32 == 0) {
+      const int lane = ctx.thread() % 32, warps = ctx.threads() / 32;
+      for (int r = p.first + ctx.thread() / 32; r < p.first + p.count; r += warps) {
+        float sum = 0.0f;
+        for (std::int64_t j = p.row_start[r] + lane; j < p.row_start[r + 1]; j += 32)
+          sum += p.values[j] * p.x[p.cols[j]];
+        for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+        if (lane == 0) p.y[r] = sum;
+      }
+      return;
+    }
+#endif
     for (int r = p.first + ctx.thread(); r < p.first + p.count; r += ctx.threads()) {
       float sum = 0.0f;
       for (std::int64_t j = p.row_start[r]; j < p.row_start[r + 1]; ++j)

@@ -1,10 +1,10 @@
 // Where the GPU applications' time goes (issue 28): each application's task body alone as a
 // plain kernel (one block of the pool's 128 threads, its shared memory; cudaEvent time), the
 // same task through the pool (push one, pop it: wall time), and a batch of 132 (one per SM) both
-// ways; then the tiled Cholesky driver at n = 1024 and 2048, timed whole, with the pool's
-// default options and with a consumer that spins instead of sleeping between steps.
-// Build and run on the GPU machine from the repository root, after
-// `scripts/gpu-build.sh /tmp/logs weft_gpu_apps_device_tests`:
+// ways (inputs reset between runs while the pool is paused); then the tiled Cholesky driver at n =
+// 1024 and 2048, timed whole, with the pool's default options and with a consumer that spins
+// instead of sleeping between steps. Build and run on the GPU machine from the repository root,
+// after `scripts/gpu-build.sh /tmp/logs weft_gpu_apps_device_tests`:
 //   lab/probes/app_bodies_probe.sh
 #include <cuda_runtime.h>
 
@@ -59,6 +59,7 @@ double median(std::vector<double> v) {
 struct Env {
   cudaStream_t side;
   std::function<void()> reset;  // puts the inputs back (on `side`, synchronized)
+  bool pause_to_reset = false;
 };
 
 // Median kernel time (us) of `payloads.size()` blocks running T's body.
@@ -98,7 +99,11 @@ double pool_us(AppPool& pool, const std::vector<typename T::Payload>& payloads, 
   for (const auto& p : payloads) records.push_back(Record::make<T>(p));
   std::vector<double> t;
   for (int r = 0; r < 21; ++r) {
-    env.reset();
+    if (env.pause_to_reset) {  // a copy beside the resident kernel: only while it is paused
+      pool.pause();
+      env.reset();
+      pool.resume();
+    }
     const auto t0 = Clock::now();
     if (records.size() == 1) {
       pool.push_record(records[0]);
@@ -121,9 +126,11 @@ double pool_us(AppPool& pool, const std::vector<typename T::Payload>& payloads, 
 template <class T>
 void row(const char* name, AppPool& pool, const std::vector<typename T::Payload>& one,
          const std::vector<typename T::Payload>& batch, Env& env) {
+  std::fprintf(stderr, "[probe] %s\n", name);
   const double k1 = kernel_us<T>(one, env), kb = batch.empty() ? 0 : kernel_us<T>(batch, env);
   pool.resume();
-  const double p1 = pool_us<T>(pool, one, env), pb = batch.empty() ? 0 : pool_us<T>(pool, batch, env);
+  const double p1 = pool_us<T>(pool, one, env),
+               pb = batch.empty() ? 0 : pool_us<T>(pool, batch, env);
   pool.pause();
   std::printf("| %-18s | %10.1f | %10.1f | %12.1f | %12.1f |\n", name, k1, p1, kb, pb);
 }
@@ -135,7 +142,7 @@ int main() {
   constexpr int kSms = 132;
   cudaStream_t side;
   check(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "stream");
-  Env env{side, [] {}};
+  Env env{side, [] {}, false};
 
   // Inputs, made before the pool (allocation synchronizes the device).
   constexpr int n = 2048;
@@ -158,8 +165,10 @@ int main() {
   float *fa, *fb, *fc;
   for (double** p : {&da, &db, &dc}) check(cudaMalloc(p, sizeof(double) * hd.size()), "malloc");
   for (float** p : {&fa, &fb, &fc}) check(cudaMalloc(p, sizeof(float) * hf.size()), "malloc");
-  for (double* p : {da, db}) cudaMemcpy(p, hd.data(), sizeof(double) * hd.size(), cudaMemcpyHostToDevice);
-  for (float* p : {fa, fb}) cudaMemcpy(p, hf.data(), sizeof(float) * hf.size(), cudaMemcpyHostToDevice);
+  for (double* p : {da, db})
+    cudaMemcpy(p, hd.data(), sizeof(double) * hd.size(), cudaMemcpyHostToDevice);
+  for (float* p : {fa, fb})
+    cudaMemcpy(p, hf.data(), sizeof(float) * hf.size(), cudaMemcpyHostToDevice);
   // K-means: 132 x 64 points of d = 1024, 128 centroids.
   constexpr int kd = 1024, kk = 128, kpts = kSms * 64;
   float *kp, *kc, *kn;
@@ -181,15 +190,18 @@ int main() {
   check(cudaMalloc(&vals, sizeof(float) * m.value.size()), "malloc");
   check(cudaMalloc(&x, sizeof(float) * m.cols), "malloc");
   check(cudaMalloc(&y, sizeof(float) * m.rows), "malloc");
-  cudaMemcpy(rs, m.row_start.data(), sizeof(std::int64_t) * m.row_start.size(), cudaMemcpyHostToDevice);
+  cudaMemcpy(rs, m.row_start.data(), sizeof(std::int64_t) * m.row_start.size(),
+             cudaMemcpyHostToDevice);
   cudaMemcpy(cols, m.col.data(), sizeof(int) * m.col.size(), cudaMemcpyHostToDevice);
   cudaMemcpy(vals, m.value.data(), sizeof(float) * m.value.size(), cudaMemcpyHostToDevice);
   cudaMemset(x, 0, sizeof(float) * m.cols);
   constexpr int opts = kSms * 2048;
   float *spot, *strike, *years, *call, *put;
-  for (float** p : {&spot, &strike, &years, &call, &put}) check(cudaMalloc(p, sizeof(float) * opts), "malloc");
+  for (float** p : {&spot, &strike, &years, &call, &put})
+    check(cudaMalloc(p, sizeof(float) * opts), "malloc");
   const std::vector<float> ones(opts, 1.0f);
-  for (float* p : {spot, strike, years}) cudaMemcpy(p, ones.data(), sizeof(float) * opts, cudaMemcpyHostToDevice);
+  for (float* p : {spot, strike, years})
+    cudaMemcpy(p, ones.data(), sizeof(float) * opts, cudaMemcpyHostToDevice);
   check(cudaDeviceSynchronize(), "inputs");
 
   std::optional<AppPool> holder(std::in_place, device_pool_options());
@@ -199,7 +211,10 @@ int main() {
   AppPool& pool = first;
   pool.pause();
 
-  std::printf("| body | kernel, 1 block (us) | pool, 1 task (us) | kernel, %d blocks | pool, %d tasks |\n|---|---:|---:|---:|---:|\n", kSms, kSms);
+  std::printf(
+      "| body | kernel, 1 block (us) | pool, 1 task (us) | kernel, %d blocks | pool, %d tasks "
+      "|\n|---|---:|---:|---:|---:|\n",
+      kSms, kSms);
   {
     std::vector<DgemmTile::Payload> one, batch;
     std::vector<SgemmTile::Payload> fone, fbatch;
@@ -214,6 +229,7 @@ int main() {
     row<SgemmTile>("sgemm 64^3", pool, fone, fbatch, env);
   }
   env.reset = reset_a;
+  env.pause_to_reset = true;
   {
     std::vector<PotrfTile::Payload> one{{a, n, 0, 0}}, batch;
     for (int k = 0; k < kSms && k < n / 64; ++k) batch.push_back({a, n, k, 0});
@@ -228,6 +244,7 @@ int main() {
     row<UpdateTile>("gemm-update 64", pool, gone, gbatch, env);
   }
   env.reset = [] {};
+  env.pause_to_reset = false;
   {
     std::vector<KmeansAssign::Payload> batch;
     for (int i = 0; i < kSms; ++i) batch.push_back({kp, kc, kn, kl, kd, kk, i * 64, 64});
@@ -247,13 +264,16 @@ int main() {
     std::vector<double> t;
     for (int r = 0; r < 6; ++r) {
       p.pause();
-      check(cudaMemcpy(a, spd_matrix(size).data(), sizeof(double) * size * size, cudaMemcpyHostToDevice), "reset");
+      check(cudaMemcpy(a, spd_matrix(size).data(), sizeof(double) * size * size,
+                       cudaMemcpyHostToDevice),
+            "reset");
       p.resume();
       const auto t0 = Clock::now();
       cholesky_on_pool(p, a, size, size);
       if (r > 0) t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
     }
-    std::printf("| %d | %s | %.0f | %.0f |\n", size, what, median(t), *std::min_element(t.begin(), t.end()));
+    std::printf("| %d | %s | %.0f | %.0f |\n", size, what, median(t),
+                *std::min_element(t.begin(), t.end()));
   };
   pool.resume();
   factor(pool, 1024, "default");
@@ -272,8 +292,10 @@ int main() {
     factor(*current, 2048, "spinning consumer, lanes, blocks");
   }
   const auto s = current->stats();
-  std::printf("\nstats of the last pool: pushed %llu, host_polls %llu, scheduler_sleeps %llu, mailbox %llu\n",
-              (unsigned long long)s.pushed, (unsigned long long)s.host_polls,
-              (unsigned long long)s.scheduler_sleeps, (unsigned long long)s.mailbox_tasks);
+  std::printf(
+      "\nstats of the last pool: pushed %llu, host_polls %llu, scheduler_sleeps %llu, mailbox "
+      "%llu\n",
+      (unsigned long long)s.pushed, (unsigned long long)s.host_polls,
+      (unsigned long long)s.scheduler_sleeps, (unsigned long long)s.mailbox_tasks);
   return 0;
 }
