@@ -27,6 +27,25 @@ struct CholeskyTile {
   }
 };
 
+// How the task threads share a step's updates of a kTile x kTile tile: with at least kTile
+// threads, thread t keeps row t % kTile and takes every `lanes`-th column from t / kTile (so a
+// warp updates 32 consecutive rows of one column, and what a row shares stays in registers);
+// with fewer (the host backend's one thread), each takes rows t, t + threads, ... and every
+// column. Threads past lanes x kTile sit the updates out.
+struct TileThreads {
+  int first_row, row_step, first_lane, lanes;
+  WEFT_HD explicit TileThreads(const weft::gpu::BlockContext& ctx) {
+    constexpr int n = CholeskyTile::kTile;
+    const int t = ctx.thread(), nt = ctx.threads();
+    const bool wide = nt >= n;
+    first_row = wide ? t % n : t;
+    row_step = wide ? n : nt;
+    first_lane = wide ? t / n : 0;
+    lanes = wide ? nt / n : 1;
+  }
+  [[nodiscard]] WEFT_HD bool idle() const { return first_lane >= lanes; }
+};
+
 struct PotrfTile {
   static constexpr std::uint32_t kId = 111;
   static constexpr std::size_t kSharedBytes =
@@ -43,26 +62,32 @@ struct PotrfTile {
     for (int i = ctx.thread(); i < n * n; i += ctx.threads())
       s[i] = t[(i % n) + static_cast<std::size_t>(i / n) * p.lda];
     ctx.sync();
+    // Step j: every thread reads the pivot d = s[j][j], updates its share of the trailing
+    // lower triangle with L_ij L_lj = s[i][j] s[l][j] / d, and after the step's barrier scales
+    // column j (which no later step reads or writes) while the next step runs.
+    const TileThreads share(ctx);
     int info = 0;
     for (int j = 0; j < n; ++j) {
       const double d = s[j + j * n];
-      if (!(d > 0.0)) {  // also NaN
+      if (!(d > 0.0)) {  // also NaN; every thread sees the same d and leaves at the same step
         info = j + 1;
         break;
       }
-      const double r = std::sqrt(d);
-      ctx.sync();  // every thread read s[j][j]
-      for (int i = j + ctx.thread(); i < n; i += ctx.threads())
-        s[i + j * n] = i == j ? r : s[i + j * n] / r;
-      ctx.sync();
-      // The trailing lower triangle: s[i][l] -= s[i][j] s[l][j] for j < l <= i.
-      const int m = n - j - 1;
-      for (int e = ctx.thread(); e < m * m; e += ctx.threads()) {
-        const int i = j + 1 + e % m, l = j + 1 + e / m;
-        if (l <= i) s[i + l * n] -= s[i + j * n] * s[l + j * n];
+      const double inverse = 1.0 / d;
+      if (!share.idle()) {
+        for (int i = share.first_row; i < n; i += share.row_step) {
+          if (i <= j) continue;
+          const double lij = s[i + j * n] * inverse;
+          for (int l = j + 1 + share.first_lane; l <= i; l += share.lanes)
+            s[i + l * n] -= lij * s[l + j * n];
+        }
       }
-      ctx.sync();
+      ctx.sync();  // the trailing update read column j; step j + 1's pivot is final
+      const double root = std::sqrt(d);
+      for (int i = j + ctx.thread(); i < n; i += ctx.threads())
+        s[i + j * n] = i == j ? root : s[i + j * n] / root;
     }
+    ctx.sync();  // the last columns' scaling
     for (int i = ctx.thread(); i < n * n; i += ctx.threads()) {
       const int r = i % n, c = i / n;
       if (r >= c) t[r + static_cast<std::size_t>(c) * p.lda] = s[i];
@@ -82,7 +107,7 @@ struct TrsmTile {
   };
   // X L^T = B, column by column (right-looking): X_j = B_j / L_jj, then B_q -= X_j L_qj for
   // every later column q. L_kk and B = A_ik sit in shared memory; each step's updates are
-  // spread over all task threads (element (r, q) by thread (r + 64 q') mod threads).
+  // shared by the task threads as TileThreads says.
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
     constexpr int n = CholeskyTile::kTile;
     const double* l = CholeskyTile::at(p.a, p.lda, p.k, p.k);
@@ -95,13 +120,17 @@ struct TrsmTile {
       bs[r + c * kStride] = b[r + static_cast<std::size_t>(c) * p.lda];
     }
     ctx.sync();
+    const TileThreads share(ctx);
     for (int j = 0; j < n; ++j) {
-      // B_j is final after the last step's sync; each update scales it on the way (X_j), and
-      // B_j itself is scaled once every update of this step has read it.
+      // B_j is final after the last step's barrier; each row's update scales it on the way
+      // (X_rj), and B_j itself is scaled once every update of this step has read it.
       const double inverse = 1.0 / ls[j + j * n];
-      for (int e = ctx.thread(); e < n * (n - j - 1); e += ctx.threads()) {
-        const int r = e % n, q = j + 1 + e / n;
-        bs[r + q * kStride] -= bs[r + j * kStride] * inverse * ls[q + j * n];
+      if (!share.idle()) {
+        for (int r = share.first_row; r < n; r += share.row_step) {
+          const double x = bs[r + j * kStride] * inverse;
+          for (int q = j + 1 + share.first_lane; q < n; q += share.lanes)
+            bs[r + q * kStride] -= x * ls[q + j * n];
+        }
       }
       ctx.sync();  // column j + 1 is final before the next step reads it
       for (int r = ctx.thread(); r < n; r += ctx.threads()) bs[r + j * kStride] *= inverse;

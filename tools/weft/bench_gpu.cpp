@@ -1,5 +1,9 @@
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <string>
@@ -69,6 +73,21 @@ int run_bench_gpu_pool(const BenchGpuArgs& args) {
   std::fprintf(stderr, "weft bench gpu-pool: this weft was built without CUDA\n");
   return 1;
 #endif
+}
+
+void quiet_openblas_workers(char** argv) {
+  // OpenBLAS reads the variable when it is loaded, before main: hence the new image. Its idle
+  // workers otherwise spin (yielding) on every core for about 2^28 cycles after each call;
+  // the suite's references and CPU peers call it between the pool's runs, whose scheduler
+  // threads then shared their cores with the spinners (docs/decisions/018-gpu-app-bodies.md).
+  if (std::getenv("OPENBLAS_THREAD_TIMEOUT") != nullptr) return;
+  setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
+  std::fprintf(stderr,
+               "[bench] gpu-apps: restarting with OPENBLAS_THREAD_TIMEOUT=4 (OpenBLAS's idle "
+               "workers sleep at once)\n");
+  execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "[bench] gpu-apps: could not restart (%s); OpenBLAS's workers may spin\n",
+               std::strerror(errno));
 }
 
 int run_bench_gpu_apps(const BenchGpuArgs& args) {

@@ -43,6 +43,9 @@ struct BenchGpuArgs {
 int run_bench_gpu_pool(const BenchGpuArgs& args);
 /// weft bench gpu-apps: the same arguments; also writes the speed-up chart beside the JSON.
 int run_bench_gpu_apps(const BenchGpuArgs& args);
+/// Before `weft bench gpu-apps`: unless OPENBLAS_THREAD_TIMEOUT is set, sets it to 4 and runs
+/// this program again with the same arguments (returns only when it could not).
+void quiet_openblas_workers(char** argv);
 
 /// The graph layer's commands: weft bench graph, weft graph explain|run, weft calibrate.
 struct GraphArgs {

@@ -207,6 +207,7 @@ int main(int argc, char** argv) {
       return weft::tools::run_bench_gpu_pool(gpu_args);
     }
     if (bench_apps->parsed()) {
+      weft::tools::quiet_openblas_workers(argv);
       std::string command = "weft";
       for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
       apps_args.command = command;
