@@ -56,6 +56,12 @@ struct PotrfTile {
     int info;  // 0, or j + 1 when the tile's leading minor of order j + 1 is not positive
   };
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+#if defined(__CUDA_ARCH__)
+    if (ctx.threads() >= 2 * CholeskyTile::kTile) {
+      run_in_registers(p, ctx);
+      return;
+    }
+#endif
     constexpr int n = CholeskyTile::kTile;
     double* t = CholeskyTile::at(p.a, p.lda, p.k, p.k);
     auto* s = static_cast<double*>(ctx.shared());  // the tile, column-major, ld n
@@ -94,6 +100,56 @@ struct PotrfTile {
     }
     if (ctx.thread() == 0) p.info = info;
   }
+
+#if defined(__CUDA_ARCH__)
+  // With 128 task threads or more: thread t keeps row i = t % 64 of the columns l = 2 s + h
+  // (h = t / 64, s = 0..31) in registers. Step j: the owners of column j (h = j % 2) put it in
+  // shared memory (ping-pong buffers: one barrier per step), every thread reads the pivot and
+  // the column, updates its trailing elements with a_il -= a_ij a_lj / d, and the owners keep
+  // L_ij = a_ij / sqrt(d).
+  __device__ static void run_in_registers(Payload& p, const weft::gpu::BlockContext& ctx) {
+    constexpr int n = CholeskyTile::kTile, kCols = n / 2;
+    double* tile = CholeskyTile::at(p.a, p.lda, p.k, p.k);
+    auto* column = static_cast<double*>(ctx.shared());  // column[(j % 2) * n + row]
+    const int t = ctx.thread(), i = t % n, h = t / n;
+    const bool active = t < 2 * n;
+    double x[kCols];
+#pragma unroll
+    for (int c = 0; c < kCols; ++c) {
+      const int l = 2 * c + h;
+      x[c] = active && l <= i ? tile[i + static_cast<std::size_t>(l) * p.lda] : 0.0;
+    }
+    int info = 0;
+#pragma unroll
+    for (int j = 0; j < n; ++j) {
+      double* col = column + (j % 2) * n;
+      if (active && h == j % 2) col[i] = x[j / 2];  // a_ij (zero above the diagonal)
+      ctx.sync();
+      const double d = col[j];
+      if (!(d > 0.0)) {  // also NaN; every thread sees the same d and leaves at the same step
+        info = j + 1;
+        break;
+      }
+      const double aij = col[i], scale = aij / d;
+      if (active && i > j) {
+#pragma unroll
+        for (int c = 0; c < kCols; ++c) {
+          const int l = 2 * c + h;
+          if (l > j && l <= i) x[c] -= scale * col[l];
+        }
+      }
+      if (active && h == j % 2 && i >= j) x[j / 2] = i == j ? sqrt(d) : aij / sqrt(d);
+    }
+    if (active) {
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) {
+        const int l = 2 * c + h;
+        if (l <= i) tile[i + static_cast<std::size_t>(l) * p.lda] = x[c];
+      }
+    }
+    if (t == 0) p.info = info;
+  }
+#endif
 };
 
 struct TrsmTile {
@@ -109,6 +165,12 @@ struct TrsmTile {
   // every later column q. L_kk and B = A_ik sit in shared memory; each step's updates are
   // shared by the task threads as TileThreads says.
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+#if defined(__CUDA_ARCH__)
+    if (ctx.threads() >= 2 * CholeskyTile::kTile) {
+      run_in_registers(p, ctx);
+      return;
+    }
+#endif
     constexpr int n = CholeskyTile::kTile;
     const double* l = CholeskyTile::at(p.a, p.lda, p.k, p.k);
     double* b = CholeskyTile::at(p.a, p.lda, p.i, p.k);
@@ -141,6 +203,50 @@ struct TrsmTile {
       b[r + static_cast<std::size_t>(c) * p.lda] = bs[r + c * kStride];
     }
   }
+
+#if defined(__CUDA_ARCH__)
+  // With 128 task threads or more: thread t keeps row r = t % 64 of B's columns q = 2 s + h
+  // (h = t / 64) in registers and L_kk sits in shared memory. Step j: the owners of column j
+  // (h = j % 2) scale it to X_rj and put it in shared memory (ping-pong buffers: one barrier
+  // per step); every thread then updates its later columns with B_rq -= X_rj L_qj.
+  __device__ static void run_in_registers(Payload& p, const weft::gpu::BlockContext& ctx) {
+    constexpr int n = CholeskyTile::kTile, kCols = n / 2;
+    const double* l = CholeskyTile::at(p.a, p.lda, p.k, p.k);
+    double* b = CholeskyTile::at(p.a, p.lda, p.i, p.k);
+    auto* ls = static_cast<double*>(ctx.shared());  // L_kk, column-major, ld n
+    double* column = ls + n * n;                    // column[(j % 2) * n + row]: X_j
+    for (int e = ctx.thread(); e < n * n; e += ctx.threads())
+      ls[e] = l[(e % n) + static_cast<std::size_t>(e / n) * p.lda];
+    const int t = ctx.thread(), r = t % n, h = t / n;
+    const bool active = t < 2 * n;
+    double x[kCols];
+#pragma unroll
+    for (int c = 0; c < kCols; ++c)
+      x[c] = active ? b[r + static_cast<std::size_t>(2 * c + h) * p.lda] : 0.0;
+    ctx.sync();  // L_kk is in shared memory
+#pragma unroll
+    for (int j = 0; j < n; ++j) {
+      double* col = column + (j % 2) * n;
+      if (active && h == j % 2) {
+        x[j / 2] /= ls[j + j * n];
+        col[r] = x[j / 2];
+      }
+      ctx.sync();
+      const double xj = col[r];
+      if (active) {
+#pragma unroll
+        for (int c = 0; c < kCols; ++c) {
+          const int q = 2 * c + h;
+          if (q > j) x[c] -= xj * ls[q + j * n];
+        }
+      }
+    }
+    if (active) {
+#pragma unroll
+      for (int c = 0; c < kCols; ++c) b[r + static_cast<std::size_t>(2 * c + h) * p.lda] = x[c];
+    }
+  }
+#endif
 };
 
 // A_ij -= A_ik A_jk^T; with i == j (SYRK) only the lower triangle: the FP64 GEMM tile body

@@ -35,8 +35,11 @@ struct GemmTileBody {
   // Both staged operands are depth-major (as[kk * kStride + r], bs[kk * kStride + c]); the
   // padding of 4 puts the 8 x 4 element fragments of an FP64 mma on distinct banks.
   static constexpr int kStride = kTile + 4;
+  // Two buffers of a chunk of A and one of B: on the GPU the next chunk is copied in (cp.async)
+  // while the tensor cores or the scalar units work on this one.
+  static constexpr int kBufferElems = 2 * kDepth * kStride;
   static constexpr std::size_t kSharedBytes =
-      sizeof(T) * 2 * static_cast<std::size_t>(kDepth) * kStride;
+      sizeof(T) * 2 * static_cast<std::size_t>(kBufferElems);
 
   struct Payload {
     const T* a;
@@ -89,17 +92,46 @@ struct GemmTileBody {
   WEFT_HD APPS_GEMM_INLINE static void accumulate(
       const Payload& p, const weft::gpu::BlockContext& ctx,
       T (&acc)[kMaxMicroPerThread][kMicroRows][kMicroCols]) {
-    T* as = static_cast<T*>(ctx.shared());
-    T* bs = as + kDepth * kStride;
-    for (int k0 = 0; k0 < p.k; k0 += kDepth) {
-      stage(p, ctx, as, bs, k0);
-      ctx.sync();
+    for_each_chunk(p, ctx, [&](const T* as, const T* bs) {
       for (int i = 0; i < kMaxMicroPerThread; ++i) {
         const int v = ctx.thread() + i * ctx.threads();
         if (v < kMicroTiles) multiply(as, bs, v, acc[i]);
       }
-      ctx.sync();  // the next chunk overwrites as and bs
+    });
+  }
+
+  /// Calls use(as, bs) for each chunk of K in order, with the chunk staged in shared memory
+  /// (as[kk * kStride + r], bs[kk * kStride + c]) and visible to every thread; every thread of
+  /// the block must call it (it synchronizes).
+  template <class Use>
+  WEFT_HD APPS_GEMM_INLINE static void for_each_chunk(const Payload& p,
+                                                      const weft::gpu::BlockContext& ctx,
+                                                      Use&& use) {
+    T* buffers = static_cast<T*>(ctx.shared());
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    // Chunk c is in buffer c % 2; chunk c + 1 is on its way while c is used.
+    const int chunks = (p.k + kDepth - 1) / kDepth;
+    stage_async(p, ctx, buffers, 0);
+    for (int c = 0; c < chunks; ++c) {
+      T* here = buffers + (c % 2) * kBufferElems;
+      if (c + 1 < chunks) {
+        stage_async(p, ctx, buffers + ((c + 1) % 2) * kBufferElems, (c + 1) * kDepth);
+        asm volatile("cp.async.wait_group 1;\n" ::);  // all but the newest group have landed
+      } else {
+        asm volatile("cp.async.wait_group 0;\n" ::);
+      }
+      ctx.sync();  // every thread's copies of chunk c are visible
+      use(here, here + kDepth * kStride);
+      ctx.sync();  // chunk c's buffer is free for chunk c + 2
     }
+#else
+    for (int k0 = 0; k0 < p.k; k0 += kDepth) {
+      stage(p, ctx, buffers, buffers + kDepth * kStride, k0);
+      ctx.sync();
+      use(buffers, buffers + kDepth * kStride);
+      ctx.sync();  // the next chunk overwrites the buffer
+    }
+#endif
   }
 
  private:
@@ -143,6 +175,36 @@ struct GemmTileBody {
       }
     }
   }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  // The chunk of K at k0 into `buffer` (A, then B) by asynchronous copies, one commit group per
+  // chunk; an element past the matrices' edges is a copy of 0 bytes, which zero-fills it.
+  __device__ __forceinline__ static void stage_async(const Payload& p,
+                                                     const weft::gpu::BlockContext& ctx, T* buffer,
+                                                     int k0) {
+    constexpr int kElems = kTile * kDepth;
+    T* as = buffer;
+    T* bs = buffer + kDepth * kStride;
+    for (int i = ctx.thread(); i < kElems; i += ctx.threads()) {
+      const int ar = a_row(p, i), ak = a_depth(p, i), bc = b_col(p, i), bk = b_depth(p, i);
+      const int row = p.row0 + ar, col = p.col0 + bc;
+      const bool a_in = row < p.m && k0 + ak < p.k, b_in = col < p.n && k0 + bk < p.k;
+      const T* a = !a_in            ? p.a
+                   : p.a_transposed ? p.a + k0 + ak + static_cast<std::size_t>(row) * p.lda
+                                    : p.a + row + static_cast<std::size_t>(k0 + ak) * p.lda;
+      const T* b = !b_in            ? p.b
+                   : p.b_transposed ? p.b + col + static_cast<std::size_t>(k0 + bk) * p.ldb
+                                    : p.b + k0 + bk + static_cast<std::size_t>(col) * p.ldb;
+      copy_async(as + ak * kStride + ar, a, a_in);
+      copy_async(bs + bk * kStride + bc, b, b_in);
+    }
+    asm volatile("cp.async.commit_group;\n" ::);
+  }
+  __device__ __forceinline__ static void copy_async(T* to, const T* from, bool in) {
+    const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(to));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(shared), "l"(from),
+                 "n"(sizeof(T)), "r"(in ? static_cast<int>(sizeof(T)) : 0));
+  }
+#endif
   // Element i of a staged chunk: consecutive i are consecutive addresses in global memory.
   WEFT_HD static int a_row(const Payload& p, int i) {
     return p.a_transposed ? i / kDepth : i % kTile;
@@ -208,34 +270,28 @@ struct GemmTileBody {
   // Warps 0-3 each own a 32 x 32 quarter of the tile as 4 x 4 fragments of 8 x 8.
   __device__ __forceinline__ static void run_mma(const Payload& p,
                                                  const weft::gpu::BlockContext& ctx) {
-    T* as = static_cast<T*>(ctx.shared());
-    T* bs = as + kDepth * kStride;
     const int warp = ctx.thread() / 32, lane = ctx.thread() % 32;
     const int g = lane / 4, q = lane % 4;
     const int wm = (warp / 2) * 32, wn = (warp % 2) * 32;
     double acc[4][4][2] = {};
-    for (int k0 = 0; k0 < p.k; k0 += kDepth) {
-      stage(p, ctx, as, bs, k0);
-      ctx.sync();
-      if (warp < 4) {
+    for_each_chunk(p, ctx, [&](const T* as, const T* bs) {
+      if (warp >= 4) return;
 #pragma unroll
-        for (int ks = 0; ks < kDepth; ks += 4) {
-          const T* ar = as + (ks + q) * kStride + wm + g;
-          const T* br = bs + (ks + q) * kStride + wn + g;
-          double af[4], bf[4];
+      for (int ks = 0; ks < kDepth; ks += 4) {
+        const T* ar = as + (ks + q) * kStride + wm + g;
+        const T* br = bs + (ks + q) * kStride + wn + g;
+        double af[4], bf[4];
 #pragma unroll
-          for (int i = 0; i < 4; ++i) af[i] = ar[i * 8];
+        for (int i = 0; i < 4; ++i) af[i] = ar[i * 8];
 #pragma unroll
-          for (int j = 0; j < 4; ++j) bf[j] = br[j * 8];
+        for (int j = 0; j < 4; ++j) bf[j] = br[j * 8];
 #pragma unroll
-          for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < 4; ++i) {
 #pragma unroll
-            for (int j = 0; j < 4; ++j) mma(acc[i][j], af[i], bf[j]);
-          }
+          for (int j = 0; j < 4; ++j) mma(acc[i][j], af[i], bf[j]);
         }
       }
-      ctx.sync();  // the next chunk overwrites as and bs
-    }
+    });
     if (warp >= 4) return;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {

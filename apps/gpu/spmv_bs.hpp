@@ -32,9 +32,19 @@ struct SpmvRows {
     if (ctx.threads() % 32 == 0) {
       const int lane = ctx.thread() % 32, warps = ctx.threads() / 32;
       for (int r = p.first + ctx.thread() / 32; r < p.first + p.count; r += warps) {
-        float sum = 0.0f;
-        for (std::int64_t j = p.row_start[r] + lane; j < p.row_start[r + 1]; j += 32)
-          sum += p.values[j] * p.x[p.cols[j]];
+        const std::int64_t end = p.row_start[r + 1];
+        std::int64_t j = p.row_start[r] + lane;
+        // Four entries per lane per round: four chains of loads (column, then x) in flight.
+        float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+        for (; j + 96 < end; j += 128) {
+          const int c0 = p.cols[j], c1 = p.cols[j + 32], c2 = p.cols[j + 64], c3 = p.cols[j + 96];
+          s0 += p.values[j] * p.x[c0];
+          s1 += p.values[j + 32] * p.x[c1];
+          s2 += p.values[j + 64] * p.x[c2];
+          s3 += p.values[j + 96] * p.x[c3];
+        }
+        for (; j < end; j += 32) s0 += p.values[j] * p.x[p.cols[j]];
+        float sum = (s0 + s1) + (s2 + s3);
         for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
         if (lane == 0) p.y[r] = sum;
       }

@@ -45,7 +45,7 @@ void multi_gpu_gemm_benchmarks(Suite& suite, bool quick, int reps) {
   WEFT_CUDA_CHECK(cudaGetDeviceCount(&gpus));
   gpus = std::min(gpus, apps::gpu::ReplicatedGemmTile::kMaxGpus);
   if (gpus < 2) return;
-  for (const int n : quick ? std::vector<int>{4096} : std::vector<int>{4096, 8192, 16384}) {
+  for (const int n : quick ? std::vector<int>{8192} : std::vector<int>{4096, 8192, 16384}) {
     const apps::gpu::GemmBatch one = apps::gpu::GemmBatch::uniform(1, n, n, n);
     std::vector<double> a, b;
     apps::gpu::fill_inputs(one, a, b);
