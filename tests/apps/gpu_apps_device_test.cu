@@ -3,12 +3,14 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "app_pool.hpp"
 #include "batched_gemm.hpp"
 #include "cholesky.hpp"
 #include "kmeans.hpp"
+#include "multi_gpu_gemm.hpp"
 #include "spmv_bs.hpp"
 #include "tnn.hpp"
 
@@ -190,6 +192,56 @@ TEST(KmeansOnGpu, IterationsAgreeWithTheReference) {
   cudaFree(dp);
   cudaFree(dc);
   cudaFree(dn);
+}
+
+// One DGEMM over every GPU: each GPU's blocks read its own copy of A and B and write C on GPU 0
+// (peer access). Skips with fewer than two GPUs.
+TEST(MultiGpuGemmOnGpus, TilesOnEveryGpuMakeTheProduct) {
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) {
+    GTEST_SKIP() << "fewer than two usable GPUs on this machine";
+  }
+  gpus = std::min(gpus, ReplicatedGemmTile::kMaxGpus);
+  constexpr int n = 320;  // five tiles a side
+  const GemmBatch one = GemmBatch::uniform(1, n, n, n);
+  std::vector<double> a, b, got(static_cast<std::size_t>(n) * n), ref(got.size());
+  fill_inputs(one, a, b);
+  reference_gemm(one, a.data(), b.data(), ref.data());
+  std::vector<int> devices;
+  std::vector<const double*> as, bs;
+  for (int g = 0; g < gpus; ++g) {
+    ASSERT_EQ(cudaSetDevice(g), cudaSuccess);
+    double *da = nullptr, *db = nullptr;
+    ASSERT_EQ(cudaMalloc(&da, sizeof(double) * a.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&db, sizeof(double) * b.size()), cudaSuccess);
+    cudaMemcpy(da, a.data(), sizeof(double) * a.size(), cudaMemcpyHostToDevice);
+    cudaMemcpy(db, b.data(), sizeof(double) * b.size(), cudaMemcpyHostToDevice);
+    devices.push_back(g);
+    as.push_back(da);
+    bs.push_back(db);
+  }
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  double* dc = nullptr;
+  ASSERT_EQ(cudaMalloc(&dc, sizeof(double) * got.size()), cudaSuccess);
+  cudaMemset(dc, 0xFF, sizeof(double) * got.size());
+  {
+    AppPool pool(device_pool_options(devices));
+    const int per_gpu = static_cast<int>(pool.num_blocks() / devices.size());
+    const auto tasks = replicated_gemm_tasks<kAppCapacity>(as, bs, dc, n, per_gpu);
+    EXPECT_EQ(tasks.size(), 25u);
+    run_tasks(pool, std::span<const AppPool::Record>(tasks));
+    pool.pause();
+    cudaSetDevice(0);
+    cudaMemcpy(got.data(), dc, sizeof(double) * got.size(), cudaMemcpyDeviceToHost);
+  }
+  EXPECT_EQ(max_relative_error<double>(got, ref), 0.0);
+  cudaFree(dc);
+  for (int g = 0; g < gpus; ++g) {
+    cudaSetDevice(g);
+    cudaFree(const_cast<double*>(as[static_cast<std::size_t>(g)]));
+    cudaFree(const_cast<double*>(bs[static_cast<std::size_t>(g)]));
+  }
+  cudaSetDevice(0);
 }
 
 }  // namespace
