@@ -10,20 +10,36 @@ void centroid_norms(std::span<const float> centroids, int d, std::vector<float>&
   }
 }
 
-void update_centroids(std::span<const float> points, int d, std::span<const int> labels, int k,
-                      std::vector<float>& centroids) {
-  std::vector<double> sums(static_cast<std::size_t>(k) * d, 0.0);
-  std::vector<int> counts(static_cast<std::size_t>(k), 0);
-  for (std::size_t i = 0; i < labels.size(); ++i) {
-    const auto c = static_cast<std::size_t>(labels[i]);
+void CentroidSums::reset(int k, int d) {
+  sums.assign(static_cast<std::size_t>(k) * d, 0.0);
+  counts.assign(static_cast<std::size_t>(k), 0);
+}
+
+void CentroidSums::add(std::span<const float> points, int d, std::span<const int> labels, int first,
+                       int count) {
+  for (int i = first; i < first + count; ++i) {
+    const auto c = static_cast<std::size_t>(labels[static_cast<std::size_t>(i)]);
     ++counts[c];
-    for (int t = 0; t < d; ++t) sums[c * d + t] += points[i * d + t];
+    const float* x = points.data() + static_cast<std::size_t>(i) * d;
+    double* s = sums.data() + c * d;
+    for (int t = 0; t < d; ++t) s[t] += x[t];
   }
+}
+
+void CentroidSums::move(int d, std::vector<float>& centroids) const {
   for (std::size_t c = 0; c < counts.size(); ++c) {
     if (counts[c] == 0) continue;
     for (int t = 0; t < d; ++t)
       centroids[c * d + t] = static_cast<float>(sums[c * d + t] / counts[c]);
   }
+}
+
+void update_centroids(std::span<const float> points, int d, std::span<const int> labels, int k,
+                      std::vector<float>& centroids) {
+  CentroidSums s;
+  s.reset(k, d);
+  s.add(points, d, labels, 0, static_cast<int>(labels.size()));
+  s.move(d, centroids);
 }
 
 KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int iterations) {

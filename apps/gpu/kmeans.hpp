@@ -1,8 +1,9 @@
 // apps/gpu/kmeans.hpp - the K-means application (seed 000 §4.3.2; docs/apps.md): Lloyd's
 // iterations over n points in d dimensions with K centroids. Each iteration the pool assigns
 // every point to its nearest centroid (KmeansAssign tasks of 64 points each: dot products with
-// every centroid, then the argmin of |c|^2 - 2 x.c), and the host moves each centroid to the
-// mean of its points. Written against the public API only.
+// every centroid as GEMM tiles, then the argmin of |c|^2 - 2 x.c), and the host adds each
+// task's points to their centroids' sums as the task is popped, then moves each centroid to
+// the mean of its points. Written against the public API only.
 #pragma once
 
 #include <cstddef>
@@ -108,6 +109,18 @@ struct KmeansResult {
 /// |c|^2 of each of the k x d centroids, into norms (k entries).
 void centroid_norms(std::span<const float> centroids, int d, std::vector<float>& norms);
 
+/// The per-centroid sums and counts of points an iteration has assigned so far (double sums:
+/// exact for the integer-valued test data in any order of addition).
+struct CentroidSums {
+  std::vector<double> sums;  // k x d
+  std::vector<int> counts;   // k
+  void reset(int k, int d);
+  /// Adds the points [first, first + count) to the sums of their labels.
+  void add(std::span<const float> points, int d, std::span<const int> labels, int first, int count);
+  /// Moves each centroid to the mean of its points (a centroid with none stays).
+  void move(int d, std::vector<float>& centroids) const;
+};
+
 /// Moves each centroid to the mean of its points (a centroid with none stays).
 void update_centroids(std::span<const float> points, int d, std::span<const int> labels, int k,
                       std::vector<float>& centroids);
@@ -145,11 +158,16 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
   }
   std::vector<float> norms(static_cast<std::size_t>(k));
   std::vector<Record> done(tasks.size());
+  const std::span<const int> labels(labels_for_blocks, static_cast<std::size_t>(n));
+  CentroidSums sums;
   for (int it = 0; it < iterations; ++it) {
     centroid_norms(r.centroids, d, norms);
     upload(r.centroids.data(), centroids_for_blocks, r.centroids.size());
     upload(norms.data(), norms_for_blocks, norms.size());
     pool.push_batch(tasks);
+    // Each task's points join their centroids' sums as soon as it is popped, while the GPU
+    // still assigns the rest.
+    sums.reset(k, d);
     for (std::size_t got = 0; got < tasks.size();) {
       const std::size_t m = pool.pop_batch(done);
       for (std::size_t j = 0; j < m; ++j) {
@@ -157,11 +175,13 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
           throw std::runtime_error("apps::gpu::kmeans_on_pool: a task ended " +
                                    std::string(weft::gpu::to_string(done[j].status)));
         }
+        const auto& p = done[j].template as<KmeansAssign>();
+        sums.add(points, d, labels, p.first, p.count);
       }
       got += m;
     }
-    r.labels.assign(labels_for_blocks, labels_for_blocks + n);
-    update_centroids(points, d, r.labels, k, r.centroids);
+    r.labels.assign(labels.begin(), labels.end());
+    sums.move(d, r.centroids);
   }
   return r;
 }
