@@ -3,13 +3,19 @@
 // ties to the lower index). The GPU computes tiles of -2 X X^T (GemmTileBody tasks, the tiles
 // on or above the diagonal), each into a buffer of its own that the host can read; the host
 // keeps a max-heap of T per point and feeds it from each tile as soon as the tile's task is
-// popped, while later tiles still run. Written against the public API only.
+// popped, while later tiles still run (on the popping thread, or on a CPU executor's workers).
+// Written against the public API only.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <queue>
 #include <span>
 #include <stdexcept>
@@ -17,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include <weft/cpu/executor.hpp>
+#include <weft/cpu/task_group.hpp>
 #include <weft/gpu/pool.hpp>
 
 #include "gemm_tile.hpp"
@@ -51,14 +59,41 @@ class NeighbourHeaps {
   std::vector<std::priority_queue<Neighbour>> heaps_;  // max-heaps: the farthest kept on top
 };
 
+/// The pairs of tile (r, c) of -2 X X^T (in `g`, leading dimension 64) offered to the heaps
+/// of its row points (rows side) or of its column points (columns side); a diagonal tile
+/// offers each pair once per side, a point never itself.
+inline void offer_tile(NeighbourHeaps& heaps, const PointSet& points, const float* g, int r, int c,
+                       bool rows_side) {
+  constexpr int kTile = SgemmTile::kTile;
+  const int rows = std::min(kTile, points.n - r * kTile),
+            cols = std::min(kTile, points.n - c * kTile);
+  const int outer = rows_side ? rows : cols, inner = rows_side ? cols : rows;
+  for (int o = 0; o < outer; ++o) {
+    for (int q = 0; q < inner; ++q) {
+      const int ii = rows_side ? o : q, jj = rows_side ? q : o;
+      const int i = r * kTile + ii, j = c * kTile + jj;
+      if (i == j || (r == c && i > j)) continue;  // itself; a diagonal tile's lower half
+      const float dist = points.norms[i] + points.norms[j] + g[ii + jj * kTile];
+      if (rows_side) {
+        heaps.offer(i, {dist, j});
+      } else {
+        heaps.offer(j, {dist, i});
+      }
+    }
+  }
+}
+
 /// Runs TNN through `pool`. `col_major`, `row_major`: the points where the pool's blocks reach
 /// them; `buffers`: `slots` buffers of 64 x 64 floats, one per task in flight, where the
-/// blocks write and the host reads (pinned host memory on the device backend). Returns each
-/// point's T nearest, nearest first.
+/// blocks write and the host reads (pinned host memory on the device backend). With
+/// `heap_workers`, each popped tile's two sides are offered by tasks on that executor (a lock
+/// per band of 64 points), and the buffer goes to the next tile once both are done; without,
+/// the popping thread offers them itself. Returns each point's T nearest, nearest first.
 template <class Pool>
 std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& points,
                                                 const float* col_major, const float* row_major,
-                                                float* buffers, std::size_t slots, int t) {
+                                                float* buffers, std::size_t slots, int t,
+                                                weft::cpu::Executor* heap_workers = nullptr) {
   using Record = typename Pool::Record;
   constexpr int kTile = SgemmTile::kTile;
   if (t < 1 || t >= points.n) {
@@ -72,8 +107,6 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
     for (int c = r; c < tiles; ++c) work.emplace_back(r, c);
   }
   NeighbourHeaps heaps(points.n, t);
-  std::vector<std::size_t> free_slots(slots);
-  for (std::size_t s = 0; s < slots; ++s) free_slots[s] = slots - 1 - s;
   auto task = [&](std::size_t w, std::size_t slot) {
     const auto [r, c] = work[w];
     float* out = buffers + slot * kTile * kTile;
@@ -94,40 +127,67 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
                          0.0f};
     return Record::template make<SgemmTile>(p, (static_cast<std::uint64_t>(w) << 20) | slot);
   };
-  std::size_t next = 0, finished = 0;
+  // The free buffers; with heap workers, the second side of a tile to finish frees its buffer.
+  std::mutex free_mutex;
+  std::condition_variable freed;
+  std::vector<std::size_t> free_slots(slots);
+  for (std::size_t s = 0; s < slots; ++s) free_slots[s] = slots - 1 - s;
+  std::vector<std::mutex> bands(heap_workers != nullptr ? static_cast<std::size_t>(tiles) : 0);
+  std::unique_ptr<std::atomic<int>[]> sides_left(new std::atomic<int>[slots]);
+  std::optional<weft::cpu::TaskGroup> group;
+  if (heap_workers != nullptr) group.emplace(*heap_workers);
+  auto offer_side = [&](std::size_t slot, int r, int c, bool rows_side) {
+    {
+      std::lock_guard<std::mutex> band(bands[static_cast<std::size_t>(rows_side ? r : c)]);
+      offer_tile(heaps, points, buffers + slot * kTile * kTile, r, c, rows_side);
+    }
+    // acq_rel: the side that brings the count to 0 frees the buffer after both sides' reads.
+    if (sides_left[slot].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(free_mutex);
+      free_slots.push_back(slot);
+      freed.notify_one();
+    }
+  };
+  std::size_t next = 0, finished = 0, in_flight = 0;
   std::vector<Record> batch, done(slots);
   while (finished < work.size()) {
     batch.clear();
-    while (next < work.size() && !free_slots.empty()) {
-      batch.push_back(task(next++, free_slots.back()));
-      free_slots.pop_back();
+    {
+      std::unique_lock<std::mutex> lock(free_mutex);
+      // With nothing on the GPU, every buffer is with the heap workers: wait for one.
+      if (in_flight == 0) freed.wait(lock, [&] { return !free_slots.empty(); });
+      while (next < work.size() && !free_slots.empty()) {
+        batch.push_back(task(next++, free_slots.back()));
+        free_slots.pop_back();
+      }
     }
     if (!batch.empty()) pool.push_batch(batch);
+    in_flight += batch.size();
     const std::size_t got = pool.pop_batch(done);
+    in_flight -= got;
     for (std::size_t k = 0; k < got; ++k) {
       if (!done[k].ok()) {
+        if (group) group->wait();  // the tasks offering earlier tiles use this frame
         throw std::runtime_error("apps::gpu::tnn_on_pool: a tile task ended " +
                                  std::string(weft::gpu::to_string(done[k].status)));
       }
       const std::size_t w = done[k].tag >> 20, slot = done[k].tag & ((1u << 20) - 1);
       const auto [r, c] = work[w];
-      const float* g = buffers + slot * kTile * kTile;
-      const int rows = std::min(kTile, points.n - r * kTile),
-                cols = std::min(kTile, points.n - c * kTile);
-      for (int jj = 0; jj < cols; ++jj) {
-        const int j = c * kTile + jj;
-        for (int ii = 0; ii < rows; ++ii) {
-          const int i = r * kTile + ii;
-          if (i == j || (r == c && i > j)) continue;  // itself; a diagonal tile's lower half
-          const float dist = points.norms[i] + points.norms[j] + g[ii + jj * kTile];
-          heaps.offer(i, {dist, j});
-          heaps.offer(j, {dist, i});
-        }
+      if (group) {
+        sides_left[slot].store(2, std::memory_order_relaxed);  // published by the spawns
+        group->spawn([&offer_side, slot, r = r, c = c] { offer_side(slot, r, c, true); });
+        group->spawn([&offer_side, slot, r = r, c = c] { offer_side(slot, r, c, false); });
+      } else {
+        const float* g = buffers + slot * kTile * kTile;
+        offer_tile(heaps, points, g, r, c, true);
+        offer_tile(heaps, points, g, r, c, false);
+        std::lock_guard<std::mutex> lock(free_mutex);
+        free_slots.push_back(slot);
       }
-      free_slots.push_back(slot);
     }
     finished += got;
   }
+  if (group) group->wait();
   return heaps.sorted();
 }
 

@@ -51,7 +51,8 @@ void cholesky_benchmarks(Suite& suite, apps::gpu::AppPool& pool, const std::vect
 void spmv_bs_benchmark(Suite& suite, apps::gpu::AppPool& pool, bool quick, int reps);
 
 /// tnn_<n>_<d>: the pool's Gram tiles feeding the heaps as they land, against one cuBLAS GEMM
-/// of the whole Gram matrix, then the heaps on the CPU (gemm_then_heaps).
+/// of the whole Gram matrix, then the heaps on the CPU (gemm_then_heaps); both feed the heaps
+/// on the same CPU executor (the cores the pool's lanes leave).
 void tnn_benchmarks(Suite& suite, apps::gpu::AppPool& pool, bool quick, int reps);
 /// kmeans_<n>: the pool's assignment tasks against cuBLAS (scores by GEMM, an argmin kernel)
 /// and OpenBLAS on the CPU, the same iterations and centroid update.

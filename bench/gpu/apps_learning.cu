@@ -3,15 +3,19 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "apps_benchmarks.hpp"
 #include "batched_gemm.hpp"
 #include "kmeans.hpp"
 #include "tnn.hpp"
+#include "weft/cpu/executor.hpp"
+#include "weft/cpu/parallel.hpp"
 #include "weft/gpu/detail/cuda_check.cuh"
 
 namespace weft::bench::gpu {
@@ -58,6 +62,14 @@ void tnn_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
   float* slots = nullptr;
   WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&slots), kSlots * 64 * 64 * sizeof(float),
                                 cudaHostAllocMapped | cudaHostAllocPortable));
+  // The heaps' CPU workers, the same for weft and its peer: the cores the pool's scheduler
+  // lanes and the popping thread leave.
+  weft::cpu::ExecutorOptions workers;
+  const auto cores = static_cast<std::size_t>(std::max(2u, std::thread::hardware_concurrency()));
+  workers.workers = std::max<std::size_t>(1, cores - std::min(cores - 1, pool.num_lanes() + 1));
+  weft::cpu::Executor heap_workers(workers);
+  std::fprintf(stderr, "[bench] tnn: heaps on %zu CPU workers (weft and gemm_then_heaps)\n",
+               heap_workers.num_workers());
   const std::vector<std::pair<int, int>> sizes =
       quick ? std::vector<std::pair<int, int>>{{4096, 256}}
             : std::vector<std::pair<int, int>>{{4096, 256},  {4096, 1024}, {8192, 256},
@@ -76,7 +88,8 @@ void tnn_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
     c.push_back({"weft", [&] {
                    pool.resume();
                    const double t = median_us(reps, [&] {
-                     result = apps::gpu::tnn_on_pool(pool, points, cm, rm, slots, kSlots, kT);
+                     result = apps::gpu::tnn_on_pool(pool, points, cm, rm, slots, kSlots, kT,
+                                                     &heap_workers);
                    });
                    pool.pause();
                    return Outcome{t, sample_matches(points, kT, result)};
@@ -91,15 +104,20 @@ void tnn_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
                      WEFT_CUDA_CHECK(cudaMemcpyAsync(gram_host, gram, nn * sizeof(float),
                                                      cudaMemcpyDeviceToHost, stream));
                      WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+                     // Each worker owns bands of 64 points and offers each its whole row of
+                     // the (symmetric) Gram matrix: the same offers as the pool's two sides.
                      apps::gpu::NeighbourHeaps heaps(n, kT);
-                     for (int j = 0; j < n; ++j) {
-                       for (int i = 0; i < j; ++i) {
-                         const float dist = points.norms[i] + points.norms[j] +
-                                            gram_host[i + static_cast<std::size_t>(j) * n];
-                         heaps.offer(i, {dist, j});
-                         heaps.offer(j, {dist, i});
+                     weft::cpu::parallel_for(heap_workers, 0, (n + 63) / 64, [&](std::int64_t b) {
+                       for (int i = static_cast<int>(b) * 64;
+                            i < std::min(n, (static_cast<int>(b) + 1) * 64); ++i) {
+                         for (int j = 0; j < n; ++j) {
+                           if (j == i) continue;
+                           const float dist = points.norms[i] + points.norms[j] +
+                                              gram_host[i + static_cast<std::size_t>(j) * n];
+                           heaps.offer(i, {dist, j});
+                         }
                        }
-                     }
+                     });
                      result = heaps.sorted();
                    });
                    return Outcome{t, sample_matches(points, kT, result)};

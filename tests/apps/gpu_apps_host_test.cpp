@@ -173,6 +173,27 @@ TEST(Kmeans, PoolIterationsGiveTheReferencesLabelsAndCentroids) {
                std::invalid_argument);
 }
 
+// The same with the heaps fed by CPU workers, both sides of each tile in tasks of their own,
+// with as few buffers as sides can hold up (2) and as many (all tiles in flight), repeated so
+// that the workers' interleavings vary (ThreadSanitizer watches the band locks and the buffer
+// hand-back in CI's TSan build).
+TEST(Tnn, HeapsFedByCpuWorkersFindTheBruteForceNeighbours) {
+  AppPool pool(host_options());
+  weft::cpu::ExecutorOptions options;
+  options.workers = 3;
+  weft::cpu::Executor workers(options);
+  const PointSet points = PointSet::random(300, 24, 5);
+  const auto want = reference_tnn(points, 16);
+  for (const std::size_t slots : {std::size_t{1}, std::size_t{2}, std::size_t{15}}) {
+    std::vector<float> buffers(slots * 64 * 64);
+    for (int round = 0; round < 10; ++round) {
+      const auto got = tnn_on_pool(pool, points, points.col_major.data(), points.row_major.data(),
+                                   buffers.data(), slots, 16, &workers);
+      ASSERT_EQ(got, want) << slots << " slots, round " << round;
+    }
+  }
+}
+
 // Two copies of A and B stand for two GPUs: blocks 0-1 read the first, blocks 2-3 the second.
 TEST(MultiGpuGemm, TilesOverTwoCopiesOfTheInputsMakeTheProduct) {
   AppPool pool(host_options());  // 4 blocks: "2 GPUs" of 2 blocks each
