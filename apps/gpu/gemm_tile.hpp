@@ -111,6 +111,7 @@ struct GemmTileBody {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     // Chunk c is in buffer c % 2; chunk c + 1 is on its way while c is used.
     const int chunks = (p.k + kDepth - 1) / kDepth;
+    if (chunks <= 0) return;  // no copy group left behind to land in the next task's memory
     stage_async(p, ctx, buffers, 0);
     for (int c = 0; c < chunks; ++c) {
       T* here = buffers + (c % 2) * kBufferElems;

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -88,7 +89,8 @@ inline void offer_tile(NeighbourHeaps& heaps, const PointSet& points, const floa
 /// blocks write and the host reads (pinned host memory on the device backend). With
 /// `heap_workers`, each popped tile's two sides are offered by tasks on that executor (a lock
 /// per band of 64 points), and the buffer goes to the next tile once both are done; without,
-/// the popping thread offers them itself. Returns each point's T nearest, nearest first.
+/// the popping thread offers them itself (call it from outside that executor: it waits for its
+/// tasks). Returns each point's T nearest, nearest first.
 template <class Pool>
 std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& points,
                                                 const float* col_major, const float* row_major,
@@ -134,12 +136,17 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
   for (std::size_t s = 0; s < slots; ++s) free_slots[s] = slots - 1 - s;
   std::vector<std::mutex> bands(heap_workers != nullptr ? static_cast<std::size_t>(tiles) : 0);
   std::unique_ptr<std::atomic<int>[]> sides_left(new std::atomic<int>[slots]);
-  std::optional<weft::cpu::TaskGroup> group;
-  if (heap_workers != nullptr) group.emplace(*heap_workers);
+  std::vector<Record> batch, done(slots);
+  // A side never throws: it keeps the first error, and always gives its share of the buffer
+  // back, so that the loop below cannot wait for a buffer that never returns.
+  std::exception_ptr heap_error;
   auto offer_side = [&](std::size_t slot, int r, int c, bool rows_side) {
-    {
+    try {
       std::lock_guard<std::mutex> band(bands[static_cast<std::size_t>(rows_side ? r : c)]);
       offer_tile(heaps, points, buffers + slot * kTile * kTile, r, c, rows_side);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(free_mutex);
+      if (!heap_error) heap_error = std::current_exception();
     }
     // acq_rel: the side that brings the count to 0 frees the buffer after both sides' reads.
     if (sides_left[slot].fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -148,14 +155,29 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
       freed.notify_one();
     }
   };
+  // Declared after offer_side: on unwinding, the group waits for its tasks before offer_side
+  // goes.
+  std::optional<weft::cpu::TaskGroup> group;
+  if (heap_workers != nullptr) group.emplace(*heap_workers);
+  // Before an error leaves: the heap tasks end and the tiles still on the GPU are popped, so
+  // that nothing writes the caller's buffers or reads this frame afterwards.
+  auto drain = [&](std::size_t on_gpu) {
+    if (group) group->wait();
+    for (std::size_t left = on_gpu; left > 0;)
+      left -= pool.pop_batch(std::span<Record>(done).first(std::min(left, done.size())));
+  };
   std::size_t next = 0, finished = 0, in_flight = 0;
-  std::vector<Record> batch, done(slots);
   while (finished < work.size()) {
     batch.clear();
     {
       std::unique_lock<std::mutex> lock(free_mutex);
       // With nothing on the GPU, every buffer is with the heap workers: wait for one.
-      if (in_flight == 0) freed.wait(lock, [&] { return !free_slots.empty(); });
+      if (in_flight == 0) freed.wait(lock, [&] { return !free_slots.empty() || heap_error; });
+      if (heap_error) {
+        lock.unlock();
+        drain(in_flight);
+        std::rethrow_exception(heap_error);
+      }
       while (next < work.size() && !free_slots.empty()) {
         batch.push_back(task(next++, free_slots.back()));
         free_slots.pop_back();
@@ -167,9 +189,9 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
     in_flight -= got;
     for (std::size_t k = 0; k < got; ++k) {
       if (!done[k].ok()) {
-        if (group) group->wait();  // the tasks offering earlier tiles use this frame
-        throw std::runtime_error("apps::gpu::tnn_on_pool: a tile task ended " +
-                                 std::string(weft::gpu::to_string(done[k].status)));
+        const std::string status = weft::gpu::to_string(done[k].status);
+        drain(in_flight);
+        throw std::runtime_error("apps::gpu::tnn_on_pool: a tile task ended " + status);
       }
       const std::size_t w = done[k].tag >> 20, slot = done[k].tag & ((1u << 20) - 1);
       const auto [r, c] = work[w];
@@ -188,6 +210,7 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
     finished += got;
   }
   if (group) group->wait();
+  if (heap_error) std::rethrow_exception(heap_error);
   return heaps.sorted();
 }
 

@@ -105,7 +105,8 @@ void tnn_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
                                                      cudaMemcpyDeviceToHost, stream));
                      WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
                      // Each worker owns bands of 64 points and offers each its whole row of
-                     // the (symmetric) Gram matrix: the same offers as the pool's two sides.
+                     // the (symmetric) Gram matrix, read as column i (contiguous): the same
+                     // offers as the pool's two sides.
                      apps::gpu::NeighbourHeaps heaps(n, kT);
                      weft::cpu::parallel_for(heap_workers, 0, (n + 63) / 64, [&](std::int64_t b) {
                        for (int i = static_cast<int>(b) * 64;
@@ -113,7 +114,7 @@ void tnn_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
                          for (int j = 0; j < n; ++j) {
                            if (j == i) continue;
                            const float dist = points.norms[i] + points.norms[j] +
-                                              gram_host[i + static_cast<std::size_t>(j) * n];
+                                              gram_host[j + static_cast<std::size_t>(i) * n];
                            heaps.offer(i, {dist, j});
                          }
                        }

@@ -76,6 +76,7 @@ int run_bench_gpu_pool(const BenchGpuArgs& args) {
 }
 
 void quiet_openblas_workers(char** argv) {
+#if WEFT_TOOL_HAVE_CUDA
   // OpenBLAS reads the variable when it is loaded, before main: hence the new image. Its idle
   // workers otherwise spin (yielding) on every core for about 2^28 cycles after each call;
   // the suite's references and CPU peers call it between the pool's runs, whose scheduler
@@ -88,6 +89,9 @@ void quiet_openblas_workers(char** argv) {
   execv("/proc/self/exe", argv);
   std::fprintf(stderr, "[bench] gpu-apps: could not restart (%s); OpenBLAS's workers may spin\n",
                std::strerror(errno));
+#else
+  (void)argv;  // nothing to measure without CUDA
+#endif
 }
 
 int run_bench_gpu_apps(const BenchGpuArgs& args) {
