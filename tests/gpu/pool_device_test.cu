@@ -530,6 +530,54 @@ TEST(GpuPool, APausedPoolLetsOtherKernelsAndDeviceSynchronizeRun) {
   cudaFree(y);
 }
 
+// Copies on a non-blocking stream of the caller's run beside a pool that is not paused (the
+// applications upload their inputs so): host to device, device to device, device to host,
+// each synchronized in a thread of its own so that a hang is reported as a failure; a task
+// then reads what the copies wrote.
+TEST(GpuPool, CopiesOnAStreamOfTheirOwnRunBesideTheRunningPool) {
+  REQUIRE_GPU();
+  constexpr int n = 1 << 22;  // 16 MiB of floats: a device-to-device copy of some size
+  float *x = nullptr, *y = nullptr, *staged = nullptr;
+  ASSERT_EQ(cudaMalloc(&x, n * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&y, n * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&staged, n * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(y, 0, n * sizeof(float)), cudaSuccess);
+  cudaStream_t side{};
+  ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
+  const std::vector<float> ones(n, 1.0f);
+  std::vector<float> back(n, 0.0f);
+  {
+    GpuPool pool(device_options());
+    pool.push<Saxpy>({1.0f, 1, y, y}, 0);  // the blocks are up and have run a task
+    ASSERT_TRUE(pool.pop(0).ok());
+    // "" when the copy ended well, else what went wrong.
+    auto copy = [&](void* to, const void* from, cudaMemcpyKind kind) -> std::string {
+      auto done = std::make_shared<std::promise<cudaError_t>>();
+      auto result = done->get_future();
+      std::thread([=] {
+        cudaError_t e = cudaMemcpyAsync(to, from, n * sizeof(float), kind, side);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(side);
+        done->set_value(e);
+      }).detach();  // a copy that never ends leaves a thread behind, not a stuck test
+      if (result.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+        return "did not finish beside the running pool";
+      }
+      const cudaError_t e = result.get();
+      return e == cudaSuccess ? "" : cudaGetErrorString(e);
+    };
+    ASSERT_EQ(copy(staged, ones.data(), cudaMemcpyHostToDevice), "") << "host to device";
+    ASSERT_EQ(copy(x, staged, cudaMemcpyDeviceToDevice), "") << "device to device";
+    pool.push<Saxpy>({2.0f, n, x, y}, 0);  // y += 2x
+    ASSERT_TRUE(pool.pop(0).ok());
+    ASSERT_EQ(copy(back.data(), y, cudaMemcpyDeviceToHost), "") << "device to host";
+  }
+  for (int i = 0; i < n; i += 4099) ASSERT_EQ(back[i], 2.0f) << "element " << i;
+  cudaStreamDestroy(side);
+  cudaFree(x);
+  cudaFree(y);
+  cudaFree(staged);
+}
+
 TEST(GpuPool, BadDeviceOptionsAreRejected) {
   REQUIRE_GPU();
   PoolOptions o = device_options();
