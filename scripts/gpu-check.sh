@@ -42,8 +42,12 @@ step() {  # name, command...
 }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$out/gpus.txt" 2>&1
 cat "$out/gpus.txt"
+# The configuration of scripts/gpu-build.sh (tools and bench on, though only the tests are built
+# here), so that the tool and bench scripts run after this one in the same call reuse the build
+# instead of reconfiguring it.
 step configure cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DWEFT_BUILD_BENCH=OFF -DWEFT_BUILD_TOOLS=OFF || exit 1
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DWEFT_BUILD_TOOLS=ON -DWEFT_BUILD_BENCH=ON \
+  -DWEFT_BUILD_TESTS=ON || exit 1
 step build cmake --build $build -j "$jobs" --target weft_gpu_device_tests weft_gpu_fault_tests \
   weft_gpu_host_tests example_gpu_pool_device weft_gpu_apps_device_tests || exit 1
 # Each run has a time limit, so that a hang is reported as one (rc 124) instead of eating the
