@@ -73,7 +73,8 @@ void tnn_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
   const std::vector<std::pair<int, int>> sizes =
       quick ? std::vector<std::pair<int, int>>{{4096, 256}}
             : std::vector<std::pair<int, int>>{{4096, 256},  {4096, 1024}, {8192, 256},
-                                               {8192, 1024}, {16384, 256}, {16384, 1024}};
+                                               {8192, 1024}, {16384, 256}, {16384, 1024},
+                                               {32768, 256}, {32768, 1024}};
   for (const auto [n, d] : sizes) {
     const apps::gpu::PointSet points = apps::gpu::PointSet::random(n, d, 41);
     float* cm = device_copy(points.col_major);
