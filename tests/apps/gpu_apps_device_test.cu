@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "app_pool.hpp"
@@ -75,6 +76,29 @@ TEST(CholeskyOnGpu, TheFactorReproducesTheMatrix) {
   cudaMemcpy(f.data(), d, sizeof(double) * f.size(), cudaMemcpyDeviceToHost);
   cudaFree(d);
   EXPECT_LT(cholesky_residual(a, f, n), 1e-14);
+}
+
+// A non-positive pivot in the second diagonal tile: the register-resident POTRF leaves its
+// steps at that column, every thread at the same barrier, and the driver names the column.
+TEST(CholeskyOnGpu, ANonPositivePivotIsReportedWithItsColumn) {
+  if (!have_gpu()) GTEST_SKIP() << "no usable GPU on this machine";
+  AppPool pool(device_pool_options({0}));
+  const int n = 2 * CholeskyTile::kTile;
+  std::vector<double> a = spd_matrix(n);
+  a[70 + 70 * static_cast<std::size_t>(n)] = -1.0;
+  double* d = nullptr;
+  pool.pause();
+  ASSERT_EQ(cudaMalloc(&d, sizeof(double) * a.size()), cudaSuccess);
+  cudaMemcpy(d, a.data(), sizeof(double) * a.size(), cudaMemcpyHostToDevice);
+  pool.resume();
+  try {
+    cholesky_on_pool(pool, d, n, n);
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("column 70"), std::string::npos) << e.what();
+  }
+  pool.pause();  // whatever was still in flight has ended
+  cudaFree(d);
 }
 
 template <class T>
