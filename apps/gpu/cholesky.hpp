@@ -42,9 +42,25 @@ class CholeskyGraph {
   std::vector<std::vector<int>> succ_;
 };
 
+/// Whether a task is on the factorization's critical path one panel ahead (the lookahead that
+/// StarPU's and PLASMA's tiled Cholesky give a high priority): POTRF, the TRSM of the next
+/// row, and the updates of the next panel's column.
+inline bool on_critical_path(const CholeskyGraph::Task& t) {
+  switch (t.kind) {
+    case CholeskyGraph::Kind::potrf:
+      return true;
+    case CholeskyGraph::Kind::trsm:
+      return t.i == t.k + 1;
+    default:
+      return t.j == t.k + 1;  // SYRK (k+1, k+1, k) and GEMM (i, k+1, k)
+  }
+}
+
 /// Factors the n x n matrix at `a` (leading dimension lda, where the pool's blocks reach it)
-/// through `pool`, on output queue `out`. Throws std::runtime_error when a task fails or the
-/// matrix is not positive definite (naming the column).
+/// through `pool`, on output queue `out`. Tasks on the critical path (on_critical_path) are
+/// pushed with priority 1, the others with 0: in a pool of QueueOrder::priority they overtake
+/// the queued updates; a FIFO pool ignores priorities. Throws std::runtime_error when a task
+/// fails or the matrix is not positive definite (naming the column).
 template <class Pool>
 void cholesky_on_pool(Pool& pool, double* a, int n, int lda, std::size_t out = 0) {
   using Record = typename Pool::Record;
@@ -63,14 +79,21 @@ void cholesky_on_pool(Pool& pool, double* a, int n, int lda, std::size_t out = 0
         return Record::template make<UpdateTile>({a, lda, x.i, x.j, x.k}, tag);
     }
   };
-  std::vector<Record> ready;
+  std::vector<Record> ready, urgent;  // urgent: on the critical path
+  auto make_ready = [&](int t) {
+    (on_critical_path(tasks[static_cast<std::size_t>(t)]) ? urgent : ready).push_back(record(t));
+  };
   for (int t = 0; t < static_cast<int>(tasks.size()); ++t) {
-    if (waiting[static_cast<std::size_t>(t)] == 0) ready.push_back(record(t));
+    if (waiting[static_cast<std::size_t>(t)] == 0) make_ready(t);
   }
   std::vector<Record> done(tasks.size());
   for (std::size_t finished = 0; finished < tasks.size();) {
+    if (!urgent.empty()) {
+      pool.push_batch(urgent, out, 1);
+      urgent.clear();
+    }
     if (!ready.empty()) {
-      pool.push_batch(ready, out);
+      pool.push_batch(ready, out, 0);
       ready.clear();
     }
     const std::size_t got = pool.pop_batch(done, out);
@@ -88,7 +111,7 @@ void cholesky_on_pool(Pool& pool, double* a, int n, int lda, std::size_t out = 0
             ")");
       }
       for (const int s : graph.successors()[t]) {
-        if (--waiting[static_cast<std::size_t>(s)] == 0) ready.push_back(record(s));
+        if (--waiting[static_cast<std::size_t>(s)] == 0) make_ready(s);
       }
     }
     finished += got;

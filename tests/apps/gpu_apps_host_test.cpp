@@ -68,15 +68,33 @@ TEST(CholeskyGraph, EveryTaskWaitsForWhatItReadsAndWhatWroteItsTileBefore) {
   EXPECT_THROW(CholeskyGraph(0), std::invalid_argument);
 }
 
+// In a FIFO pool and in a priority pool (where the critical path overtakes queued updates).
 TEST(Cholesky, TheFactorReproducesTheMatrix) {
-  AppPool pool(host_options());
-  const int n = 5 * CholeskyTile::kTile;
-  const std::vector<double> a = spd_matrix(n);
-  std::vector<double> f = a;
-  cholesky_on_pool(pool, f.data(), n, n);
-  EXPECT_LT(cholesky_residual(a, f, n), 1e-14);
-  // The upper triangle is left as it was.
-  EXPECT_EQ(f[0 + static_cast<std::size_t>(n - 1) * n], a[0 + static_cast<std::size_t>(n - 1) * n]);
+  for (const auto order : {weft::gpu::QueueOrder::fifo, weft::gpu::QueueOrder::priority}) {
+    weft::gpu::PoolOptions o = host_options();
+    o.input_order = order;
+    AppPool pool(o);
+    const int n = 5 * CholeskyTile::kTile;
+    const std::vector<double> a = spd_matrix(n);
+    std::vector<double> f = a;
+    cholesky_on_pool(pool, f.data(), n, n);
+    EXPECT_LT(cholesky_residual(a, f, n), 1e-14);
+    // The upper triangle is left as it was.
+    EXPECT_EQ(f[0 + static_cast<std::size_t>(n - 1) * n],
+              a[0 + static_cast<std::size_t>(n - 1) * n]);
+  }
+}
+
+// The lookahead: every POTRF, and of step k the TRSM of row k + 1 and the updates of column
+// k + 1 (4 tiles: 4 POTRF + 3 TRSM + 3 SYRK + 3 GEMM of the 20 tasks).
+TEST(CholeskyGraph, TheCriticalPathIsPotrfAndTheNextPanelsTasks) {
+  const CholeskyGraph g(4 * CholeskyTile::kTile);
+  std::size_t urgent = 0;
+  for (const auto& t : g.tasks()) {
+    urgent += on_critical_path(t) ? 1 : 0;
+    if (t.kind == CholeskyGraph::Kind::gemm && t.j != t.k + 1) EXPECT_FALSE(on_critical_path(t));
+  }
+  EXPECT_EQ(urgent, 13u);
 }
 
 TEST(Cholesky, AMatrixThatIsNotPositiveDefiniteIsReportedWithItsColumn) {
