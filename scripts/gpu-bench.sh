@@ -1,17 +1,4 @@
 #!/usr/bin/env bash
-# Builds the weft tool for sm_90 on the GPU machine (as it is: no installs) and runs
-# `weft bench gpu-pool`, writing bench results to $OUT/gpu-pool.json and .md. The tree sent to
-# that machine has no .git: pass the commit as WEFT_COMMIT=<hash> in the command.
-set -euo pipefail
-out=${OUT:-gpu-bench-out}
-mkdir -p "$out"
-detected=$(scripts/machine-name.sh)
-machine=${WEFT_MACHINE:-$detected}
-# A name given by hand that the GPUs here contradict (a call for one kind served by another)
-# would file the results under the wrong machine: say so loudly.
-if [ "$machine" != "$detected" ]; then
-  echo "$0: WEFT_MACHINE=$machine, but this machine's GPUs make it $detected" >&2
-fi
-scripts/gpu-build.sh "$(mktemp -d)" weft_cli
-WEFT_MACHINE=$machine build-gpu/tools/weft/weft bench gpu-pool ${WEFT_BENCH_ARGS:-} \
-  --json "$out/gpu-pool.json" 2>&1 | tee "$out/gpu-pool.log"
+# `weft bench gpu-pool` on the GPU machine: $OUT/gpu-pool.json, .md and .log (scripts/gpu-suite.sh
+# says how; pass WEFT_COMMIT=<hash>).
+exec "$(dirname "$0")/gpu-suite.sh" gpu-pool gpu-bench-out
