@@ -46,6 +46,47 @@ struct TileThreads {
   [[nodiscard]] WEFT_HD bool idle() const { return first_lane >= lanes; }
 };
 
+#if defined(__CUDA_ARCH__)
+// The register layout of POTRF and TRSM on a GPU block of at least 128 task threads: thread
+// t = 32 w + lane (t < 128) works on row 16 w + lane / 2 of the tile, the pair of lanes of a
+// row sharing it by halves h = lane % 2. At step j, half h holds the row's columns
+// j + 32 h + c, c = 0..31, in x[c]; slide() computes step j's update and moves every column
+// down one place in the same pass, so the loop over the 64 steps stays rolled (its unrolled
+// form overflows the instruction cache) with no dynamically indexed register. A step's values
+// of L come from shared memory as rows of kRow positions, the halves at offset(h): 16-byte
+// aligned pairs on distinct banks.
+struct SlidingWindow {
+  static constexpr int kWidth = CholeskyTile::kTile / 2;
+  static constexpr int kRow = CholeskyTile::kTile + 4;  // [0, 32) | pad 2 | [34, 66) | pad 2
+  __device__ static constexpr int offset(int half) { return (kWidth + 2) * half; }
+
+  int lane, half, row;
+  bool active;
+  __device__ explicit SlidingWindow(const weft::gpu::BlockContext& ctx)
+      : lane(ctx.thread() % 32),
+        half(lane % 2),
+        row((ctx.thread() / 32) * (kWidth / 2) + lane / 2),
+        active(ctx.thread() < 2 * CholeskyTile::kTile) {}
+  // The first half's value of `v` to both lanes of the pair (the warp's lanes all call it).
+  __device__ double from_first_half(double v) const {
+    return __shfl_sync(0xffffffffu, v, lane & ~1);
+  }
+  // x[c] = x[c + 1] - s v[c], the last column coming from the second half's x[0] (zero for
+  // the second half: past the tile). v: this half's 32 values, 16-byte aligned.
+  __device__ void slide(double (&x)[kWidth], double s, const double* v) const {
+    const double next = __shfl_sync(0xffffffffu, x[0], lane | 1);
+    const double last = half == 0 ? next : 0.0;
+    const auto* pairs = reinterpret_cast<const double2*>(v);
+#pragma unroll
+    for (int c = 0; c < kWidth; c += 2) {
+      const double2 vc = pairs[c / 2];
+      x[c] = x[c + 1] - s * vc.x;
+      x[c + 1] = (c + 2 < kWidth ? x[c + 2] : last) - s * vc.y;
+    }
+  }
+};
+#endif
+
 struct PotrfTile {
   static constexpr std::uint32_t kId = 111;
   static constexpr std::size_t kSharedBytes =
@@ -102,52 +143,50 @@ struct PotrfTile {
   }
 
 #if defined(__CUDA_ARCH__)
-  // With 128 task threads or more: thread t keeps row i = t % 64 of the columns l = 2 s + h
-  // (h = t / 64, s = 0..31) in registers. Step j: the owners of column j (h = j % 2) put it in
-  // shared memory (ping-pong buffers: one barrier per step), every thread reads the pivot and
-  // the column, updates its trailing elements with a_il -= a_ij a_lj / d, and the owners keep
-  // L_ij = a_ij / sqrt(d).
+  // With 128 task threads or more: a sliding window (SlidingWindow). Rows exchange their
+  // column-j values through shared memory, one barrier per step (ping-pong buffers): row q
+  // writes a_qj at position P(q - j), where P(0) = 0 holds the pivot and P(1 + 32 h + c) =
+  // SlidingWindow::offset(h) + c, so that each half reads its 32 values as aligned pairs.
+  // Positions no row writes hold zeros or an earlier step's finite values; they only reach
+  // window columns past a row's diagonal, which are never stored. A pivot that is not positive
+  // sets info and the steps go on (every thread takes the same number of barriers).
   __device__ static void run_in_registers(Payload& p, const weft::gpu::BlockContext& ctx) {
-    constexpr int n = CholeskyTile::kTile, kCols = n / 2;
+    using W = SlidingWindow;
+    constexpr int n = CholeskyTile::kTile;
     double* tile = CholeskyTile::at(p.a, p.lda, p.k, p.k);
-    auto* column = static_cast<double*>(ctx.shared());  // column[(j % 2) * n + row]
-    const int t = ctx.thread(), i = t % n, h = t / n;
-    const bool active = t < 2 * n;
-    double x[kCols];
+    auto* buffers = static_cast<double*>(ctx.shared());  // two of W::kRow positions
+    for (int e = ctx.thread(); e < 2 * W::kRow; e += ctx.threads()) buffers[e] = 0.0;
+    ctx.sync();  // the zeros land before any row's value
+    const W w(ctx);
+    double x[W::kWidth];
 #pragma unroll
-    for (int c = 0; c < kCols; ++c) {
-      const int l = 2 * c + h;
-      x[c] = active && l <= i ? tile[i + static_cast<std::size_t>(l) * p.lda] : 0.0;
+    for (int c = 0; c < W::kWidth; ++c) {
+      const int q = W::kWidth * w.half + c;
+      x[c] = w.active && q <= w.row ? tile[w.row + static_cast<std::size_t>(q) * p.lda] : 0.0;
     }
     int info = 0;
-#pragma unroll
+    double* out = tile + w.row;
+#pragma unroll 1
     for (int j = 0; j < n; ++j) {
-      double* col = column + (j % 2) * n;
-      if (active && h == j % 2) col[i] = x[j / 2];  // a_ij (zero above the diagonal)
+      double* col = buffers + (j % 2) * W::kRow;
+      if (w.active && w.half == 0 && w.row >= j) col[position(w.row - j)] = x[0];
       ctx.sync();
-      const double d = col[j];
-      if (!(d > 0.0)) {  // also NaN; every thread sees the same d and leaves at the same step
-        info = j + 1;
-        break;
+      if (!w.active) continue;
+      const double d = col[0];
+      if (!(d > 0.0) && info == 0) info = j + 1;
+      const double rs = rsqrt(d);
+      const double aij = w.from_first_half(x[0]);
+      if (w.half == 0 && w.row >= j) {
+        out[static_cast<std::size_t>(j) * p.lda] = w.row == j ? d * rs : aij * rs;
       }
-      const double aij = col[i], scale = aij / d;
-      if (active && i > j) {
-#pragma unroll
-        for (int c = 0; c < kCols; ++c) {
-          const int l = 2 * c + h;
-          if (l > j && l <= i) x[c] -= scale * col[l];
-        }
-      }
-      if (active && h == j % 2 && i >= j) x[j / 2] = i == j ? sqrt(d) : aij / sqrt(d);
+      w.slide(x, aij * (rs * rs), col + 2 + W::offset(w.half));
     }
-    if (active) {
-#pragma unroll
-      for (int c = 0; c < kCols; ++c) {
-        const int l = 2 * c + h;
-        if (l <= i) tile[i + static_cast<std::size_t>(l) * p.lda] = x[c];
-      }
-    }
-    if (t == 0) p.info = info;
+    if (ctx.thread() == 0) p.info = info;
+  }
+  __device__ static int position(int k) {
+    return k == 0 ? 0
+                  : 2 + SlidingWindow::offset((k - 1) / SlidingWindow::kWidth) +
+                        (k - 1) % SlidingWindow::kWidth;
   }
 #endif
 };
@@ -155,6 +194,7 @@ struct PotrfTile {
 struct TrsmTile {
   static constexpr std::uint32_t kId = 112;
   static constexpr int kStride = CholeskyTile::kTile + 1;  // B's columns, padded
+  // The shared-memory path's L and B; the window's rows of L and inverses are fewer.
   static constexpr std::size_t kSharedBytes =
       sizeof(double) * CholeskyTile::kTile * (CholeskyTile::kTile + kStride);
   struct Payload {
@@ -205,45 +245,38 @@ struct TrsmTile {
   }
 
 #if defined(__CUDA_ARCH__)
-  // With 128 task threads or more: thread t keeps row r = t % 64 of B's columns q = 2 s + h
-  // (h = t / 64) in registers and L_kk sits in shared memory. Step j: the owners of column j
-  // (h = j % 2) scale it to X_rj and put it in shared memory (ping-pong buffers: one barrier
-  // per step); every thread then updates its later columns with B_rq -= X_rj L_qj.
+  // With 128 task threads or more: a sliding window (SlidingWindow) over each row of B, and
+  // no barrier after L_kk is staged (rows are independent; a pair shares X_rj by shuffle).
+  // Shared memory holds column j of L below the diagonal as a row of W::kRow positions,
+  // S[j][offset(h) + c] = L(j + 1 + 32 h + c, j) (zero past the tile), then 1 / L_jj.
   __device__ static void run_in_registers(Payload& p, const weft::gpu::BlockContext& ctx) {
-    constexpr int n = CholeskyTile::kTile, kCols = n / 2;
+    using W = SlidingWindow;
+    constexpr int n = CholeskyTile::kTile;
     const double* l = CholeskyTile::at(p.a, p.lda, p.k, p.k);
     double* b = CholeskyTile::at(p.a, p.lda, p.i, p.k);
-    auto* ls = static_cast<double*>(ctx.shared());  // L_kk, column-major, ld n
-    double* column = ls + n * n;                    // column[(j % 2) * n + row]: X_j
-    for (int e = ctx.thread(); e < n * n; e += ctx.threads())
-      ls[e] = l[(e % n) + static_cast<std::size_t>(e / n) * p.lda];
-    const int t = ctx.thread(), r = t % n, h = t / n;
-    const bool active = t < 2 * n;
-    double x[kCols];
-#pragma unroll
-    for (int c = 0; c < kCols; ++c)
-      x[c] = active ? b[r + static_cast<std::size_t>(2 * c + h) * p.lda] : 0.0;
-    ctx.sync();  // L_kk is in shared memory
-#pragma unroll
-    for (int j = 0; j < n; ++j) {
-      double* col = column + (j % 2) * n;
-      if (active && h == j % 2) {
-        x[j / 2] /= ls[j + j * n];
-        col[r] = x[j / 2];
-      }
-      ctx.sync();
-      const double xj = col[r];
-      if (active) {
-#pragma unroll
-        for (int c = 0; c < kCols; ++c) {
-          const int q = 2 * c + h;
-          if (q > j) x[c] -= xj * ls[q + j * n];
-        }
-      }
+    auto* s = static_cast<double*>(ctx.shared());
+    double* inverse = s + n * W::kRow;
+    for (int e = ctx.thread(); e < n * n; e += ctx.threads()) {
+      const int k = e % n, j = e / n, row = j + 1 + k;
+      s[j * W::kRow + W::offset(k / W::kWidth) + k % W::kWidth] =
+          row < n ? l[row + static_cast<std::size_t>(j) * p.lda] : 0.0;
     }
-    if (active) {
+    for (int j = ctx.thread(); j < n; j += ctx.threads())
+      inverse[j] = 1.0 / l[j + static_cast<std::size_t>(j) * p.lda];
+    const W w(ctx);
+    double x[W::kWidth];
 #pragma unroll
-      for (int c = 0; c < kCols; ++c) b[r + static_cast<std::size_t>(2 * c + h) * p.lda] = x[c];
+    for (int c = 0; c < W::kWidth; ++c) {
+      x[c] = w.active ? b[w.row + static_cast<std::size_t>(W::kWidth * w.half + c) * p.lda] : 0.0;
+    }
+    ctx.sync();  // L_kk is staged
+    if (!w.active) return;
+    double* out = b + w.row;
+#pragma unroll 1
+    for (int j = 0; j < n; ++j) {
+      const double xj = w.from_first_half(x[0] * inverse[j]);
+      if (w.half == 0) out[static_cast<std::size_t>(j) * p.lda] = xj;
+      w.slide(x, xj, s + j * W::kRow + W::offset(w.half));
     }
   }
 #endif

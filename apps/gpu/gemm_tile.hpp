@@ -231,17 +231,34 @@ struct GemmTileBody {
       }
     }
   }
-  // C(row, col) from its sum, as the payload asks (alpha, beta, the edges, lower_only).
-  WEFT_HD APPS_GEMM_INLINE static void store(const Payload& p, int row, int col, T sum) {
-    if (row >= p.m || col >= p.n || (p.lower_only && row < col)) return;
-    T& c = p.c[row + static_cast<std::size_t>(col) * p.ldc];
-    c = p.beta == T(0) ? p.alpha * sum : p.alpha * sum + p.beta * c;
+  // Whether C(row, col) is written: inside the matrix and, with lower_only, on or below the
+  // diagonal.
+  WEFT_HD APPS_GEMM_INLINE static bool writes(const Payload& p, int row, int col) {
+    return row < p.m && col < p.n && !(p.lower_only && row < col);
   }
+  // C(row, col) before the task (0 where it is not written).
+  WEFT_HD APPS_GEMM_INLINE static T load(const Payload& p, int row, int col) {
+    return writes(p, row, col) ? p.c[row + static_cast<std::size_t>(col) * p.ldc] : T(0);
+  }
+  // C(row, col) = alpha sum + beta old, as the payload asks (beta == 0 ignores old).
+  WEFT_HD APPS_GEMM_INLINE static void store(const Payload& p, int row, int col, T sum, T old) {
+    if (!writes(p, row, col)) return;
+    p.c[row + static_cast<std::size_t>(col) * p.ldc] =
+        p.beta == T(0) ? p.alpha * sum : p.alpha * sum + p.beta * old;
+  }
+  // The micro tile's old values are all loaded before any is written (see run_mma).
   WEFT_HD APPS_GEMM_INLINE static void write_back(const Payload& p, int v,
                                                   const T (&acc)[kMicroRows][kMicroCols]) {
     const int rb = micro_row(v), cb = micro_col(v);
+    T old[kMicroRows][kMicroCols] = {};
+    if (p.beta != T(0)) {
+      for (int j = 0; j < kMicroCols; ++j) {
+        for (int i = 0; i < kMicroRows; ++i) old[i][j] = load(p, p.row0 + rb + i, p.col0 + cb + j);
+      }
+    }
     for (int j = 0; j < kMicroCols; ++j) {
-      for (int i = 0; i < kMicroRows; ++i) store(p, p.row0 + rb + i, p.col0 + cb + j, acc[i][j]);
+      for (int i = 0; i < kMicroRows; ++i)
+        store(p, p.row0 + rb + i, p.col0 + cb + j, acc[i][j], old[i][j]);
     }
   }
   // Fewer than 128 task threads on a GPU: each output summed from global memory.
@@ -257,7 +274,7 @@ struct GemmTileBody {
                                    : p.b[d + static_cast<std::size_t>(col) * p.ldb];
         sum += x * y;
       }
-      store(p, row, col, sum);
+      store(p, row, col, sum, p.beta == T(0) ? T(0) : load(p, row, col));
     }
   }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -294,13 +311,31 @@ struct GemmTileBody {
       }
     });
     if (warp >= 4) return;
+      // C's old values of two rows of fragments are loaded before any of them is written:
+      // interleaved, each load would wait for the store before it (they might alias), one trip
+      // to memory per element; all four rows at once would spill.
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
+    for (int half = 0; half < 4; half += 2) {
+      double old[2][4][2] = {};
+      if (p.beta != 0.0) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int row = p.row0 + wm + i * 8 + g, col = p.col0 + wn + j * 8 + 2 * q;
-        store(p, row, col, acc[i][j][0]);
-        store(p, row, col + 1, acc[i][j][1]);
+        for (int i = 0; i < 2; ++i) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int row = p.row0 + wm + (half + i) * 8 + g, col = p.col0 + wn + j * 8 + 2 * q;
+            old[i][j][0] = load(p, row, col);
+            old[i][j][1] = load(p, row, col + 1);
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int row = p.row0 + wm + (half + i) * 8 + g, col = p.col0 + wn + j * 8 + 2 * q;
+          store(p, row, col, acc[half + i][j][0], old[i][j][0]);
+          store(p, row, col + 1, acc[half + i][j][1], old[i][j][1]);
+        }
       }
     }
   }
