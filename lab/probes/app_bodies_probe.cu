@@ -291,6 +291,33 @@ int main() {
     factor(*current, 1024, "spinning consumer, lanes, blocks");
     factor(*current, 2048, "spinning consumer, lanes, blocks");
   }
+  // Which of the pool's rules cost the dependent steps: the critical path ahead of queued
+  // updates (priority order), no task queued behind another in a ring (depth 1), both, and
+  // both with everything spinning.
+  auto variant = [&](const char* what, auto&& change) {
+    auto o = device_pool_options();
+    change(o);
+    holder.reset();
+    holder.emplace(o);
+    current = &*holder;
+    factor(*current, 1024, what);
+    factor(*current, 2048, what);
+  };
+  using weft::gpu::PoolOptions;
+  variant("priority order",
+          [](PoolOptions& o) { o.input_order = weft::gpu::QueueOrder::priority; });
+  variant("ring depth 1", [](PoolOptions& o) { o.ring_depth = 1; });
+  variant("priority, ring depth 1", [](PoolOptions& o) {
+    o.input_order = weft::gpu::QueueOrder::priority;
+    o.ring_depth = 1;
+  });
+  variant("priority, ring 1, spinning", [](PoolOptions& o) {
+    o.input_order = weft::gpu::QueueOrder::priority;
+    o.ring_depth = 1;
+    o.consumer_spin = std::chrono::microseconds(1'000'000);
+    o.scheduler_idle_spin = std::chrono::microseconds(1'000'000);
+    o.warm_idle = std::chrono::microseconds(1'000'000);
+  });
   const auto s = current->stats();
   std::printf(
       "\nstats of the last pool: pushed %llu, host_polls %llu, scheduler_sleeps %llu, mailbox "

@@ -20,13 +20,13 @@
 using namespace apps::gpu;
 constexpr int kN = CholeskyTile::kTile;
 
-#define CHECK(x)                                                                            \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
+#define CHECK(x)                                                                              \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
+      std::exit(1);                                                                           \
+    }                                                                                         \
   } while (0)
 
 // ---- timing ------------------------------------------------------------------------------
@@ -117,8 +117,7 @@ double max_diff(const std::vector<double>& got, const std::vector<double>& want,
   double m = 0;
   for (int c = c0; c < c0 + kN; ++c)
     for (int r = r0; r < r0 + kN; ++r)
-      if (r >= c || r0 != c0)
-        m = std::max(m, std::abs(got[r + c * n] - want[r + c * n]));
+      if (r >= c || r0 != c0) m = std::max(m, std::abs(got[r + c * n] - want[r + c * n]));
   return m;
 }
 
@@ -151,9 +150,8 @@ void time_tile(const char* name, int threads, Make make, int r0, int c0, bool po
   CHECK(cudaMemcpy(got.data(), d, sizeof(double) * n * n, cudaMemcpyDeviceToHost));
   std::sort(us.begin(), us.end());
   std::sort(mhz.begin(), mhz.end());
-  std::printf("| %-24s | %4d | %8.2f | %8.2f | %6.0f | %9.2e |\n", name, threads,
-              us[us.size() / 2], us.front(), mhz[mhz.size() / 2],
-              max_diff(got, want, n, r0, c0));
+  std::printf("| %-24s | %4d | %8.2f | %8.2f | %6.0f | %9.2e |\n", name, threads, us[us.size() / 2],
+              us.front(), mhz[mhz.size() / 2], max_diff(got, want, n, r0, c0));
   cudaFree(d);
   cudaFree(ns);
 }
@@ -211,8 +209,8 @@ double factor_us(int n, bool check) {
     if (!trsm[k].empty())
       batch_body<Trsm><<<trsm[k].size(), 128, shared_bytes<Trsm>(), s>>>(dt + toff[k]);
     if (!update[k].empty())
-      batch_body<UpdateTile><<<update[k].size(), 128, shared_bytes<UpdateTile>(), s>>>(
-          du + uoff[k]);
+      batch_body<UpdateTile>
+          <<<update[k].size(), 128, shared_bytes<UpdateTile>(), s>>>(du + uoff[k]);
   }
   CHECK(cudaStreamEndCapture(s, &graph));
   cudaGraphExec_t exec;
@@ -245,8 +243,8 @@ double factor_us(int n, bool check) {
     }
   }
   std::sort(us.begin(), us.end());
-  std::printf("| factor n=%-5d | %9.1f us | %9.1f min | rel err %.1e |\n", n,
-              us[us.size() / 2], us.front(), worst);
+  std::printf("| factor n=%-5d | %9.1f us | %9.1f min | rel err %.1e |\n", n, us[us.size() / 2],
+              us.front(), worst);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaFree(d);
@@ -265,8 +263,9 @@ int main(int argc, char** argv) {
   auto potrf = [](double* d, int n) { return PotrfTile::Payload{d, n, 0, 0}; };
   auto trsm = [](double* d, int n) { return TrsmTile::Payload{d, n, 1, 0}; };
   auto update = [](double* d, int n) { return UpdateTile::Payload{d, n, 1, 1, 0}; };
-  std::printf("| body | threads | median us | min us | SM MHz | max diff |\n"
-              "|---|---:|---:|---:|---:|---:|\n");
+  std::printf(
+      "| body | threads | median us | min us | SM MHz | max diff |\n"
+      "|---|---:|---:|---:|---:|---:|\n");
   time_tile<PotrfTile>("potrf (window)", 128, potrf, 0, 0, true);
   time_tile<PotrfTile>("potrf (shared)", 64, potrf, 0, 0, true);
   time_tile<TrsmTile>("trsm (window)", 128, trsm, kN, 0, false);
