@@ -14,6 +14,8 @@
 #include <cstdlib>
 #include <functional>
 #include <optional>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "app_pool.hpp"
@@ -103,6 +105,8 @@ double pool_us(AppPool& pool, const std::vector<typename T::Payload>& payloads, 
       pool.pause();
       env.reset();
       pool.resume();
+      // Let every block start polling again, so that the time is the task's, not the restart's.
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     const auto t0 = Clock::now();
     if (records.size() == 1) {
@@ -204,7 +208,14 @@ int main() {
     cudaMemcpy(p, ones.data(), sizeof(float) * opts, cudaMemcpyHostToDevice);
   check(cudaDeviceSynchronize(), "inputs");
 
-  std::optional<AppPool> holder(std::in_place, device_pool_options());
+  // PROBE_BLOCKS_PER_SM=1: one pool block per SM, so that a task has its SM to itself as the
+  // kernel's one block has.
+  auto probe_options = [] {
+    auto o = device_pool_options();
+    if (const char* b = std::getenv("PROBE_BLOCKS_PER_SM")) o.blocks_per_sm = std::atoi(b);
+    return o;
+  };
+  std::optional<AppPool> holder(std::in_place, probe_options());
   AppPool& first = *holder;
   std::printf("%s\n\n", first.describe().c_str());
   AppPool* current = &first;
@@ -281,7 +292,7 @@ int main() {
   factor(pool, 1024, "default");
   pool.pause();
   {
-    auto o = device_pool_options();
+    auto o = probe_options();
     o.consumer_spin = std::chrono::microseconds(1'000'000);
     o.scheduler_idle_spin = std::chrono::microseconds(1'000'000);
     o.warm_idle = std::chrono::microseconds(1'000'000);
@@ -295,7 +306,7 @@ int main() {
   // updates (priority order), no task queued behind another in a ring (depth 1), both, and
   // both with everything spinning.
   auto variant = [&](const char* what, auto&& change) {
-    auto o = device_pool_options();
+    auto o = probe_options();
     change(o);
     holder.reset();
     holder.emplace(o);
