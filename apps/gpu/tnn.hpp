@@ -104,9 +104,12 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
   }
   if (slots == 0) throw std::invalid_argument("apps::gpu::tnn_on_pool: no buffer slots");
   const int tiles = (points.n + kTile - 1) / kTile;
-  std::vector<std::pair<int, int>> work;  // (tile row, tile column), column >= row
-  for (int r = 0; r < tiles; ++r) {
-    for (int c = r; c < tiles; ++c) work.emplace_back(r, c);
+  // (tile row, tile column), column >= row, one diagonal after the other: consecutive tiles
+  // then touch other bands of points, so the heap workers' band locks rarely meet (in row
+  // order every tile of a row would wait for the same row band).
+  std::vector<std::pair<int, int>> work;
+  for (int d = 0; d < tiles; ++d) {
+    for (int r = 0; r + d < tiles; ++r) work.emplace_back(r, r + d);
   }
   NeighbourHeaps heaps(points.n, t);
   auto task = [&](std::size_t w, std::size_t slot) {

@@ -92,7 +92,9 @@ TEST(CholeskyGraph, TheCriticalPathIsPotrfAndTheNextPanelsTasks) {
   std::size_t urgent = 0;
   for (const auto& t : g.tasks()) {
     urgent += on_critical_path(t) ? 1 : 0;
-    if (t.kind == CholeskyGraph::Kind::gemm && t.j != t.k + 1) EXPECT_FALSE(on_critical_path(t));
+    if (t.kind == CholeskyGraph::Kind::gemm && t.j != t.k + 1) {
+      EXPECT_FALSE(on_critical_path(t));
+    }
   }
   EXPECT_EQ(urgent, 13u);
 }
