@@ -67,11 +67,6 @@ struct SlidingWindow {
         half(lane % 2),
         row((ctx.thread() / 32) * (kWidth / 2) + lane / 2),
         active(ctx.thread() < 2 * CholeskyTile::kTile) {}
-  // Stores a result in the global space. The tile's address comes from the task's payload,
-  // which the pool keeps in shared memory, so the compiler sees a generic pointer: a plain
-  // store through it might alias the next step's shared-memory reads, which then could not be
-  // issued before it. A global store cannot.
-  __device__ static void store(double* at, double v) { __stcg(at, v); }
   // The first half's value of `v` to both lanes of the pair (the warp's lanes all call it).
   __device__ double from_first_half(double v) const {
     return __shfl_sync(0xffffffffu, v, lane & ~1);
@@ -171,7 +166,6 @@ struct PotrfTile {
     }
     int info = 0;
     double* out = tile + w.row;
-    const std::size_t ld = static_cast<std::size_t>(p.lda);
 #pragma unroll 1
     for (int j = 0; j < n; ++j) {
       double* col = buffers + (j % 2) * W::kRow;
@@ -183,7 +177,7 @@ struct PotrfTile {
       const double rs = rsqrt(d);
       const double aij = w.from_first_half(x[0]);
       if (w.half == 0 && w.row >= j) {
-        W::store(out + j * ld, w.row == j ? d * rs : aij * rs);
+        out[static_cast<std::size_t>(j) * p.lda] = w.row == j ? d * rs : aij * rs;
       }
       w.slide(x, aij * (rs * rs), col + 2 + W::offset(w.half));
     }
@@ -278,11 +272,10 @@ struct TrsmTile {
     ctx.sync();  // L_kk is staged
     if (!w.active) return;
     double* out = b + w.row;
-    const std::size_t ld = static_cast<std::size_t>(p.lda);
 #pragma unroll 1
     for (int j = 0; j < n; ++j) {
       const double xj = w.from_first_half(x[0] * inverse[j]);
-      if (w.half == 0) W::store(out + j * ld, xj);
+      if (w.half == 0) out[static_cast<std::size_t>(j) * p.lda] = xj;
       w.slide(x, xj, s + j * W::kRow + W::offset(w.half));
     }
   }

@@ -29,11 +29,7 @@ struct SpmvRows {
   // On the GPU one warp per row (vector CSR): the lanes read consecutive entries and the sums
   // meet by shuffles, so a long row is read coalesced and spread over 32 lanes instead of one
   // thread; on the host one thread takes the rows in order.
-  // Every thread reads the payload into registers first: the pool keeps it in shared memory,
-  // and each store to y (through a pointer the compiler cannot place) would otherwise make it
-  // read the payload's fields again before the next row.
-  WEFT_HD static void run(Payload& payload, const weft::gpu::BlockContext& ctx) {
-    const Payload p = payload;
+  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
 #if defined(__CUDA_ARCH__)
     if (ctx.threads() % 32 == 0) {
       const int lane = ctx.thread() % 32, warps = ctx.threads() / 32;
@@ -98,10 +94,7 @@ struct BlackScholes {
     p.call[i] = s * normal_cdf(d1) - x * discount * normal_cdf(d2);
     p.put[i] = x * discount * (1.0f - normal_cdf(d2)) - s * (1.0f - normal_cdf(d1));
   }
-  // The payload is read into registers first, as SpmvRows does (the stores to call and put
-  // would otherwise make every option read it again).
-  WEFT_HD static void run(Payload& payload, const weft::gpu::BlockContext& ctx) {
-    const Payload p = payload;
+  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
     for (int i = p.first + ctx.thread(); i < p.first + p.count; i += ctx.threads()) price(p, i);
   }
 };
