@@ -283,6 +283,9 @@ Suite run_gpu_apps_suite(const GpuAppsSuiteOptions& o) {
   WEFT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   suite.set_gpu(prop.name, gpus);
   const int reps = o.quick ? 10 : 50;
+  auto selected = [&o](const char* app) {
+    return o.only.empty() || std::find(o.only.begin(), o.only.end(), app) != o.only.end();
+  };
   {
     Cublas cb;  // before the pool: its allocations synchronize the device
     const GemmBatch fixed = GemmBatch::uniform(128, 64, 64, 64);
@@ -290,20 +293,26 @@ Suite run_gpu_apps_suite(const GpuAppsSuiteOptions& o) {
     AppPool pool(apps::gpu::device_pool_options({0}));
     std::fprintf(stderr, "[bench] gpu-apps: pool %s\n", pool.describe().c_str());
     pool.pause();
-    batched_gemm_benchmark<double>(suite, "batched_dgemm_128x64", fixed, true, pool, cb, reps);
-    batched_gemm_benchmark<float>(suite, "batched_sgemm_128x64", fixed, true, pool, cb, reps);
-    batched_gemm_benchmark<double>(suite, "vbatched_dgemm", variable, false, pool, cb, reps);
+    if (selected("batched_gemm")) {
+      batched_gemm_benchmark<double>(suite, "batched_dgemm_128x64", fixed, true, pool, cb, reps);
+      batched_gemm_benchmark<float>(suite, "batched_sgemm_128x64", fixed, true, pool, cb, reps);
+      batched_gemm_benchmark<double>(suite, "vbatched_dgemm", variable, false, pool, cb, reps);
+    }
     pool.pause();  // the buffers' frees synchronize the device
-    cholesky_benchmarks(
-        suite, pool,
-        o.quick ? std::vector<int>{1024, 2048} : std::vector<int>{1024, 2048, 4096, 8192},
-        o.quick ? 2 : 5);
-    spmv_bs_benchmark(suite, pool, o.quick, reps);
-    tnn_benchmarks(suite, pool, o.quick, o.quick ? 2 : 3);
-    kmeans_benchmarks(suite, pool, o.quick, o.quick ? 2 : 3);
+    if (selected("cholesky")) {
+      cholesky_benchmarks(
+          suite, pool,
+          o.quick ? std::vector<int>{1024, 2048} : std::vector<int>{1024, 2048, 4096, 8192},
+          o.quick ? 2 : 5);
+    }
+    if (selected("spmv_bs")) spmv_bs_benchmark(suite, pool, o.quick, reps);
+    if (selected("tnn")) tnn_benchmarks(suite, pool, o.quick, o.quick ? 2 : 3);
+    if (selected("kmeans")) kmeans_benchmarks(suite, pool, o.quick, o.quick ? 2 : 3);
     pool.pause();
   }
-  multi_gpu_gemm_benchmarks(suite, o.quick, o.quick ? 2 : 3);  // two GPUs or more
+  if (selected("multi_gpu_gemm")) {
+    multi_gpu_gemm_benchmarks(suite, o.quick, o.quick ? 2 : 3);  // two GPUs or more
+  }
   return suite;
 }
 

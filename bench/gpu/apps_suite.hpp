@@ -3,6 +3,9 @@
 // problems, every result checked against a CPU reference.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "../harness/harness.hpp"
 
 namespace weft::bench::gpu {
@@ -10,6 +13,9 @@ namespace weft::bench::gpu {
 struct GpuAppsSuiteOptions {
   bool quick = false;
   int samples = 5;
+  /// Applications to run (batched_gemm, cholesky, spmv_bs, tnn, kmeans, multi_gpu_gemm);
+  /// empty: all of them.
+  std::vector<std::string> only;
 };
 
 Suite run_gpu_apps_suite(const GpuAppsSuiteOptions& options);

@@ -96,10 +96,11 @@ void quiet_openblas_workers(char** argv) {
 
 int run_bench_gpu_apps(const BenchGpuArgs& args) {
 #if WEFT_TOOL_HAVE_CUDA
-  return run_gpu_suite("gpu-apps", args, true, [](bool quick, int samples) {
+  return run_gpu_suite("gpu-apps", args, true, [&args](bool quick, int samples) {
     bench::gpu::GpuAppsSuiteOptions o;
     o.quick = quick;
     o.samples = samples;
+    o.only = args.only;
     return bench::gpu::run_gpu_apps_suite(o);
   });
 #else

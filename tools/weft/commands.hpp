@@ -39,7 +39,12 @@ struct BenchGpuArgs {
   int samples = 0;  // 0: 5 (3 with --quick)
   std::string machine;
   std::string command;
+  std::vector<std::string> only;  // gpu-apps: these applications (gpu_app_names()); empty: all
 };
+/// The applications `weft bench gpu-apps --only` selects from.
+inline std::vector<std::string> gpu_app_names() {
+  return {"batched_gemm", "cholesky", "spmv_bs", "tnn", "kmeans", "multi_gpu_gemm"};
+}
 int run_bench_gpu_pool(const BenchGpuArgs& args);
 /// weft bench gpu-apps: the same arguments; also writes the speed-up chart beside the JSON.
 int run_bench_gpu_apps(const BenchGpuArgs& args);

@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   bench_apps->add_option("--machine", apps_args.machine,
                          "Machine name recorded in the JSON (default: $WEFT_MACHINE or gpu)");
+  bench_apps->add_option("--only", apps_args.only, "Run only these applications (repeatable)")
+      ->check(CLI::IsMember(weft::tools::gpu_app_names()));
 
   weft::tools::GraphArgs graph_args;
   graph_args.machine = weft::tools::default_machine();
