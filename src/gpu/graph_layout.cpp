@@ -1,0 +1,116 @@
+#include "gpu/graph_layout.hpp"
+
+#include <limits>
+#include <string>
+
+#include "weft/error.hpp"
+
+namespace weft::gpu::detail {
+
+namespace {
+
+[[noreturn]] void refuse(const std::string& why) {
+  throw InvalidArgument("weft::gpu graph: " + why);
+}
+
+void check_size(std::size_t tasks, std::size_t edges, std::size_t capacity) {
+  if (tasks > capacity) {
+    refuse(std::to_string(tasks) + " tasks, more than the graph table holds (" +
+           std::to_string(capacity) + ")");
+  }
+  if (tasks > std::numeric_limits<std::uint32_t>::max() ||
+      edges > std::numeric_limits<std::uint32_t>::max()) {
+    refuse("more than 2^32 - 1 tasks or edges");
+  }
+}
+
+void check_ends(std::size_t tasks, std::span<const GraphEdge> edges) {
+  for (std::size_t e = 0; e < edges.size(); ++e) {
+    if (edges[e].from >= tasks || edges[e].to >= tasks) {
+      refuse("edge " + std::to_string(e) + " (" + std::to_string(edges[e].from) + " -> " +
+             std::to_string(edges[e].to) + ") names a task past the last (" +
+             std::to_string(tasks) + " tasks)");
+    }
+  }
+}
+
+// Counts sorted into CSR: start[t] .. start[t + 1] are t's entries of `by` (from or to).
+std::vector<std::uint32_t> offsets(std::size_t tasks, std::span<const GraphEdge> edges,
+                                   bool by_source) {
+  std::vector<std::uint32_t> start(tasks + 1, 0);
+  for (const GraphEdge& e : edges) ++start[(by_source ? e.from : e.to) + 1];
+  for (std::size_t t = 0; t < tasks; ++t) start[t + 1] += start[t];
+  return start;
+}
+
+std::vector<std::uint32_t> grouped(std::span<const GraphEdge> edges,
+                                   const std::vector<std::uint32_t>& start, bool by_source) {
+  std::vector<std::uint32_t> next(start.begin(), start.end() - 1);
+  std::vector<std::uint32_t> out(edges.size());
+  for (const GraphEdge& e : edges) {
+    out[next[by_source ? e.from : e.to]++] = by_source ? e.to : e.from;
+  }
+  return out;
+}
+
+// Kahn's order: how many tasks a run in dependency order reaches; `left[t]` ends as the inputs
+// of t never satisfied (non-zero exactly for the tasks on or behind a cycle).
+std::size_t reachable(const GraphLayout& g, std::vector<std::uint32_t>& left) {
+  left = g.inputs;
+  std::vector<std::uint32_t> ready = g.roots;
+  std::size_t done = 0;
+  while (!ready.empty()) {
+    const std::uint32_t t = ready.back();
+    ready.pop_back();
+    ++done;
+    for (std::uint32_t i = g.successor_start[t]; i < g.successor_start[t + 1]; ++i) {
+      if (--left[g.successors[i]] == 0) ready.push_back(g.successors[i]);
+    }
+  }
+  return done;
+}
+
+// A task on a cycle: from a task never reached, step back to an input never reached until a
+// task comes round again (every such task has one: that is why it was never reached).
+std::uint32_t task_on_cycle(std::size_t tasks, std::span<const GraphEdge> edges,
+                            const std::vector<std::uint32_t>& left) {
+  const std::vector<std::uint32_t> start = offsets(tasks, edges, false);
+  const std::vector<std::uint32_t> inputs = grouped(edges, start, false);
+  std::uint32_t t = 0;
+  while (left[t] == 0) ++t;
+  std::vector<bool> seen(tasks, false);
+  while (!seen[t]) {
+    seen[t] = true;
+    for (std::uint32_t i = start[t]; i < start[t + 1]; ++i) {
+      if (left[inputs[i]] != 0) {
+        t = inputs[i];
+        break;
+      }
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+GraphLayout lay_out_graph(std::size_t tasks, std::span<const GraphEdge> edges,
+                          std::size_t capacity) {
+  check_size(tasks, edges.size(), capacity);
+  check_ends(tasks, edges);
+  GraphLayout g;
+  g.inputs.assign(tasks, 0);
+  for (const GraphEdge& e : edges) ++g.inputs[e.to];
+  g.successor_start = offsets(tasks, edges, true);
+  g.successors = grouped(edges, g.successor_start, true);
+  for (std::uint32_t t = 0; t < tasks; ++t) {
+    if (g.inputs[t] == 0) g.roots.push_back(t);
+  }
+  std::vector<std::uint32_t> left;
+  if (reachable(g, left) != tasks) {
+    refuse("the edges make a cycle (task " + std::to_string(task_on_cycle(tasks, edges, left)) +
+           " is on one)");
+  }
+  return g;
+}
+
+}  // namespace weft::gpu::detail

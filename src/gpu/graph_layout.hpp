@@ -1,0 +1,41 @@
+// src/gpu/graph_layout.hpp - a task graph checked and laid out as a GPU's graph table holds it
+// (docs/decisions/017-gpu-device-dependencies.md): per task the count of inputs it waits for,
+// its successors in CSR form, and the roots. The host half of the coming Pool::push_graph:
+// everything it refuses is refused here, before any task runs.
+//
+//   const auto layout = lay_out_graph(4, edges, capacity);   // throws InvalidArgument
+//   // layout.inputs[t]: edges into t; successors of t: successors[successor_start[t] ..
+//   // successor_start[t + 1]); roots: the tasks with no inputs, in index order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace weft::gpu::detail {
+
+/// Task `to` waits for task `from` (indices into the graph's tasks). An edge given twice counts
+/// twice: the task waits for both, and both are satisfied by the one finish of `from`.
+struct GraphEdge {
+  std::uint32_t from = 0;
+  std::uint32_t to = 0;
+};
+
+struct GraphLayout {
+  std::vector<std::uint32_t> inputs;           // per task: the edges into it
+  std::vector<std::uint32_t> successor_start;  // tasks + 1 offsets into successors
+  std::vector<std::uint32_t> successors;       // edge targets grouped by source, in edge order
+  // The tasks with no inputs, from the counts above: the ones the host enqueues. Never from
+  // the table's live counts once blocks run (spec/device_graph.pml).
+  std::vector<std::uint32_t> roots;
+};
+
+/// Checks a graph of `tasks` tasks and lays it out. Throws weft::InvalidArgument, naming what
+/// is wrong, for more tasks than `capacity` (the graph table's size), an edge whose end is not
+/// a task, and a cycle (naming a task on it; an edge from a task to itself is one). An empty
+/// graph lays out empty.
+GraphLayout lay_out_graph(std::size_t tasks, std::span<const GraphEdge> edges,
+                          std::size_t capacity);
+
+}  // namespace weft::gpu::detail

@@ -1,0 +1,95 @@
+// The host half of device-side dependencies (src/gpu/graph_layout.hpp): what a graph's table
+// holds, and every graph it refuses, with the reason.
+#include "gpu/graph_layout.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "weft/error.hpp"
+
+namespace weft::gpu::detail {
+namespace {
+
+using Edges = std::vector<GraphEdge>;
+
+std::string refusal(std::size_t tasks, const Edges& edges, std::size_t capacity = 64) {
+  try {
+    (void)lay_out_graph(tasks, edges, capacity);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+std::vector<std::uint32_t> successors_of(const GraphLayout& g, std::uint32_t t) {
+  return {g.successors.begin() + g.successor_start[t],
+          g.successors.begin() + g.successor_start[t + 1]};
+}
+
+TEST(GraphLayout, ADiamondCountsInputsListsSuccessorsAndFindsItsRoots) {
+  // 0 -> {1, 2} -> 3, and 4 alone.
+  const GraphLayout g = lay_out_graph(5, Edges{{0, 1}, {0, 2}, {1, 3}, {2, 3}}, 8);
+  EXPECT_EQ(g.inputs, (std::vector<std::uint32_t>{0, 1, 1, 2, 0}));
+  EXPECT_EQ(successors_of(g, 0), (std::vector<std::uint32_t>{1, 2}));
+  EXPECT_EQ(successors_of(g, 1), (std::vector<std::uint32_t>{3}));
+  EXPECT_EQ(successors_of(g, 2), (std::vector<std::uint32_t>{3}));
+  EXPECT_TRUE(successors_of(g, 3).empty());
+  EXPECT_TRUE(successors_of(g, 4).empty());
+  EXPECT_EQ(g.roots, (std::vector<std::uint32_t>{0, 4}));
+}
+
+TEST(GraphLayout, SuccessorsKeepTheEdgesOrderWhateverOrderTheEdgesComeIn) {
+  const GraphLayout g = lay_out_graph(4, Edges{{2, 3}, {0, 3}, {0, 1}, {2, 1}, {0, 2}}, 4);
+  EXPECT_EQ(successors_of(g, 0), (std::vector<std::uint32_t>{3, 1, 2}));
+  EXPECT_EQ(successors_of(g, 2), (std::vector<std::uint32_t>{3, 1}));
+  EXPECT_EQ(g.roots, (std::vector<std::uint32_t>{0}));
+}
+
+TEST(GraphLayout, AnEdgeGivenTwiceIsWaitedForTwice) {
+  const GraphLayout g = lay_out_graph(2, Edges{{0, 1}, {0, 1}}, 2);
+  EXPECT_EQ(g.inputs[1], 2u);
+  EXPECT_EQ(successors_of(g, 0), (std::vector<std::uint32_t>{1, 1}));
+}
+
+TEST(GraphLayout, AnEmptyGraphAndTasksWithoutEdgesAreFine) {
+  const GraphLayout empty = lay_out_graph(0, Edges{}, 1);
+  EXPECT_TRUE(empty.roots.empty());
+  EXPECT_EQ(empty.successor_start, (std::vector<std::uint32_t>{0}));
+  EXPECT_EQ(lay_out_graph(3, Edges{}, 3).roots, (std::vector<std::uint32_t>{0, 1, 2}));
+}
+
+TEST(GraphLayout, MoreTasksThanTheTableHoldsAreRefused) {
+  EXPECT_EQ(refusal(9, Edges{}, 8),
+            "weft::gpu graph: 9 tasks, more than the graph table holds (8)");
+}
+
+TEST(GraphLayout, AnEdgeToATaskPastTheLastIsRefusedByItsIndex) {
+  EXPECT_EQ(refusal(3, Edges{{0, 1}, {1, 3}}),
+            "weft::gpu graph: edge 1 (1 -> 3) names a task past the last (3 tasks)");
+  EXPECT_EQ(refusal(3, Edges{{7, 0}}),
+            "weft::gpu graph: edge 0 (7 -> 0) names a task past the last (3 tasks)");
+}
+
+TEST(GraphLayout, AnEdgeFromATaskToItselfIsACycle) {
+  EXPECT_EQ(refusal(3, Edges{{0, 1}, {2, 2}}),
+            "weft::gpu graph: the edges make a cycle (task 2 is on one)");
+}
+
+TEST(GraphLayout, ACycleIsNamedByATaskOnItNotOneBehindIt) {
+  // 0 -> 2 -> 3 -> 4 -> 2 (the cycle 2, 3, 4), and 4 -> 1: task 1 is never reached either,
+  // and comes first in index order, but it is behind the cycle, not on it.
+  const std::string why = refusal(5, Edges{{0, 2}, {2, 3}, {3, 4}, {4, 2}, {4, 1}});
+  EXPECT_TRUE(why == "weft::gpu graph: the edges make a cycle (task 2 is on one)" ||
+              why == "weft::gpu graph: the edges make a cycle (task 3 is on one)" ||
+              why == "weft::gpu graph: the edges make a cycle (task 4 is on one)")
+      << why;
+}
+
+TEST(GraphLayout, AGraphWithEveryTaskOnACycleHasNoRootsAndIsRefused) {
+  EXPECT_EQ(refusal(2, Edges{{0, 1}, {1, 0}}).substr(0, 35), "weft::gpu graph: the edges make a c");
+}
+
+}  // namespace
+}  // namespace weft::gpu::detail
