@@ -1,0 +1,132 @@
+#include "gpu/graph_table.hpp"
+
+#include <bit>
+#include <stdexcept>
+
+#include "weft/error.hpp"
+
+namespace weft::gpu::detail {
+
+HostGraphTable::HostGraphTable(std::size_t capacity)
+    : capacity_(capacity),
+      slots_(std::bit_ceil(capacity == 0 ? std::size_t{1} : capacity)),
+      inputs_(new std::atomic<std::uint32_t>[capacity]),
+      poisoned_(new std::atomic<std::uint8_t>[capacity]),
+      cells_(new Cell[slots_]),
+      entries_(new Entry[slots_]) {
+  if (capacity == 0) throw InvalidArgument("weft::gpu graph table: capacity 0");
+  for (std::size_t i = 0; i < slots_; ++i) {
+    // relaxed: before any other thread uses the table (it is handed over by its owner).
+    cells_[i].sequence.store(i, std::memory_order_relaxed);
+    entries_[i].sequence.store(i, std::memory_order_relaxed);
+  }
+}
+
+void HostGraphTable::load(const GraphLayout& layout) {
+  if (layout.inputs.size() > capacity_) {
+    throw std::logic_error("weft::gpu graph table: a graph larger than the table was loaded");
+  }
+  layout_ = layout;
+  for (std::size_t t = 0; t < layout.inputs.size(); ++t) {
+    // relaxed: published to the blocks by the roots' enqueue (release), which they take with
+    // acquire before they read or decrement anything of this graph.
+    inputs_[t].store(layout.inputs[t], std::memory_order_relaxed);
+    poisoned_[t].store(0, std::memory_order_relaxed);
+  }
+}
+
+void HostGraphTable::enqueue(std::uint32_t t) {
+  std::uint64_t pos = enqueue_at_.load(std::memory_order_relaxed);
+  for (;;) {
+    Cell& cell = cells_[pos & (slots_ - 1)];
+    // acquire: pairs with take()'s release of the cell (its previous task was read).
+    const std::uint64_t seq = cell.sequence.load(std::memory_order_acquire);
+    if (seq == pos) {
+      // relaxed: the cell's sequence (release, below) is what publishes the task.
+      if (enqueue_at_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+        cell.task = t;
+        // release: the task, and everything this thread wrote before (the table, a finished
+        // task's results and poison), to the block whose take() acquires it.
+        cell.sequence.store(pos + 1, std::memory_order_release);
+        return;
+      }
+    } else if (seq < pos) {
+      // Every task of a graph is enqueued at most once, and a graph has at most capacity().
+      throw std::logic_error("weft::gpu graph table: the ready queue is full");
+    } else {
+      pos = enqueue_at_.load(std::memory_order_relaxed);  // another enqueue took pos
+    }
+  }
+}
+
+std::optional<std::uint32_t> HostGraphTable::take() {
+  std::uint64_t pos = dequeue_at_.load(std::memory_order_relaxed);
+  for (;;) {
+    Cell& cell = cells_[pos & (slots_ - 1)];
+    // acquire: pairs with enqueue()'s release of the cell.
+    const std::uint64_t seq = cell.sequence.load(std::memory_order_acquire);
+    if (seq == pos + 1) {
+      // relaxed: the cell's acquire above ordered the task's read.
+      if (dequeue_at_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+        const std::uint32_t t = cell.task;
+        // release: the read above happens before the cell's next enqueue (one lap later).
+        cell.sequence.store(pos + slots_, std::memory_order_release);
+        return t;
+      }
+    } else if (seq < pos + 1) {
+      return std::nullopt;  // empty
+    } else {
+      pos = dequeue_at_.load(std::memory_order_relaxed);  // another block took pos
+    }
+  }
+}
+
+bool HostGraphTable::runnable(std::uint32_t t) const {
+  // relaxed: ordered by the take() of t (acquire), after every input's poison (see finish).
+  return poisoned_[t].load(std::memory_order_relaxed) == 0;
+}
+
+void HostGraphTable::finish(std::uint32_t t, TaskStatus status) {
+  const bool ok = status == TaskStatus::ok;
+  for (std::uint32_t i = layout_.successor_start[t]; i < layout_.successor_start[t + 1]; ++i) {
+    const std::uint32_t s = layout_.successors[i];
+    // relaxed: published by the decrement's release just after, before the count can reach
+    // zero (the poison first: the other order lets s run on a failed input; mutant 2 of
+    // spec/device_graph.pml).
+    if (!ok) poisoned_[s].store(1, std::memory_order_relaxed);
+    // acq_rel: the release sequence of s's count carries every input's poison to the block
+    // that takes the count to zero (acquire), which enqueues s. One read-modify-write: a
+    // decrement then a separate read lets two blocks both see zero (mutant 3).
+    if (inputs_[s].fetch_sub(1, std::memory_order_acq_rel) == 1) enqueue(s);
+  }
+  publish(t, status);
+}
+
+void HostGraphTable::publish(std::uint32_t t, TaskStatus status) {
+  // relaxed: a claim; the entry's sequence (release) publishes what is written into it.
+  const std::uint64_t at = claimed_.fetch_add(1, std::memory_order_relaxed);
+  Entry& e = entries_[at & (slots_ - 1)];
+  // acquire: pairs with collect()'s release (the entry's previous completion was read).
+  if (e.sequence.load(std::memory_order_acquire) != at) {
+    // At most capacity() completions are uncollected: a graph's tasks, the last graph's all
+    // collected before the next was loaded.
+    throw std::logic_error("weft::gpu graph table: the completion ring is full");
+  }
+  e.task = t;
+  e.status = status;
+  // release: the completion (and t's results, written before finish) to the lane's acquire.
+  e.sequence.store(at + 1, std::memory_order_release);
+}
+
+std::optional<HostGraphTable::Completion> HostGraphTable::collect() {
+  Entry& e = entries_[collected_ & (slots_ - 1)];
+  // acquire: pairs with publish()'s release.
+  if (e.sequence.load(std::memory_order_acquire) != collected_ + 1) return std::nullopt;
+  const Completion c{e.task, e.status};
+  // release: the reads above happen before the entry's next publish (one lap later).
+  e.sequence.store(collected_ + slots_, std::memory_order_release);
+  ++collected_;
+  return c;
+}
+
+}  // namespace weft::gpu::detail

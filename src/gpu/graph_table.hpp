@@ -1,0 +1,78 @@
+// src/gpu/graph_table.hpp - the graph table of device-side dependencies on the host backend
+// (docs/decisions/017-gpu-device-dependencies.md): the protocol of spec/device_graph.pml with
+// std::atomic, for host threads standing in for a GPU's blocks and a scheduler lane.
+//
+//   HostGraphTable table(capacity);
+//   table.load(lay_out_graph(n, edges, capacity));   // the host: counts, successors
+//   for (auto r : layout.roots) table.enqueue(r);    // the roots, from the written counts
+//   // a block:  if (auto t = table.take()) { run *t unless !table.runnable(*t); table.finish(*t, status); }
+//   // the lane: while (auto c = table.collect()) deliver(c->task, c->status);
+//
+// One graph at a time: load() after every completion of the last graph was collected.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "gpu/graph_layout.hpp"
+#include "weft/gpu/task.hpp"
+
+namespace weft::gpu::detail {
+
+class HostGraphTable {
+ public:
+  struct Completion {
+    std::uint32_t task;
+    TaskStatus status;
+  };
+
+  /// A table of `capacity` tasks (at least 1).
+  explicit HostGraphTable(std::size_t capacity);
+
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+
+  /// The host: writes a graph's counts and successors (no block may be taking from it).
+  void load(const GraphLayout& layout);
+  /// Puts task t into the ready queue (the host for the roots; finish() for the rest). Wakes
+  /// no one: a block that found the queue empty looks again (see take()).
+  void enqueue(std::uint32_t t);
+  /// A block: a task whose inputs are all final, or none.
+  std::optional<std::uint32_t> take();
+  /// Whether every input of t ended ok; if not, t is to be finished as cancelled, unrun.
+  [[nodiscard]] bool runnable(std::uint32_t t) const;
+  /// A block, once t ended with `status` (cancelled when !runnable(t)): poisons t's successors
+  /// unless it ended ok, then counts each one's input as final, enqueueing those it completes;
+  /// then publishes t's completion for the lane.
+  void finish(std::uint32_t t, TaskStatus status);
+  /// The lane: the next completion, in the order blocks claimed them, once it is published.
+  std::optional<Completion> collect();
+
+ private:
+  struct alignas(64) Cell {       // the ready queue (Vyukov's bounded MPMC queue)
+    std::atomic<std::uint64_t> sequence;
+    std::uint32_t task;
+  };
+  struct alignas(64) Entry {      // the completion ring
+    std::atomic<std::uint64_t> sequence;
+    std::uint32_t task;
+    TaskStatus status;
+  };
+  void publish(std::uint32_t t, TaskStatus status);
+
+  std::size_t capacity_;
+  std::size_t slots_;  // cells and entries: a power of two >= capacity
+  std::unique_ptr<std::atomic<std::uint32_t>[]> inputs_;
+  std::unique_ptr<std::atomic<std::uint8_t>[]> poisoned_;
+  GraphLayout layout_;
+  std::unique_ptr<Cell[]> cells_;
+  std::unique_ptr<Entry[]> entries_;
+  alignas(64) std::atomic<std::uint64_t> enqueue_at_{0};
+  alignas(64) std::atomic<std::uint64_t> dequeue_at_{0};
+  alignas(64) std::atomic<std::uint64_t> claimed_{0};
+  alignas(64) std::uint64_t collected_ = 0;  // the lane's alone
+};
+
+}  // namespace weft::gpu::detail
