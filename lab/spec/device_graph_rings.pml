@@ -1,0 +1,379 @@
+/* lab/spec/device_graph_rings.pml - the next version of spec/device_graph.pml, under way (not
+ * checked by scripts/check-spin.sh): the roots reach the blocks through their rings, one slot
+ * each, as decision 017 now plans ("Where the rest goes"), and the lane collects them from the
+ * slots while the blocks' successors go through the ready queue and the completion ring. The
+ * host rings a doorbell (bumps the epoch) when it loads a slot with a sleeper registered.
+ * Exhaustive with no failing task: 29.7 million states, ~1.3 GB with -DCOLLAPSE (three times
+ * spec/device_graph.pml's count, which is why it is not yet in make test: the configurations
+ * with failures would take the check past its time limit). Mutants 5 (a root from a ring also
+ * published in the completion ring: delivered twice) and 6 (no doorbell for a sleeper: a lost
+ * wake-up) are caught, as is mutant 1. To run:
+ *   cd "$(mktemp -d)" && cp /path/to/weft/lab/spec/device_graph_rings.pml . &&
+ *     spin -a -DFAILS=255 -DMUTANT=0 device_graph_rings.pml &&
+ *     cc -O2 -w -DSAFETY -DCOLLAPSE -o pan pan.c && ./pan -m100000
+ *
+ * What follows is spec/device_graph.pml's description, which still holds.
+ *
+ * One graph of N tasks in a GPU's graph table: per task a count of inputs not yet final and a
+ * "poisoned" flag (an input failed or was cancelled). The host writes the table, then puts the
+ * tasks with no inputs into the ready queue (a bounded multi-producer multi-consumer queue with
+ * a sequence number per cell, as Vyukov's), after which B blocks do, each in a loop:
+ *  - take a task from the ready queue (before its ring, which this model leaves out);
+ *  - run it, or, when poisoned, finish it as cancelled without running it;
+ *  - for each successor: poison it first when this task did not end ok, then decrement its
+ *    count (one atomic read-modify-write); the block that brings it to zero enqueues it;
+ *  - write the task's completion into the completion ring (mapped host memory, one entry per
+ *    task of the table, so never full): claim an entry, fill it, then mark it full;
+ *  - with nothing to take: register as a sleeper, look at the queue again, and only then wait
+ *    for the epoch to move; whoever enqueues bumps the epoch when a sleeper is registered.
+ * A scheduler lane collects the completion ring in order and delivers every task to its
+ * output queue; once all N are delivered it tells the blocks to leave (and bumps the epoch).
+ * Each Promela statement is atomic and memory is sequentially consistent: the real code's
+ * release/acquire pairs (and the sleeper/epoch pair's full fences) are what make that view
+ * sound; weak-memory effects are for compute-sanitizer and ThreadSanitizer.
+ *
+ * The graph: a diamond 0 -> {1, 2} -> 3 (1 and 2 enqueued and taken at once), and with
+ * SECOND_ROOT task 4 with no edges (two roots in the queue at once). The run of task FAILS,
+ * if any, may end failed or ok (a root failing cancels the rest of the diamond; task 1
+ * failing races the poison of task 3 with task 2's decrement).
+ *
+ * Checked (scripts/check-spin.sh): every task is delivered exactly once, run at most once, run
+ * only when every input ended ok and cancelled only when one did not, each delivery carries
+ * the outcome the block wrote (assertions); no block sleeps forever and every process ends
+ * (invalid end states). Mutants that must be caught: 1, the sleeper looks at the queue before
+ * registering (a lost wake-up); 2, the poison is set after the decrement (a successor runs
+ * on a failed input); 3, the count is decremented and read back in two steps (two blocks both
+ * see zero and enqueue it twice); 4, a dequeue takes a cell without checking its sequence
+ * number (a task read before it was written).
+ */
+#define B 2 /* blocks (the host's and the lane's choices below name both) */
+#ifndef FAILS
+#define FAILS 255 /* the task whose run may end failed (255: none) */
+#endif
+#ifndef MUTANT
+#define MUTANT 0
+#endif
+#ifndef ROOTS_IN_RINGS
+#define ROOTS_IN_RINGS 1 /* 0: the host puts the roots into the ready queue */
+#endif
+
+#ifndef SECOND_ROOT
+#define SECOND_ROOT 0
+#endif
+#if SECOND_ROOT
+#define N 5 /* the diamond and task 4, a root with no edges */
+#else
+#define N 4
+#endif
+#define Q 8 /* ready-queue cells: at least N, so an enqueue never finds it full */
+#define NONE 255
+
+#define OK 1
+#define FAILED 2
+#define CANCELLED 3
+
+/* The table. */
+byte inputs[N];      /* inputs not yet final */
+bit poisoned[N];
+byte succ_count[N];
+byte succ[N * 2];    /* successors of t: succ[t * 2 + k], k < succ_count[t] */
+
+/* What happened, for the assertions. */
+byte ran[N];
+byte outcome[N];     /* as the finishing block decided it */
+byte delivered[N];
+byte delivered_as[N];
+
+/* The ready queue. */
+byte cell[Q];
+byte seq[Q];
+byte enq_pos = 0;
+byte deq_pos = 0;
+
+/* The completion ring (one graph: it does not wrap here). */
+byte ring_task[N];
+byte ring_status[N];
+bit ring_full[N];
+byte ring_claimed = 0;
+
+/* Each block's ring, one slot deep: where the host puts a root (ROOTS_IN_RINGS). */
+#define IDLE 0
+#define READY 1
+#define FINISHED 2
+byte slot_state[B];
+byte slot_task[B];
+byte slot_status[B];
+
+/* Idle and wake-up. */
+byte sleepers = 0;
+byte epoch = 0;
+bit leave = 0;
+
+inline edge(from, to) {
+  succ[from * 2 + succ_count[from]] = to;
+  succ_count[from]++;
+  inputs[to]++
+}
+
+inline enqueue(v) {
+  do
+  :: pos = enq_pos;
+     s = seq[pos % Q];
+     if
+     :: s == pos ->
+        atomic { /* CAS enq_pos: pos -> pos + 1 */
+          if
+          :: enq_pos == pos -> enq_pos = pos + 1; won = 1
+          :: else -> won = 0
+          fi
+        }
+        if
+        :: won -> cell[pos % Q] = v; seq[pos % Q] = pos + 1; break
+        :: else -> skip
+        fi
+     :: s < pos -> assert(false) /* full: the queue holds at least every task of the table */
+     :: s > pos -> skip          /* another enqueuer took pos: read enq_pos again */
+     fi
+  od;
+  skip; /* the loop leaves to here, not into the d_step */
+  d_step { pos = 0; s = 0; won = 0 }; /* scratch: reset, so that it does not split states */
+  if /* wake the sleepers, if any */
+  :: sleepers > 0 -> epoch++
+  :: else -> skip
+  fi
+}
+
+inline try_dequeue(v) {
+  v = NONE;
+  do
+  :: pos = deq_pos;
+     s = seq[pos % Q];
+     if
+#if MUTANT == 4 /* bug: takes the cell whatever its sequence number says */
+     :: pos < enq_pos ->
+#else
+     :: s == pos + 1 ->
+#endif
+        atomic { /* CAS deq_pos: pos -> pos + 1 */
+          if
+          :: deq_pos == pos -> deq_pos = pos + 1; won = 1
+          :: else -> won = 0
+          fi
+        }
+        if
+        :: won -> v = cell[pos % Q]; seq[pos % Q] = pos + Q; break
+        :: else -> skip
+        fi
+#if MUTANT == 4
+     :: pos >= enq_pos -> break
+#else
+     :: s < pos + 1 -> break /* empty */
+     :: s > pos + 1 -> skip  /* another block took pos: read deq_pos again */
+#endif
+     fi
+  od;
+  skip;
+  d_step { pos = 0; s = 0; won = 0 }
+}
+
+/* Whether the queue has a task at its head, or the block's ring one (a look, not a take). */
+#define QUEUE_HAS_WORK (seq[deq_pos % Q] == deq_pos + 1 || slot_state[me] == READY)
+
+/* A completion into the ring: claim an entry, fill it, mark it full. */
+inline publish(task, st) {
+  atomic { entry = ring_claimed; ring_claimed++ }
+  ring_task[entry] = task;
+  ring_status[entry] = st;
+  ring_full[entry] = 1
+}
+
+proctype block(byte me) {
+  byte t, k, v, pos, s, status, e, entry;
+  bit won, last, from_ring;
+  do
+  :: try_dequeue(t);
+     if /* the ready queue first, then the ring */
+     :: t == NONE && slot_state[me] == READY -> t = slot_task[me]; from_ring = 1
+     :: else -> skip
+     fi;
+     if
+     :: t != NONE ->
+        if
+        :: poisoned[t] -> status = CANCELLED
+        :: else ->
+           ran[t]++;
+           status = OK;
+           if
+           :: t == FAILS -> status = FAILED
+           :: true -> skip
+           fi
+        fi;
+        outcome[t] = status;
+        k = 0;
+        do
+        :: k < succ_count[t] ->
+           v = succ[t * 2 + k];
+#if MUTANT == 2 /* bug: the poison after the decrement */
+           atomic { inputs[v]--; last = (inputs[v] == 0) }
+           if :: status != OK -> poisoned[v] = 1 :: else -> skip fi;
+#elif MUTANT == 3 /* bug: decrement, then read the count back */
+           if :: status != OK -> poisoned[v] = 1 :: else -> skip fi;
+           inputs[v]--;
+           last = (inputs[v] == 0);
+#else
+           if :: status != OK -> poisoned[v] = 1 :: else -> skip fi;
+           atomic { inputs[v]--; last = (inputs[v] == 0) }
+#endif
+           if
+           :: last -> enqueue(v)
+           :: else -> skip
+           fi;
+           k++
+        :: else -> break
+        od;
+        if
+        :: from_ring -> /* as any ring task: the lane collects the slot */
+           slot_status[me] = status;
+           slot_state[me] = FINISHED;
+#if MUTANT == 5 /* bug: a root from a ring also goes into the completion ring */
+           publish(t, status)
+#else
+           skip
+#endif
+        :: else -> publish(t, status)
+        fi;
+        d_step { t = 0; k = 0; v = 0; status = 0; entry = 0; last = 0; from_ring = 0 }
+     :: else ->
+        if
+        :: leave -> break
+        :: else ->
+           e = epoch;
+#if MUTANT == 1 /* bug: looks at the queue, then registers */
+           if
+           :: QUEUE_HAS_WORK || leave -> skip
+           :: else -> sleepers++; (epoch != e); sleepers--
+           fi;
+#else
+           sleepers++;
+           if
+           :: QUEUE_HAS_WORK || leave -> skip
+           :: else -> (epoch != e)
+           fi;
+           sleepers--;
+#endif
+           e = 0
+        fi
+     fi
+  od
+}
+
+proctype lane() {
+  byte next = 0, got = 0, t, b;
+  do
+  :: got < N && ring_full[next] == 1 ->
+     t = ring_task[next];
+     assert(delivered[t] == 0);
+     delivered[t] = 1;
+     delivered_as[t] = ring_status[next];
+     assert(delivered_as[t] == outcome[t]);
+     next++;
+     got++;
+     t = 0
+  :: got < N && (slot_state[0] == FINISHED || slot_state[1] == FINISHED) ->
+     /* a root, from a block's ring */
+     if
+     :: slot_state[0] == FINISHED -> b = 0
+     :: slot_state[1] == FINISHED -> b = 1
+     fi;
+     t = slot_task[b];
+     assert(delivered[t] == 0);
+     delivered[t] = 1;
+     delivered_as[t] = slot_status[b];
+     assert(delivered_as[t] == outcome[t]);
+     slot_state[b] = IDLE;
+     got++;
+     d_step { t = 0; b = 0 }
+  :: got == N -> break
+  od;
+  /* Every task delivered: check what each one saw, then let the blocks go. */
+  t = 0;
+  do
+  :: t < N ->
+     assert(ran[t] <= 1);
+     assert((delivered_as[t] == CANCELLED) == (ran[t] == 0));
+     t++
+  :: else -> break
+  od;
+  /* A task ran only when every input ended ok, and was cancelled only when one did not. */
+  assert((ran[1] == 1) == (outcome[0] == OK));
+  assert((ran[2] == 1) == (outcome[0] == OK));
+  assert((ran[3] == 1) == (outcome[1] == OK && outcome[2] == OK));
+  assert(ran[0] == 1);
+#if SECOND_ROOT
+  assert(ran[4] == 1);
+#endif
+  leave = 1;
+  epoch++
+}
+
+init {
+  byte i, pos, s;
+  bit won;
+  bit is_root[N];
+  atomic {
+    i = 0;
+    do
+    :: i < Q -> seq[i] = i; i++
+    :: else -> break
+    od;
+    edge(0, 1);
+    edge(0, 2);
+    edge(1, 3);
+    edge(2, 3)
+  }
+  /* The roots, from the counts the host wrote: once the blocks run, a count that reads zero
+   * may be a task a block has already enqueued (an early version of this model enqueued
+   * such a task a second time). */
+  atomic {
+    i = 0;
+    do
+    :: i < N -> is_root[i] = (inputs[i] == 0); i++
+    :: else -> break
+    od
+  }
+  i = 0;
+  do
+  :: i < B -> run block(i); i++
+  :: else -> break
+  od;
+  run lane();
+  /* The host puts the roots into the blocks' rings (any block with its slot free; the lanes'
+   * placement is one of these choices) or into the queue, the blocks already polling. */
+  i = 0;
+  do
+  :: i < N ->
+     if
+     :: is_root[i] ->
+#if ROOTS_IN_RINGS
+        if
+        :: slot_state[0] == IDLE -> s = 0
+        :: slot_state[1] == IDLE -> s = 1
+        fi;
+        slot_task[s] = i;
+        slot_state[s] = READY;
+#if MUTANT != 6 /* bug: no doorbell for a block asleep */
+        if
+        :: sleepers > 0 -> epoch++
+        :: else -> skip
+        fi;
+#endif
+        s = 0
+#else
+        enqueue(i)
+#endif
+     :: else -> skip
+     fi;
+     i++
+  :: else -> break
+  od
+}
