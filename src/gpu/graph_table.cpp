@@ -1,5 +1,6 @@
 #include "gpu/graph_table.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <stdexcept>
 
@@ -9,7 +10,9 @@ namespace weft::gpu::detail {
 
 HostGraphTable::HostGraphTable(std::size_t capacity)
     : capacity_(capacity),
-      slots_(std::bit_ceil(capacity == 0 ? std::size_t{1} : capacity)),
+      // At least two: with one cell, "free for ticket p" and "holding ticket p - 1" are the
+      // same sequence number, and an overfill would pass unseen.
+      slots_(std::bit_ceil(std::max<std::size_t>(capacity, 2))),
       inputs_(new std::atomic<std::uint32_t>[capacity]),
       poisoned_(new std::atomic<std::uint8_t>[capacity]),
       cells_(new Cell[slots_]),

@@ -5,10 +5,16 @@
 //   HostGraphTable table(capacity);
 //   table.load(lay_out_graph(n, edges, capacity));   // the host: counts, successors
 //   for (auto r : layout.roots) table.enqueue(r);    // the roots, from the written counts
-//   // a block:  if (auto t = table.take()) { run *t unless !table.runnable(*t); table.finish(*t, status); }
+//   // a block:  if (auto t = table.take()) { run *t unless !table.runnable(*t); table.finish(*t,
+//   status); }
 //   // the lane: while (auto c = table.collect()) deliver(c->task, c->status);
 //
-// One graph at a time: load() after every completion of the last graph was collected.
+// One graph at a time: load() after every completion of the last graph was collected (by the
+// lane's thread, or one it hands over to). Completions come in the order blocks claimed them,
+// not in dependency order: a block may enqueue a successor before it publishes the task, and
+// the successor's completion may then be claimed first. A full queue or ring (a broken
+// invariant: a graph larger than the table, or load() too early) throws std::logic_error and
+// leaves the table unusable.
 #pragma once
 
 #include <atomic>
@@ -51,11 +57,11 @@ class HostGraphTable {
   std::optional<Completion> collect();
 
  private:
-  struct alignas(64) Cell {       // the ready queue (Vyukov's bounded MPMC queue)
+  struct alignas(64) Cell {  // the ready queue (Vyukov's bounded MPMC queue)
     std::atomic<std::uint64_t> sequence;
     std::uint32_t task;
   };
-  struct alignas(64) Entry {      // the completion ring
+  struct alignas(64) Entry {  // the completion ring
     std::atomic<std::uint64_t> sequence;
     std::uint32_t task;
     TaskStatus status;

@@ -88,7 +88,10 @@ TEST(GraphLayout, ACycleIsNamedByATaskOnItNotOneBehindIt) {
 }
 
 TEST(GraphLayout, AGraphWithEveryTaskOnACycleHasNoRootsAndIsRefused) {
-  EXPECT_EQ(refusal(2, Edges{{0, 1}, {1, 0}}).substr(0, 35), "weft::gpu graph: the edges make a c");
+  const std::string why = refusal(2, Edges{{0, 1}, {1, 0}});
+  EXPECT_TRUE(why == "weft::gpu graph: the edges make a cycle (task 0 is on one)" ||
+              why == "weft::gpu graph: the edges make a cycle (task 1 is on one)")
+      << why;
 }
 
 }  // namespace

@@ -7,11 +7,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <random>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
 #include "gpu/graph_layout.hpp"
+#include "weft/error.hpp"
 
 namespace weft::gpu::detail {
 namespace {
@@ -69,12 +72,36 @@ TEST(HostGraphTable, AFailedInputCancelsItsSuccessorsAndTheirsUnrun) {
   EXPECT_EQ(status_of(done, 4), TaskStatus::cancelled);
 }
 
+// Every task of the graph once, each ended ok.
+void expect_all_ok(const std::vector<HostGraphTable::Completion>& done, std::size_t n) {
+  std::vector<int> seen(n, 0);
+  for (const auto& c : done) {
+    ASSERT_LT(c.task, n);
+    ++seen[c.task];
+    EXPECT_EQ(c.status, TaskStatus::ok) << c.task;
+  }
+  EXPECT_EQ(seen, std::vector<int>(n, 1));
+}
+
 TEST(HostGraphTable, TheTableIsReusedGraphAfterGraph) {
   HostGraphTable table(5);  // 8 cells: graphs of 4 and 5 tasks wrap the queue and the ring
   for (int round = 0; round < 10; ++round) {
-    EXPECT_EQ(run_alone(table, lay_out_graph(4, kDiamond, 5)).size(), 4u) << round;
-    EXPECT_EQ(run_alone(table, lay_out_graph(5, Edges{}, 5)).size(), 5u) << round;
+    SCOPED_TRACE(round);
+    expect_all_ok(run_alone(table, lay_out_graph(4, kDiamond, 5)), 4);
+    expect_all_ok(run_alone(table, lay_out_graph(5, Edges{}, 5)), 5);
   }
+}
+
+TEST(HostGraphTable, ATableOfOneTaskRunsGraphAfterGraph) {
+  HostGraphTable table(1);
+  for (int round = 0; round < 5; ++round)
+    expect_all_ok(run_alone(table, lay_out_graph(1, {}, 1)), 1);
+}
+
+TEST(HostGraphTable, MisuseIsRefused) {
+  EXPECT_THROW(HostGraphTable(0), InvalidArgument);
+  HostGraphTable table(2);
+  EXPECT_THROW(table.load(lay_out_graph(3, Edges{}, 3)), std::logic_error);
 }
 
 TEST(HostGraphTable, NothingIsCollectedBeforeItIsFinished) {
@@ -92,7 +119,7 @@ TEST(HostGraphTable, NothingIsCollectedBeforeItIsFinished) {
 
 // Random acyclic graphs (edges from lower to higher index) run by four threads standing in for
 // blocks, the test's thread collecting as a lane does; a run fails now and then.
-TEST(HostGraphTable, StressRandomGraphsOnFourBlocksDeliverEveryTaskOnceInOrder) {
+TEST(HostGraphTable, StressRandomGraphsOnFourBlocksRunAndDeliverEveryTaskOnce) {
   constexpr std::size_t kCapacity = 64;
   constexpr int kRounds = 300;
   HostGraphTable table(kCapacity);
@@ -100,6 +127,7 @@ TEST(HostGraphTable, StressRandomGraphsOnFourBlocksDeliverEveryTaskOnceInOrder) 
   std::vector<int> outcome(kCapacity);  // 0 unset, 1 ok, 2 failed, 3 cancelled
   std::vector<std::vector<std::uint32_t>> inputs_of(kCapacity);
   std::vector<int> fails(kCapacity);
+  std::vector<std::atomic<int>> taken(kCapacity);
   std::atomic<bool> stop{false};
   std::atomic<int> wrong{0};
   auto block = [&] {
@@ -109,13 +137,14 @@ TEST(HostGraphTable, StressRandomGraphsOnFourBlocksDeliverEveryTaskOnceInOrder) 
         std::this_thread::yield();
         continue;
       }
+      if (taken[*t].fetch_add(1) != 0) wrong.fetch_add(1);  // taken twice in one graph
       bool inputs_ok = true;
       for (const std::uint32_t p : inputs_of[*t]) {
         if (outcome[p] == 0) wrong.fetch_add(1);  // an input not final
         inputs_ok = inputs_ok && outcome[p] == 1;
       }
       if (table.runnable(*t) != inputs_ok) wrong.fetch_add(1);
-      const TaskStatus status = !inputs_ok      ? TaskStatus::cancelled
+      const TaskStatus status = !inputs_ok       ? TaskStatus::cancelled
                                 : fails[*t] != 0 ? TaskStatus::device_failed
                                                  : TaskStatus::ok;
       outcome[*t] = status == TaskStatus::ok ? 1 : status == TaskStatus::cancelled ? 3 : 2;
@@ -124,6 +153,18 @@ TEST(HostGraphTable, StressRandomGraphsOnFourBlocksDeliverEveryTaskOnceInOrder) 
   };
   std::vector<std::thread> blocks;
   for (int b = 0; b < 4; ++b) blocks.emplace_back(block);
+  // The blocks are stopped and joined however the test leaves (an ASSERT returns early).
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~Joiner() {
+      stop.store(true, std::memory_order_release);
+      for (auto& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } joiner{stop, blocks};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::mt19937 rng(2026);
   for (int round = 0; round < kRounds; ++round) {
     const std::size_t n = 1 + rng() % kCapacity;
@@ -136,6 +177,7 @@ TEST(HostGraphTable, StressRandomGraphsOnFourBlocksDeliverEveryTaskOnceInOrder) 
     const GraphLayout g = lay_out_graph(n, edges, kCapacity);
     for (std::size_t t = 0; t < n; ++t) {  // every completion of the last round was collected
       outcome[t] = 0;
+      taken[t].store(0);
       inputs_of[t].clear();
       fails[t] = rng() % 16 == 0 ? 1 : 0;
     }
@@ -146,14 +188,15 @@ TEST(HostGraphTable, StressRandomGraphsOnFourBlocksDeliverEveryTaskOnceInOrder) 
     for (std::size_t got = 0; got < n;) {
       const auto c = table.collect();
       if (!c) {
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "a task was lost, round " << round;
         std::this_thread::yield();
         continue;
       }
       ASSERT_LT(c->task, n);
       ++seen[c->task];
-      const int expected = c->status == TaskStatus::ok ? 1
+      const int expected = c->status == TaskStatus::ok          ? 1
                            : c->status == TaskStatus::cancelled ? 3
-                                                                 : 2;
+                                                                : 2;
       EXPECT_EQ(outcome[c->task], expected) << "round " << round << " task " << c->task;
       ++got;
     }
@@ -162,6 +205,8 @@ TEST(HostGraphTable, StressRandomGraphsOnFourBlocksDeliverEveryTaskOnceInOrder) 
   stop.store(true, std::memory_order_release);
   for (auto& b : blocks) b.join();
   EXPECT_EQ(wrong.load(), 0);
+  EXPECT_FALSE(table.collect().has_value());  // no completion beyond each task's one
+  EXPECT_FALSE(table.take().has_value());
 }
 
 }  // namespace
