@@ -277,8 +277,7 @@ init {
     edge(2, 3)
   }
   /* The roots, from the counts the host wrote: once the blocks run, a count that reads zero
-   * may be a task a block has already enqueued (an early version of this model enqueued
-   * such a task a second time). */
+   * may be a task a block has already enqueued, which the host would enqueue a second time. */
   atomic {
     i = 0;
     do

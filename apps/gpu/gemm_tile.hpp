@@ -311,11 +311,12 @@ struct GemmTileBody {
       }
     });
     if (warp >= 4) return;
-      // C's old values of two rows of fragments are loaded before any of them is written:
-      // interleaved, each load would wait for the store before it (they might alias), one trip
-      // to memory per element; all four rows at once would spill.
 #pragma unroll
     for (int half = 0; half < 4; half += 2) {
+      // C's old values of two rows of fragments are loaded before any of them is written:
+      // interleaved, each load would wait for the store before it (they might alias), one
+      // trip to memory per element; all four rows at once would spill. (Unrolled: acc is
+      // indexed by half, which must be a constant to stay in registers.)
       double old[2][4][2] = {};
       if (p.beta != 0.0) {
 #pragma unroll

@@ -140,9 +140,8 @@ struct SpmvBsArrays {
 
 /// The SpMV tasks (rows_per_task rows each) and the Black-Scholes tasks (options_per_task
 /// each); `mixed`: both kinds in one seeded random order, else every SpMV task before every
-/// Black-Scholes task. (A strict alternation aliases with the pool's placement: when blocks
-/// take tasks in turn over an even number of SMs, each SM's blocks get one kind only, and
-/// half the SMs do all the memory-bound work.)
+/// Black-Scholes task. (Random, not a strict alternation: blocks that take tasks in turn over
+/// an even number of SMs would give each SM's blocks one kind only.)
 template <std::size_t Capacity>
 std::vector<weft::gpu::TaskRecord<Capacity>> spmv_bs_tasks(const SpmvBsArrays& a, int rows_per_task,
                                                            int options_per_task, bool mixed) {

@@ -190,8 +190,8 @@ void cholesky_benchmarks(Suite& suite, AppPool& pool, const std::vector<int>& si
     TiledOnStreams tiled(n, 8);  // made while the pool is paused (it allocates)
     c.push_back({"cublas_streams", [&] {
                    pool.pause();
-                   // Its host issues one call per tile task (0.5 s at n = 4096, tens of
-                   // thousands of tasks): past n = 2048, one run per sample.
+                   // Its host issues one call per tile task (tens of thousands past n = 2048):
+                   // there, one run per sample, so that a full run fits one device call.
                    const double t = timed([&] { tiled.factor(d_a, n); }, true, n > 2048 ? 1 : reps);
                    return Outcome{t, verified()};
                  }});

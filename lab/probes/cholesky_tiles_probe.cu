@@ -16,18 +16,10 @@
 #include <vector>
 
 #include "cholesky_tiles.hpp"
+#include "cuda_check.cuh"
 
 using namespace apps::gpu;
 constexpr int kN = CholeskyTile::kTile;
-
-#define CHECK(x)                                                                              \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 // ---- timing ------------------------------------------------------------------------------
 
