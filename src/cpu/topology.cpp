@@ -1,5 +1,6 @@
 #include "weft/cpu/topology.hpp"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <fstream>
@@ -104,7 +105,9 @@ std::size_t allowed_hardware_threads() noexcept {
   return hw == 0 ? 1 : hw;
 }
 
-bool pin_thread_to_pu(std::thread& thread, std::size_t index) noexcept {
+namespace {
+
+bool pin_native_to_pu(pthread_t thread, std::size_t index) noexcept {
 #if WEFT_HAVE_HWLOC
   HwlocTopology& h = hwloc_topology();
   if (!h.ok) return false;
@@ -112,13 +115,22 @@ bool pin_thread_to_pu(std::thread& thread, std::size_t index) noexcept {
   if (n <= 0) return false;
   hwloc_obj_t pu = hwloc_get_obj_by_type(
       h.topo, HWLOC_OBJ_PU, static_cast<unsigned>(index % static_cast<std::size_t>(n)));
-  return pu != nullptr &&
-         hwloc_set_thread_cpubind(h.topo, thread.native_handle(), pu->cpuset, 0) == 0;
+  return pu != nullptr && hwloc_set_thread_cpubind(h.topo, thread, pu->cpuset, 0) == 0;
 #else
   (void)thread;
   (void)index;
   return false;
 #endif
+}
+
+}  // namespace
+
+bool pin_thread_to_pu(std::thread& thread, std::size_t index) noexcept {
+  return pin_native_to_pu(thread.native_handle(), index);
+}
+
+bool pin_this_thread_to_pu(std::size_t index) noexcept {
+  return pin_native_to_pu(pthread_self(), index);
 }
 
 std::vector<std::size_t> allowed_processing_units() noexcept {

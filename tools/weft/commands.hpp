@@ -98,4 +98,29 @@ struct ModelsArgs {
 std::string default_models_path();
 int run_models(const ModelsArgs& args);
 
+/// weft split show|reset: the adaptive splitter's tables in the calibration store.
+struct SplitArgs {
+  std::string db;       // empty: default_models_path()
+  std::string machine;  // empty: every machine
+  std::string region;   // empty: every region
+};
+int run_split_show(const SplitArgs& args);
+
+struct BenchSplitArgs {
+  bool quick = false;
+  std::string json_path;
+  int samples = 0;      // 0: 5 (3 with --quick)
+  std::string machine;  // the JSON's and the stored tables' machine (default: host name)
+  std::string db;       // where the learned tables are saved (default: default_models_path())
+  std::vector<std::string> only;
+  std::string command;
+};
+/// The applications `weft bench split --only` selects from.
+std::vector<std::string> split_app_names();
+int run_bench_split(const BenchSplitArgs& args);
+/// Before `weft bench split`: unless OPENBLAS_NUM_THREADS is set, sets it to 1 and runs this
+/// program again with the same arguments (returns only when it could not).
+void one_blas_thread_per_call(char** argv);
+int run_split_reset(const SplitArgs& args);
+
 }  // namespace weft::tools

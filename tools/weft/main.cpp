@@ -1,5 +1,5 @@
-// weft - the command-line tool: weft info | weft bench cpu|gpu-pool|gpu-apps|graph | weft graph
-// explain|run | weft calibrate | weft models | weft demo
+// weft - the command-line tool: weft info | weft bench cpu|gpu-pool|gpu-apps|graph|split | weft
+// graph explain|run | weft calibrate | weft models | weft split show|reset | weft demo
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -184,6 +184,38 @@ int main(int argc, char** argv) {
                      "else ~/.local/share/weft/models.db)");
   models->add_option("--machine", models_args.machine, "Only this machine's models");
 
+  auto* bench_split = bench->add_subcommand(
+      "split",
+      "Adaptive CPU/GPU splitting (seed 002) of host-resident GEMM, triad and SpMV vs GPU-only, "
+      "CPU-only, the static peak split and the best static split");
+  weft::tools::BenchSplitArgs split_bench_args;
+  bench_split->add_flag("--quick", split_bench_args.quick, "Small sizes and 3 samples");
+  bench_split->add_option("--json", split_bench_args.json_path,
+                          "Write results to FILE as JSON, a table to FILE with .md and the "
+                          "speed-up chart to FILE with .svg");
+  bench_split->add_option("--samples", split_bench_args.samples, "Measured runs per contender")
+      ->check(CLI::Range(1, 1000));
+  bench_split->add_option("--machine", split_bench_args.machine,
+                          "Machine name for the JSON and the stored tables (default: host name)");
+  bench_split->add_option("--db", split_bench_args.db,
+                          "Save the learned tables here (default as for `weft models`)");
+  bench_split->add_option("--only", split_bench_args.only, "Run only these applications")
+      ->check(CLI::IsMember(weft::tools::split_app_names()));
+
+  auto* split = app.add_subcommand(
+      "split", "The adaptive CPU/GPU splitter's learned tables (DB1, DB2) in the store");
+  split->require_subcommand(1);
+  weft::tools::SplitArgs split_args;
+  auto* split_show = split->add_subcommand(
+      "show", "Each region's learned GPU share by size, predicted against measured, and DB2");
+  auto* split_reset = split->add_subcommand(
+      "reset", "Forget learned tables: the next regions start from the prior");
+  for (auto* c : {split_show, split_reset}) {
+    c->add_option("--db", split_args.db, "The store (default as for `weft models`)");
+    c->add_option("--machine", split_args.machine, "Only this machine's tables");
+    c->add_option("--region", split_args.region, "Only this region's tables");
+  }
+
   auto* demo = app.add_subcommand("demo", "Run the main showcase on whatever hardware is here");
   weft::tools::DemoArgs demo_args;
   demo->add_flag("--quick", demo_args.quick, "Smaller problem sizes");
@@ -215,6 +247,13 @@ int main(int argc, char** argv) {
       apps_args.command = command;
       return weft::tools::run_bench_gpu_apps(apps_args);
     }
+    if (bench_split->parsed()) {
+      weft::tools::one_blas_thread_per_call(argv);
+      std::string command = "weft";
+      for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+      split_bench_args.command = command;
+      return weft::tools::run_bench_split(split_bench_args);
+    }
     if (demo->parsed()) return weft::tools::run_demo(demo_args);
     std::string command = "weft";
     for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
@@ -227,6 +266,8 @@ int main(int argc, char** argv) {
       return weft::tools::run_calibrate(graph_args);
     }
     if (models->parsed()) return weft::tools::run_models(models_args);
+    if (split_show->parsed()) return weft::tools::run_split_show(split_args);
+    if (split_reset->parsed()) return weft::tools::run_split_reset(split_args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "weft: %s\n", e.what());
     return 1;

@@ -11,18 +11,7 @@
 
 namespace weft::tools {
 
-std::string default_models_path() {
-  if (const char* env = std::getenv("WEFT_MODELS_DB"); env != nullptr && *env != '\0') return env;
-  std::filesystem::path base;
-  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg != '\0') {
-    base = xdg;
-  } else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
-    base = std::filesystem::path(home) / ".local" / "share";
-  } else {
-    base = std::filesystem::current_path();
-  }
-  return (base / "weft" / "models.db").string();
-}
+std::string default_models_path() { return weft::graph::ModelStore::default_path(); }
 
 int run_models(const ModelsArgs& args) {
   const std::string path = args.db.empty() ? default_models_path() : args.db;

@@ -33,6 +33,8 @@ std::size_t allowed_hardware_threads() noexcept;
 /// Binds `thread` to processing unit `index` (hwloc's logical index) modulo their number. Returns
 /// false (and changes nothing) without hwloc or when the OS refuses. Any thread.
 bool pin_thread_to_pu(std::thread& thread, std::size_t index) noexcept;
+/// As pin_thread_to_pu, for the calling thread.
+bool pin_this_thread_to_pu(std::size_t index) noexcept;
 
 /// Logical indices of the processing units the calling thread may run on (its affinity mask:
 /// taskset, cgroups, an MPI launcher's binding), in order; empty without hwloc or when the

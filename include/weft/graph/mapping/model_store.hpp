@@ -60,6 +60,10 @@ class ModelStore {
 
   /// Whether weft was built with SQLite.
   static bool available() noexcept;
+  /// Where the store lives unless told otherwise: $WEFT_MODELS_DB, else
+  /// $XDG_DATA_HOME/weft/models.db, else ~/.local/share/weft/models.db (the directory may not
+  /// exist yet).
+  static std::string default_path();
 
  private:
   struct Db;

@@ -1,0 +1,282 @@
+// The GPU side of the splitter's applications (split_cuda.hpp).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "split_cuda.hpp"
+
+namespace apps::split::cuda {
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    throw std::runtime_error(std::string("apps::split: ") + what + ": " + cudaGetErrorString(e));
+  }
+}
+void check(cublasStatus_t e, const char* what) {
+  if (e != CUBLAS_STATUS_SUCCESS) {
+    throw std::runtime_error(std::string("apps::split: ") + what + ": cuBLAS status " +
+                             std::to_string(static_cast<int>(e)));
+  }
+}
+
+// A device buffer that only grows.
+struct Buffer {
+  void* p = nullptr;
+  std::size_t bytes = 0;
+  template <class T>
+  T* get(std::size_t count) {
+    const std::size_t need = count * sizeof(T);
+    if (need > bytes) {
+      cudaFree(p);
+      p = nullptr;
+      bytes = 0;
+      check(cudaMalloc(&p, std::max<std::size_t>(need, 1)), "cudaMalloc");
+      bytes = need;
+    }
+    return static_cast<T*>(p);
+  }
+  ~Buffer() { cudaFree(p); }
+};
+
+__global__ void triad_kernel(double* a, const double* b, const double* c, double s,
+                             std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    a[i] = b[i] + s * c[i];
+  }
+}
+
+// One warp per row; offsets relative to `base` (the range's first entry).
+__global__ void spmv_kernel(const std::int64_t* row_start, std::int64_t base, const int* col,
+                            const float* val, const float* x, float* y, std::int64_t rows) {
+  const std::int64_t warp = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
+  for (std::int64_t r = warp; r < rows; r += warps) {
+    float sum = 0.0f;
+    for (std::int64_t j = row_start[r] - base + lane; j < row_start[r + 1] - base; j += 32) {
+      sum += val[j] * x[col[j]];
+    }
+    for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane == 0) y[r] = sum;
+  }
+}
+
+constexpr int kLanes = 2;  // streams a share is pipelined over
+
+}  // namespace
+
+struct Workspace {
+  int device = 0;
+  cudaStream_t lane[kLanes] = {};
+  cudaEvent_t start = nullptr, lane_done[kLanes] = {};
+  cublasHandle_t blas = nullptr;
+  Buffer shared;         // what every chunk reads (B, x)
+  Buffer in[kLanes][3];  // per lane: inputs of a chunk
+  Buffer out[kLanes];    // per lane: the chunk's output
+
+  // The lanes start after what `s` holds; `s` goes on after both lanes.
+  void fork(cudaStream_t s) {
+    check(cudaEventRecord(start, s), "cudaEventRecord");
+    for (auto& l : lane) check(cudaStreamWaitEvent(l, start, 0), "cudaStreamWaitEvent");
+  }
+  void join(cudaStream_t s) {
+    for (int i = 0; i < kLanes; ++i) {
+      check(cudaEventRecord(lane_done[i], lane[i]), "cudaEventRecord");
+      check(cudaStreamWaitEvent(s, lane_done[i], 0), "cudaStreamWaitEvent");
+    }
+  }
+};
+
+void WorkspaceDeleter::operator()(Workspace* w) const noexcept {
+  cudaSetDevice(w->device);
+  for (auto& l : w->lane) cudaStreamSynchronize(l);
+  if (w->blas != nullptr) cublasDestroy(w->blas);
+  for (int i = 0; i < kLanes; ++i) {
+    cudaEventDestroy(w->lane_done[i]);
+    cudaStreamDestroy(w->lane[i]);
+  }
+  cudaEventDestroy(w->start);
+  delete w;
+}
+
+WorkspacePtr make_workspace(int device) {
+  check(cudaSetDevice(device), "cudaSetDevice");
+  WorkspacePtr w(new Workspace);
+  w->device = device;
+  for (int i = 0; i < kLanes; ++i) {
+    check(cudaStreamCreateWithFlags(&w->lane[i], cudaStreamNonBlocking), "cudaStreamCreate");
+    check(cudaEventCreateWithFlags(&w->lane_done[i], cudaEventDisableTiming), "cudaEventCreate");
+  }
+  check(cudaEventCreateWithFlags(&w->start, cudaEventDisableTiming), "cudaEventCreate");
+  check(cublasCreate(&w->blas), "cublasCreate");
+  return w;
+}
+
+void* pinned_alloc(std::size_t bytes) noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  void* p = nullptr;
+  if (cudaMallocHost(&p, bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return p;
+}
+
+void pinned_free(void* p) noexcept { cudaFreeHost(p); }
+
+void gemm_rows(Workspace& w, cudaStream_t s, const double* a, const double* b, double* c,
+               std::int64_t rows, int n, int k) {
+  constexpr std::int64_t kChunk = 2048;  // rows per chunk: copies of one overlap another's GEMM
+  double* db = w.shared.get<double>(static_cast<std::size_t>(k) * n);
+  check(cudaMemcpyAsync(db, b, sizeof(double) * k * n, cudaMemcpyHostToDevice, s), "copy B in");
+  w.fork(s);
+  const double one = 1.0, zero = 0.0;
+  for (std::int64_t first = 0, i = 0; first < rows; first += kChunk, ++i) {
+    const int l = static_cast<int>(i % kLanes);
+    const std::int64_t count = std::min(kChunk, rows - first);
+    double* da = w.in[l][0].get<double>(static_cast<std::size_t>(kChunk) * k);
+    double* dc = w.out[l].get<double>(static_cast<std::size_t>(kChunk) * n);
+    check(cudaMemcpyAsync(da, a + first * k, sizeof(double) * count * k, cudaMemcpyHostToDevice,
+                          w.lane[l]),
+          "copy A in");
+    check(cublasSetStream(w.blas, w.lane[l]), "cublasSetStream");
+    // Row-major C = A B is column-major C^T = B^T A^T.
+    check(cublasDgemm(w.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, static_cast<int>(count), k, &one, db, n,
+                      da, k, &zero, dc, n),
+          "cublasDgemm");
+    check(cudaMemcpyAsync(c + first * n, dc, sizeof(double) * count * n, cudaMemcpyDeviceToHost,
+                          w.lane[l]),
+          "copy C out");
+  }
+  w.join(s);
+}
+
+void triad(Workspace& w, cudaStream_t s, double* a, const double* b, const double* c, double scalar,
+           std::int64_t count) {
+  constexpr std::int64_t kChunk = 4 << 20;  // elements per chunk (32 MiB per array)
+  w.fork(s);
+  for (std::int64_t first = 0, i = 0; first < count; first += kChunk, ++i) {
+    const int l = static_cast<int>(i % kLanes);
+    const std::int64_t m = std::min(kChunk, count - first);
+    double* db = w.in[l][0].get<double>(kChunk);
+    double* dc = w.in[l][1].get<double>(kChunk);
+    double* da = w.out[l].get<double>(kChunk);
+    check(cudaMemcpyAsync(db, b + first, sizeof(double) * m, cudaMemcpyHostToDevice, w.lane[l]),
+          "copy b in");
+    check(cudaMemcpyAsync(dc, c + first, sizeof(double) * m, cudaMemcpyHostToDevice, w.lane[l]),
+          "copy c in");
+    triad_kernel<<<1024, 256, 0, w.lane[l]>>>(da, db, dc, scalar, m);
+    check(cudaGetLastError(), "triad kernel");
+    check(cudaMemcpyAsync(a + first, da, sizeof(double) * m, cudaMemcpyDeviceToHost, w.lane[l]),
+          "copy a out");
+  }
+  w.join(s);
+}
+
+void spmv(Workspace& w, cudaStream_t s, const std::int64_t* row_start, const int* col,
+          const float* val, const float* x, int x_len, float* y, std::int64_t rows) {
+  const std::int64_t base = row_start[0];
+  const std::int64_t entries = row_start[rows] - base;
+  float* dx = w.shared.get<float>(static_cast<std::size_t>(x_len));
+  auto* drow = w.in[0][0].get<std::int64_t>(static_cast<std::size_t>(rows + 1));
+  int* dcol = w.in[0][1].get<int>(static_cast<std::size_t>(entries));
+  float* dval = w.in[0][2].get<float>(static_cast<std::size_t>(entries));
+  float* dy = w.out[0].get<float>(static_cast<std::size_t>(rows));
+  check(cudaMemcpyAsync(dx, x, sizeof(float) * x_len, cudaMemcpyHostToDevice, s), "copy x in");
+  check(cudaMemcpyAsync(drow, row_start, sizeof(std::int64_t) * (rows + 1), cudaMemcpyHostToDevice,
+                        s),
+        "copy rows in");
+  check(cudaMemcpyAsync(dcol, col + base, sizeof(int) * entries, cudaMemcpyHostToDevice, s),
+        "copy columns in");
+  check(cudaMemcpyAsync(dval, val + base, sizeof(float) * entries, cudaMemcpyHostToDevice, s),
+        "copy values in");
+  spmv_kernel<<<2048, 256, 0, s>>>(drow, base, dcol, dval, dx, dy, rows);
+  check(cudaGetLastError(), "spmv kernel");
+  check(cudaMemcpyAsync(y, dy, sizeof(float) * rows, cudaMemcpyDeviceToHost, s), "copy y out");
+}
+
+namespace {
+
+// The median of five timed runs of `enqueue` on `s`, after one warm-up, in seconds.
+template <class F>
+double median_seconds(cudaStream_t s, F&& enqueue) {
+  cudaEvent_t a, b;
+  check(cudaEventCreate(&a), "cudaEventCreate");
+  check(cudaEventCreate(&b), "cudaEventCreate");
+  enqueue();
+  std::vector<double> t;
+  for (int i = 0; i < 5; ++i) {
+    check(cudaEventRecord(a, s), "cudaEventRecord");
+    enqueue();
+    check(cudaEventRecord(b, s), "cudaEventRecord");
+    check(cudaEventSynchronize(b), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
+    t.push_back(ms * 1e-3);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+double gemm_local_rate(Workspace& w, const double* a, const double* b, int m, int n, int k) {
+  double* da = w.in[0][0].get<double>(static_cast<std::size_t>(m) * k);
+  double* db = w.shared.get<double>(static_cast<std::size_t>(k) * n);
+  double* dc = w.out[0].get<double>(static_cast<std::size_t>(m) * n);
+  check(cudaMemcpyAsync(da, a, sizeof(double) * m * k, cudaMemcpyHostToDevice, w.lane[0]), "copy");
+  check(cudaMemcpyAsync(db, b, sizeof(double) * k * n, cudaMemcpyHostToDevice, w.lane[0]), "copy");
+  check(cublasSetStream(w.blas, w.lane[0]), "cublasSetStream");
+  const double one = 1.0, zero = 0.0;
+  const double t = median_seconds(w.lane[0], [&] {
+    check(cublasDgemm(w.blas, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, db, n, da, k, &zero, dc, n),
+          "cublasDgemm");
+  });
+  return 2.0 * m * n * k / t;
+}
+
+double triad_local_rate(Workspace& w, const double* b, const double* c, std::int64_t count) {
+  double* db = w.in[0][0].get<double>(static_cast<std::size_t>(count));
+  double* dc = w.in[0][1].get<double>(static_cast<std::size_t>(count));
+  double* da = w.out[0].get<double>(static_cast<std::size_t>(count));
+  check(cudaMemcpyAsync(db, b, sizeof(double) * count, cudaMemcpyHostToDevice, w.lane[0]), "copy");
+  check(cudaMemcpyAsync(dc, c, sizeof(double) * count, cudaMemcpyHostToDevice, w.lane[0]), "copy");
+  const double t = median_seconds(
+      w.lane[0], [&] { triad_kernel<<<1024, 256, 0, w.lane[0]>>>(da, db, dc, 3.0, count); });
+  return 24.0 * static_cast<double>(count) / t;
+}
+
+double spmv_local_rate(Workspace& w, const std::int64_t* row_start, const int* col,
+                       const float* val, const float* x, int x_len, std::int64_t rows) {
+  const std::int64_t entries = row_start[rows];
+  float* dx = w.shared.get<float>(static_cast<std::size_t>(x_len));
+  auto* drow = w.in[0][0].get<std::int64_t>(static_cast<std::size_t>(rows + 1));
+  int* dcol = w.in[0][1].get<int>(static_cast<std::size_t>(entries));
+  float* dval = w.in[0][2].get<float>(static_cast<std::size_t>(entries));
+  float* dy = w.out[0].get<float>(static_cast<std::size_t>(rows));
+  cudaStream_t s = w.lane[0];
+  check(cudaMemcpyAsync(dx, x, sizeof(float) * x_len, cudaMemcpyHostToDevice, s), "copy x in");
+  check(cudaMemcpyAsync(drow, row_start, sizeof(std::int64_t) * (rows + 1), cudaMemcpyHostToDevice,
+                        s),
+        "copy rows in");
+  check(cudaMemcpyAsync(dcol, col, sizeof(int) * entries, cudaMemcpyHostToDevice, s), "copy in");
+  check(cudaMemcpyAsync(dval, val, sizeof(float) * entries, cudaMemcpyHostToDevice, s), "copy in");
+  const double t = median_seconds(
+      s, [&] { spmv_kernel<<<2048, 256, 0, s>>>(drow, 0, dcol, dval, dx, dy, rows); });
+  return static_cast<double>(entries) / t;
+}
+
+}  // namespace apps::split::cuda

@@ -1,0 +1,29 @@
+// bench/split/split_suite.hpp - `weft bench split`: the adaptive CPU/GPU splitter (seed 002) on
+// host-resident GEMM by rows, STREAM triad and SpMV, against the same region run GPU-only,
+// CPU-only, at the static split from peak rates and at the best static split of a sweep, every
+// result checked.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "../harness/harness.hpp"
+
+namespace weft::bench::split {
+
+struct SplitSuiteOptions {
+  bool quick = false;
+  int samples = 5;
+  /// Applications to run (split_app_names()); empty: all of them.
+  std::vector<std::string> only;
+  /// Where to save the learned tables for `weft split show` (empty: not saved).
+  std::string db;
+  std::string machine;
+};
+
+/// The applications `weft bench split --only` selects from.
+std::vector<std::string> split_app_names();
+
+Suite run_split_suite(const SplitSuiteOptions& options);
+
+}  // namespace weft::bench::split

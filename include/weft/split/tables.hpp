@@ -1,0 +1,161 @@
+// weft/split/tables.hpp - the split tables of seed 002: DB1, the GPU's share of a region by size
+// bucket, and DB2, each core's share of the CPU's part, both learned from measured rates.
+//
+//   weft::split::SplitTables t(/*cores=*/15, {.gpu = 60e12, .cpu = 0.6e12}, {});
+//   const std::size_t b = t.bucket_of(size);   // DB1's bucket of this region's size F
+//   double g = t.gsplit(b);                    // the GPU's share of the work S
+//   ... run the region, time each part ...
+//   t.update(b, timing);                       // DB1[b] and DB2 from the measured rates
+//
+// The seed overwrites a bucket's split with Pgpu' / (Pgpu' + Pcpu') of the last region alone
+// (Pgpu' = S_gpu / T_gpu, Pcpu' = S_cpu / max_j T_j) and DB2 with P_j / sum P. Here each rate is
+// instead the median of its last `window` measurements, so that one outlier (a page-fault
+// storm, a preempted core) cannot send the next region's work to one side; window = 1 is the
+// seed's overwrite. A bucket that has never been measured borrows the rates of its nearest
+// measured bucket before it falls back to the peak prior: sizes close together split alike,
+// and an LU whose trailing update visits each size once would otherwise run every bucket of
+// its first factorisation at the peak split. docs/split.md gives the method and its measurements.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace weft::split {
+
+/// How the CPU's part is divided among its cores (DB2).
+enum class CoreShares : std::uint8_t {
+  /// A share per core, learned from each core's own rate (the seed's DB2).
+  per_core,
+  /// A share per class of cores (SplitOptions::core_class), the cores of a class sharing it
+  /// equally: fewer, steadier estimates where cores are alike within a class.
+  per_class,
+};
+
+/// Options of the split tables.
+struct SplitOptions {
+  /// M, the size buckets of DB1 (the seed used 50..200). At least 1.
+  std::size_t buckets = 100;
+  /// [Fmin, Fmax]: bucket i holds sizes from Fmin + i (Fmax - Fmin) / (M - 1); a size at or
+  /// above the last bucket's start uses the last bucket, one below Fmin the first. Both 0:
+  /// set from the first region's size F to [0, 2F].
+  double size_min = 0;
+  double size_max = 0;
+  /// Each rate is the median of its last `window` measurements; 1 is the seed's overwrite. At
+  /// least 1.
+  std::size_t window = 5;
+  CoreShares core_shares = CoreShares::per_core;
+  /// With per_class: the class of each core, core j (worker j) in class core_class[j].
+  std::vector<std::size_t> core_class{};
+  /// A side whose share of the work would fall below this fraction gets none: the region goes
+  /// all to the GPU or all to the CPU rather than paying a part's fixed costs for a sliver.
+  /// In [0, 0.5).
+  double min_share = 0.01;
+};
+
+/// The prior: peak rates, in the region's units of work per second, of the GPU and of all the
+/// cores that take part together (the seed: theoretical peaks, Pgpu / (Pgpu + Pcpu)).
+struct PeakRates {
+  double gpu = 0;
+  double cpu = 0;
+};
+
+/// What one region measured: the work each side and each core was given, and the seconds from
+/// the region's start until each finished it.
+struct RegionTiming {
+  double gpu_work = 0;
+  double gpu_seconds = 0;
+  std::vector<double> core_work;     // per core (worker index)
+  std::vector<double> core_seconds;  // per core; ignored where core_work is 0
+};
+
+/// The median of the last few measurements of a rate.
+class RateEstimate {
+ public:
+  RateEstimate() : RateEstimate(5) {}
+  explicit RateEstimate(std::size_t window);
+  /// Adds one measurement (> 0 and finite; others are ignored).
+  void add(double rate);
+  [[nodiscard]] bool empty() const noexcept { return recent_.empty(); }
+  /// The median of the recent measurements; 0 when empty.
+  [[nodiscard]] double value() const;
+  /// The recent measurements, oldest first (for the store).
+  [[nodiscard]] const std::vector<double>& recent() const noexcept { return recent_; }
+  [[nodiscard]] std::size_t window() const noexcept { return window_; }
+
+ private:
+  std::size_t window_;
+  std::vector<double> recent_;
+};
+
+/// One row of DB1.
+struct Bucket {
+  double size_from = 0;  // F_i
+  RateEstimate gpu_rate;
+  RateEstimate cpu_rate;  // all cores together
+  std::uint64_t regions = 0;
+  /// The split the bucket's last region ran with, and the split that would have balanced it
+  /// (its own measured rates alone): predicted against measured, for `weft split show`.
+  double last_used = std::numeric_limits<double>::quiet_NaN();
+  double last_balanced = std::numeric_limits<double>::quiet_NaN();
+};
+
+/// DB1 and DB2. Not thread-safe: the splitter that owns it updates it between regions.
+class SplitTables {
+ public:
+  /// `cores` takes part in the CPU's part. Throws weft::InvalidArgument for 0 cores, bad options
+  /// (buckets or window 0, min_share outside [0, 0.5), size_max < size_min, a core_class of the
+  /// wrong length under per_class) or a prior that is not positive and finite.
+  SplitTables(std::size_t cores, PeakRates prior, SplitOptions options);
+
+  /// The bucket of size F (setting [Fmin, Fmax] from it on the first call when they were 0).
+  /// Throws weft::InvalidArgument for a size that is negative or not finite.
+  std::size_t bucket_of(double size);
+  /// The GPU's share of the work for a region of bucket `b`, in [0, 1].
+  [[nodiscard]] double gsplit(std::size_t b) const;
+  /// The split of bucket `b` from the prior alone (the seed's static split).
+  [[nodiscard]] double prior_gsplit() const;
+  /// Each core's share of the CPU's part (DB2); they sum to 1.
+  [[nodiscard]] std::vector<double> csplit() const;
+  /// Learns from one region of bucket `b`. A side that was given no work learns nothing.
+  /// Throws weft::InvalidArgument for a timing whose per-core vectors have the wrong length.
+  void update(std::size_t b, const RegionTiming& timing);
+
+  [[nodiscard]] std::size_t cores() const noexcept { return cores_; }
+  [[nodiscard]] const PeakRates& prior() const noexcept { return prior_; }
+  [[nodiscard]] const SplitOptions& options() const noexcept { return options_; }
+  [[nodiscard]] bool size_range_set() const noexcept { return range_set_; }
+  [[nodiscard]] const std::vector<Bucket>& buckets() const noexcept { return buckets_; }
+  /// DB2's rate estimates: one per core (per_core) or per class (per_class).
+  [[nodiscard]] const std::vector<RateEstimate>& share_rates() const noexcept {
+    return share_rates_;
+  }
+
+  // ---- for the store: restoring learned state --------------------------------------------
+  /// Sets [Fmin, Fmax] (recomputing the buckets' starts). Throws as the constructor does.
+  void set_size_range(double size_min, double size_max);
+  /// Replaces bucket `b`'s learned state.
+  void restore_bucket(std::size_t b, const std::vector<double>& gpu_rates,
+                      const std::vector<double>& cpu_rates, std::uint64_t regions, double last_used,
+                      double last_balanced);
+  /// Replaces DB2's rate estimate `i` (a core's, or a class's).
+  void restore_share_rate(std::size_t i, const std::vector<double>& rates);
+
+ private:
+  [[nodiscard]] double rate_for(std::size_t b, RateEstimate Bucket::*side, double prior) const;
+  [[nodiscard]] double gpu_rate_for(std::size_t b) const;
+  [[nodiscard]] double cpu_rate_for(std::size_t b) const;
+  [[nodiscard]] double clamp_share(double g) const;
+  void learn_core_rates(const RegionTiming& timing);
+
+  std::size_t cores_;
+  PeakRates prior_;
+  SplitOptions options_;
+  bool range_set_ = false;
+  std::vector<Bucket> buckets_;
+  std::vector<RateEstimate> share_rates_;
+  std::size_t classes_ = 0;
+};
+
+}  // namespace weft::split

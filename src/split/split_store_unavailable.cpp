@@ -1,0 +1,27 @@
+// The split store where weft was built without SQLite: every use says so.
+#include "weft/error.hpp"
+#include "weft/graph/mapping/model_store.hpp"
+#include "weft/split/store.hpp"
+
+namespace weft::split {
+
+struct SplitStore::Db {};
+
+std::string fingerprint_of(const SplitTables& t) {
+  return "cores=" + std::to_string(t.cores()) + " buckets=" + std::to_string(t.options().buckets);
+}
+
+bool SplitStore::available() noexcept { return false; }
+std::string SplitStore::default_path() { return graph::ModelStore::default_path(); }
+
+SplitStore::SplitStore(const std::string& path) {
+  throw InvalidState("weft::split::SplitStore (" + path +
+                     "): weft was built without SQLite (install libsqlite3-dev and rebuild)");
+}
+SplitStore::~SplitStore() = default;
+void SplitStore::save(const SplitKey&, const SplitTables&) {}
+SplitStore::Load SplitStore::load(const SplitKey&, SplitTables&) const { return Load::absent; }
+std::vector<StoredSplit> SplitStore::list(const std::string&) const { return {}; }
+std::size_t SplitStore::reset(const std::string&, const std::string&) { return 0; }
+
+}  // namespace weft::split

@@ -1,0 +1,238 @@
+// DB1 and DB2 of the adaptive split (include/weft/split/tables.hpp).
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "weft/error.hpp"
+#include "weft/split/tables.hpp"
+
+namespace weft::split {
+
+namespace {
+
+bool positive_finite(double v) { return std::isfinite(v) && v > 0; }
+
+[[noreturn]] void bad(const std::string& what) {
+  throw InvalidArgument("weft::split::SplitTables: " + what);
+}
+
+}  // namespace
+
+RateEstimate::RateEstimate(std::size_t window) : window_(window) {
+  if (window_ == 0) bad("a rate window of 0 measurements");
+}
+
+void RateEstimate::add(double rate) {
+  if (!positive_finite(rate)) return;
+  if (recent_.size() == window_) recent_.erase(recent_.begin());
+  recent_.push_back(rate);
+}
+
+double RateEstimate::value() const {
+  if (recent_.empty()) return 0;
+  std::vector<double> v = recent_;
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  const double upper = v[mid];
+  const double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
+  return 0.5 * (lower + upper);
+}
+
+SplitTables::SplitTables(std::size_t cores, PeakRates prior, SplitOptions options)
+    : cores_(cores), prior_(prior), options_(std::move(options)) {
+  if (cores_ == 0) bad("no cores take part (cores must be >= 1)");
+  if (options_.buckets == 0) bad("0 size buckets (M must be >= 1)");
+  if (options_.window == 0) bad("a rate window of 0 measurements");
+  if (!(options_.min_share >= 0 && options_.min_share < 0.5)) {
+    bad("min_share " + std::to_string(options_.min_share) + " is outside [0, 0.5)");
+  }
+  if (!positive_finite(prior_.gpu) || !positive_finite(prior_.cpu)) {
+    bad("the peak rates must be positive and finite (gpu " + std::to_string(prior_.gpu) + ", cpu " +
+        std::to_string(prior_.cpu) + ")");
+  }
+  if (options_.core_shares == CoreShares::per_class) {
+    if (options_.core_class.size() != cores_) {
+      bad("per_class needs one class per core: " + std::to_string(options_.core_class.size()) +
+          " classes given for " + std::to_string(cores_) + " cores");
+    }
+    classes_ = *std::max_element(options_.core_class.begin(), options_.core_class.end()) + 1;
+  } else {
+    classes_ = cores_;
+  }
+  buckets_.assign(options_.buckets, Bucket{});
+  for (Bucket& b : buckets_) b.gpu_rate = b.cpu_rate = RateEstimate(options_.window);
+  share_rates_.assign(classes_, RateEstimate(options_.window));
+  if (options_.size_min != 0 || options_.size_max != 0) {
+    set_size_range(options_.size_min, options_.size_max);
+  }
+}
+
+void SplitTables::set_size_range(double size_min, double size_max) {
+  if (!std::isfinite(size_min) || !std::isfinite(size_max) || size_max < size_min) {
+    bad("the size range [" + std::to_string(size_min) + ", " + std::to_string(size_max) +
+        "] is empty or not finite");
+  }
+  options_.size_min = size_min;
+  options_.size_max = size_max;
+  const double m = static_cast<double>(buckets_.size());
+  const double step = buckets_.size() > 1 ? (size_max - size_min) / (m - 1) : 0;
+  for (std::size_t i = 0; i < buckets_.size(); ++i) {
+    buckets_[i].size_from = size_min + step * static_cast<double>(i);
+  }
+  range_set_ = true;
+}
+
+std::size_t SplitTables::bucket_of(double size) {
+  if (!std::isfinite(size) || size < 0) {
+    bad("a region's size must be finite and >= 0, not " + std::to_string(size));
+  }
+  if (!range_set_) set_size_range(0, 2 * size);
+  // The last bucket whose start is <= size (the first when size is below every start).
+  const auto after = std::upper_bound(buckets_.begin(), buckets_.end(), size,
+                                      [](double s, const Bucket& b) { return s < b.size_from; });
+  return after == buckets_.begin() ? 0 : static_cast<std::size_t>(after - buckets_.begin() - 1);
+}
+
+// A side's rate for bucket b: its own estimate, else the nearest measured bucket's (the lower
+// one on a tie), else the prior.
+double SplitTables::rate_for(std::size_t b, RateEstimate Bucket::*side, double prior) const {
+  for (std::size_t d = 0; d < buckets_.size(); ++d) {
+    if (b >= d && !(buckets_[b - d].*side).empty()) return (buckets_[b - d].*side).value();
+    if (b + d < buckets_.size() && !(buckets_[b + d].*side).empty()) {
+      return (buckets_[b + d].*side).value();
+    }
+  }
+  return prior;
+}
+
+double SplitTables::gpu_rate_for(std::size_t b) const {
+  return rate_for(b, &Bucket::gpu_rate, prior_.gpu);
+}
+
+double SplitTables::cpu_rate_for(std::size_t b) const {
+  return rate_for(b, &Bucket::cpu_rate, prior_.cpu);
+}
+
+double SplitTables::clamp_share(double g) const {
+  if (g < options_.min_share) return 0;
+  if (g > 1 - options_.min_share) return 1;
+  return g;
+}
+
+double SplitTables::prior_gsplit() const {
+  return clamp_share(prior_.gpu / (prior_.gpu + prior_.cpu));
+}
+
+double SplitTables::gsplit(std::size_t b) const {
+  if (b >= buckets_.size()) {
+    bad("bucket " + std::to_string(b) + " of " + std::to_string(buckets_.size()));
+  }
+  const double g = gpu_rate_for(b);
+  const double c = cpu_rate_for(b);
+  return clamp_share(g / (g + c));
+}
+
+std::vector<double> SplitTables::csplit() const {
+  // A core (class) not measured yet is taken to be as fast as the mean of those that were, so
+  // that DB2 starts at 1/N (the seed) and a newly measured core does not starve the others.
+  double known_sum = 0;
+  std::size_t known = 0;
+  for (const RateEstimate& r : share_rates_) {
+    if (!r.empty()) {
+      known_sum += r.value();
+      ++known;
+    }
+  }
+  const double fallback = known > 0 ? known_sum / static_cast<double>(known) : 1.0;
+  std::vector<double> shares(cores_);
+  double total = 0;
+  for (std::size_t j = 0; j < cores_; ++j) {
+    const std::size_t i =
+        options_.core_shares == CoreShares::per_class ? options_.core_class[j] : j;
+    shares[j] = share_rates_[i].empty() ? fallback : share_rates_[i].value();
+    total += shares[j];
+  }
+  for (double& s : shares) s /= total;
+  return shares;
+}
+
+void SplitTables::learn_core_rates(const RegionTiming& t) {
+  if (options_.core_shares == CoreShares::per_core) {
+    for (std::size_t j = 0; j < cores_; ++j) {
+      if (t.core_work[j] > 0 && t.core_seconds[j] > 0) {
+        share_rates_[j].add(t.core_work[j] / t.core_seconds[j]);
+      }
+    }
+    return;
+  }
+  // Per class: the class's work over its slowest core's time, per core of the class.
+  std::vector<double> work(classes_, 0), slowest(classes_, 0), members(classes_, 0);
+  for (std::size_t j = 0; j < cores_; ++j) {
+    const std::size_t c = options_.core_class[j];
+    members[c] += 1;
+    if (t.core_work[j] > 0) {
+      work[c] += t.core_work[j];
+      slowest[c] = std::max(slowest[c], t.core_seconds[j]);
+    }
+  }
+  for (std::size_t c = 0; c < classes_; ++c) {
+    if (work[c] > 0 && slowest[c] > 0) share_rates_[c].add(work[c] / slowest[c] / members[c]);
+  }
+}
+
+void SplitTables::update(std::size_t b, const RegionTiming& t) {
+  if (b >= buckets_.size()) {
+    bad("bucket " + std::to_string(b) + " of " + std::to_string(buckets_.size()));
+  }
+  if (t.core_work.size() != cores_ || t.core_seconds.size() != cores_) {
+    bad("a timing of " + std::to_string(t.core_work.size()) + " cores' work and " +
+        std::to_string(t.core_seconds.size()) + " cores' times for " + std::to_string(cores_) +
+        " cores");
+  }
+  Bucket& bucket = buckets_[b];
+  bucket.last_used = gsplit(b);
+  double cpu_work = 0;
+  double cpu_seconds = 0;
+  for (std::size_t j = 0; j < cores_; ++j) {
+    if (t.core_work[j] > 0) {
+      cpu_work += t.core_work[j];
+      cpu_seconds = std::max(cpu_seconds, t.core_seconds[j]);
+    }
+  }
+  const double gpu_measured = t.gpu_work > 0 && t.gpu_seconds > 0 ? t.gpu_work / t.gpu_seconds : 0;
+  const double cpu_measured = cpu_work > 0 && cpu_seconds > 0 ? cpu_work / cpu_seconds : 0;
+  // What would have balanced this region alone: measured where a side ran, estimated where not.
+  const double g = gpu_measured > 0 ? gpu_measured : gpu_rate_for(b);
+  const double c = cpu_measured > 0 ? cpu_measured : cpu_rate_for(b);
+  bucket.last_balanced = g / (g + c);
+  bucket.gpu_rate.add(gpu_measured);
+  bucket.cpu_rate.add(cpu_measured);
+  bucket.regions += 1;
+  learn_core_rates(t);
+}
+
+void SplitTables::restore_bucket(std::size_t b, const std::vector<double>& gpu_rates,
+                                 const std::vector<double>& cpu_rates, std::uint64_t regions,
+                                 double last_used, double last_balanced) {
+  if (b >= buckets_.size()) {
+    bad("restoring bucket " + std::to_string(b) + " of " + std::to_string(buckets_.size()));
+  }
+  Bucket& bucket = buckets_[b];
+  bucket.gpu_rate = bucket.cpu_rate = RateEstimate(options_.window);
+  for (double r : gpu_rates) bucket.gpu_rate.add(r);
+  for (double r : cpu_rates) bucket.cpu_rate.add(r);
+  bucket.regions = regions;
+  bucket.last_used = last_used;
+  bucket.last_balanced = last_balanced;
+}
+
+void SplitTables::restore_share_rate(std::size_t i, const std::vector<double>& rates) {
+  if (i >= share_rates_.size()) {
+    bad("restoring share rate " + std::to_string(i) + " of " + std::to_string(share_rates_.size()));
+  }
+  share_rates_[i] = RateEstimate(options_.window);
+  for (double r : rates) share_rates_[i].add(r);
+}
+
+}  // namespace weft::split

@@ -1,0 +1,259 @@
+// The adaptive splitter (include/weft/split/splitter.hpp): cuts a region by the tables, runs the
+// GPU part on the calling thread and the CPU's shares on the executor's workers at once, times
+// each from the region's common start, and learns.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <string>
+
+#include "graph/device/device_backend.hpp"
+#include "weft/cpu/executor.hpp"
+#include "weft/cpu/team.hpp"
+#include "weft/error.hpp"
+#include "weft/split/splitter.hpp"
+#include "weft/split/store.hpp"
+
+namespace weft::split {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The graph layer's emulated device: the GPU part runs on its stream's thread, in order, while
+// the feeding thread waits for the stream as it would for a CUDA stream.
+class EmulatedSide final : public GpuSide {
+ public:
+  EmulatedSide() : device_(graph::detail::make_emulated_device(1)) {}
+
+  [[nodiscard]] std::string description() const override { return "emulated"; }
+  [[nodiscard]] bool is_emulated() const noexcept override { return true; }
+
+  void run(const std::function<void(const GpuContext&)>& part) override {
+    std::exception_ptr error;
+    device_->on_host(0, [&](std::exception_ptr earlier) {
+      if (earlier) {
+        error = earlier;
+        return;
+      }
+      try {
+        part(GpuContext{nullptr, -1, true});
+      } catch (...) {
+        error = std::current_exception();
+      }
+    });
+    device_->synchronize();  // orders `error`'s write before this read
+    if (error) std::rethrow_exception(error);
+  }
+
+ private:
+  std::unique_ptr<graph::detail::DeviceBackend> device_;
+};
+
+void check_work(const RegionWork& w) {
+  const char* what = nullptr;
+  if (w.items < 0) what = "a negative number of items";
+  if (w.grain < 1) what = "a grain below 1";
+  if (!std::isfinite(w.work) || w.work < 0) what = "work that is negative or not finite";
+  if (!std::isfinite(w.size) || w.size < 0) what = "a size that is negative or not finite";
+  if (what != nullptr) throw InvalidArgument(std::string("weft::split: a region with ") + what);
+}
+
+// The fraction of the region's work before item i.
+double fraction_before(const RegionWork& w, std::int64_t i) {
+  if (w.items == 0) return 0;
+  if (w.work_before && w.work > 0) return w.work_before(i) / w.work;
+  return static_cast<double>(i) / static_cast<double>(w.items);
+}
+
+// The item boundary, on a multiple of the grain (or the end), whose fraction of the work
+// before it is nearest to `target`.
+std::int64_t cut_at(const RegionWork& w, double target) {
+  if (target <= 0) return 0;
+  if (target >= 1) return w.items;
+  const std::int64_t slots = (w.items + w.grain - 1) / w.grain;  // boundaries 1..slots
+  auto boundary = [&](std::int64_t k) { return std::min(k * w.grain, w.items); };
+  std::int64_t lo = 0;
+  std::int64_t hi = slots;  // fraction_before(boundary(hi)) = 1 >= target
+  while (lo < hi) {         // the first boundary at or past the target
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (fraction_before(w, boundary(mid)) < target) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo > 0 &&
+      target - fraction_before(w, boundary(lo - 1)) < fraction_before(w, boundary(lo)) - target) {
+    --lo;
+  }
+  return boundary(lo);
+}
+
+}  // namespace
+
+std::unique_ptr<GpuSide> GpuSide::emulated() { return std::make_unique<EmulatedSide>(); }
+
+std::unique_ptr<GpuSide> GpuSide::best_available() {
+  try {
+    return cuda(0);
+  } catch (const Error&) {
+    return emulated();
+  }
+}
+
+double work_in(const RegionWork& w, Range r) {
+  return w.work * (fraction_before(w, r.end) - fraction_before(w, r.begin));
+}
+
+SplitRanges split_ranges(const RegionWork& w, double gsplit, const std::vector<double>& csplit) {
+  check_work(w);
+  SplitRanges out;
+  const std::int64_t gpu_end = cut_at(w, gsplit);
+  out.gpu = {0, gpu_end};
+  double before = gsplit;
+  std::int64_t begin = gpu_end;
+  for (std::size_t j = 0; j < csplit.size(); ++j) {
+    before += (1 - gsplit) * csplit[j];
+    const std::int64_t end =
+        j + 1 == csplit.size() ? w.items : std::max(begin, cut_at(w, std::min(before, 1.0)));
+    out.cores.push_back({begin, end});
+    begin = end;
+  }
+  return out;
+}
+
+Splitter::Splitter(cpu::Executor& ex, GpuSide& gpu, std::string region, PeakRates prior,
+                   SplitOptions options)
+    : ex_(ex),
+      gpu_(gpu),
+      region_(std::move(region)),
+      tables_(ex.num_workers(), prior, std::move(options)) {
+  if (region_.empty()) throw InvalidArgument("weft::split::Splitter: an empty region name");
+}
+
+Splitter::~Splitter() = default;
+
+bool Splitter::attach(SplitStore& store, const std::string& machine) {
+  if (machine.empty()) throw InvalidArgument("weft::split::Splitter::attach: an empty machine");
+  store_ = &store;
+  machine_ = machine;
+  return store.load({machine_, region_, gpu_.description()}, tables_) == SplitStore::Load::loaded;
+}
+
+void Splitter::save() {
+  if (store_ != nullptr) store_->save({machine_, region_, gpu_.description()}, tables_);
+}
+
+RegionReport Splitter::run(const RegionWork& work, const GpuPart& gpu, const CpuPart& cpu) {
+  check_work(work);
+  const std::size_t bucket = tables_.bucket_of(work.size);
+  RegionReport report = run_split(work, bucket, tables_.gsplit(bucket), tables_.csplit(), gpu, cpu);
+  RegionTiming timing;
+  timing.gpu_work = work_in(work, report.gpu);
+  timing.gpu_seconds = report.gpu_seconds;
+  for (std::size_t j = 0; j < report.cores.size(); ++j) {
+    timing.core_work.push_back(work_in(work, report.cores[j]));
+    timing.core_seconds.push_back(report.core_seconds[j]);
+  }
+  tables_.update(bucket, timing);
+  report.next_gsplit = tables_.gsplit(bucket);
+  save();
+  return report;
+}
+
+RegionReport Splitter::run_fixed(const RegionWork& work, double gsplit, const GpuPart& gpu,
+                                 const CpuPart& cpu, std::vector<double> core_shares) {
+  check_work(work);
+  if (!(gsplit >= 0 && gsplit <= 1)) {
+    throw InvalidArgument("weft::split::Splitter::run_fixed: gsplit " + std::to_string(gsplit) +
+                          " is outside [0, 1]");
+  }
+  if (core_shares.empty()) core_shares = tables_.csplit();
+  double sum = 0;
+  for (double c : core_shares) sum += c >= 0 ? c : std::nan("");
+  if (core_shares.size() != tables_.cores() || !(std::abs(sum - 1) < 1e-9)) {
+    throw InvalidArgument(
+        "weft::split::Splitter::run_fixed: " + std::to_string(core_shares.size()) +
+        " core shares for " + std::to_string(tables_.cores()) +
+        " cores, or shares that are negative or do not sum to 1");
+  }
+  RegionReport report =
+      run_split(work, tables_.bucket_of(work.size), gsplit, core_shares, gpu, cpu);
+  report.next_gsplit = gsplit;
+  return report;
+}
+
+RegionReport Splitter::run_split(const RegionWork& work, std::size_t bucket, double gsplit,
+                                 const std::vector<double>& core_shares, const GpuPart& gpu,
+                                 const CpuPart& cpu) {
+  if (ex_.this_worker_index() >= 0) {
+    throw InvalidState(
+        "weft::split::Splitter: a region was started on one of its executor's workers (the "
+        "CPU's part needs every worker; start regions from another thread)");
+  }
+  const std::size_t cores = tables_.cores();
+  const SplitRanges ranges = split_ranges(work, gsplit, core_shares);
+  RegionReport report;
+  report.bucket = bucket;
+  report.gsplit = gsplit;
+  report.gpu = ranges.gpu;
+  report.cores = ranges.cores;
+  report.core_seconds.assign(cores, 0);
+
+  std::mutex error_mutex;
+  std::exception_ptr first_error;
+  auto keep_error = [&] {
+    const std::lock_guard lock(error_mutex);
+    if (!first_error) first_error = std::current_exception();
+  };
+  const bool cpu_has_work = std::any_of(ranges.cores.begin(), ranges.cores.end(),
+                                        [](const Range& r) { return !r.empty(); });
+  const Clock::time_point t0 = Clock::now();
+  // Every worker runs one participant: after the barrier each sits on a worker of its own, and
+  // takes the share of that worker (core), so that DB2's entry j always describes core j.
+  cpu::Future<void> cpu_done;
+  if (cpu_has_work) {
+    cpu_done = ex_.submit([&] {
+      cpu::run_team(ex_, cores, [&](cpu::Team& team) {
+        team.barrier();
+        const auto core = static_cast<std::size_t>(ex_.this_worker_index());
+        const Range r = ranges.cores[core];
+        if (!r.empty()) {
+          try {
+            cpu(r, core);
+          } catch (...) {
+            keep_error();
+          }
+        }
+        report.core_seconds[core] = seconds_since(t0);
+      });
+    });
+  }
+  if (!ranges.gpu.empty()) {
+    try {
+      gpu_.run([&](const GpuContext& g) { gpu(ranges.gpu, g); });
+    } catch (...) {
+      keep_error();
+    }
+    report.gpu_seconds = seconds_since(t0);
+  }
+  if (cpu_has_work) {
+    try {
+      cpu_done.get();
+    } catch (...) {
+      keep_error();
+    }
+    report.cpu_seconds = *std::max_element(report.core_seconds.begin(), report.core_seconds.end());
+  }
+  report.seconds = seconds_since(t0);
+  if (first_error) std::rethrow_exception(first_error);
+  return report;
+}
+
+}  // namespace weft::split

@@ -1,0 +1,94 @@
+// src/store/sqlite_db.hpp: SQLite's C API in two RAII types.
+#include "store/sqlite_db.hpp"
+
+#include <ctime>
+#include <filesystem>
+#include <thread>
+
+#include "weft/error.hpp"
+
+namespace weft::store {
+
+SqliteDb::SqliteDb(std::string owner, std::string path)
+    : owner_(std::move(owner)), path_(std::move(path)) {
+  try {
+    open();
+  } catch (...) {
+    sqlite3_close(handle_);  // a constructor that throws runs no destructor
+    throw;
+  }
+}
+
+void SqliteDb::open() {
+  if (sqlite3_open_v2(path_.c_str(), &handle_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                      nullptr) != SQLITE_OK) {
+    // SQLite says only "unable to open database file"; the usual reason is worth naming.
+    std::error_code ec;
+    const std::filesystem::path dir = std::filesystem::path(path_).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec)) {
+      fail("opening (directory " + dir.string() + " does not exist)");
+    }
+    fail("opening");
+  }
+  sqlite3_busy_timeout(handle_, static_cast<int>(kPatience.count()));  // another process writing
+  exec_waiting("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", "setting the journal mode",
+               kPatience);
+}
+
+SqliteDb::~SqliteDb() { sqlite3_close(handle_); }  // statements are finalised by their owners first
+
+void SqliteDb::fail(const std::string& what) const {
+  const std::string message = handle_ != nullptr ? sqlite3_errmsg(handle_) : "out of memory";
+  throw Error(owner_ + " (" + path_ + "): " + what + ": " + message);
+}
+
+void SqliteDb::exec_waiting(const char* sql, const char* what, std::chrono::milliseconds patience) {
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  for (;;) {
+    char* message = nullptr;
+    const int rc = sqlite3_exec(handle_, sql, nullptr, nullptr, &message);
+    if (rc == SQLITE_OK) return;
+    const std::string m = message != nullptr ? message : "";
+    sqlite3_free(message);
+    if ((rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    throw Error(owner_ + " (" + path_ + "): " + what + ": " + m);
+  }
+}
+
+int SqliteDb::changes() const noexcept { return sqlite3_changes(handle_); }
+
+SqliteStatement::SqliteStatement(const SqliteDb& db, const std::string& sql) {
+  if (sqlite3_prepare_v2(db.handle(), sql.c_str(), -1, &stmt_, nullptr) != SQLITE_OK) {
+    db.fail("preparing a statement");
+  }
+}
+
+SqliteStatement::~SqliteStatement() { sqlite3_finalize(stmt_); }
+
+void SqliteStatement::text(int i, const std::string& v) {
+  sqlite3_bind_text(stmt_, i, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+}
+void SqliteStatement::real(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
+void SqliteStatement::integer(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
+int SqliteStatement::step() { return sqlite3_step(stmt_); }
+
+std::string SqliteStatement::column_text(int i) const {
+  const auto* t = sqlite3_column_text(stmt_, i);
+  return t != nullptr ? reinterpret_cast<const char*>(t) : "";
+}
+double SqliteStatement::column_real(int i) const { return sqlite3_column_double(stmt_, i); }
+std::int64_t SqliteStatement::column_integer(int i) const { return sqlite3_column_int64(stmt_, i); }
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace weft::store

@@ -1,0 +1,214 @@
+// The split tables' store (weft/split/store.hpp): what is saved comes back, tables learned for
+// other cores or buckets are refused, a process killed mid-save leaves whole tables, and the
+// splitter loads and saves through it.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "weft/cpu/executor.hpp"
+#include "weft/error.hpp"
+#include "weft/split/splitter.hpp"
+#include "weft/split/store.hpp"
+
+namespace ws = weft::split;
+namespace fs = std::filesystem;
+
+namespace {
+
+class SplitStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!ws::SplitStore::available()) GTEST_SKIP() << "weft was built without SQLite";
+    dir_ = fs::temp_directory_path() /
+           ("weft-split-store-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    path_ = (dir_ / "models.db").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  std::string path_;
+};
+
+ws::SplitOptions opts() {
+  ws::SplitOptions o;
+  o.buckets = 20;
+  o.size_min = 0;
+  o.size_max = 1900;
+  o.window = 3;
+  o.min_share = 0;
+  return o;
+}
+
+ws::RegionTiming timing(double gpu_rate, double core_rate, std::size_t cores) {
+  ws::RegionTiming t;
+  t.gpu_work = 100;
+  t.gpu_seconds = 100 / gpu_rate;
+  t.core_work.assign(cores, 10);
+  t.core_seconds.assign(cores, 10 / core_rate);
+  t.core_seconds[0] = 10 / (core_rate / 2);  // core 0 runs at half speed
+  return t;
+}
+
+const ws::SplitKey kKey{"host-a", "gemm_rows", "NVIDIA H100, driver 13000"};
+
+}  // namespace
+
+TEST_F(SplitStoreTest, SavedTablesComeBackAsTheyWere) {
+  ws::SplitTables t(4, {100, 10}, opts());
+  t.update(3, timing(50, 5, 4));
+  t.update(3, timing(60, 5, 4));
+  t.update(17, timing(80, 6, 4));
+  {
+    ws::SplitStore store(path_);
+    store.save(kKey, t);
+  }
+  ws::SplitStore store(path_);
+  ws::SplitTables back(4, {100, 10}, opts());
+  ASSERT_EQ(store.load(kKey, back), ws::SplitStore::Load::loaded);
+  for (std::size_t b = 0; b < 20; ++b) {
+    EXPECT_DOUBLE_EQ(back.gsplit(b), t.gsplit(b)) << b;
+    EXPECT_EQ(back.buckets()[b].regions, t.buckets()[b].regions);
+    EXPECT_EQ(back.buckets()[b].gpu_rate.recent(), t.buckets()[b].gpu_rate.recent());
+  }
+  EXPECT_DOUBLE_EQ(back.buckets()[3].last_balanced, t.buckets()[3].last_balanced);
+  EXPECT_EQ(back.csplit(), t.csplit());
+  ASSERT_EQ(store.list().size(), 1u);
+  EXPECT_EQ(store.list()[0].key, kKey);
+  EXPECT_DOUBLE_EQ(store.list()[0].tables.gsplit(17), t.gsplit(17));
+}
+
+TEST_F(SplitStoreTest, TablesForOtherCoresBucketsOrKeysAreNotUsed) {
+  ws::SplitTables t(4, {100, 10}, opts());
+  t.update(3, timing(50, 5, 4));
+  ws::SplitStore store(path_);
+  store.save(kKey, t);
+  ws::SplitTables fewer_cores(3, {100, 10}, opts());
+  EXPECT_EQ(store.load(kKey, fewer_cores), ws::SplitStore::Load::invalidated);
+  EXPECT_EQ(fewer_cores.buckets()[3].regions, 0u);  // left at the prior
+  ws::SplitOptions more = opts();
+  more.buckets = 40;
+  ws::SplitTables more_buckets(4, {100, 10}, more);
+  EXPECT_EQ(store.load(kKey, more_buckets), ws::SplitStore::Load::invalidated);
+  ws::SplitTables other(4, {100, 10}, opts());
+  EXPECT_EQ(store.load({"host-a", "gemm_rows", "NVIDIA H100, driver 13010"}, other),
+            ws::SplitStore::Load::absent);
+  EXPECT_EQ(store.load({"host-b", "gemm_rows", kKey.device}, other), ws::SplitStore::Load::absent);
+}
+
+TEST_F(SplitStoreTest, ALearnedSizeRangeIsRestored) {
+  ws::SplitOptions o = opts();
+  o.size_min = o.size_max = 0;  // learned from the first region
+  ws::SplitTables t(2, {1, 1}, o);
+  const std::size_t b = t.bucket_of(500);  // [0, 1000]
+  t.update(b, timing(50, 5, 2));
+  ws::SplitStore store(path_);
+  store.save(kKey, t);
+  ws::SplitTables back(2, {1, 1}, o);
+  ASSERT_EQ(store.load(kKey, back), ws::SplitStore::Load::loaded);
+  EXPECT_TRUE(back.size_range_set());
+  EXPECT_EQ(back.bucket_of(500), b);
+  EXPECT_DOUBLE_EQ(back.gsplit(b), t.gsplit(b));
+}
+
+TEST_F(SplitStoreTest, ResetRemovesByMachineAndRegion) {
+  ws::SplitTables t(1, {1, 1}, opts());
+  ws::SplitStore store(path_);
+  store.save({"a", "r1", "d"}, t);
+  store.save({"a", "r2", "d"}, t);
+  store.save({"b", "r1", "d"}, t);
+  EXPECT_EQ(store.reset("a", "r1"), 1u);
+  EXPECT_EQ(store.list().size(), 2u);
+  EXPECT_EQ(store.reset("", "r2"), 1u);
+  EXPECT_EQ(store.reset("", ""), 1u);
+  EXPECT_TRUE(store.list().empty());
+}
+
+TEST_F(SplitStoreTest, EmptyKeysAndMissingDirectoriesAreNamed) {
+  ws::SplitStore store(path_);
+  ws::SplitTables t(1, {1, 1}, opts());
+  EXPECT_THROW(store.save({"", "r", "d"}, t), weft::InvalidArgument);
+  try {
+    ws::SplitStore bad((dir_ / "no-such-dir" / "x.db").string());
+    ADD_FAILURE() << "opened";
+  } catch (const weft::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+  }
+}
+
+// A child saves tables over and over, each save with every rate equal to its round; it is
+// killed at some point. Whatever the store holds then is one whole save: every rate of one
+// round, never a mix.
+TEST_F(SplitStoreTest, AProcessKilledMidSaveLeavesWholeTables) {
+  { ws::SplitStore create(path_); }
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      try {
+        ws::SplitStore store(path_);
+        for (int round = 1;; ++round) {
+          ws::SplitTables t(4, {1, 1}, opts());
+          const double r = round + 1000.0 * attempt;
+          for (std::size_t b = 0; b < 20; ++b) t.update(b, timing(r, r, 4));
+          store.save(kKey, t);
+        }
+      } catch (...) {
+        ::_exit(3);
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + 37 * attempt));
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the child stopped by itself: " << status;
+    ws::SplitStore store(path_);
+    ws::SplitTables back(4, {1, 1}, opts());
+    ASSERT_EQ(store.load(kKey, back), ws::SplitStore::Load::loaded);
+    const double first = back.buckets()[0].gpu_rate.value();
+    EXPECT_GE(first, 1000.0 * attempt);
+    for (std::size_t b = 0; b < 20; ++b) {
+      ASSERT_EQ(back.buckets()[b].regions, 1u);
+      EXPECT_EQ(back.buckets()[b].gpu_rate.value(), first) << "bucket " << b;
+    }
+    EXPECT_DOUBLE_EQ(back.share_rates()[1].value(),
+                     first);  // the cores' rates are of the same save
+  }
+}
+
+TEST_F(SplitStoreTest, TheSplitterLoadsAndSavesThroughTheStore) {
+  weft::cpu::ExecutorOptions eo;
+  eo.workers = 2;
+  eo.pinning = weft::cpu::Pinning::none;
+  weft::cpu::Executor ex(eo);
+  auto gpu = ws::GpuSide::emulated();
+  ws::RegionWork w;
+  w.size = 100;
+  w.work = 100;
+  w.items = 100;
+  const ws::GpuPart g = [](ws::Range r, const ws::GpuContext&) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100 * r.size()));
+  };
+  const ws::CpuPart c = [](ws::Range r, std::size_t) {
+    std::this_thread::sleep_for(std::chrono::microseconds(300 * r.size()));
+  };
+  double learned = 0;
+  {
+    ws::SplitStore store(path_);
+    ws::Splitter s(ex, *gpu, "attach", {1, 1}, opts());
+    EXPECT_FALSE(s.attach(store, "host-a"));  // nothing stored yet
+    for (int i = 0; i < 3; ++i) learned = s.run(w, g, c).next_gsplit;
+  }
+  ws::SplitStore store(path_);
+  ws::Splitter again(ex, *gpu, "attach", {1, 1}, opts());
+  EXPECT_TRUE(again.attach(store, "host-a"));
+  EXPECT_DOUBLE_EQ(again.tables().gsplit(1), learned);  // size 100 is bucket 1
+}

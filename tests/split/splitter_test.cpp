@@ -1,0 +1,261 @@
+// The splitter on the emulated device (weft/split/splitter.hpp): every item runs exactly once,
+// on the side and core its share says; the parts run at once; the tables learn from measured
+// times and converge; errors come back after every part has finished.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "weft/cpu/executor.hpp"
+#include "weft/error.hpp"
+#include "weft/split/splitter.hpp"
+
+namespace ws = weft::split;
+using namespace std::chrono_literals;
+
+namespace {
+
+weft::cpu::Executor make_executor(std::size_t workers) {
+  weft::cpu::ExecutorOptions o;
+  o.workers = workers;
+  o.pinning = weft::cpu::Pinning::none;
+  return weft::cpu::Executor(o);
+}
+
+ws::RegionWork region(std::int64_t items, double size = 100) {
+  ws::RegionWork w;
+  w.size = size;
+  w.work = static_cast<double>(items);
+  w.items = items;
+  return w;
+}
+
+// Sleeps long enough for `items` at `rate` items per second.
+void work_for(ws::Range r, double rate) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(static_cast<double>(r.size()) / rate));
+}
+
+}  // namespace
+
+TEST(SplitRanges, CoverEveryItemOnceInGpuThenCoreOrder) {
+  ws::RegionWork w = region(1000);
+  const ws::SplitRanges r = ws::split_ranges(w, 0.6, {0.25, 0.25, 0.5});
+  EXPECT_EQ(r.gpu, (ws::Range{0, 600}));
+  ASSERT_EQ(r.cores.size(), 3u);
+  EXPECT_EQ(r.cores[0], (ws::Range{600, 700}));
+  EXPECT_EQ(r.cores[1], (ws::Range{700, 800}));
+  EXPECT_EQ(r.cores[2], (ws::Range{800, 1000}));
+}
+
+TEST(SplitRanges, FallOnTheGrain) {
+  ws::RegionWork w = region(1000);
+  w.grain = 64;
+  const ws::SplitRanges r = ws::split_ranges(w, 0.6, {0.5, 0.5});
+  EXPECT_EQ(r.gpu.end % 64, 0);
+  EXPECT_EQ(r.gpu.end, 576);  // 600 is nearer 576 than 640
+  EXPECT_EQ(r.cores[0].end % 64, 0);
+  EXPECT_EQ(r.cores[1].end, 1000);
+}
+
+TEST(SplitRanges, FollowTheWorkOfUnequalItems) {
+  // Item i costs i + 1: the work before item i is i (i + 1) / 2.
+  ws::RegionWork w;
+  w.items = 100;
+  w.work = 5050;
+  w.work_before = [](std::int64_t i) { return static_cast<double>(i * (i + 1) / 2); };
+  const ws::SplitRanges r = ws::split_ranges(w, 0.5, {1.0});
+  EXPECT_EQ(r.gpu.end, 71);  // 71 * 72 / 2 = 2556, nearest to 2525
+  EXPECT_NEAR(ws::work_in(w, r.gpu), 2556, 1e-9);
+  EXPECT_EQ(r.cores[0], (ws::Range{71, 100}));
+}
+
+TEST(SplitRanges, GoAllToOneSideAtTheEnds) {
+  ws::RegionWork w = region(10);
+  EXPECT_TRUE(ws::split_ranges(w, 0, {0.5, 0.5}).gpu.empty());
+  const ws::SplitRanges all_gpu = ws::split_ranges(w, 1, {0.5, 0.5});
+  EXPECT_EQ(all_gpu.gpu, (ws::Range{0, 10}));
+  EXPECT_TRUE(all_gpu.cores[0].empty());
+  EXPECT_TRUE(all_gpu.cores[1].empty());
+}
+
+TEST(Splitter, RunsEveryItemExactlyOnceOnTheSideItsShareSays) {
+  auto ex = make_executor(3);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "cover", {3, 1}, {.min_share = 0});
+  std::vector<std::atomic<int>> runs(1000);
+  std::atomic<int> gpu_items{0};
+  std::vector<std::atomic<int>> core_items(3);
+  for (int round = 0; round < 5; ++round) {
+    for (auto& r : runs) r = 0;
+    const ws::RegionReport rep = s.run(
+        region(1000),
+        [&](ws::Range r, const ws::GpuContext& g) {
+          EXPECT_TRUE(g.emulated);
+          EXPECT_EQ(g.stream, nullptr);
+          for (auto i = r.begin; i < r.end; ++i) runs[static_cast<std::size_t>(i)]++;
+          gpu_items += static_cast<int>(r.size());
+        },
+        [&](ws::Range r, std::size_t core) {
+          EXPECT_LT(core, 3u);
+          for (auto i = r.begin; i < r.end; ++i) runs[static_cast<std::size_t>(i)]++;
+          core_items[core] += static_cast<int>(r.size());
+        });
+    for (auto& r : runs) ASSERT_EQ(r.load(), 1);
+    EXPECT_EQ(rep.gpu.size() + rep.cores[0].size() + rep.cores[1].size() + rep.cores[2].size(),
+              1000);
+  }
+  EXPECT_GT(gpu_items.load(), 0);
+}
+
+TEST(Splitter, RunsBothPartsAtOnce) {
+  auto ex = make_executor(2);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "overlap", {1, 1}, {.min_share = 0});
+  // Each side waits until the other has started: run one after the other, they would hang.
+  std::atomic<bool> gpu_started{false};
+  std::atomic<int> cores_started{0};
+  auto wait_for = [](auto&& ready) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!ready()) {
+      if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("not at once");
+      std::this_thread::sleep_for(1ms);
+    }
+  };
+  EXPECT_NO_THROW(s.run(
+      region(100),
+      [&](ws::Range, const ws::GpuContext&) {
+        gpu_started = true;
+        wait_for([&] { return cores_started.load() == 2; });
+      },
+      [&](ws::Range, std::size_t) {
+        cores_started++;
+        wait_for([&] { return gpu_started.load(); });
+      }));
+}
+
+TEST(Splitter, LearnsTheSplitThatBalancesMeasuredRates) {
+  auto ex = make_executor(2);
+  auto gpu = ws::GpuSide::emulated();
+  // The prior says the GPU is 99x the CPU; in truth it runs 2000 items/s and each core 500
+  // (1000 together): the balanced split is 2/3.
+  ws::Splitter s(ex, *gpu, "converge", {99, 1}, {.window = 3, .min_share = 0});
+  double g = 0;
+  for (int round = 0; round < 6; ++round) {
+    const ws::RegionReport rep = s.run(
+        region(400), [&](ws::Range r, const ws::GpuContext&) { work_for(r, 2000); },
+        [&](ws::Range r, std::size_t) { work_for(r, 500); });
+    g = rep.next_gsplit;
+  }
+  EXPECT_NEAR(g, 2.0 / 3.0, 0.08);  // sleeps overshoot by scheduler jitter, not by more
+}
+
+TEST(Splitter, FindsASlowerCore) {
+  auto ex = make_executor(2);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "percore", {1, 1}, {.window = 3, .min_share = 0});
+  for (int round = 0; round < 5; ++round) {
+    s.run_fixed(
+        region(300), 0, [](ws::Range, const ws::GpuContext&) {},
+        [&](ws::Range r, std::size_t core) { work_for(r, core == 0 ? 1000 : 3000); });
+    // run_fixed learns nothing; run does:
+    s.run(
+        region(300), [](ws::Range, const ws::GpuContext&) {},
+        [&](ws::Range r, std::size_t core) { work_for(r, core == 0 ? 1000 : 3000); });
+  }
+  const std::vector<double> c = s.tables().csplit();
+  EXPECT_NEAR(c[0], 0.25, 0.07);
+  EXPECT_NEAR(c[1], 0.75, 0.07);
+}
+
+TEST(Splitter, RunFixedUsesTheGivenSplitAndLearnsNothing) {
+  auto ex = make_executor(2);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "fixed", {1, 1}, {.min_share = 0});
+  const ws::RegionReport rep = s.run_fixed(
+      region(100), 0.3, [](ws::Range, const ws::GpuContext&) {}, [](ws::Range, std::size_t) {});
+  EXPECT_EQ(rep.gpu, (ws::Range{0, 30}));
+  EXPECT_EQ(s.tables().buckets()[rep.bucket].regions, 0u);
+  EXPECT_THROW(
+      s.run_fixed(
+          region(100), 1.5, [](ws::Range, const ws::GpuContext&) {}, [](ws::Range, std::size_t) {}),
+      weft::InvalidArgument);
+}
+
+TEST(Splitter, AFailingPartFailsTheRegionAfterEveryPartFinished) {
+  auto ex = make_executor(2);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "errors", {1, 1}, {.min_share = 0});
+  std::atomic<int> cores_done{0};
+  EXPECT_THROW(
+      s.run(
+          region(100), [](ws::Range, const ws::GpuContext&) { throw std::logic_error("gpu part"); },
+          [&](ws::Range, std::size_t) {
+            std::this_thread::sleep_for(20ms);
+            cores_done++;
+          }),
+      std::logic_error);
+  EXPECT_EQ(cores_done.load(), 2);  // both cores finished before the error came back
+  std::atomic<bool> gpu_done{false};
+  try {
+    s.run(
+        region(100),
+        [&](ws::Range, const ws::GpuContext&) {
+          std::this_thread::sleep_for(20ms);
+          gpu_done = true;
+        },
+        [](ws::Range, std::size_t core) {
+          if (core == 1) throw std::out_of_range("core part");
+        });
+    ADD_FAILURE() << "no error";
+  } catch (const std::out_of_range& e) {
+    EXPECT_STREQ(e.what(), "core part");
+  }
+  EXPECT_TRUE(gpu_done.load());
+  for (const ws::Bucket& b : s.tables().buckets()) EXPECT_EQ(b.regions, 0u);  // nothing learned
+  // The splitter is still usable.
+  EXPECT_NO_THROW(s.run(
+      region(100), [](ws::Range, const ws::GpuContext&) {}, [](ws::Range, std::size_t) {}));
+}
+
+TEST(Splitter, RefusesBadRegionsAndWorkerCallers) {
+  auto ex = make_executor(2);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "bad", {1, 1});
+  const ws::GpuPart g = [](ws::Range, const ws::GpuContext&) {};
+  const ws::CpuPart c = [](ws::Range, std::size_t) {};
+  ws::RegionWork w = region(10);
+  w.items = -1;
+  EXPECT_THROW(s.run(w, g, c), weft::InvalidArgument);
+  w = region(10);
+  w.grain = 0;
+  EXPECT_THROW(s.run(w, g, c), weft::InvalidArgument);
+  w = region(10);
+  w.work = std::nan("");
+  EXPECT_THROW(s.run(w, g, c), weft::InvalidArgument);
+  EXPECT_THROW(ex.submit([&] { s.run(region(10), g, c); }).get(), weft::InvalidState);
+  EXPECT_THROW(ws::Splitter(ex, *gpu, "", {1, 1}), weft::InvalidArgument);
+}
+
+TEST(Splitter, AnEmptyRegionRunsNothing) {
+  auto ex = make_executor(2);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "empty", {1, 1});
+  std::atomic<int> calls{0};
+  s.run(
+      region(0), [&](ws::Range, const ws::GpuContext&) { calls++; },
+      [&](ws::Range, std::size_t) { calls++; });
+  EXPECT_EQ(calls.load(), 0);
+}
+
+TEST(GpuSide, BestAvailableIsCudaOrEmulated) {
+  auto side = ws::GpuSide::best_available();
+  EXPECT_FALSE(side->description().empty());
+  if (side->is_emulated()) {
+    EXPECT_EQ(side->description(), "emulated");
+    EXPECT_THROW(ws::GpuSide::cuda(0), weft::InvalidState);
+  }
+}

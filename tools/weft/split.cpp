@@ -1,0 +1,74 @@
+// weft split show|reset: the split tables in the calibration store (weft/split/store.hpp).
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "commands.hpp"
+#include "weft/split/store.hpp"
+
+namespace weft::tools {
+
+namespace {
+
+std::string percent(double v) {
+  if (!std::isfinite(v)) return "-";
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * v);
+  return buf;
+}
+
+void show_one(const weft::split::StoredSplit& s) {
+  const weft::split::SplitTables& t = s.tables;
+  std::printf("%s  region %s  device %s\n  %s; updated %s\n", s.key.machine.c_str(),
+              s.key.region.c_str(), s.key.device.c_str(), s.fingerprint.c_str(), s.updated.c_str());
+  std::printf("  prior (peak rates): GPU share %s\n", percent(t.prior_gsplit()).c_str());
+  std::printf("  %-12s %8s %10s %10s %12s %12s %12s\n", "size from", "regions", "predicted",
+              "measured", "GPU share", "GPU rate", "CPU rate");
+  for (std::size_t b = 0; b < t.buckets().size(); ++b) {
+    const weft::split::Bucket& k = t.buckets()[b];
+    if (k.regions == 0) continue;
+    // predicted: the GPU share the bucket's last region ran with; measured: the share that
+    // would have balanced that region; GPU share: what the next region gets.
+    std::printf("  %-12.4g %8llu %10s %10s %12s %12.4g %12.4g\n", k.size_from,
+                static_cast<unsigned long long>(k.regions), percent(k.last_used).c_str(),
+                percent(k.last_balanced).c_str(), percent(t.gsplit(b)).c_str(), k.gpu_rate.value(),
+                k.cpu_rate.value());
+  }
+  std::printf("  CPU shares (DB2):");
+  for (double c : t.csplit()) std::printf(" %s", percent(c).c_str());
+  std::printf("\n");
+}
+
+}  // namespace
+
+int run_split_show(const SplitArgs& args) {
+  const std::string path = args.db.empty() ? default_models_path() : args.db;
+  if (!std::filesystem::exists(path)) {
+    std::printf("no split tables: %s does not exist yet\n", path.c_str());
+    return 0;
+  }
+  weft::split::SplitStore store(path);
+  int shown = 0;
+  for (const auto& s : store.list(args.machine)) {
+    if (!args.region.empty() && s.key.region != args.region) continue;
+    show_one(s);
+    ++shown;
+  }
+  if (shown == 0) std::printf("no split tables in %s\n", path.c_str());
+  return 0;
+}
+
+int run_split_reset(const SplitArgs& args) {
+  const std::string path = args.db.empty() ? default_models_path() : args.db;
+  if (!std::filesystem::exists(path)) {
+    std::printf("no split tables: %s does not exist\n", path.c_str());
+    return 0;
+  }
+  weft::split::SplitStore store(path);
+  const std::size_t removed = store.reset(args.machine, args.region);
+  std::printf("removed %zu set(s) of split tables from %s\n", removed, path.c_str());
+  return 0;
+}
+
+}  // namespace weft::tools
