@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The adaptive splitter on the GPU machine (docs/split.md), in one call: its tests with the
+# applications' GPU parts on device 0, compute-sanitizer memcheck, racecheck and synccheck on
+# those parts, then `weft bench split` ($OUT/split.json, .md, .svg and .log; pass
+# WEFT_COMMIT=<hash>, and WEFT_BENCH_ARGS=--quick for the smoke sizes).
+set -uo pipefail
+out=${OUT:-split-out}
+mkdir -p "$out"
+logs=$(mktemp -d)
+scripts/gpu-build.sh "$logs" weft_split_tests weft_cli || exit 1
+rc=0
+timeout 300 build-gpu/tests/weft_split_tests --gtest_brief=1 2>&1 | tail -20 || rc=1
+for tool in memcheck racecheck synccheck; do
+  echo "== compute-sanitizer $tool: the applications' GPU parts"
+  timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 3 \
+    build-gpu/tests/weft_split_tests --gtest_brief=1 --gtest_filter='SplitApps*' 2>&1 | tail -6 ||
+    rc=1
+done
+OUT=$out scripts/gpu-suite.sh split split-out || rc=1
+exit $rc

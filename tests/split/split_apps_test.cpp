@@ -1,0 +1,61 @@
+// The splitter's applications (apps/split/) on whatever GPU side is here: CUDA device 0 where
+// there is one (the GPU parts' copies, kernels and cuBLAS calls), else the emulated device. Every
+// split, the learned one and both ends, gives the reference's result.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "split_apps.hpp"
+#include "weft/cpu/executor.hpp"
+#include "weft/split/splitter.hpp"
+
+namespace ws = weft::split;
+
+namespace {
+
+void check_every_split(apps::split::SplitApp& app) {
+  weft::cpu::ExecutorOptions o;
+  o.workers = 2;
+  o.pinning = weft::cpu::Pinning::none;
+  weft::cpu::Executor ex(o);
+  auto gpu = ws::GpuSide::best_available();
+  ws::Splitter s(ex, *gpu, app.name(), {1, 1}, {.min_share = 0});
+  for (int i = 0; i < 3; ++i) {
+    app.clear_output();
+    s.run(app.work(), app.gpu(), app.cpu());
+    EXPECT_TRUE(app.verify()) << app.name() << " adaptive region " << i << " on "
+                              << gpu->description();
+  }
+  for (double g : {0.0, 1.0, 0.37}) {
+    app.clear_output();
+    s.run_fixed(app.work(), g, app.gpu(), app.cpu());
+    EXPECT_TRUE(app.verify()) << app.name() << " at GPU share " << g;
+  }
+  app.clear_output();
+  EXPECT_FALSE(app.verify()) << "a cleared output passes the check";
+  if (!gpu->is_emulated()) EXPECT_GT(app.gpu_local_rate(0), 0);
+}
+
+}  // namespace
+
+TEST(SplitApps, GemmRowsMatchesTheReferenceAtEverySplit) {
+  // Rows not a multiple of the GPU's chunk, nor of the grain.
+  auto app = apps::split::make_gemm_rows(2500, 96, 80, 1);
+  check_every_split(*app);
+}
+
+TEST(SplitApps, TriadMatchesTheReferenceAtEverySplit) {
+  auto app = apps::split::make_triad((5 << 20) + 77, 2);  // more than one chunk of the GPU's
+  check_every_split(*app);
+}
+
+TEST(SplitApps, SpmvMatchesTheReferenceAtEverySplit) {
+  auto app = apps::split::make_spmv(30000, 300, 3);
+  check_every_split(*app);
+}
+
+TEST(SplitApps, BadSizesAreRefused) {
+  EXPECT_THROW(apps::split::make_gemm_rows(0, 1, 1, 1), std::invalid_argument);
+  EXPECT_THROW(apps::split::make_triad(0, 1), std::invalid_argument);
+  EXPECT_THROW(apps::split::make_spmv(0, 1, 1), std::invalid_argument);
+}
