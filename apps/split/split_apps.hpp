@@ -16,6 +16,8 @@
 
 #include <weft/split/splitter.hpp>
 
+#include "split_cuda.hpp"
+
 namespace apps::split {
 
 /// Host memory for an application's data: page-locked where CUDA is present (so the GPU part's
@@ -88,5 +90,62 @@ std::unique_ptr<SplitApp> make_spmv(int rows, int longest_row, std::uint64_t see
 
 /// Whether weft_split_apps was built with CUDA (else the GPU parts run only emulated).
 bool built_with_cuda() noexcept;
+
+}  // namespace apps::split
+
+namespace apps::split {
+
+/// HPL-style LU: a blocked right-looking factorisation with partial pivoting of a
+/// host-resident, column-major FP64 matrix (entries uniform in [-0.5, 0.5], as HPL's), panel
+/// width nb. Each panel is factored on the GPU side (cuSOLVER; LAPACKE on the emulated device)
+/// and left where it is; each trailing update (the panel's row swaps, U12 = L11^-1 A12 and
+/// A22 -= L21 U12, column by column) is one region of the splitter, its columns split between
+/// the GPU (which copies its columns in and out, pipelined) and the cores (OpenBLAS, one thread
+/// each). As in HPL, the swaps are not applied to L's columns: the solve applies each panel's
+/// swaps to the right-hand side in turn.
+class HplLu {
+ public:
+  /// Throws std::invalid_argument for n < 1 or nb outside [1, n], std::runtime_error when the
+  /// applications were built without CBLAS and LAPACKE.
+  HplLu(int n, int nb, std::uint64_t seed);
+  ~HplLu();
+  HplLu(const HplLu&) = delete;
+  HplLu& operator=(const HplLu&) = delete;
+
+  [[nodiscard]] int n() const noexcept { return n_; }
+  [[nodiscard]] int nb() const noexcept { return nb_; }
+  /// HPL's operation count, 2/3 n^3 + 3/2 n^2: GFLOPS = flops() / seconds / 1e9.
+  [[nodiscard]] double flops() const noexcept;
+
+  /// The matrix, column-major: the factors after factor() (L below the diagonal, U on and above).
+  [[nodiscard]] double* matrix() noexcept { return a_.data(); }
+  /// Puts the original matrix back (before each factorisation; not timed).
+  void reset();
+  /// Factors the matrix, each trailing update a region of `s` at the GPU share `gsplit`
+  /// (learned when negative), the panels on `gpu`. Returns the seconds it took; `regions`, when
+  /// given, receives each update's report.
+  double factor(weft::split::Splitter& s, weft::split::GpuSide& gpu, double gsplit,
+                std::vector<weft::split::RegionReport>* regions = nullptr);
+  /// HPL's scaled residual of x solving A x = b with the factors:
+  /// ||A x - b||_inf / (eps (||A||_inf ||x||_inf + ||b||_inf) n), eps = 2^-53. Passes below 16.
+  [[nodiscard]] double scaled_residual() const;
+  /// The trailing update after the panel at column k: its columns, and their work in flop.
+  [[nodiscard]] weft::split::RegionWork update_work(int k) const;
+  /// The prior: the GPU's DGEMM rate on the first update's shape in device memory (for the
+  /// emulated device, the cores' rate over their number), and the cores' rate on the first
+  /// update run CPU-only. Leaves the matrix reset.
+  weft::split::PeakRates peak_rates(weft::split::Splitter& s, weft::split::GpuSide& gpu);
+
+ private:
+  void factor_panel(weft::split::GpuSide& gpu, int k);
+  void update_columns(int k, weft::split::Range r);
+  void update_on_gpu(int k, weft::split::Range r, const weft::split::GpuContext& g);
+
+  int n_, nb_;
+  HostArray<double> a_;                   // the factors, in place
+  std::vector<double> original_;          // A as generated
+  std::vector<std::vector<int>> pivots_;  // per panel: 0-based, relative to the panel's row
+  cuda::WorkspacePtr ws_;
+};
 
 }  // namespace apps::split

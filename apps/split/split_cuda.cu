@@ -1,6 +1,7 @@
 // The GPU side of the splitter's applications (split_cuda.hpp).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
+#include <cusolverDn.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -16,6 +17,12 @@ namespace {
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
     throw std::runtime_error(std::string("apps::split: ") + what + ": " + cudaGetErrorString(e));
+  }
+}
+void check(cusolverStatus_t e, const char* what) {
+  if (e != CUSOLVER_STATUS_SUCCESS) {
+    throw std::runtime_error(std::string("apps::split: ") + what + ": cuSOLVER status " +
+                             std::to_string(static_cast<int>(e)));
   }
 }
 void check(cublasStatus_t e, const char* what) {
@@ -68,6 +75,22 @@ __global__ void spmv_kernel(const std::int64_t* row_start, std::int64_t base, co
   }
 }
 
+// The panel's row swaps on columns of a block (rows from the panel's first, leading dimension
+// ld), in order: one thread per column.
+__global__ void swap_rows_kernel(double* a, int ld, std::int64_t cols, const int* ipiv, int nb) {
+  const std::int64_t c = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (c >= cols) return;
+  double* col = a + c * ld;
+  for (int i = 0; i < nb; ++i) {
+    const int p = ipiv[i];
+    if (p != i) {
+      const double t = col[i];
+      col[i] = col[p];
+      col[p] = t;
+    }
+  }
+}
+
 constexpr int kLanes = 2;  // streams a share is pipelined over
 
 }  // namespace
@@ -77,9 +100,11 @@ struct Workspace {
   cudaStream_t lane[kLanes] = {};
   cudaEvent_t start = nullptr, lane_done[kLanes] = {};
   cublasHandle_t blas = nullptr;
-  Buffer shared;         // what every chunk reads (B, x)
-  Buffer in[kLanes][3];  // per lane: inputs of a chunk
-  Buffer out[kLanes];    // per lane: the chunk's output
+  cusolverDnHandle_t solver = nullptr;
+  Buffer panel, pivots, solver_work;  // LU: the factored panel, its pivots, cuSOLVER's workspace
+  Buffer shared;                      // what every chunk reads (B, x)
+  Buffer in[kLanes][3];               // per lane: inputs of a chunk
+  Buffer out[kLanes];                 // per lane: the chunk's output
 
   // The lanes start after what `s` holds; `s` goes on after both lanes.
   void fork(cudaStream_t s) {
@@ -98,6 +123,7 @@ void WorkspaceDeleter::operator()(Workspace* w) const noexcept {
   cudaSetDevice(w->device);
   for (auto& l : w->lane) cudaStreamSynchronize(l);
   if (w->blas != nullptr) cublasDestroy(w->blas);
+  if (w->solver != nullptr) cusolverDnDestroy(w->solver);
   for (int i = 0; i < kLanes; ++i) {
     cudaEventDestroy(w->lane_done[i]);
     cudaStreamDestroy(w->lane[i]);
@@ -206,6 +232,71 @@ void spmv(Workspace& w, cudaStream_t s, const std::int64_t* row_start, const int
   check(cudaMemcpyAsync(y, dy, sizeof(float) * rows, cudaMemcpyDeviceToHost, s), "copy y out");
 }
 
+void lu_panel(Workspace& w, cudaStream_t s, double* panel, int lda, int m, int nb, int* ipiv) {
+  if (w.solver == nullptr) check(cusolverDnCreate(&w.solver), "cusolverDnCreate");
+  check(cusolverDnSetStream(w.solver, s), "cusolverDnSetStream");
+  double* dp = w.panel.get<double>(static_cast<std::size_t>(m) * nb);
+  int* dpiv = w.pivots.get<int>(static_cast<std::size_t>(nb) + 1);  // pivots, then info
+  check(cudaMemcpy2DAsync(dp, sizeof(double) * m, panel, sizeof(double) * lda, sizeof(double) * m,
+                          nb, cudaMemcpyHostToDevice, s),
+        "copy the panel in");
+  int lwork = 0;
+  check(cusolverDnDgetrf_bufferSize(w.solver, m, nb, dp, m, &lwork), "getrf buffer size");
+  double* work = w.solver_work.get<double>(static_cast<std::size_t>(lwork) + 1);
+  check(cusolverDnDgetrf(w.solver, m, nb, dp, m, work, dpiv, dpiv + nb), "cusolverDnDgetrf");
+  check(cudaMemcpy2DAsync(panel, sizeof(double) * lda, dp, sizeof(double) * m, sizeof(double) * m,
+                          nb, cudaMemcpyDeviceToHost, s),
+        "copy the panel out");
+  std::vector<int> piv(static_cast<std::size_t>(nb) + 1);
+  check(cudaMemcpyAsync(piv.data(), dpiv, sizeof(int) * (nb + 1), cudaMemcpyDeviceToHost, s),
+        "copy the pivots out");
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  if (piv[static_cast<std::size_t>(nb)] != 0) {
+    throw std::runtime_error("apps::split: the LU panel is singular (getrf info " +
+                             std::to_string(piv[static_cast<std::size_t>(nb)]) + ")");
+  }
+  for (int i = 0; i < nb; ++i) ipiv[i] = piv[static_cast<std::size_t>(i)] - 1;  // 1-based in
+  // The pivots as lu_update's swap kernel reads them: 0-based, on the device.
+  check(cudaMemcpyAsync(dpiv, ipiv, sizeof(int) * nb, cudaMemcpyHostToDevice, s), "pivots in");
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+void lu_update(Workspace& w, cudaStream_t s, double* first_col, int lda, int m, int nb,
+               const int* ipiv, std::int64_t cols) {
+  (void)ipiv;                           // lu_panel left them on the device
+  constexpr std::int64_t kChunk = 512;  // columns per chunk
+  const double* dl = w.panel.get<double>(static_cast<std::size_t>(m) * nb);
+  const int* dpiv = w.pivots.get<int>(static_cast<std::size_t>(nb) + 1);
+  const double one = 1.0, minus_one = -1.0;
+  w.fork(s);
+  for (std::int64_t first = 0, i = 0; first < cols; first += kChunk, ++i) {
+    const int l = static_cast<int>(i % kLanes);
+    const std::int64_t count = std::min(kChunk, cols - first);
+    double* dc = w.out[l].get<double>(static_cast<std::size_t>(kChunk) * m);
+    double* host = first_col + first * lda;
+    check(cudaMemcpy2DAsync(dc, sizeof(double) * m, host, sizeof(double) * lda, sizeof(double) * m,
+                            count, cudaMemcpyHostToDevice, w.lane[l]),
+          "copy columns in");
+    swap_rows_kernel<<<static_cast<unsigned>((count + 127) / 128), 128, 0, w.lane[l]>>>(
+        dc, m, count, dpiv, nb);
+    check(cudaGetLastError(), "swap kernel");
+    check(cublasSetStream(w.blas, w.lane[l]), "cublasSetStream");
+    // U12 = L11^-1 A12 (unit lower), then A22 -= L21 U12.
+    check(cublasDtrsm(w.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
+                      CUBLAS_DIAG_UNIT, nb, static_cast<int>(count), &one, dl, m, dc, m),
+          "cublasDtrsm");
+    if (m > nb) {
+      check(cublasDgemm(w.blas, CUBLAS_OP_N, CUBLAS_OP_N, m - nb, static_cast<int>(count), nb,
+                        &minus_one, dl + nb, m, dc, m, &one, dc + nb, m),
+            "cublasDgemm");
+    }
+    check(cudaMemcpy2DAsync(host, sizeof(double) * lda, dc, sizeof(double) * m, sizeof(double) * m,
+                            count, cudaMemcpyDeviceToHost, w.lane[l]),
+          "copy columns out");
+  }
+  w.join(s);
+}
+
 namespace {
 
 // The median of five timed runs of `enqueue` on `s`, after one warm-up, in seconds.
@@ -246,6 +337,30 @@ double gemm_local_rate(Workspace& w, const double* a, const double* b, int m, in
           "cublasDgemm");
   });
   return 2.0 * m * n * k / t;
+}
+
+double lu_update_local_rate(Workspace& w, const double* a, int lda, int m, int nb, int cols) {
+  // L (m x nb) and U (nb x cols) from the matrix's first columns, C (m x cols) from the same.
+  double* dl = w.in[0][0].get<double>(static_cast<std::size_t>(m) * nb);
+  double* du = w.in[0][1].get<double>(static_cast<std::size_t>(nb) * cols);
+  double* dc = w.out[0].get<double>(static_cast<std::size_t>(m) * cols);
+  check(cudaMemcpy2DAsync(dl, sizeof(double) * m, a, sizeof(double) * lda, sizeof(double) * m, nb,
+                          cudaMemcpyHostToDevice, w.lane[0]),
+        "copy in");
+  check(cudaMemcpy2DAsync(du, sizeof(double) * nb, a, sizeof(double) * lda, sizeof(double) * nb,
+                          cols, cudaMemcpyHostToDevice, w.lane[0]),
+        "copy in");
+  check(cudaMemcpy2DAsync(dc, sizeof(double) * m, a, sizeof(double) * lda, sizeof(double) * m, cols,
+                          cudaMemcpyHostToDevice, w.lane[0]),
+        "copy in");
+  check(cublasSetStream(w.blas, w.lane[0]), "cublasSetStream");
+  const double one = 1.0, minus_one = -1.0;
+  const double t = median_seconds(w.lane[0], [&] {
+    check(cublasDgemm(w.blas, CUBLAS_OP_N, CUBLAS_OP_N, m, cols, nb, &minus_one, dl, m, du, nb,
+                      &one, dc, m),
+          "cublasDgemm");
+  });
+  return 2.0 * m * static_cast<double>(cols) * nb / t;
 }
 
 double triad_local_rate(Workspace& w, const double* b, const double* c, std::int64_t count) {

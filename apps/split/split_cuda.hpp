@@ -37,6 +37,20 @@ void triad(Workspace& w, cudaStream_t s, double* a, const double* b, const doubl
 void spmv(Workspace& w, cudaStream_t s, const std::int64_t* row_start, const int* col,
           const float* val, const float* x, int x_len, float* y, std::int64_t rows);
 
+/// LU's panel, rows [k, k + m) of columns [k, k + nb) of a column-major host matrix (leading
+/// dimension lda, `panel` at its first entry): factored in place with partial pivoting
+/// (cusolverDnDgetrf), copied back, its pivots (0-based, relative to row k) into `ipiv`. The
+/// factored panel stays in device memory for lu_update until the next lu_panel. Throws for a
+/// singular panel.
+void lu_panel(Workspace& w, cudaStream_t s, double* panel, int lda, int m, int nb, int* ipiv);
+/// LU's trailing update of columns [0, cols) at `first_col` (pointing at row k of the first
+/// column, leading dimension lda): the panel's row swaps, U12 = L11^-1 A12, then
+/// A22 -= L21 U12, with the panel that lu_panel left on the device (m rows, nb columns).
+void lu_update(Workspace& w, cudaStream_t s, double* first_col, int lda, int m, int nb,
+               const int* ipiv, std::int64_t cols);
+/// The GPU's DGEMM rate (flop/s) on an LU update's shape (m x cols, depth nb) in device memory.
+double lu_update_local_rate(Workspace& w, const double* a, int lda, int m, int nb, int cols);
+
 /// The GPU's rates with the application's data already in device memory (no PCIe): flop/s of
 /// the whole DGEMM, bytes/s of the triad over `count` elements, entries/s of the whole SpMV.
 double gemm_local_rate(Workspace& w, const double* a, const double* b, int m, int n, int k);

@@ -66,6 +66,18 @@ std::string benchmark_name(const std::string& app, bool quick) {
   return app;
 }
 
+// The splitter's options for the suite: 100 buckets, and the window and DB2 sharing asked for.
+ws::SplitOptions split_options(const SplitSuiteOptions& o, const Setup& setup) {
+  ws::SplitOptions so;
+  so.buckets = 100;
+  so.window = static_cast<std::size_t>(o.window);
+  if (o.equal_core_shares) {  // one class: DB2 stays equal
+    so.core_shares = ws::CoreShares::per_class;
+    so.core_class.assign(setup.ex->num_workers(), 0);
+  }
+  return so;
+}
+
 struct Timed {
   double seconds = 0;
   bool verified = false;
@@ -97,13 +109,31 @@ ws::PeakRates peak_rates(Setup& setup, SplitApp& app) {
   return {gpu, cpu};
 }
 
-// Regions until the split used stays within 2% of the final one (1: the cold split was final).
-int regions_to_converge(const std::vector<double>& used, double final_split) {
+// Regions until every later one ran within 2% of its bucket's final split (1: the cold split was
+// already final).
+int regions_to_converge(const std::vector<ws::RegionReport>& regions, const ws::SplitTables& t) {
+  std::vector<double> used, final_split;
+  for (const ws::RegionReport& r : regions) {
+    used.push_back(r.gsplit);
+    final_split.push_back(t.gsplit(r.bucket));
+  }
   int last_off = 0;
   for (std::size_t i = 0; i < used.size(); ++i) {
-    if (std::abs(used[i] - final_split) > 0.02) last_off = static_cast<int>(i + 1);
+    if (std::abs(used[i] - final_split[i]) > 0.02) last_off = static_cast<int>(i + 1);
   }
   return last_off + 1;
+}
+
+// The GPU's share of the work over a factorisation's regions.
+double work_weighted_split(const std::vector<ws::RegionReport>& regions,
+                           const apps::split::HplLu& lu) {
+  double work = 0, gpu_work = 0;
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    const double w = lu.update_work(static_cast<int>(i) * lu.nb()).work;
+    work += w;
+    gpu_work += w * regions[i].gsplit;
+  }
+  return work > 0 ? gpu_work / work : 0;
 }
 
 void add(Suite& suite, const std::string& name, const std::string& unit, double v) {
@@ -121,25 +151,19 @@ void run_app(Suite& suite, Setup& setup, const std::string& app_name, const Spli
   const std::string bench = benchmark_name(app_name, o.quick);
   std::fprintf(stderr, "[split] %s: peak rates\n", bench.c_str());
   const ws::PeakRates prior = peak_rates(setup, *app);
-  ws::SplitOptions so;
-  so.buckets = 100;
-  so.window = 5;
-  ws::Splitter s(*setup.ex, *setup.gpu, bench, prior, so);
+  ws::Splitter s(*setup.ex, *setup.gpu, bench, prior, split_options(o, setup));
 
   std::fprintf(stderr, "[split] %s: cold run from the peak split %.3f\n", bench.c_str(),
                s.tables().prior_gsplit());
-  std::vector<double> used;
-  double cold_seconds = 0;
+  std::vector<ws::RegionReport> cold;
   bool cold_ok = true;
-  std::size_t bucket = 0;
   for (int i = 0; i < kColdRegions; ++i) {
     app->clear_output();
-    const ws::RegionReport r = s.run(app->work(), app->gpu(), app->cpu());
+    cold.push_back(s.run(app->work(), app->gpu(), app->cpu()));
     cold_ok = cold_ok && app->verify();
-    if (i == 0) cold_seconds = r.seconds;
-    used.push_back(r.gsplit);
-    bucket = r.bucket;
   }
+  const double cold_seconds = cold.front().seconds;
+  const std::size_t bucket = cold.back().bucket;
   const double converged = s.tables().gsplit(bucket);
   std::fprintf(stderr, "[split] %s: converged to %.3f; sweeping the oracle\n", bench.c_str(),
                converged);
@@ -169,15 +193,159 @@ void run_app(Suite& suite, Setup& setup, const std::string& app_name, const Spli
   add(suite, "gsplit_adaptive_" + app_name, "share", s.tables().gsplit(bucket));
   add(suite, "gsplit_oracle_" + app_name, "share", oracle);
   add(suite, "gsplit_static_peak_" + app_name, "share", peak);
-  add(suite, "converge_regions_" + app_name, "regions", regions_to_converge(used, converged));
+  add(suite, "converge_regions_" + app_name, "regions", regions_to_converge(cold, s.tables()));
   add(suite, "cold_first_region_ms_" + app_name, "ms", cold_seconds * 1e3);
   if (!cold_ok) std::fprintf(stderr, "[split] %s: a cold region failed its check\n", bench.c_str());
   save_tables(o, s);
 }
 
+// A thread that shares worker 0's core for its life, spinning: the slow core of the per-core case.
+class CoreHog {
+ public:
+  explicit CoreHog(const weft::cpu::Executor& ex) {
+    thread_ = std::thread([this] {
+      while (!stop_.load(std::memory_order_relaxed)) {
+      }
+    });
+    if (!ex.pinned_units().empty())
+      pinned_ = weft::cpu::pin_thread_to_pu(thread_, ex.pinned_units()[0]);
+  }
+  ~CoreHog() {
+    stop_.store(true, std::memory_order_relaxed);
+    thread_.join();
+  }
+  [[nodiscard]] bool pinned() const noexcept { return pinned_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  bool pinned_ = false;
+};
+
+// The per-core case: the triad with worker 0's core shared with a spinning thread, learned from
+// cold; the oracle sweeps the GPU's share with the learned core shares, equal_shares runs the
+// converged GPU share with every core given the same share.
+void run_percore(Suite& suite, Setup& setup, const SplitSuiteOptions& o) {
+  const std::string app_name = "triad_host";
+  std::unique_ptr<SplitApp> app = make_app(app_name, o.quick);
+  const std::string bench = "percore_" + app_name;
+  CoreHog hog(*setup.ex);
+  if (!hog.pinned()) {
+    std::fprintf(stderr, "[split] %s: skipped (the workers are not bound to cores)\n",
+                 bench.c_str());
+    return;
+  }
+  const ws::PeakRates prior = peak_rates(setup, *app);
+  ws::SplitOptions so = split_options(o, setup);
+  so.core_shares = ws::CoreShares::per_core;
+  so.core_class.clear();
+  ws::Splitter s(*setup.ex, *setup.gpu, bench, prior, so);
+  std::vector<ws::RegionReport> cold;
+  for (int i = 0; i < kColdRegions; ++i) cold.push_back(s.run(app->work(), app->gpu(), app->cpu()));
+  const double converged = s.tables().gsplit(cold.back().bucket);
+  const std::vector<double> shares = s.tables().csplit();
+  std::fprintf(stderr, "[split] %s: converged to %.3f, worker 0's share %.3f of %zu cores\n",
+               bench.c_str(), converged, shares[0], shares.size());
+  double oracle = converged;
+  double oracle_seconds = 1e300;
+  for (int k = -kSweepHalfWidth; k <= kSweepHalfWidth; ++k) {
+    const double g = std::clamp(converged + kSweepStep * k, 0.0, 1.0);
+    const double t = median_seconds(s, *app, g, 3);
+    if (t < oracle_seconds) {
+      oracle_seconds = t;
+      oracle = g;
+    }
+  }
+  const std::vector<double> equal(shares.size(), 1.0 / static_cast<double>(shares.size()));
+  auto contender = [&](const char* name, double gsplit, std::vector<double> core_shares) {
+    return Contender{name, [&s, &app, gsplit, core_shares] {
+                       const Timed t = run_region(s, *app, gsplit, core_shares);
+                       return Outcome{t.seconds * 1e3, t.verified};
+                     }};
+  };
+  suite.compare(bench, "ms", Better::lower,
+                {contender("weft", -1, {}), contender("oracle", oracle, {}),
+                 contender("equal_shares", converged, equal),
+                 contender("static_peak", s.tables().prior_gsplit(), equal)});
+  add(suite, "slow_core_share_" + app_name, "share", s.tables().csplit()[0]);
+  add(suite, "mean_core_share_" + app_name, "share", 1.0 / static_cast<double>(shares.size()));
+  add(suite, "converge_regions_percore_" + app_name, "regions",
+      regions_to_converge(cold, s.tables()));
+}
+
+// The HPL-style LU: each contender a whole factorisation, its trailing updates split at a fixed
+// share (or learned, for weft), checked by HPL's scaled residual.
+void run_lu(Suite& suite, Setup& setup, const SplitSuiteOptions& o) {
+  const int n = o.quick ? 1024 : 16384;
+  const int nb = o.quick ? 128 : 512;
+  const std::string bench = "hpl_lu_" + std::to_string(n);
+  apps::split::HplLu lu(n, nb, 11);
+  std::fprintf(stderr, "[split] %s: peak rates\n", bench.c_str());
+  ws::Splitter probe(*setup.ex, *setup.gpu, bench + "-probe", {1, 1});
+  const ws::PeakRates prior = lu.peak_rates(probe, *setup.gpu);
+  ws::SplitOptions so = split_options(o, setup);
+  so.size_min = 0;
+  so.size_max = lu.update_work(0).work;
+  ws::Splitter s(*setup.ex, *setup.gpu, bench, prior, so);
+  std::fprintf(stderr, "[split] %s: cold runs from the peak split %.3f\n", bench.c_str(),
+               s.tables().prior_gsplit());
+  std::vector<ws::RegionReport> cold, last;
+  double cold_seconds = 0;
+  double worst_residual = 0;
+  constexpr int kColdRuns = 3;
+  for (int i = 0; i < kColdRuns; ++i) {
+    lu.reset();
+    last.clear();
+    const double t = lu.factor(s, *setup.gpu, -1, &last);
+    if (i == 0) cold_seconds = t;
+    worst_residual = std::max(worst_residual, lu.scaled_residual());
+    cold.insert(cold.end(), last.begin(), last.end());
+  }
+  const double converged = work_weighted_split(last, lu);
+  std::fprintf(stderr, "[split] %s: converged to %.3f of the work; sweeping the oracle\n",
+               bench.c_str(), converged);
+  double oracle = converged;
+  double oracle_seconds = 1e300;
+  std::set<double> sweep;
+  for (int k = -kSweepHalfWidth; k <= kSweepHalfWidth; ++k) {
+    sweep.insert(std::clamp(converged + kSweepStep * k, 0.0, 1.0));
+  }
+  for (double g : sweep) {
+    lu.reset();
+    const double t = lu.factor(s, *setup.gpu, g);
+    if (t < oracle_seconds) {
+      oracle_seconds = t;
+      oracle = g;
+    }
+  }
+  const double peak = s.tables().prior_gsplit();
+  auto contender = [&](const char* name, double gsplit) {
+    return Contender{name, [&s, &lu, &setup, gsplit] {
+                       lu.reset();
+                       const double t = lu.factor(s, *setup.gpu, gsplit);
+                       return Outcome{t, lu.scaled_residual() < 16};
+                     }};
+  };
+  suite.compare(bench, "s", Better::lower,
+                {contender("weft", -1), contender("gpu_only", 1), contender("cpu_only", 0),
+                 contender("static_peak", peak), contender("oracle", oracle)});
+  const double weft_seconds = suite.comparisons().back().weft;
+  suite.add_metric(
+      Metric{"gflops_" + bench, "GFLOPS", Better::higher, {lu.flops() / weft_seconds / 1e9}});
+  add(suite, "scaled_residual_" + bench, "", worst_residual);
+  add(suite, "gsplit_adaptive_hpl_lu", "share", converged);
+  add(suite, "gsplit_oracle_hpl_lu", "share", oracle);
+  add(suite, "gsplit_static_peak_hpl_lu", "share", peak);
+  add(suite, "converge_regions_hpl_lu", "regions", regions_to_converge(cold, s.tables()));
+  add(suite, "cold_first_run_s_hpl_lu", "s", cold_seconds);
+  save_tables(o, s);
+}
+
 }  // namespace
 
-std::vector<std::string> split_app_names() { return {"gemm_rows", "triad_host", "spmv_host"}; }
+std::vector<std::string> split_app_names() {
+  return {"gemm_rows", "triad_host", "spmv_host", "hpl_lu"};
+}
 
 Suite run_split_suite(const SplitSuiteOptions& o) {
   SuiteOptions so;
@@ -187,11 +355,18 @@ Suite run_split_suite(const SplitSuiteOptions& o) {
   Suite suite("split", so);
   Setup setup = make_setup();
   if (!setup.gpu->is_emulated()) suite.set_gpu(setup.gpu->description(), 1);
-  std::fprintf(stderr, "[split] %zu workers for the CPU's part, GPU side: %s\n",
-               setup.ex->num_workers(), setup.gpu->description().c_str());
+  std::fprintf(stderr,
+               "[split] %zu workers for the CPU's part, GPU side: %s; window %d, %s core shares\n",
+               setup.ex->num_workers(), setup.gpu->description().c_str(), o.window,
+               o.equal_core_shares ? "equal" : "per-core");
   for (const std::string& name : split_app_names()) {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), name) == o.only.end()) continue;
-    run_app(suite, setup, name, o);
+    if (name == "hpl_lu") {
+      run_lu(suite, setup, o);
+    } else {
+      run_app(suite, setup, name, o);
+    }
+    if (name == "triad_host" && o.percore) run_percore(suite, setup, o);
   }
   return suite;
 }

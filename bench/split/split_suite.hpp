@@ -19,6 +19,12 @@ struct SplitSuiteOptions {
   /// Where to save the learned tables for `weft split show` (empty: not saved).
   std::string db;
   std::string machine;
+  /// The rates' median window (1: the seed's overwrite).
+  int window = 5;
+  /// DB2 kept equal (one class) instead of learned per core.
+  bool equal_core_shares = false;
+  /// Also the per-core case (a slowed core) after the triad.
+  bool percore = true;
 };
 
 /// The applications `weft bench split --only` selects from.

@@ -33,7 +33,9 @@ void check_every_split(apps::split::SplitApp& app) {
   }
   app.clear_output();
   EXPECT_FALSE(app.verify()) << "a cleared output passes the check";
-  if (!gpu->is_emulated()) EXPECT_GT(app.gpu_local_rate(0), 0);
+  if (!gpu->is_emulated()) {
+    EXPECT_GT(app.gpu_local_rate(0), 0);
+  }
 }
 
 }  // namespace
@@ -58,4 +60,39 @@ TEST(SplitApps, BadSizesAreRefused) {
   EXPECT_THROW(apps::split::make_gemm_rows(0, 1, 1, 1), std::invalid_argument);
   EXPECT_THROW(apps::split::make_triad(0, 1), std::invalid_argument);
   EXPECT_THROW(apps::split::make_spmv(0, 1, 1), std::invalid_argument);
+}
+
+TEST(SplitApps, HplLuPassesHplsResidualCheckAtEverySplit) {
+  weft::cpu::ExecutorOptions o;
+  o.workers = 2;
+  o.pinning = weft::cpu::Pinning::none;
+  weft::cpu::Executor ex(o);
+  auto gpu = ws::GpuSide::best_available();
+  // n not a multiple of nb (the last panel is narrower), and more than one GPU chunk of columns.
+  apps::split::HplLu lu(1100, 96, 5);
+  ws::Splitter probe(ex, *gpu, "hpl_lu_probe", {1, 1});
+  const ws::PeakRates prior = lu.peak_rates(probe, *gpu);
+  EXPECT_GT(prior.gpu, 0);
+  EXPECT_GT(prior.cpu, 0);
+  ws::Splitter s(ex, *gpu, "hpl_lu", prior, {.min_share = 0});
+  for (double g : {-1.0, -1.0, 0.0, 1.0, 0.45}) {
+    lu.reset();
+    std::vector<ws::RegionReport> regions;
+    EXPECT_GT(lu.factor(s, *gpu, g, &regions), 0);
+    EXPECT_EQ(regions.size(), 11u);  // one update per panel but the last
+    const double residual = lu.scaled_residual();
+    EXPECT_LT(residual, 16) << "GPU share " << g << " on " << gpu->description();
+  }
+  // One wrong entry of U fails the check: it is not vacuous.
+  lu.reset();
+  lu.factor(s, *gpu, 0.5);
+  lu.matrix()[600 + 700 * 1100] += 1e-6;
+  EXPECT_GT(lu.scaled_residual(), 16);
+  lu.reset();
+  EXPECT_THROW((void)lu.scaled_residual(), std::logic_error);  // nothing factored
+}
+
+TEST(SplitApps, HplLuRefusesBadSizes) {
+  EXPECT_THROW(apps::split::HplLu(0, 1, 1), std::invalid_argument);
+  EXPECT_THROW(apps::split::HplLu(10, 11, 1), std::invalid_argument);
 }

@@ -31,6 +31,8 @@ int run_bench_split(const BenchSplitArgs& args) {
   o.quick = args.quick;
   o.samples = args.samples > 0 ? args.samples : (args.quick ? 3 : 5);
   o.only = args.only;
+  o.window = args.window;
+  o.equal_core_shares = args.equal_core_shares;
   o.machine = args.machine.empty() ? default_machine() : args.machine;
   if (weft::split::SplitStore::available()) {
     o.db = args.db.empty() ? weft::split::SplitStore::default_path() : args.db;

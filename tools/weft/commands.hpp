@@ -113,6 +113,8 @@ struct BenchSplitArgs {
   std::string machine;  // the JSON's and the stored tables' machine (default: host name)
   std::string db;       // where the learned tables are saved (default: default_models_path())
   std::vector<std::string> only;
+  int window = 5;
+  bool equal_core_shares = false;
   std::string command;
 };
 /// The applications `weft bench split --only` selects from.

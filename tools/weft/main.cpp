@@ -201,6 +201,12 @@ int main(int argc, char** argv) {
                           "Save the learned tables here (default as for `weft models`)");
   bench_split->add_option("--only", split_bench_args.only, "Run only these applications")
       ->check(CLI::IsMember(weft::tools::split_app_names()));
+  bench_split
+      ->add_option("--window", split_bench_args.window,
+                   "Measurements in each rate's median (1: the seed's overwrite)")
+      ->check(CLI::Range(1, 100));
+  bench_split->add_flag("--equal-core-shares", split_bench_args.equal_core_shares,
+                        "Keep DB2's core shares equal instead of learning them per core");
 
   auto* split = app.add_subcommand(
       "split", "The adaptive CPU/GPU splitter's learned tables (DB1, DB2) in the store");
