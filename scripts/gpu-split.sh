@@ -28,6 +28,7 @@ if [ -n "${WEFT_SPLIT_AB:-}" ]; then
     shift
     WEFT_MACHINE=$machine build-gpu/tools/weft/weft bench split --only triad_host \
       --only spmv_host "$@" --json "$out/split-$name.json" 2>&1 | grep -E '^\[split\]' || rc=1
+    rm -f "$out/split-$name.svg"  # the device tool brings back eight files at most
   done
 fi
 exit $rc
