@@ -82,8 +82,8 @@ void HplLu::factor_panel(weft::split::GpuSide& gpu, int k) {
     }
     const int info = LAPACKE_dgetrf(LAPACK_COL_MAJOR, m, width, panel, n_, piv.data());
     if (info != 0) {
-      throw std::runtime_error("apps::split::HplLu: singular panel at column " +
-                               std::to_string(k) + " (getrf info " + std::to_string(info) + ")");
+      throw std::runtime_error("apps::split::HplLu: singular panel at column " + std::to_string(k) +
+                               " (getrf info " + std::to_string(info) + ")");
     }
     for (int& p : piv) p -= 1;  // LAPACK's are 1-based
   });
@@ -147,7 +147,8 @@ double HplLu::scaled_residual() const {
     const std::vector<int>& piv = pivots_[static_cast<std::size_t>(p)];
     for (int i = 0; i < width; ++i) std::swap(x[std::size_t(k + i)], x[std::size_t(k + piv[i])]);
     const double* l11 = a_.data() + k + std::size_t(k) * n_;
-    cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasUnit, width, l11, n_, x.data() + k, 1);
+    cblas_dtrsv(CblasColMajor, CblasLower, CblasNoTrans, CblasUnit, width, l11, n_, x.data() + k,
+                1);
     if (n_ - k > width) {
       cblas_dgemv(CblasColMajor, CblasNoTrans, n_ - k - width, width, -1.0, l11 + width, n_,
                   x.data() + k, 1, 1.0, x.data() + k + width, 1);

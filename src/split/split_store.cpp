@@ -70,15 +70,20 @@ std::vector<double> numbers(const std::string& text) {
   return out;
 }
 
-// One line per measured bucket: "b regions last_used last_balanced | gpu rates | cpu rates".
+// One line per measured bucket: "b regions last_used last_balanced since_split | gpu rates |
+// cpu rates | split costs | GPU-alone costs | CPU-alone costs".
 std::string encode_buckets(const SplitTables& t) {
   std::string s;
   for (std::size_t b = 0; b < t.buckets().size(); ++b) {
     const Bucket& k = t.buckets()[b];
     if (k.regions == 0) continue;
     s += std::to_string(b) + ' ' + std::to_string(k.regions) + ' ' + number(k.last_used) + ' ' +
-         number(k.last_balanced) + " | " + join(k.gpu_rate.recent()) + " | " +
-         join(k.cpu_rate.recent()) + '\n';
+         number(k.last_balanced) + ' ' + std::to_string(k.since_split);
+    for (const RateEstimate* r :
+         {&k.gpu_rate, &k.cpu_rate, &k.split_cost, &k.gpu_alone_cost, &k.cpu_alone_cost}) {
+      s += " | " + join(r->recent());
+    }
+    s += '\n';
   }
   return s;
 }
@@ -103,13 +108,23 @@ void decode_into(SplitTables& t, const std::string& bucket_state, const std::str
     if (line.empty()) continue;
     const std::vector<std::string> parts = split_on(line, '|');
     const std::vector<double> head = parts.empty() ? std::vector<double>{} : numbers(parts[0]);
-    if (parts.size() != 3 || head.size() != 4 || head[0] < 0 ||
+    if (parts.size() != 6 || head.size() != 5 || head[0] < 0 ||
         head[0] >= static_cast<double>(t.buckets().size())) {
       throw Error(std::string(kOwner) + ": " + what + ": a bucket row cannot be read: '" + line +
                   "'");
     }
-    t.restore_bucket(static_cast<std::size_t>(head[0]), numbers(parts[1]), numbers(parts[2]),
-                     static_cast<std::uint64_t>(head[1]), head[2], head[3]);
+    Bucket k;
+    k.regions = static_cast<std::uint64_t>(head[1]);
+    k.last_used = head[2];
+    k.last_balanced = head[3];
+    k.since_split = static_cast<std::uint64_t>(head[4]);
+    RateEstimate* windows[] = {&k.gpu_rate, &k.cpu_rate, &k.split_cost, &k.gpu_alone_cost,
+                               &k.cpu_alone_cost};
+    for (std::size_t i = 0; i < 5; ++i) {
+      *windows[i] = RateEstimate(100);  // restore_bucket keeps the tables' window of them
+      for (double v : numbers(parts[i + 1])) windows[i]->add(v);
+    }
+    t.restore_bucket(static_cast<std::size_t>(head[0]), k);
   }
   const std::vector<std::string> lines = split_on(share_rates, '\n');
   if (lines.size() != t.share_rates().size()) {
@@ -152,7 +167,9 @@ SplitTables tables_of(const store::SqliteStatement& s) {
 
 std::string fingerprint_of(const SplitTables& t) {
   const SplitOptions& o = t.options();
-  std::string f = "cores=" + std::to_string(t.cores()) + " buckets=" + std::to_string(o.buckets) +
+  // v2: the rows hold split and alone costs; tables stored without them are learned again.
+  std::string f = "v2 cores=" + std::to_string(t.cores()) +
+                  " buckets=" + std::to_string(o.buckets) +
                   " shares=" + (o.core_shares == CoreShares::per_class ? "per_class" : "per_core");
   if (o.core_shares == CoreShares::per_class) {
     f += " classes=";

@@ -44,6 +44,7 @@ SplitTables::SplitTables(std::size_t cores, PeakRates prior, SplitOptions option
   if (cores_ == 0) bad("no cores take part (cores must be >= 1)");
   if (options_.buckets == 0) bad("0 size buckets (M must be >= 1)");
   if (options_.window == 0) bad("a rate window of 0 measurements");
+  if (options_.revisit == 0) bad("revisit must be >= 1 region");
   if (!(options_.min_share >= 0 && options_.min_share < 0.5)) {
     bad("min_share " + std::to_string(options_.min_share) + " is outside [0, 0.5)");
   }
@@ -61,7 +62,10 @@ SplitTables::SplitTables(std::size_t cores, PeakRates prior, SplitOptions option
     classes_ = cores_;
   }
   buckets_.assign(options_.buckets, Bucket{});
-  for (Bucket& b : buckets_) b.gpu_rate = b.cpu_rate = RateEstimate(options_.window);
+  for (Bucket& b : buckets_) {
+    b.gpu_rate = b.cpu_rate = RateEstimate(options_.window);
+    b.split_cost = b.gpu_alone_cost = b.cpu_alone_cost = RateEstimate(options_.window);
+  }
   share_rates_.assign(classes_, RateEstimate(options_.window));
   if (options_.size_min != 0 || options_.size_max != 0) {
     set_size_range(options_.size_min, options_.size_max);
@@ -94,16 +98,21 @@ std::size_t SplitTables::bucket_of(double size) {
   return after == buckets_.begin() ? 0 : static_cast<std::size_t>(after - buckets_.begin() - 1);
 }
 
+double SplitTables::nearest(std::size_t b, RateEstimate Bucket::*what) const {
+  for (std::size_t d = 0; d < buckets_.size(); ++d) {
+    if (b >= d && !(buckets_[b - d].*what).empty()) return (buckets_[b - d].*what).value();
+    if (b + d < buckets_.size() && !(buckets_[b + d].*what).empty()) {
+      return (buckets_[b + d].*what).value();
+    }
+  }
+  return 0;
+}
+
 // A side's rate for bucket b: its own estimate, else the nearest measured bucket's (the lower
 // one on a tie), else the prior.
 double SplitTables::rate_for(std::size_t b, RateEstimate Bucket::*side, double prior) const {
-  for (std::size_t d = 0; d < buckets_.size(); ++d) {
-    if (b >= d && !(buckets_[b - d].*side).empty()) return (buckets_[b - d].*side).value();
-    if (b + d < buckets_.size() && !(buckets_[b + d].*side).empty()) {
-      return (buckets_[b + d].*side).value();
-    }
-  }
-  return prior;
+  const double r = nearest(b, side);
+  return r > 0 ? r : prior;
 }
 
 double SplitTables::gpu_rate_for(std::size_t b) const {
@@ -124,13 +133,27 @@ double SplitTables::prior_gsplit() const {
   return clamp_share(prior_.gpu / (prior_.gpu + prior_.cpu));
 }
 
-double SplitTables::gsplit(std::size_t b) const {
+double SplitTables::balanced_gsplit(std::size_t b) const {
   if (b >= buckets_.size()) {
     bad("bucket " + std::to_string(b) + " of " + std::to_string(buckets_.size()));
   }
   const double g = gpu_rate_for(b);
   const double c = cpu_rate_for(b);
   return clamp_share(g / (g + c));
+}
+
+double SplitTables::gsplit(std::size_t b) const {
+  const double balanced = balanced_gsplit(b);
+  if (!options_.try_alone || balanced == 0 || balanced == 1) return balanced;
+  const bool gpu_larger = balanced >= 0.5;
+  const double alone = gpu_larger ? 1.0 : 0.0;
+  const double split_cost = nearest(b, &Bucket::split_cost);
+  if (split_cost == 0) return balanced;  // the split first
+  const double alone_cost =
+      nearest(b, gpu_larger ? &Bucket::gpu_alone_cost : &Bucket::cpu_alone_cost);
+  if (alone_cost == 0) return alone;  // then the larger side alone, once
+  if (alone_cost >= split_cost) return balanced;
+  return buckets_[b].since_split >= options_.revisit ? balanced : alone;
 }
 
 std::vector<double> SplitTables::csplit() const {
@@ -209,22 +232,38 @@ void SplitTables::update(std::size_t b, const RegionTiming& t) {
   bucket.gpu_rate.add(gpu_measured);
   bucket.cpu_rate.add(cpu_measured);
   bucket.regions += 1;
+  const double seconds = t.seconds > 0 ? t.seconds : std::max(t.gpu_seconds, cpu_seconds);
+  const double work = t.gpu_work + cpu_work;
+  if (work > 0 && seconds > 0) {
+    if (t.gpu_work > 0 && cpu_work > 0) {
+      bucket.split_cost.add(seconds / work);
+      bucket.since_split = 0;
+    } else {
+      (t.gpu_work > 0 ? bucket.gpu_alone_cost : bucket.cpu_alone_cost).add(seconds / work);
+      bucket.since_split += 1;
+    }
+  }
   learn_core_rates(t);
 }
 
-void SplitTables::restore_bucket(std::size_t b, const std::vector<double>& gpu_rates,
-                                 const std::vector<double>& cpu_rates, std::uint64_t regions,
-                                 double last_used, double last_balanced) {
+void SplitTables::restore_bucket(std::size_t b, const Bucket& state) {
   if (b >= buckets_.size()) {
     bad("restoring bucket " + std::to_string(b) + " of " + std::to_string(buckets_.size()));
   }
   Bucket& bucket = buckets_[b];
-  bucket.gpu_rate = bucket.cpu_rate = RateEstimate(options_.window);
-  for (double r : gpu_rates) bucket.gpu_rate.add(r);
-  for (double r : cpu_rates) bucket.cpu_rate.add(r);
-  bucket.regions = regions;
-  bucket.last_used = last_used;
-  bucket.last_balanced = last_balanced;
+  const double from = bucket.size_from;
+  auto rewindow = [this](const RateEstimate& stored) {
+    RateEstimate r(options_.window);
+    for (double v : stored.recent()) r.add(v);
+    return r;
+  };
+  bucket = state;
+  bucket.size_from = from;
+  bucket.gpu_rate = rewindow(state.gpu_rate);
+  bucket.cpu_rate = rewindow(state.cpu_rate);
+  bucket.split_cost = rewindow(state.split_cost);
+  bucket.gpu_alone_cost = rewindow(state.gpu_alone_cost);
+  bucket.cpu_alone_cost = rewindow(state.cpu_alone_cost);
 }
 
 void SplitTables::restore_share_rate(std::size_t i, const std::vector<double>& rates) {

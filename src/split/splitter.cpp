@@ -155,6 +155,7 @@ RegionReport Splitter::run(const RegionWork& work, const GpuPart& gpu, const Cpu
   const std::size_t bucket = tables_.bucket_of(work.size);
   RegionReport report = run_split(work, bucket, tables_.gsplit(bucket), tables_.csplit(), gpu, cpu);
   RegionTiming timing;
+  timing.seconds = report.seconds;
   timing.gpu_work = work_in(work, report.gpu);
   timing.gpu_seconds = report.gpu_seconds;
   for (std::size_t j = 0; j < report.cores.size(); ++j) {

@@ -78,6 +78,7 @@ TEST_F(SplitStoreTest, SavedTablesComeBackAsTheyWere) {
     EXPECT_DOUBLE_EQ(back.gsplit(b), t.gsplit(b)) << b;
     EXPECT_EQ(back.buckets()[b].regions, t.buckets()[b].regions);
     EXPECT_EQ(back.buckets()[b].gpu_rate.recent(), t.buckets()[b].gpu_rate.recent());
+    EXPECT_EQ(back.buckets()[b].split_cost.recent(), t.buckets()[b].split_cost.recent());
   }
   EXPECT_DOUBLE_EQ(back.buckets()[3].last_balanced, t.buckets()[3].last_balanced);
   EXPECT_EQ(back.csplit(), t.csplit());

@@ -33,7 +33,19 @@ ws::SplitOptions opts(std::size_t window = 1) {
   o.size_max = 4900;
   o.window = window;
   o.min_share = 0;
+  o.try_alone = false;  // the seed's rule alone; the tests of try_alone turn it on
   return o;
+}
+
+// A region of `work` that took `seconds`, split or on one side.
+ws::RegionTiming costed(double gpu_work, double cpu_work, double seconds) {
+  ws::RegionTiming t;
+  t.seconds = seconds;
+  t.gpu_work = gpu_work;
+  t.gpu_seconds = gpu_work > 0 ? seconds : 0;
+  t.core_work = {cpu_work};
+  t.core_seconds = {cpu_work > 0 ? seconds : 0};
+  return t;
 }
 
 }  // namespace
@@ -181,4 +193,41 @@ TEST(SplitTables, BadOptionsAndInputsAreRefusedByName) {
       "one class per core");
   refused([] { ws::SplitTables(1, {1, 1}, {}).bucket_of(-1); }, "size");
   refused([] { ws::SplitTables(2, {1, 1}, {}).update(0, timing(1, 1, {1}, {1})); }, "cores");
+}
+
+TEST(SplitTables, ProbesTheLargerSideAloneAndKeepsTheSplitWhenItIsCheaper) {
+  ws::SplitOptions o = opts(1);
+  o.try_alone = true;
+  ws::SplitTables t(1, {3, 1}, o);
+  EXPECT_DOUBLE_EQ(t.gsplit(0), 0.75);      // the split first
+  t.update(0, costed(75, 25, 1.0));         // balanced: 100 work in 1 s
+  EXPECT_DOUBLE_EQ(t.gsplit(0), 1.0);       // then the GPU alone, once
+  t.update(0, costed(100, 0, 100.0 / 75));  // alone it does 100 in 1.33 s
+  EXPECT_NEAR(t.gsplit(0), 0.75, 1e-9);     // the split was cheaper
+  EXPECT_NEAR(t.gsplit(10), 0.75, 1e-9);    // and its neighbours know it
+}
+
+TEST(SplitTables, GoesAloneWhereTheSidesSlowEachOtherDown) {
+  ws::SplitOptions o = opts(1);
+  o.try_alone = true;
+  o.revisit = 3;
+  ws::SplitTables t(1, {3, 1}, o);
+  t.update(0, costed(75, 25, 1.2));  // beside each other both crawl: 100 in 1.2 s
+  t.update(0, costed(100, 0, 1.0));  // the GPU alone: 100 in 1 s
+  EXPECT_DOUBLE_EQ(t.gsplit(0), 1.0);
+  t.update(0, costed(100, 0, 1.0));
+  t.update(0, costed(100, 0, 1.0));
+  EXPECT_LT(t.gsplit(0), 1.0);  // three regions alone: the split is tried again
+  t.update(0, costed(75, 25, 1.2));
+  EXPECT_DOUBLE_EQ(t.gsplit(0), 1.0);  // still dearer
+}
+
+TEST(SplitTables, ProbesTheCpuAloneWhenItTakesMostOfTheWork) {
+  ws::SplitOptions o = opts(1);
+  o.try_alone = true;
+  ws::SplitTables t(1, {1, 3}, o);
+  t.update(0, costed(25, 75, 1.0));
+  EXPECT_DOUBLE_EQ(t.gsplit(0), 0.0);
+  t.update(0, costed(0, 100, 0.9));
+  EXPECT_DOUBLE_EQ(t.gsplit(0), 0.0);
 }

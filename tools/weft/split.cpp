@@ -11,6 +11,8 @@ namespace weft::tools {
 
 namespace {
 
+using weft::split::RateEstimate;
+
 std::string percent(double v) {
   if (!std::isfinite(v)) return "-";
   char buf[16];
@@ -23,17 +25,24 @@ void show_one(const weft::split::StoredSplit& s) {
   std::printf("%s  region %s  device %s\n  %s; updated %s\n", s.key.machine.c_str(),
               s.key.region.c_str(), s.key.device.c_str(), s.fingerprint.c_str(), s.updated.c_str());
   std::printf("  prior (peak rates): GPU share %s\n", percent(t.prior_gsplit()).c_str());
-  std::printf("  %-12s %8s %10s %10s %12s %12s %12s\n", "size from", "regions", "predicted",
-              "measured", "GPU share", "GPU rate", "CPU rate");
+  std::printf("  %-12s %8s %10s %10s %12s %12s %12s %12s\n", "size from", "regions", "predicted",
+              "measured", "GPU share", "GPU rate", "CPU rate", "alone/split");
   for (std::size_t b = 0; b < t.buckets().size(); ++b) {
     const weft::split::Bucket& k = t.buckets()[b];
     if (k.regions == 0) continue;
     // predicted: the GPU share the bucket's last region ran with; measured: the share that
     // would have balanced that region; GPU share: what the next region gets.
-    std::printf("  %-12.4g %8llu %10s %10s %12s %12.4g %12.4g\n", k.size_from,
+    // alone/split: the time of the larger side alone over the split's, where both were measured
+    // in this bucket (below 1: the bucket goes alone).
+    const RateEstimate& alone = t.balanced_gsplit(b) >= 0.5 ? k.gpu_alone_cost : k.cpu_alone_cost;
+    char ratio[16] = "-";
+    if (!alone.empty() && !k.split_cost.empty()) {
+      std::snprintf(ratio, sizeof ratio, "%.3f", alone.value() / k.split_cost.value());
+    }
+    std::printf("  %-12.4g %8llu %10s %10s %12s %12.4g %12.4g %12s\n", k.size_from,
                 static_cast<unsigned long long>(k.regions), percent(k.last_used).c_str(),
                 percent(k.last_balanced).c_str(), percent(t.gsplit(b)).c_str(), k.gpu_rate.value(),
-                k.cpu_rate.value());
+                k.cpu_rate.value(), ratio);
   }
   std::printf("  CPU shares (DB2):");
   for (double c : t.csplit()) std::printf(" %s", percent(c).c_str());

@@ -14,7 +14,16 @@
 // seed's overwrite. A bucket that has never been measured borrows the rates of its nearest
 // measured bucket before it falls back to the peak prior: sizes close together split alike,
 // and an LU whose trailing update visits each size once would otherwise run every bucket of
-// its first factorisation at the peak split. docs/split.md gives the method and its measurements.
+// its first factorisation at the peak split.
+//
+// The seed's rule balances the two sides as if each ran at the same rate alone as beside the
+// other. Where they share what limits them (host memory bandwidth, which the GPU's copies and
+// the cores' loads both draw on), a balanced split can take longer than the faster side alone.
+// So each bucket also keeps what a region cost per unit of work split and with the side that
+// takes most of the work alone; once the split's cost is known, one region runs that side alone
+// to measure it, and the cheaper way is kept. A bucket that goes alone runs one split region
+// again every `revisit` regions, so that a change of the machine is seen.
+// docs/split.md gives the method and its measurements.
 #pragma once
 
 #include <cstddef>
@@ -52,6 +61,10 @@ struct SplitOptions {
   /// all to the GPU or all to the CPU rather than paying a part's fixed costs for a sliver.
   /// In [0, 0.5).
   double min_share = 0.01;
+  /// Compare the balanced split with the larger side alone (above) and keep the cheaper.
+  bool try_alone = true;
+  /// A bucket that goes alone runs a split region again after this many regions. At least 1.
+  std::size_t revisit = 16;
 };
 
 /// The prior: peak rates, in the region's units of work per second, of the GPU and of all the
@@ -64,6 +77,7 @@ struct PeakRates {
 /// What one region measured: the work each side and each core was given, and the seconds from
 /// the region's start until each finished it.
 struct RegionTiming {
+  double seconds = 0;  // the whole region; 0: the later of the parts
   double gpu_work = 0;
   double gpu_seconds = 0;
   std::vector<double> core_work;     // per core (worker index)
@@ -99,6 +113,12 @@ struct Bucket {
   /// (its own measured rates alone): predicted against measured, for `weft split show`.
   double last_used = std::numeric_limits<double>::quiet_NaN();
   double last_balanced = std::numeric_limits<double>::quiet_NaN();
+  /// Seconds per unit of work of the regions that ran split, GPU alone and CPU alone.
+  RateEstimate split_cost;
+  RateEstimate gpu_alone_cost;
+  RateEstimate cpu_alone_cost;
+  /// Regions since the bucket last ran split (for `revisit`).
+  std::uint64_t since_split = 0;
 };
 
 /// DB1 and DB2. Not thread-safe: the splitter that owns it updates it between regions.
@@ -112,8 +132,11 @@ class SplitTables {
   /// The bucket of size F (setting [Fmin, Fmax] from it on the first call when they were 0).
   /// Throws weft::InvalidArgument for a size that is negative or not finite.
   std::size_t bucket_of(double size);
-  /// The GPU's share of the work for a region of bucket `b`, in [0, 1].
+  /// The GPU's share of the work for a region of bucket `b`, in [0, 1]: the balanced split, or
+  /// a side alone where that was measured cheaper (or is to be measured next).
   [[nodiscard]] double gsplit(std::size_t b) const;
+  /// The split that balances the two sides' rates for bucket `b` (the seed's Gsplit), in [0, 1].
+  [[nodiscard]] double balanced_gsplit(std::size_t b) const;
   /// The split of bucket `b` from the prior alone (the seed's static split).
   [[nodiscard]] double prior_gsplit() const;
   /// Each core's share of the CPU's part (DB2); they sum to 1.
@@ -135,15 +158,16 @@ class SplitTables {
   // ---- for the store: restoring learned state --------------------------------------------
   /// Sets [Fmin, Fmax] (recomputing the buckets' starts). Throws as the constructor does.
   void set_size_range(double size_min, double size_max);
-  /// Replaces bucket `b`'s learned state.
-  void restore_bucket(std::size_t b, const std::vector<double>& gpu_rates,
-                      const std::vector<double>& cpu_rates, std::uint64_t regions, double last_used,
-                      double last_balanced);
+  /// Replaces bucket `b`'s learned state (all of `state` but its size_from; each estimate keeps
+  /// its last `window` measurements).
+  void restore_bucket(std::size_t b, const Bucket& state);
   /// Replaces DB2's rate estimate `i` (a core's, or a class's).
   void restore_share_rate(std::size_t i, const std::vector<double>& rates);
 
  private:
   [[nodiscard]] double rate_for(std::size_t b, RateEstimate Bucket::*side, double prior) const;
+  /// The nearest measured bucket's value of `what` (0 when none has one).
+  [[nodiscard]] double nearest(std::size_t b, RateEstimate Bucket::*what) const;
   [[nodiscard]] double gpu_rate_for(std::size_t b) const;
   [[nodiscard]] double cpu_rate_for(std::size_t b) const;
   [[nodiscard]] double clamp_share(double g) const;
