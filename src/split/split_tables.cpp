@@ -12,6 +12,10 @@ namespace {
 
 bool positive_finite(double v) { return std::isfinite(v) && v > 0; }
 
+// How far from the balanced split a split region may have run for its cost to stand for the
+// balanced split's.
+constexpr double kRepresentative = 0.05;
+
 [[noreturn]] void bad(const std::string& what) {
   throw InvalidArgument("weft::split::SplitTables: " + what);
 }
@@ -236,7 +240,11 @@ void SplitTables::update(std::size_t b, const RegionTiming& t) {
   const double work = t.gpu_work + cpu_work;
   if (work > 0 && seconds > 0) {
     if (t.gpu_work > 0 && cpu_work > 0) {
-      bucket.split_cost.add(seconds / work);
+      // A split far from the balanced one (the prior's, or one still converging) says little
+      // about what the balanced split costs: only a region near it is held against the alone.
+      if (std::abs(bucket.last_used - balanced_gsplit(b)) <= kRepresentative) {
+        bucket.split_cost.add(seconds / work);
+      }
       bucket.since_split = 0;
     } else {
       (t.gpu_work > 0 ? bucket.gpu_alone_cost : bucket.cpu_alone_cost).add(seconds / work);

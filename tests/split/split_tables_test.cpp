@@ -231,3 +231,20 @@ TEST(SplitTables, ProbesTheCpuAloneWhenItTakesMostOfTheWork) {
   t.update(0, costed(0, 100, 0.9));
   EXPECT_DOUBLE_EQ(t.gsplit(0), 0.0);
 }
+
+TEST(SplitTables, ASplitFarFromTheBalancedOneIsNotHeldAgainstTheAlone) {
+  ws::SplitOptions o = opts(1);
+  o.try_alone = true;
+  ws::SplitTables t(1, {99, 1}, o);
+  EXPECT_DOUBLE_EQ(t.gsplit(0), 0.99);  // the prior's split, far from the truth
+  ws::RegionTiming far;
+  far.seconds = 1.0;
+  far.gpu_work = 99;
+  far.gpu_seconds = 99.0 / 75;  // the GPU does 75 a second
+  far.core_work = {1};
+  far.core_seconds = {1.0 / 25};  // a core 25
+  ws::SplitTables u(1, {99, 1}, o);
+  u.update(0, far);
+  EXPECT_TRUE(u.buckets()[0].split_cost.empty());  // 0.99 is far from 0.75
+  EXPECT_NEAR(u.gsplit(0), 0.75, 1e-9);            // so the balanced split runs, not a probe
+}

@@ -20,9 +20,9 @@
 // other. Where they share what limits them (host memory bandwidth, which the GPU's copies and
 // the cores' loads both draw on), a balanced split can take longer than the faster side alone.
 // So each bucket also keeps what a region cost per unit of work split and with the side that
-// takes most of the work alone; once the split's cost is known, one region runs that side alone
-// to measure it, and the cheaper way is kept. A bucket that goes alone runs one split region
-// again every `revisit` regions, so that a change of the machine is seen.
+// takes most of the work alone; once the cost of a split near the balanced one is known, one
+// region runs that side alone to measure it, and the cheaper way is kept. A bucket that goes alone
+// runs one split region again every `revisit` regions, so that a change of the machine is seen.
 // docs/split.md gives the method and its measurements.
 #pragma once
 
