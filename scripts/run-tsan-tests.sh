@@ -27,4 +27,5 @@ echo "ThreadSanitizer: weft_gpu_apps_host_tests (the GPU applications' drivers o
 # one thread keeps its work on the caller's.
 OPENBLAS_NUM_THREADS=1 run "$build/tests/weft_gpu_apps_host_tests" --gtest_brief=1
 echo "ThreadSanitizer: weft_split_tests (the splitter's parts at once on the emulated device)"
-run "$build/tests/weft_split_tests" --gtest_brief=1 --gtest_filter='Split*:GpuSide*:-SplitStoreTest.AProcessKilledMidSaveLeavesWholeTables'
+# The split applications call OpenBLAS from every core: one thread each, as for the apps above.
+OPENBLAS_NUM_THREADS=1 run "$build/tests/weft_split_tests" --gtest_brief=1 --gtest_filter='Split*:GpuSide*:-SplitStoreTest.AProcessKilledMidSaveLeavesWholeTables'

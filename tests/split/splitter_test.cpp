@@ -3,9 +3,11 @@
 // times and converge; errors come back after every part has finished.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -258,4 +260,50 @@ TEST(GpuSide, BestAvailableIsCudaOrEmulated) {
     EXPECT_EQ(side->description(), "emulated");
     EXPECT_THROW(ws::GpuSide::cuda(0), weft::InvalidState);
   }
+}
+
+// Many short regions, some of whose parts fail at random: every region either covers each item
+// exactly once or throws its part's error, and the next region runs as if nothing happened.
+TEST(Splitter, StressManyRegionsWithFailingParts) {
+  const char* scale_env = std::getenv("WEFT_STRESS_SCALE");
+  const double scale = scale_env != nullptr ? std::atof(scale_env) : 1.0;
+  const int regions = std::max(20, static_cast<int>(400 * scale));
+  auto ex = make_executor(3);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "stress", {2, 1}, {.window = 3, .min_share = 0});
+  std::vector<std::atomic<int>> runs(257);
+  int failed = 0;
+  for (int i = 0; i < regions; ++i) {
+    for (auto& r : runs) r = 0;
+    const int fail_core = i % 7 == 3 ? i % 3 : -1;
+    const bool fail_gpu = i % 11 == 5;
+    auto mark = [&](ws::Range r) {
+      for (auto k = r.begin; k < r.end; ++k) runs[static_cast<std::size_t>(k)]++;
+    };
+    std::atomic<bool> threw{false};  // a part given no items is not called, and cannot fail
+    try {
+      s.run(
+          region(257, 10 + i % 50),
+          [&](ws::Range r, const ws::GpuContext&) {
+            mark(r);
+            if (fail_gpu) {
+              threw = true;
+              throw std::runtime_error("gpu");
+            }
+          },
+          [&](ws::Range r, std::size_t core) {
+            mark(r);
+            if (static_cast<int>(core) == fail_core) {
+              threw = true;
+              throw std::runtime_error("core");
+            }
+          });
+      ASSERT_FALSE(threw.load()) << "region " << i << " hid its error";
+    } catch (const std::runtime_error&) {
+      ASSERT_TRUE(threw.load()) << "region " << i;
+      ++failed;
+    }
+    for (auto& r : runs) ASSERT_EQ(r.load(), 1) << "region " << i;  // every part ran, once
+  }
+  EXPECT_GT(failed, 0);
 }
