@@ -23,7 +23,8 @@
 // takes most of the work alone; once the cost of a split near the balanced one is known, one
 // region runs that side alone to measure it, and the cheaper way is kept. A bucket that goes alone
 // runs one split region again every `revisit` regions, so that a change of the machine is seen.
-// docs/split.md gives the method and its measurements.
+// docs/split.md gives the method; docs/decisions/031-split-smoothing-and-alone.md the
+// measurements behind these choices.
 #pragma once
 
 #include <cstddef>
