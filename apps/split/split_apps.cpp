@@ -72,18 +72,23 @@ cuda::Workspace& workspace(cuda::WorkspacePtr& w, int device) {
 class GemmRows final : public SplitApp {
  public:
   GemmRows(int m, int n, int k, std::uint64_t seed)
-      : m_(m),
+      : m_(checked(m, n, k)),
         n_(n),
         k_(k),
         a_(std::size_t(m) * k),
         b_(std::size_t(k) * n),
         c_(std::size_t(m) * n) {
-    if (m < 1 || n < 1 || k < 1)
-      throw std::invalid_argument("apps::split::gemm_rows: m, n, k >= 1");
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<double> u(-1.0, 1.0);
     for (std::size_t i = 0; i < a_.size(); ++i) a_[i] = u(rng);
     for (std::size_t i = 0; i < b_.size(); ++i) b_[i] = u(rng);
+  }
+
+  // Before any allocation: a negative size would otherwise come back as bad_alloc.
+  static int checked(int m, int n, int k) {
+    if (m < 1 || n < 1 || k < 1)
+      throw std::invalid_argument("apps::split::gemm_rows: m, n, k >= 1");
+    return m;
   }
 
   [[nodiscard]] std::string name() const override { return "gemm_rows"; }
@@ -161,11 +166,10 @@ class Triad final : public SplitApp {
  public:
   static constexpr double kScalar = 3.0;
   Triad(std::int64_t n, std::uint64_t seed)
-      : n_(n),
+      : n_(n >= 1 ? n : throw std::invalid_argument("apps::split::triad: n >= 1")),
         a_(static_cast<std::size_t>(n)),
         b_(static_cast<std::size_t>(n)),
         c_(static_cast<std::size_t>(n)) {
-    if (n < 1) throw std::invalid_argument("apps::split::triad: n >= 1");
     // Small integers: b + 3 c is exact whether or not a side fuses the multiply and add.
     std::mt19937_64 rng(seed);
     for (std::int64_t i = 0; i < n; ++i) {

@@ -119,6 +119,33 @@ struct Workspace {
   }
 };
 
+namespace {
+
+// Forks the workspace's lanes off `s` and joins them back; if a call between throws, the
+// destructor waits for what the lanes were given, so that no copy into the caller's memory is
+// still running when the error reaches the caller.
+class Lanes {
+ public:
+  Lanes(Workspace& w, cudaStream_t s) : w_(w), s_(s) { w_.fork(s_); }
+  ~Lanes() {
+    if (joined_) return;
+    for (auto& l : w_.lane) cudaStreamSynchronize(l);
+  }
+  Lanes(const Lanes&) = delete;
+  Lanes& operator=(const Lanes&) = delete;
+  void join() {
+    w_.join(s_);
+    joined_ = true;
+  }
+
+ private:
+  Workspace& w_;
+  cudaStream_t s_;
+  bool joined_ = false;
+};
+
+}  // namespace
+
 void WorkspaceDeleter::operator()(Workspace* w) const noexcept {
   cudaSetDevice(w->device);
   for (auto& l : w->lane) cudaStreamSynchronize(l);
@@ -166,7 +193,7 @@ void gemm_rows(Workspace& w, cudaStream_t s, const double* a, const double* b, d
   constexpr std::int64_t kChunk = 2048;  // rows per chunk: copies of one overlap another's GEMM
   double* db = w.shared.get<double>(static_cast<std::size_t>(k) * n);
   check(cudaMemcpyAsync(db, b, sizeof(double) * k * n, cudaMemcpyHostToDevice, s), "copy B in");
-  w.fork(s);
+  Lanes lanes(w, s);
   const double one = 1.0, zero = 0.0;
   for (std::int64_t first = 0, i = 0; first < rows; first += kChunk, ++i) {
     const int l = static_cast<int>(i % kLanes);
@@ -185,13 +212,13 @@ void gemm_rows(Workspace& w, cudaStream_t s, const double* a, const double* b, d
                           w.lane[l]),
           "copy C out");
   }
-  w.join(s);
+  lanes.join();
 }
 
 void triad(Workspace& w, cudaStream_t s, double* a, const double* b, const double* c, double scalar,
            std::int64_t count) {
   constexpr std::int64_t kChunk = 4 << 20;  // elements per chunk (32 MiB per array)
-  w.fork(s);
+  Lanes lanes(w, s);
   for (std::int64_t first = 0, i = 0; first < count; first += kChunk, ++i) {
     const int l = static_cast<int>(i % kLanes);
     const std::int64_t m = std::min(kChunk, count - first);
@@ -207,7 +234,7 @@ void triad(Workspace& w, cudaStream_t s, double* a, const double* b, const doubl
     check(cudaMemcpyAsync(a + first, da, sizeof(double) * m, cudaMemcpyDeviceToHost, w.lane[l]),
           "copy a out");
   }
-  w.join(s);
+  lanes.join();
 }
 
 void spmv(Workspace& w, cudaStream_t s, const std::int64_t* row_start, const int* col,
@@ -268,7 +295,7 @@ void lu_update(Workspace& w, cudaStream_t s, double* first_col, int lda, int m, 
   const double* dl = w.panel.get<double>(static_cast<std::size_t>(m) * nb);
   const int* dpiv = w.pivots.get<int>(static_cast<std::size_t>(nb) + 1);
   const double one = 1.0, minus_one = -1.0;
-  w.fork(s);
+  Lanes lanes(w, s);
   for (std::int64_t first = 0, i = 0; first < cols; first += kChunk, ++i) {
     const int l = static_cast<int>(i % kLanes);
     const std::int64_t count = std::min(kChunk, cols - first);
@@ -294,7 +321,7 @@ void lu_update(Workspace& w, cudaStream_t s, double* first_col, int lda, int m, 
                             count, cudaMemcpyDeviceToHost, w.lane[l]),
           "copy columns out");
   }
-  w.join(s);
+  lanes.join();
 }
 
 namespace {

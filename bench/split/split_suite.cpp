@@ -279,7 +279,14 @@ void run_lu(Suite& suite, Setup& setup, const SplitSuiteOptions& o) {
   const int n = o.quick ? 1024 : 16384;
   const int nb = o.quick ? 128 : 512;
   const std::string bench = "hpl_lu_" + std::to_string(n);
-  apps::split::HplLu lu(n, nb, 11);
+  std::unique_ptr<apps::split::HplLu> made;
+  try {
+    made = std::make_unique<apps::split::HplLu>(n, nb, 11);
+  } catch (const std::runtime_error& e) {
+    std::fprintf(stderr, "[split] %s: skipped (%s)\n", bench.c_str(), e.what());
+    return;
+  }
+  apps::split::HplLu& lu = *made;
   std::fprintf(stderr, "[split] %s: peak rates\n", bench.c_str());
   ws::Splitter probe(*setup.ex, *setup.gpu, bench + "-probe", {1, 1});
   const ws::PeakRates prior = lu.peak_rates(probe, *setup.gpu);

@@ -46,6 +46,9 @@ constexpr const char* kColumns =
     "updated";
 
 constexpr const char* kOwner = "weft::split::SplitStore";
+// The rows' format (v3: split and alone costs, the window's split, the applied split), the first
+// word of every fingerprint.
+constexpr const char* kFormat = "v3 ";
 
 std::string number(double v) {
   char buf[32];
@@ -70,15 +73,17 @@ std::vector<double> numbers(const std::string& text) {
   return out;
 }
 
-// One line per measured bucket: "b regions last_used last_balanced since_split | gpu rates |
-// cpu rates | split costs | GPU-alone costs | CPU-alone costs".
+// One line per measured bucket: "b regions last_used last_balanced since_split window_split
+// applied_split |
+// gpu rates | cpu rates | split costs | GPU-alone costs | CPU-alone costs".
 std::string encode_buckets(const SplitTables& t) {
   std::string s;
   for (std::size_t b = 0; b < t.buckets().size(); ++b) {
     const Bucket& k = t.buckets()[b];
     if (k.regions == 0) continue;
     s += std::to_string(b) + ' ' + std::to_string(k.regions) + ' ' + number(k.last_used) + ' ' +
-         number(k.last_balanced) + ' ' + std::to_string(k.since_split);
+         number(k.last_balanced) + ' ' + std::to_string(k.since_split) + ' ' +
+         number(k.window_split) + ' ' + number(k.applied_split);
     for (const RateEstimate* r :
          {&k.gpu_rate, &k.cpu_rate, &k.split_cost, &k.gpu_alone_cost, &k.cpu_alone_cost}) {
       s += " | " + join(r->recent());
@@ -108,7 +113,7 @@ void decode_into(SplitTables& t, const std::string& bucket_state, const std::str
     if (line.empty()) continue;
     const std::vector<std::string> parts = split_on(line, '|');
     const std::vector<double> head = parts.empty() ? std::vector<double>{} : numbers(parts[0]);
-    if (parts.size() != 6 || head.size() != 5 || head[0] < 0 ||
+    if (parts.size() != 6 || head.size() != 7 || !(head[0] >= 0) ||
         head[0] >= static_cast<double>(t.buckets().size())) {
       throw Error(std::string(kOwner) + ": " + what + ": a bucket row cannot be read: '" + line +
                   "'");
@@ -118,6 +123,8 @@ void decode_into(SplitTables& t, const std::string& bucket_state, const std::str
     k.last_used = head[2];
     k.last_balanced = head[3];
     k.since_split = static_cast<std::uint64_t>(head[4]);
+    k.window_split = head[5];
+    k.applied_split = head[6];
     RateEstimate* windows[] = {&k.gpu_rate, &k.cpu_rate, &k.split_cost, &k.gpu_alone_cost,
                                &k.cpu_alone_cost};
     for (std::size_t i = 0; i < 5; ++i) {
@@ -167,8 +174,8 @@ SplitTables tables_of(const store::SqliteStatement& s) {
 
 std::string fingerprint_of(const SplitTables& t) {
   const SplitOptions& o = t.options();
-  // v2: the rows hold split and alone costs; tables stored without them are learned again.
-  std::string f = "v2 cores=" + std::to_string(t.cores()) +
+  // The format's version leads: tables stored in another format are learned again.
+  std::string f = std::string(kFormat) + "cores=" + std::to_string(t.cores()) +
                   " buckets=" + std::to_string(o.buckets) +
                   " shares=" + (o.core_shares == CoreShares::per_class ? "per_class" : "per_core");
   if (o.core_shares == CoreShares::per_class) {
@@ -254,16 +261,23 @@ SplitStore::Load SplitStore::load(const SplitKey& key, SplitTables& tables) cons
   return Load::loaded;
 }
 
-std::vector<StoredSplit> SplitStore::list(const std::string& machine) const {
+std::vector<StoredSplit> SplitStore::list(const std::string& machine, std::size_t* stale) const {
   store::SqliteStatement s(db_->sqlite,
                            std::string("SELECT ") + kColumns +
                                " FROM split_tables WHERE ?1 = '' OR machine = ?1 ORDER BY "
                                "machine, region, device");
   s.text(1, machine);
   std::vector<StoredSplit> out;
+  if (stale != nullptr) *stale = 0;
   for (int rc; (rc = s.step()) != SQLITE_DONE;) {
     if (rc != SQLITE_ROW) db_->sqlite.fail("listing");
     SplitKey key{s.column_text(0), s.column_text(1), s.column_text(2)};
+    // Tables stored by a weft whose rows held something else are not shown (load() would not
+    // use them either); the caller may say how many there were.
+    if (s.column_text(3).rfind(kFormat, 0) != 0) {
+      if (stale != nullptr) ++*stale;
+      continue;
+    }
     SplitTables t = tables_of(s);
     decode_into(t, s.column_text(15), s.column_text(16), describe(key));
     out.push_back(StoredSplit{std::move(key), s.column_text(3), s.column_text(17), std::move(t)});

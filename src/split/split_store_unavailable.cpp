@@ -21,7 +21,7 @@ SplitStore::SplitStore(const std::string& path) {
 SplitStore::~SplitStore() = default;
 void SplitStore::save(const SplitKey&, const SplitTables&) {}
 SplitStore::Load SplitStore::load(const SplitKey&, SplitTables&) const { return Load::absent; }
-std::vector<StoredSplit> SplitStore::list(const std::string&) const { return {}; }
+std::vector<StoredSplit> SplitStore::list(const std::string&, std::size_t*) const { return {}; }
 std::size_t SplitStore::reset(const std::string&, const std::string&) { return 0; }
 
 }  // namespace weft::split

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "weft/error.hpp"
 #include "weft/split/tables.hpp"
@@ -15,6 +16,10 @@ bool positive_finite(double v) { return std::isfinite(v) && v > 0; }
 // How far from the balanced split a split region may have run for its cost to stand for the
 // balanced split's.
 constexpr double kRepresentative = 0.05;
+// The side alone replaces a split only when it is this much cheaper: the split's cost is the
+// noisier (its slower side decides it), and a bucket that flapped between the two on noise
+// would pay a region off its split each time.
+constexpr double kAloneMargin = 0.05;
 
 [[noreturn]] void bad(const std::string& what) {
   throw InvalidArgument("weft::split::SplitTables: " + what);
@@ -49,6 +54,9 @@ SplitTables::SplitTables(std::size_t cores, PeakRates prior, SplitOptions option
   if (options_.buckets == 0) bad("0 size buckets (M must be >= 1)");
   if (options_.window == 0) bad("a rate window of 0 measurements");
   if (options_.revisit == 0) bad("revisit must be >= 1 region");
+  if (!(options_.deadband >= 0 && options_.deadband < 0.5)) {
+    bad("deadband " + std::to_string(options_.deadband) + " is outside [0, 0.5)");
+  }
   if (!(options_.min_share >= 0 && options_.min_share < 0.5)) {
     bad("min_share " + std::to_string(options_.min_share) + " is outside [0, 0.5)");
   }
@@ -95,7 +103,10 @@ std::size_t SplitTables::bucket_of(double size) {
   if (!std::isfinite(size) || size < 0) {
     bad("a region's size must be finite and >= 0, not " + std::to_string(size));
   }
-  if (!range_set_) set_size_range(0, 2 * size);
+  if (!range_set_) {
+    if (size == 0) return 0;  // a range [0, 0] would put every later size in the last bucket
+    set_size_range(0, 2 * size);
+  }
   // The last bucket whose start is <= size (the first when size is below every start).
   const auto after = std::upper_bound(buckets_.begin(), buckets_.end(), size,
                                       [](double s, const Bucket& b) { return s < b.size_from; });
@@ -112,19 +123,21 @@ double SplitTables::nearest(std::size_t b, RateEstimate Bucket::*what) const {
   return 0;
 }
 
-// A side's rate for bucket b: its own estimate, else the nearest measured bucket's (the lower
-// one on a tie), else the prior.
-double SplitTables::rate_for(std::size_t b, RateEstimate Bucket::*side, double prior) const {
-  const double r = nearest(b, side);
-  return r > 0 ? r : prior;
+// A side's rate for bucket b: as measured beside the other side, in this bucket or the nearest
+// (the lower one on a tie); else as measured alone; else the prior.
+double SplitTables::rate_for(std::size_t b, RateEstimate Bucket::*side,
+                             RateEstimate Bucket::*alone_cost, double prior) const {
+  if (const double r = nearest(b, side); r > 0) return r;
+  if (const double cost = nearest(b, alone_cost); cost > 0) return 1 / cost;
+  return prior;
 }
 
 double SplitTables::gpu_rate_for(std::size_t b) const {
-  return rate_for(b, &Bucket::gpu_rate, prior_.gpu);
+  return rate_for(b, &Bucket::gpu_rate, &Bucket::gpu_alone_cost, prior_.gpu);
 }
 
 double SplitTables::cpu_rate_for(std::size_t b) const {
-  return rate_for(b, &Bucket::cpu_rate, prior_.cpu);
+  return rate_for(b, &Bucket::cpu_rate, &Bucket::cpu_alone_cost, prior_.cpu);
 }
 
 double SplitTables::clamp_share(double g) const {
@@ -146,17 +159,31 @@ double SplitTables::balanced_gsplit(std::size_t b) const {
   return clamp_share(g / (g + c));
 }
 
+// The split regions of a bucket keep to the split they ran at while the balanced one stays
+// within the dead band of it: moving by less buys nothing that the noise of the rates does not
+// take back, and a steady split keeps the rates' window describing one way of running.
+double SplitTables::steadied(std::size_t b, double balanced) const {
+  const double applied = buckets_[b].applied_split;
+  if (applied > 0 && applied < 1 && balanced > 0 && balanced < 1 &&
+      std::abs(balanced - applied) <= options_.deadband) {
+    return applied;
+  }
+  return balanced;
+}
+
 double SplitTables::gsplit(std::size_t b) const {
-  const double balanced = balanced_gsplit(b);
+  const double balanced = steadied(b, balanced_gsplit(b));
   if (!options_.try_alone || balanced == 0 || balanced == 1) return balanced;
   const bool gpu_larger = balanced >= 0.5;
   const double alone = gpu_larger ? 1.0 : 0.0;
+  // Costs per unit of work, from this bucket or the nearest that has one: sizes close together
+  // cost alike, so a bucket need not try both ways itself.
   const double split_cost = nearest(b, &Bucket::split_cost);
   if (split_cost == 0) return balanced;  // the split first
   const double alone_cost =
       nearest(b, gpu_larger ? &Bucket::gpu_alone_cost : &Bucket::cpu_alone_cost);
   if (alone_cost == 0) return alone;  // then the larger side alone, once
-  if (alone_cost >= split_cost) return balanced;
+  if (alone_cost >= split_cost * (1 - kAloneMargin)) return balanced;
   return buckets_[b].since_split >= options_.revisit ? balanced : alone;
 }
 
@@ -197,8 +224,8 @@ void SplitTables::learn_core_rates(const RegionTiming& t) {
   std::vector<double> work(classes_, 0), slowest(classes_, 0), members(classes_, 0);
   for (std::size_t j = 0; j < cores_; ++j) {
     const std::size_t c = options_.core_class[j];
-    members[c] += 1;
-    if (t.core_work[j] > 0) {
+    if (t.core_work[j] > 0) {  // a core given nothing did not share its class's work
+      members[c] += 1;
       work[c] += t.core_work[j];
       slowest[c] = std::max(slowest[c], t.core_seconds[j]);
     }
@@ -218,7 +245,6 @@ void SplitTables::update(std::size_t b, const RegionTiming& t) {
         " cores");
   }
   Bucket& bucket = buckets_[b];
-  bucket.last_used = gsplit(b);
   double cpu_work = 0;
   double cpu_seconds = 0;
   for (std::size_t j = 0; j < cores_; ++j) {
@@ -227,14 +253,26 @@ void SplitTables::update(std::size_t b, const RegionTiming& t) {
       cpu_seconds = std::max(cpu_seconds, t.core_seconds[j]);
     }
   }
+  // The split that ran: the one asked for, moved to the items' grain.
+  bucket.last_used = t.gpu_work + cpu_work > 0 ? t.gpu_work / (t.gpu_work + cpu_work) : gsplit(b);
   const double gpu_measured = t.gpu_work > 0 && t.gpu_seconds > 0 ? t.gpu_work / t.gpu_seconds : 0;
   const double cpu_measured = cpu_work > 0 && cpu_seconds > 0 ? cpu_work / cpu_seconds : 0;
   // What would have balanced this region alone: measured where a side ran, estimated where not.
   const double g = gpu_measured > 0 ? gpu_measured : gpu_rate_for(b);
   const double c = cpu_measured > 0 ? cpu_measured : cpu_rate_for(b);
   bucket.last_balanced = g / (g + c);
-  bucket.gpu_rate.add(gpu_measured);
-  bucket.cpu_rate.add(cpu_measured);
+  if (t.gpu_work > 0 && cpu_work > 0) {
+    // How much each side slows the other depends on the split: rates measured far from this
+    // region's split (the prior's, on a cold bucket) describe another way of running, and the
+    // window starts again rather than letting them weigh on its median.
+    if (!(std::abs(bucket.last_used - bucket.window_split) <= kRepresentative)) {
+      bucket.gpu_rate = bucket.cpu_rate = RateEstimate(options_.window);
+      bucket.window_split = bucket.last_used;
+    }
+    bucket.gpu_rate.add(gpu_measured);
+    bucket.cpu_rate.add(cpu_measured);
+    bucket.applied_split = bucket.last_used;
+  }
   bucket.regions += 1;
   const double seconds = t.seconds > 0 ? t.seconds : std::max(t.gpu_seconds, cpu_seconds);
   const double work = t.gpu_work + cpu_work;

@@ -164,7 +164,14 @@ RegionReport Splitter::run(const RegionWork& work, const GpuPart& gpu, const Cpu
   }
   tables_.update(bucket, timing);
   report.next_gsplit = tables_.gsplit(bucket);
-  save();
+  // The region succeeded and the tables learned from it: a store that cannot take them is
+  // reported with the region rather than thrown, which would lose the report and make the
+  // caller believe the region failed.
+  try {
+    save();
+  } catch (const std::exception& e) {
+    report.store_error = e.what();
+  }
   return report;
 }
 
@@ -186,7 +193,7 @@ RegionReport Splitter::run_fixed(const RegionWork& work, double gsplit, const Gp
   }
   RegionReport report =
       run_split(work, tables_.bucket_of(work.size), gsplit, core_shares, gpu, cpu);
-  report.next_gsplit = gsplit;
+  report.next_gsplit = gsplit;  // nothing learned
   return report;
 }
 
@@ -202,7 +209,7 @@ RegionReport Splitter::run_split(const RegionWork& work, std::size_t bucket, dou
   const SplitRanges ranges = split_ranges(work, gsplit, core_shares);
   RegionReport report;
   report.bucket = bucket;
-  report.gsplit = gsplit;
+  report.gsplit = work.work > 0 ? work_in(work, ranges.gpu) / work.work : gsplit;
   report.gpu = ranges.gpu;
   report.cores = ranges.cores;
   report.core_seconds.assign(cores, 0);

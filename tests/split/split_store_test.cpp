@@ -16,6 +16,10 @@
 #include "weft/split/splitter.hpp"
 #include "weft/split/store.hpp"
 
+#if WEFT_TEST_SQLITE_DIRECT
+#include <sqlite3.h>
+#endif
+
 namespace ws = weft::split;
 namespace fs = std::filesystem;
 
@@ -133,6 +137,34 @@ TEST_F(SplitStoreTest, ResetRemovesByMachineAndRegion) {
   EXPECT_TRUE(store.list().empty());
 }
 
+TEST_F(SplitStoreTest, TablesOfAnOlderFormatAreCountedNotShown) {
+  ws::SplitTables t(1, {1, 1}, opts());
+  ws::SplitStore store(path_);
+  store.save(kKey, t);
+  store.save({"host-b", "old", "d"}, t);
+#if WEFT_TEST_SQLITE_DIRECT
+  {  // a row as an older weft wrote it: another format's fingerprint
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "UPDATE split_tables SET fingerprint = 'cores=1 buckets=20' WHERE "
+                           "machine = 'host-b'",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  std::size_t stale = 0;
+  const auto shown = store.list("", &stale);
+  ASSERT_EQ(shown.size(), 1u);
+  EXPECT_EQ(shown[0].key, kKey);
+  EXPECT_EQ(stale, 1u);
+  ws::SplitTables back(1, {1, 1}, opts());
+  EXPECT_EQ(store.load({"host-b", "old", "d"}, back), ws::SplitStore::Load::invalidated);
+#else
+  GTEST_SKIP() << "needs SQLite's header to write an old row";
+#endif
+}
+
 TEST_F(SplitStoreTest, EmptyKeysAndMissingDirectoriesAreNamed) {
   ws::SplitStore store(path_);
   ws::SplitTables t(1, {1, 1}, opts());
@@ -151,9 +183,12 @@ TEST_F(SplitStoreTest, EmptyKeysAndMissingDirectoriesAreNamed) {
 TEST_F(SplitStoreTest, AProcessKilledMidSaveLeavesWholeTables) {
   { ws::SplitStore create(path_); }
   for (int attempt = 0; attempt < 5; ++attempt) {
+    int ready[2];
+    ASSERT_EQ(::pipe(ready), 0);
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
+      ::close(ready[0]);
       try {
         ws::SplitStore store(path_);
         for (int round = 1;; ++round) {
@@ -161,12 +196,20 @@ TEST_F(SplitStoreTest, AProcessKilledMidSaveLeavesWholeTables) {
           const double r = round + 1000.0 * attempt;
           for (std::size_t b = 0; b < 20; ++b) t.update(b, timing(r, r, 4));
           store.save(kKey, t);
+          if (round == 1) {  // one whole save is in: the parent may kill from now on
+            const char byte = 1;
+            if (::write(ready[1], &byte, 1) != 1) ::_exit(4);
+          }
         }
       } catch (...) {
         ::_exit(3);
       }
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100 + 37 * attempt));
+    ::close(ready[1]);
+    char byte = 0;
+    ASSERT_EQ(::read(ready[0], &byte, 1), 1) << "the child saved nothing";
+    ::close(ready[0]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3 + 17 * attempt));  // mid-save, likely
     ::kill(child, SIGKILL);
     int status = 0;
     ::waitpid(child, &status, 0);

@@ -158,19 +158,42 @@ TEST(Splitter, LearnsTheSplitThatBalancesMeasuredRates) {
 TEST(Splitter, FindsASlowerCore) {
   auto ex = make_executor(2);
   auto gpu = ws::GpuSide::emulated();
-  ws::Splitter s(ex, *gpu, "percore", {1, 1}, {.window = 3, .min_share = 0});
+  // The GPU as fast as both cores together, so that every region is split and both cores are
+  // measured in each; core 0 does 1000 items a second, core 1 3000.
+  ws::Splitter s(ex, *gpu, "percore", {4000, 4000},
+                 {.window = 3, .min_share = 0, .try_alone = false});
   for (int round = 0; round < 5; ++round) {
-    s.run_fixed(
-        region(300), 0, [](ws::Range, const ws::GpuContext&) {},
+    const ws::RegionReport r = s.run(
+        region(600), [&](ws::Range r, const ws::GpuContext&) { work_for(r, 4000); },
         [&](ws::Range r, std::size_t core) { work_for(r, core == 0 ? 1000 : 3000); });
-    // run_fixed learns nothing; run does:
-    s.run(
-        region(300), [](ws::Range, const ws::GpuContext&) {},
-        [&](ws::Range r, std::size_t core) { work_for(r, core == 0 ? 1000 : 3000); });
+    EXPECT_FALSE(r.cores[0].empty());
+    EXPECT_FALSE(r.cores[1].empty());
   }
   const std::vector<double> c = s.tables().csplit();
-  EXPECT_NEAR(c[0], 0.25, 0.07);
-  EXPECT_NEAR(c[1], 0.75, 0.07);
+  EXPECT_NEAR(c[0], 0.25, 0.08);
+  EXPECT_NEAR(c[1], 0.75, 0.08);
+}
+
+TEST(Splitter, ReportsTheSplitThatRanOnTheGrain) {
+  auto ex = make_executor(2);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "grain", {1, 1}, {.min_share = 0});
+  ws::RegionWork w = region(512);
+  w.grain = 256;  // two places to cut: a GPU share of 0.3 becomes 0.5
+  const ws::RegionReport r = s.run_fixed(
+      w, 0.3, [](ws::Range, const ws::GpuContext&) {}, [](ws::Range, std::size_t) {});
+  EXPECT_DOUBLE_EQ(r.gsplit, 0.5);
+}
+
+TEST(Splitter, AFirstRegionOfSizeZeroLeavesTheBucketsForLaterSizes) {
+  auto ex = make_executor(2);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "zero", {1, 1}, {.buckets = 11});
+  const ws::GpuPart g = [](ws::Range, const ws::GpuContext&) {};
+  const ws::CpuPart c = [](ws::Range, std::size_t) {};
+  EXPECT_EQ(s.run(region(10, 0), g, c).bucket, 0u);
+  EXPECT_FALSE(s.tables().size_range_set());
+  EXPECT_EQ(s.run(region(10, 500), g, c).bucket, 5u);  // [0, 1000] from this one
 }
 
 TEST(Splitter, RunFixedUsesTheGivenSplitAndLearnsNothing) {

@@ -59,12 +59,18 @@ int run_split_show(const SplitArgs& args) {
   }
   weft::split::SplitStore store(path);
   int shown = 0;
-  for (const auto& s : store.list(args.machine)) {
+  std::size_t stale = 0;
+  for (const auto& s : store.list(args.machine, &stale)) {
     if (!args.region.empty() && s.key.region != args.region) continue;
     show_one(s);
     ++shown;
   }
   if (shown == 0) std::printf("no split tables in %s\n", path.c_str());
+  if (stale > 0) {
+    std::printf(
+        "(%zu set(s) stored by an older weft are not shown; weft split reset removes them)\n",
+        stale);
+  }
   return 0;
 }
 

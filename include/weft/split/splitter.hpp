@@ -68,7 +68,8 @@ struct GpuContext {
 class GpuSide {
  public:
   /// CUDA device `ordinal` with a new non-blocking stream. Throws weft::InvalidState naming why
-  /// when weft was built without CUDA or the device cannot be used.
+  /// when weft was built without CUDA or there is no such device, weft::CudaError when the
+  /// device is there but a CUDA call on it fails.
   static std::unique_ptr<GpuSide> cuda(int ordinal = 0);
   /// The emulated device.
   static std::unique_ptr<GpuSide> emulated();
@@ -107,7 +108,7 @@ using CpuPart = std::function<void(Range, std::size_t core)>;
 /// What a region did.
 struct RegionReport {
   std::size_t bucket = 0;
-  double gsplit = 0;  // the GPU's share of the work it ran with
+  double gsplit = 0;  // the GPU's share of the work it ran with (the one asked for, on the grain)
   Range gpu;
   std::vector<Range> cores;  // per core
   double gpu_seconds = 0;    // from the region's start until the GPU part was complete
@@ -115,6 +116,9 @@ struct RegionReport {
   std::vector<double> core_seconds;
   double seconds = 0;      // the whole region
   double next_gsplit = 0;  // the bucket's split after learning from this region
+  /// Why the attached store could not save the tables after this region (empty: saved, or no
+  /// store). The region itself succeeded and the tables in memory learned from it.
+  std::string store_error;
 };
 
 /// Runs regions split between a GPU side and an executor's workers, learning as it goes.
@@ -130,11 +134,12 @@ class Splitter {
   Splitter(const Splitter&) = delete;
   Splitter& operator=(const Splitter&) = delete;
 
-  /// Runs a region with the learned split and learns from it (saving the tables to the
-  /// attached store, if any). Throws weft::InvalidArgument for a region with negative items,
-  /// a grain < 1 or work that is negative or not finite; weft::InvalidState when called from one
-  /// of the executor's workers; and rethrows the first error of a part once every part has
-  /// finished (the tables then learn nothing).
+  /// Runs a region with the learned split and learns from it, then saves the tables to the
+  /// attached store, if any (a failed save is reported in RegionReport::store_error). Throws
+  /// weft::InvalidArgument for a region with negative items, a grain < 1 or work that is
+  /// negative or not finite; weft::InvalidState when called from one of the executor's workers;
+  /// and rethrows the first error of a part once every part has finished (the tables then learn
+  /// nothing).
   RegionReport run(const RegionWork& work, const GpuPart& gpu, const CpuPart& cpu);
   /// Runs a region with the GPU's share fixed at `gsplit` (in [0, 1]) and the cores' shares
   /// `core_shares` (one per core, summing to 1; empty: DB2's current ones), learning nothing:

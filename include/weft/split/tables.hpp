@@ -21,7 +21,8 @@
 // the cores' loads both draw on), a balanced split can take longer than the faster side alone.
 // So each bucket also keeps what a region cost per unit of work split and with the side that
 // takes most of the work alone; once the cost of a split near the balanced one is known, one
-// region runs that side alone to measure it, and the cheaper way is kept. A bucket that goes alone
+// region runs that side alone to measure it (unless a neighbouring bucket has), and the side
+// alone is kept where it is at least 5% cheaper. A bucket that goes alone
 // runs one split region again every `revisit` regions, so that a change of the machine is seen.
 // docs/split.md gives the method; docs/decisions/031-split-smoothing-and-alone.md the
 // measurements behind these choices.
@@ -66,6 +67,9 @@ struct SplitOptions {
   bool try_alone = true;
   /// A bucket that goes alone runs a split region again after this many regions. At least 1.
   std::size_t revisit = 16;
+  /// A bucket's split regions keep the split they last ran at while the balanced split stays
+  /// within this of it. In [0, 0.5).
+  double deadband = 0.01;
 };
 
 /// The prior: peak rates, in the region's units of work per second, of the GPU and of all the
@@ -107,8 +111,14 @@ class RateEstimate {
 /// One row of DB1.
 struct Bucket {
   double size_from = 0;  // F_i
+  /// The rates measured in split regions (a side alone runs faster than beside the other, so
+  /// regions that ran one side alone add only to its alone cost below), and the split the
+  /// oldest of them ran at: a region far from it starts them again.
   RateEstimate gpu_rate;
   RateEstimate cpu_rate;  // all cores together
+  double window_split = std::numeric_limits<double>::quiet_NaN();
+  /// The split the bucket's last split region ran at (see SplitOptions::deadband).
+  double applied_split = std::numeric_limits<double>::quiet_NaN();
   std::uint64_t regions = 0;
   /// The split the bucket's last region ran with, and the split that would have balanced it
   /// (its own measured rates alone): predicted against measured, for `weft split show`.
@@ -166,7 +176,9 @@ class SplitTables {
   void restore_share_rate(std::size_t i, const std::vector<double>& rates);
 
  private:
-  [[nodiscard]] double rate_for(std::size_t b, RateEstimate Bucket::*side, double prior) const;
+  [[nodiscard]] double steadied(std::size_t b, double balanced) const;
+  [[nodiscard]] double rate_for(std::size_t b, RateEstimate Bucket::*side,
+                                RateEstimate Bucket::*alone_cost, double prior) const;
   /// The nearest measured bucket's value of `what` (0 when none has one).
   [[nodiscard]] double nearest(std::size_t b, RateEstimate Bucket::*what) const;
   [[nodiscard]] double gpu_rate_for(std::size_t b) const;
