@@ -25,6 +25,9 @@ struct SplitSuiteOptions {
   bool equal_core_shares = false;
   /// Also the per-core case (a slowed core) after the triad.
   bool percore = true;
+  /// The LU's orders (empty: 16384, 1024 with quick). Above 16384 `cpu_only` is left out: it
+  /// takes minutes a run there, and at 16384 it already takes 7x the GPU alone.
+  std::vector<int> lu_sizes;
 };
 
 /// The applications `weft bench split --only` selects from.

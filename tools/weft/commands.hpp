@@ -115,6 +115,7 @@ struct BenchSplitArgs {
   std::vector<std::string> only;
   int window = 5;
   bool equal_core_shares = false;
+  std::vector<int> lu_sizes;
   std::string command;
 };
 /// The applications `weft bench split --only` selects from.

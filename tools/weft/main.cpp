@@ -205,6 +205,11 @@ int main(int argc, char** argv) {
       ->add_option("--window", split_bench_args.window,
                    "Measurements in each rate's median (1: the seed's overwrite)")
       ->check(CLI::Range(1, 100));
+  bench_split
+      ->add_option("--lu-size", split_bench_args.lu_sizes,
+                   "The LU's order (repeatable; default 16384, 1024 with --quick; "
+                   "cpu_only is left out above 16384)")
+      ->check(CLI::Range(256, 65536));
   bench_split->add_flag("--equal-core-shares", split_bench_args.equal_core_shares,
                         "Keep DB2's core shares equal instead of learning them per core");
 
