@@ -34,3 +34,6 @@
 #include "weft/graph/runtime.hpp"
 #include "weft/graph/stream_copy.hpp"
 #include "weft/graph/trace.hpp"
+#include "weft/split/splitter.hpp"
+#include "weft/split/store.hpp"
+#include "weft/split/tables.hpp"

@@ -98,7 +98,7 @@ struct RegionWork {
   double work = 0;
   std::int64_t items = 0;
   std::int64_t grain = 1;
-  std::function<double(std::int64_t)> work_before;
+  std::function<double(std::int64_t)> work_before{};
 };
 
 using GpuPart = std::function<void(Range, const GpuContext&)>;
