@@ -140,10 +140,16 @@ void add(Suite& suite, const std::string& name, const std::string& unit, double 
   suite.add_metric(Metric{name, unit, Better::lower, {v}});
 }
 
+// Saves what a run learned for `weft split show`; a store that cannot take it is reported, and
+// the measurements go on.
 void save_tables(const SplitSuiteOptions& o, const ws::Splitter& s) {
   if (o.db.empty() || !ws::SplitStore::available()) return;
-  ws::SplitStore store(o.db);
-  store.save({o.machine, s.region(), s.gpu_side().description()}, s.tables());
+  try {
+    ws::SplitStore store(o.db);
+    store.save({o.machine, s.region(), s.gpu_side().description()}, s.tables());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[split] %s: tables not saved: %s\n", s.region().c_str(), e.what());
+  }
 }
 
 void run_app(Suite& suite, Setup& setup, const std::string& app_name, const SplitSuiteOptions& o) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -37,6 +38,10 @@ int run_bench_split(const BenchSplitArgs& args) {
   o.machine = args.machine.empty() ? default_machine() : args.machine;
   if (weft::split::SplitStore::available()) {
     o.db = args.db.empty() ? weft::split::SplitStore::default_path() : args.db;
+    // The store's directory, made if missing, as `weft calibrate` does.
+    const std::filesystem::path dir = std::filesystem::path(o.db).parent_path();
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
   }
   setenv("WEFT_MACHINE", o.machine.c_str(), 1);
   const bench::Suite suite = bench::split::run_split_suite(o);
