@@ -46,9 +46,6 @@ constexpr const char* kColumns =
     "updated";
 
 constexpr const char* kOwner = "weft::split::SplitStore";
-// The rows' format (v3: split and alone costs, the window's split, the applied split), the first
-// word of every fingerprint.
-constexpr const char* kFormat = "v3 ";
 
 std::string number(double v) {
   char buf[32];
@@ -172,20 +169,6 @@ SplitTables tables_of(const store::SqliteStatement& s) {
 
 }  // namespace
 
-std::string fingerprint_of(const SplitTables& t) {
-  const SplitOptions& o = t.options();
-  // The format's version leads: tables stored in another format are learned again.
-  std::string f = std::string(kFormat) + "cores=" + std::to_string(t.cores()) +
-                  " buckets=" + std::to_string(o.buckets) +
-                  " shares=" + (o.core_shares == CoreShares::per_class ? "per_class" : "per_core");
-  if (o.core_shares == CoreShares::per_class) {
-    f += " classes=";
-    for (std::size_t c : o.core_class) f += std::to_string(c) + ',';
-  }
-  if (t.size_range_set()) f += " sizes=" + number(o.size_min) + ".." + number(o.size_max);
-  return f;
-}
-
 struct SplitStore::Db {
   explicit Db(const std::string& path) : sqlite(kOwner, path) {}
   store::SqliteDb sqlite;
@@ -272,13 +255,14 @@ std::vector<StoredSplit> SplitStore::list(const std::string& machine, std::size_
   for (int rc; (rc = s.step()) != SQLITE_DONE;) {
     if (rc != SQLITE_ROW) db_->sqlite.fail("listing");
     SplitKey key{s.column_text(0), s.column_text(1), s.column_text(2)};
-    // Tables stored by a weft whose rows held something else are not shown (load() would not
-    // use them either); the caller may say how many there were.
-    if (s.column_text(3).rfind(kFormat, 0) != 0) {
+    // A row is current when its fingerprint is the one its own columns give: a row stored by a
+    // weft whose rows held something else is not shown (load() would not use it either), and
+    // the caller may say how many there were.
+    SplitTables t = tables_of(s);
+    if (s.column_text(3) != fingerprint_of(t)) {
       if (stale != nullptr) ++*stale;
       continue;
     }
-    SplitTables t = tables_of(s);
     decode_into(t, s.column_text(15), s.column_text(16), describe(key));
     out.push_back(StoredSplit{std::move(key), s.column_text(3), s.column_text(17), std::move(t)});
   }

@@ -7,10 +7,6 @@ namespace weft::split {
 
 struct SplitStore::Db {};
 
-std::string fingerprint_of(const SplitTables& t) {
-  return "cores=" + std::to_string(t.cores()) + " buckets=" + std::to_string(t.options().buckets);
-}
-
 bool SplitStore::available() noexcept { return false; }
 std::string SplitStore::default_path() { return graph::ModelStore::default_path(); }
 

@@ -1,10 +1,5 @@
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <functional>
 #include <string>
 
@@ -39,22 +34,7 @@ int run_gpu_suite(const char* name, const BenchGpuArgs& args, bool chart,
   setenv("WEFT_MACHINE", machine.c_str(), 1);
   const bench::Suite suite =
       run(args.quick, args.samples > 0 ? args.samples : (args.quick ? 3 : 5));
-  std::printf("%s", suite.to_markdown(args.command).c_str());
-  if (!args.json_path.empty()) {
-    suite.write(args.json_path, args.command);
-    std::fprintf(stderr, "[bench] wrote %s and its .md table\n", args.json_path.c_str());
-    if (chart) {
-      std::string svg = args.json_path;
-      if (const auto dot = svg.rfind(".json"); dot != std::string::npos) svg.erase(dot);
-      svg += ".svg";
-      std::ofstream(svg) << suite.to_speedup_svg();
-      std::fprintf(stderr, "[bench] wrote %s\n", svg.c_str());
-    }
-  }
-  for (const auto& c : suite.comparisons()) {
-    if (!c.verified) return 1;
-  }
-  return 0;
+  return finish_suite(suite, args.json_path, args.command, chart);
 }
 #endif
 
@@ -81,14 +61,7 @@ void quiet_openblas_workers(char** argv) {
   // workers otherwise spin (yielding) on every core for about 2^28 cycles after each call;
   // the suite's references and CPU peers call it between the pool's runs, whose scheduler
   // threads then shared their cores with the spinners (docs/decisions/018-gpu-app-bodies.md).
-  if (std::getenv("OPENBLAS_THREAD_TIMEOUT") != nullptr) return;
-  setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
-  std::fprintf(stderr,
-               "[bench] gpu-apps: restarting with OPENBLAS_THREAD_TIMEOUT=4 (OpenBLAS's idle "
-               "workers sleep at once)\n");
-  execv("/proc/self/exe", argv);
-  std::fprintf(stderr, "[bench] gpu-apps: could not restart (%s); OpenBLAS's workers may spin\n",
-               std::strerror(errno));
+  restart_with_env(argv, "OPENBLAS_THREAD_TIMEOUT", "4", "gpu-apps");
 #else
   (void)argv;  // nothing to measure without CUDA
 #endif

@@ -1,12 +1,6 @@
 // weft bench split: the adaptive splitter's suite (bench/split/split_suite.hpp).
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "commands.hpp"
@@ -19,12 +13,7 @@ void one_blas_thread_per_call(char** argv) {
   // OpenBLAS reads the variable when it is loaded, before main: hence the new image. Each core
   // of the CPU's part calls BLAS on its own rows; a BLAS that started threads of its own on
   // every call would put several threads on each core.
-  if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) return;
-  setenv("OPENBLAS_NUM_THREADS", "1", 1);
-  std::fprintf(stderr, "[bench] split: restarting with OPENBLAS_NUM_THREADS=1\n");
-  execv("/proc/self/exe", argv);
-  std::fprintf(stderr, "[bench] split: could not restart (%s); OpenBLAS may oversubscribe\n",
-               std::strerror(errno));
+  restart_with_env(argv, "OPENBLAS_NUM_THREADS", "1", "split");
 }
 
 int run_bench_split(const BenchSplitArgs& args) {
@@ -45,20 +34,7 @@ int run_bench_split(const BenchSplitArgs& args) {
   }
   setenv("WEFT_MACHINE", o.machine.c_str(), 1);
   const bench::Suite suite = bench::split::run_split_suite(o);
-  std::printf("%s", suite.to_markdown(args.command).c_str());
-  if (!args.json_path.empty()) {
-    suite.write(args.json_path, args.command);
-    std::string svg = args.json_path;
-    if (const auto dot = svg.rfind(".json"); dot != std::string::npos) svg.erase(dot);
-    svg += ".svg";
-    std::ofstream(svg) << suite.to_speedup_svg();
-    std::fprintf(stderr, "[bench] wrote %s, its .md table and %s\n", args.json_path.c_str(),
-                 svg.c_str());
-  }
-  for (const auto& c : suite.comparisons()) {
-    if (!c.verified) return 1;
-  }
-  return 0;
+  return finish_suite(suite, args.json_path, args.command, true);
 }
 
 std::vector<std::string> split_app_names() { return bench::split::split_app_names(); }

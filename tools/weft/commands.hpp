@@ -10,7 +10,21 @@ namespace weft::cpu {
 class Executor;
 }
 
+namespace weft::bench {
+class Suite;
+}
+
 namespace weft::tools {
+
+/// A suite's end: its table on stdout, and with `json_path` the JSON, the .md table beside it
+/// and (with `chart`) the speed-up chart as .svg. Returns 1 when a comparison failed its
+/// check, else 0.
+int finish_suite(const bench::Suite& suite, const std::string& json_path,
+                 const std::string& command, bool chart);
+/// Unless `name` is set, sets it to `value` and runs this program again with the same
+/// arguments (`what` names the command in the messages); returns only when that could not be
+/// done, or when `name` was set already.
+void restart_with_env(char** argv, const char* name, const char* value, const char* what);
 
 int run_info(bool json);
 

@@ -2,7 +2,6 @@
 // (include/weft/graph/mapping/model_store.hpp).
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 

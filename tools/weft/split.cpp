@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "commands.hpp"
@@ -49,18 +50,26 @@ void show_one(const weft::split::StoredSplit& s) {
   std::printf("\n");
 }
 
+// The store named by the arguments, when its file exists (else says so and returns none:
+// show and reset have nothing to do, and opening would create the file).
+std::optional<weft::split::SplitStore> open_existing(const SplitArgs& args, std::string& path) {
+  path = args.db.empty() ? default_models_path() : args.db;
+  if (!std::filesystem::exists(path)) {
+    std::printf("no split tables: %s does not exist\n", path.c_str());
+    return std::nullopt;
+  }
+  return std::optional<weft::split::SplitStore>(std::in_place, path);
+}
+
 }  // namespace
 
 int run_split_show(const SplitArgs& args) {
-  const std::string path = args.db.empty() ? default_models_path() : args.db;
-  if (!std::filesystem::exists(path)) {
-    std::printf("no split tables: %s does not exist yet\n", path.c_str());
-    return 0;
-  }
-  weft::split::SplitStore store(path);
+  std::string path;
+  std::optional<weft::split::SplitStore> store = open_existing(args, path);
+  if (!store) return 0;
   int shown = 0;
   std::size_t stale = 0;
-  for (const auto& s : store.list(args.machine, &stale)) {
+  for (const auto& s : store->list(args.machine, &stale)) {
     if (!args.region.empty() && s.key.region != args.region) continue;
     show_one(s);
     ++shown;
@@ -75,13 +84,10 @@ int run_split_show(const SplitArgs& args) {
 }
 
 int run_split_reset(const SplitArgs& args) {
-  const std::string path = args.db.empty() ? default_models_path() : args.db;
-  if (!std::filesystem::exists(path)) {
-    std::printf("no split tables: %s does not exist\n", path.c_str());
-    return 0;
-  }
-  weft::split::SplitStore store(path);
-  const std::size_t removed = store.reset(args.machine, args.region);
+  std::string path;
+  std::optional<weft::split::SplitStore> store = open_existing(args, path);
+  if (!store) return 0;
+  const std::size_t removed = store->reset(args.machine, args.region);
   std::printf("removed %zu set(s) of split tables from %s\n", removed, path.c_str());
   return 0;
 }

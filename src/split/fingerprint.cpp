@@ -1,0 +1,36 @@
+// What a set of split tables was learned for (weft::split::fingerprint_of, weft/split/store.hpp):
+// built with or without SQLite, since it describes the tables, not the store.
+#include <charconv>
+#include <string>
+
+#include "weft/split/store.hpp"
+
+namespace weft::split {
+
+namespace {
+
+// The shortest text that reads back as `v`: a range restored from the store prints the same.
+std::string shortest(double v) {
+  char buf[32];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  return std::string(buf, end);
+}
+
+}  // namespace
+
+std::string fingerprint_of(const SplitTables& t) {
+  const SplitOptions& o = t.options();
+  // The rows' format leads (v3: split and alone costs, the window's and the applied split):
+  // tables stored in another format are learned again.
+  std::string f = "v3 cores=" + std::to_string(t.cores()) + " buckets=" +
+                  std::to_string(o.buckets) + " shares=" +
+                  (o.core_shares == CoreShares::per_class ? "per_class" : "per_core");
+  if (o.core_shares == CoreShares::per_class) {
+    f += " classes=";
+    for (std::size_t c : o.core_class) f += std::to_string(c) + ',';
+  }
+  if (t.size_range_set()) f += " sizes=" + shortest(o.size_min) + ".." + shortest(o.size_max);
+  return f;
+}
+
+}  // namespace weft::split
