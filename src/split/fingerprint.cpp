@@ -22,9 +22,9 @@ std::string fingerprint_of(const SplitTables& t) {
   const SplitOptions& o = t.options();
   // The rows' format leads (v3: split and alone costs, the window's and the applied split):
   // tables stored in another format are learned again.
-  std::string f = "v3 cores=" + std::to_string(t.cores()) + " buckets=" +
-                  std::to_string(o.buckets) + " shares=" +
-                  (o.core_shares == CoreShares::per_class ? "per_class" : "per_core");
+  std::string f = "v3 cores=" + std::to_string(t.cores()) +
+                  " buckets=" + std::to_string(o.buckets) +
+                  " shares=" + (o.core_shares == CoreShares::per_class ? "per_class" : "per_core");
   if (o.core_shares == CoreShares::per_class) {
     f += " classes=";
     for (std::size_t c : o.core_class) f += std::to_string(c) + ',';
