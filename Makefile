@@ -39,7 +39,7 @@ $(TSAN_BUILD)/CMakeCache.txt:
 
 build-tsan: deps $(TSAN_BUILD)/CMakeCache.txt
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target weft_cpu_tests weft_cpu_stress weft_gpu_host_tests \
-	  weft_graph_tests weft_gpu_apps_host_tests weft_split_tests
+	  weft_graph_tests weft_gpu_apps_host_tests weft_split_tests weft_stream_tests
 
 demo: build
 	$(BUILD)/tools/weft/weft demo

@@ -29,3 +29,5 @@ OPENBLAS_NUM_THREADS=1 run "$build/tests/weft_gpu_apps_host_tests" --gtest_brief
 echo "ThreadSanitizer: weft_split_tests (the splitter's parts at once on the emulated device)"
 # The split applications call OpenBLAS from every core: one thread each, as for the apps above.
 OPENBLAS_NUM_THREADS=1 run "$build/tests/weft_split_tests" --gtest_brief=1 --gtest_filter='Split*:GpuSide*:-SplitStoreTest.AProcessKilledMidSaveLeavesWholeTables'
+echo "ThreadSanitizer: weft_stream_tests (task streams' messages, barrier and regions, x5 shuffled)"
+run "$build/tests/weft_stream_tests" --gtest_brief=1 --gtest_repeat=5 --gtest_shuffle

@@ -56,6 +56,13 @@ class OutOfMemory : public Error {
   using Error::Error;
 };
 
+/// A message between task streams could not be delivered: no such rank, a tag out of range,
+/// sizes that differ, or the other side ended without sending or receiving it.
+class MessageError : public Error {
+ public:
+  using Error::Error;
+};
+
 /// A CUDA runtime or driver call failed. The message names the call, the CUDA error and the
 /// source location of the call.
 class CudaError : public Error {

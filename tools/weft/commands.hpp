@@ -140,4 +140,20 @@ int run_bench_split(const BenchSplitArgs& args);
 void one_blas_thread_per_call(char** argv);
 int run_split_reset(const SplitArgs& args);
 
+/// weft bench streams: task streams against MPI + CUDA (bench/stream/stream_suite.hpp).
+struct BenchStreamsArgs {
+  bool quick = false;
+  std::string json_path;
+  int samples = 0;  // 0: 5 (3 with --quick)
+  std::string machine;
+  std::vector<std::string> only;
+  std::string command;
+};
+/// Unless an MPI launcher started this process, runs this program again under
+/// `mpirun -np 2` with the same arguments (returns only when it could not).
+void start_under_mpirun(char** argv);
+int run_bench_streams(const BenchStreamsArgs& args);
+/// True when argv asks for a kernel worker of `weft bench streams` (run, status in `status`).
+bool run_stream_worker_if_asked(int argc, char** argv, int& status);
+
 }  // namespace weft::tools

@@ -11,6 +11,8 @@
 
 int main(int argc, char** argv) {
   using weft::tools::add_pinning_option;
+  // A kernel worker of `weft bench streams` (one process of its concurrent-kernel peer).
+  if (int status = 0; weft::tools::run_stream_worker_if_asked(argc, argv, status)) return status;
   CLI::App app{"weft: task-parallel runtime for CPU+GPU machines", "weft"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("weft ") + WEFT_VERSION);
@@ -213,6 +215,22 @@ int main(int argc, char** argv) {
   bench_split->add_flag("--equal-core-shares", split_bench_args.equal_core_shares,
                         "Keep DB2's core shares equal instead of learning them per core");
 
+  auto* bench_streams = bench->add_subcommand(
+      "streams",
+      "Task streams (seed 001): ping-pong on one GPU, two GPUs and two processes, and concurrent "
+      "kernels, against MPI + CUDA (runs itself in two MPI processes)");
+  weft::tools::BenchStreamsArgs streams_args;
+  bench_streams->add_flag("--quick", streams_args.quick, "Fewer sizes and 3 samples");
+  bench_streams->add_option("--json", streams_args.json_path,
+                            "Write results to FILE as JSON, a table to FILE with .md and the "
+                            "speed-up chart to FILE with .svg");
+  bench_streams->add_option("--samples", streams_args.samples, "Measured runs per contender")
+      ->check(CLI::Range(1, 1000));
+  bench_streams->add_option("--machine", streams_args.machine,
+                            "Machine name recorded in the JSON (default: $WEFT_MACHINE or gpu)");
+  bench_streams->add_option("--only", streams_args.only, "Run only these benchmark families")
+      ->check(CLI::IsMember({"pingpong", "concurrent_kernels"}));
+
   auto* split = app.add_subcommand(
       "split", "The adaptive CPU/GPU splitter's learned tables (DB1, DB2) in the store");
   split->require_subcommand(1);
@@ -264,6 +282,13 @@ int main(int argc, char** argv) {
       for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
       split_bench_args.command = command;
       return weft::tools::run_bench_split(split_bench_args);
+    }
+    if (bench_streams->parsed()) {
+      weft::tools::start_under_mpirun(argv);
+      std::string command = "weft";
+      for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+      streams_args.command = command;
+      return weft::tools::run_bench_streams(streams_args);
     }
     if (demo->parsed()) return weft::tools::run_demo(demo_args);
     std::string command = "weft";

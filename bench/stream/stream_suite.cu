@@ -1,0 +1,483 @@
+// `weft bench streams` (see stream_suite.hpp).
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "stream/stream_suite.hpp"
+#include "weft/gpu/detail/cuda_check.cuh"
+#include "weft/stream/world.hpp"
+
+extern char** environ;
+
+namespace weft::bench::stream {
+
+namespace ws = weft::stream;
+
+namespace {
+
+constexpr const char* kWorkerFlag = "--stream-kernel-worker";
+
+__global__ void fill_pattern(unsigned* p, std::size_t n, unsigned seed) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    p[i] = static_cast<unsigned>(i) * 2654435761u + seed;
+  }
+}
+
+__global__ void spin(long long cycles, int* done) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+  if (threadIdx.x == 0 && blockIdx.x == 0) *done = 1;
+}
+
+// Each spinning kernel takes a few SMs, so that 16 of them fit on the GPU at once.
+constexpr int kSpinBlocks = 4;
+constexpr int kSpinThreads = 128;
+
+// True when the device buffer holds fill_pattern(seed) (every element for small buffers, an
+// even sample of 4096 for large ones).
+bool holds_pattern(const unsigned* device, std::size_t n, unsigned seed) {
+  const std::size_t step = std::max<std::size_t>(1, n / 4096);
+  std::vector<unsigned> h(n);
+  WEFT_CUDA_CHECK(cudaMemcpy(h.data(), device, n * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  for (std::size_t i = 0; i < n; i += step) {
+    if (h[i] != static_cast<unsigned>(i) * 2654435761u + seed) return false;
+  }
+  return n == 0 || h[n - 1] == static_cast<unsigned>(n - 1) * 2654435761u + seed;
+}
+
+int gpu_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+int mpi_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+std::string size_name(std::size_t bytes) {
+  if (bytes >= (1u << 20)) return std::to_string(bytes >> 20) + "MiB";
+  if (bytes >= 1024) return std::to_string(bytes >> 10) + "KiB";
+  return std::to_string(bytes) + "B";
+}
+
+int iterations_for(std::size_t bytes, bool quick) {
+  int it = bytes <= (64u << 10) ? 400 : bytes <= (1u << 20) ? 100 : bytes <= (16u << 20) ? 20 : 6;
+  return quick ? std::max(2, it / 4) : it;
+}
+
+// ---- the ping-pong of weft ----
+
+enum class PingPath { SameGpu, TwoGpus, TwoProcesses };
+
+const char* path_name(PingPath p) {
+  switch (p) {
+    case PingPath::SameGpu:
+      return "same_gpu";
+    case PingPath::TwoGpus:
+      return "two_gpus";
+    case PingPath::TwoProcesses:
+      return "two_processes";
+  }
+  return "?";
+}
+
+ws::Path expected_path(PingPath p, bool cuda_aware) {
+  switch (p) {
+    case PingPath::SameGpu:
+      return ws::Path::DeviceCopy;
+    case PingPath::TwoGpus:
+      return ws::Path::PeerCopy;
+    case PingPath::TwoProcesses:
+      return cuda_aware ? ws::Path::MpiCudaAware : ws::Path::MpiStaged;
+  }
+  return ws::Path::None;
+}
+
+/// The Worlds the weft contenders run in, made once (a World sets up peer access and pinned
+/// staging when it is made, which a program does once).
+struct Worlds {
+  std::unique_ptr<ws::World> same_gpu;       // process 0: two streams on GPU 0
+  std::unique_ptr<ws::World> two_gpus;       // process 0: streams on GPUs 0 and 1
+  std::unique_ptr<ws::World> two_processes;  // one stream per process, GPU = process % GPUs
+  std::unique_ptr<ws::World> kernels;        // process 0: 16 streams on GPU 0
+};
+
+ws::World& world_for(Worlds& w, PingPath p) {
+  switch (p) {
+    case PingPath::SameGpu:
+      return *w.same_gpu;
+    case PingPath::TwoGpus:
+      return *w.two_gpus;
+    case PingPath::TwoProcesses:
+      return *w.two_processes;
+  }
+  throw std::logic_error("no world");
+}
+
+// One-way seconds of `iterations` round trips of `bytes` between ranks 0 and 1.
+Outcome weft_pingpong(ws::World& world, std::size_t bytes, int iterations, ws::Path expected) {
+  const std::size_t n = bytes / sizeof(unsigned);
+  double seconds = 0;
+  bool ok = true;
+  world.run([&](ws::TaskStream& ts) {
+    ws::DeviceBytes d = ts.allocate(bytes);
+    auto* p = static_cast<unsigned*>(d.data());
+    const ws::Buffer buf = ws::device(p, n);
+    if (ts.rank() == 0) {
+      fill_pattern<<<256, 256, 0, ts.cuda_stream()>>>(p, n, 17);
+      ts.synchronize();
+    }
+    ts.barrier();
+    ws::Path path = ws::Path::None;
+    const double t0 = now_seconds();
+    for (int i = 0; i < iterations; ++i) {
+      if (ts.rank() == 0) {
+        ts.send(buf, 1, 0);
+        ws::Request r = ts.irecv(buf, 1, 0);
+        r.wait();
+        path = r.path();
+      } else {
+        ts.recv(buf, 0, 0);
+        ts.send(buf, 0, 0);
+      }
+    }
+    if (ts.rank() == 0) {
+      seconds = (now_seconds() - t0) / (2.0 * iterations);
+      ok = path == expected && holds_pattern(p, n, 17);
+      if (path != expected) {
+        std::fprintf(stderr, "[streams] ping-pong took path %s, not %s\n",
+                     std::string(ws::to_string(path)).c_str(),
+                     std::string(ws::to_string(expected)).c_str());
+      }
+    }
+  });
+  return {seconds, ok};
+}
+
+// ---- MPI + CUDA: one process per GPU, cudaMemcpy to a pinned buffer and MPI_Send ----
+
+class MpiCudaPingPong {
+ public:
+  Outcome run(int gpu, std::size_t bytes, int iterations) {
+    WEFT_CUDA_CHECK(cudaSetDevice(gpu));
+    Buffers& b = buffers(gpu, bytes);
+    const std::size_t n = bytes / sizeof(unsigned);
+    const int me = mpi_rank();
+    if (me == 0) {
+      fill_pattern<<<256, 256>>>(b.device, n, 29);
+      WEFT_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    const int count = static_cast<int>(bytes);
+    const double t0 = now_seconds();
+    for (int i = 0; i < iterations; ++i) {
+      if (me == 0) {
+        WEFT_CUDA_CHECK(cudaMemcpy(b.host, b.device, bytes, cudaMemcpyDeviceToHost));
+        MPI_Send(b.host, count, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+        MPI_Recv(b.host, count, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        WEFT_CUDA_CHECK(cudaMemcpy(b.device, b.host, bytes, cudaMemcpyHostToDevice));
+      } else {
+        MPI_Recv(b.host, count, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        WEFT_CUDA_CHECK(cudaMemcpy(b.device, b.host, bytes, cudaMemcpyHostToDevice));
+        WEFT_CUDA_CHECK(cudaMemcpy(b.host, b.device, bytes, cudaMemcpyDeviceToHost));
+        MPI_Send(b.host, count, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+      }
+    }
+    const double seconds = (now_seconds() - t0) / (2.0 * iterations);
+    return {seconds, me != 0 || holds_pattern(b.device, n, 29)};
+  }
+
+  ~MpiCudaPingPong() {
+    for (auto& [key, b] : buffers_) {
+      cudaSetDevice(key.first);
+      cudaFree(b.device);
+      cudaFreeHost(b.host);
+    }
+  }
+
+ private:
+  struct Buffers {
+    unsigned* device = nullptr;
+    void* host = nullptr;
+  };
+  Buffers& buffers(int gpu, std::size_t bytes) {
+    auto& b = buffers_[{gpu, bytes}];
+    if (b.device == nullptr) {
+      WEFT_CUDA_CHECK(cudaMalloc(&b.device, std::max<std::size_t>(bytes, 4)));
+      WEFT_CUDA_CHECK(cudaMallocHost(&b.host, std::max<std::size_t>(bytes, 4)));
+    }
+    return b;
+  }
+  std::map<std::pair<int, std::size_t>, Buffers> buffers_;
+};
+
+// cudaMemcpyPeerAsync between GPUs 0 and 1, each hop waited for as a ping-pong waits.
+Outcome peer_copy_pingpong(std::size_t bytes, int iterations) {
+  void* a = nullptr;
+  void* b = nullptr;
+  cudaStream_t s = nullptr;
+  WEFT_CUDA_CHECK(cudaSetDevice(1));
+  WEFT_CUDA_CHECK(cudaMalloc(&b, bytes));
+  WEFT_CUDA_CHECK(cudaSetDevice(0));
+  WEFT_CUDA_CHECK(cudaMalloc(&a, bytes));
+  WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const std::size_t n = bytes / sizeof(unsigned);
+  fill_pattern<<<256, 256, 0, s>>>(static_cast<unsigned*>(a), n, 41);
+  WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
+  const double t0 = now_seconds();
+  for (int i = 0; i < iterations; ++i) {
+    WEFT_CUDA_CHECK(cudaMemcpyPeerAsync(b, 1, a, 0, bytes, s));
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
+    WEFT_CUDA_CHECK(cudaMemcpyPeerAsync(a, 0, b, 1, bytes, s));
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  const double seconds = (now_seconds() - t0) / (2.0 * iterations);
+  const bool ok = holds_pattern(static_cast<unsigned*>(a), n, 41);
+  cudaStreamDestroy(s);
+  cudaFree(a);
+  cudaSetDevice(1);
+  cudaFree(b);
+  cudaSetDevice(0);
+  return {seconds, ok};
+}
+
+// ---- concurrent kernels ----
+
+long long spin_cycles() {
+  int khz = 0;
+  WEFT_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+  return static_cast<long long>(khz) * 10;  // about 10 ms at the GPU's clock
+}
+
+Outcome weft_concurrent_kernels(ws::World& world, int k, long long cycles) {
+  double seconds = 0;
+  bool ok = true;
+  std::vector<int> done(static_cast<std::size_t>(world.size()), 0);
+  world.run([&](ws::TaskStream& ts) {
+    ws::DeviceBytes flag = ts.allocate(sizeof(int));
+    WEFT_CUDA_CHECK(cudaMemsetAsync(flag.data(), 0, sizeof(int), ts.cuda_stream()));
+    ts.synchronize();
+    ts.barrier();
+    const double t0 = now_seconds();
+    if (ts.rank() < k) {
+      spin<<<kSpinBlocks, kSpinThreads, 0, ts.cuda_stream()>>>(cycles,
+                                                               static_cast<int*>(flag.data()));
+      ts.synchronize();
+      WEFT_CUDA_CHECK(cudaMemcpy(&done[static_cast<std::size_t>(ts.rank())], flag.data(),
+                                 sizeof(int), cudaMemcpyDeviceToHost));
+    }
+    ts.barrier();
+    if (ts.rank() == 0) seconds = now_seconds() - t0;
+  });
+  for (int r = 0; r < k; ++r) ok = ok && done[static_cast<std::size_t>(r)] == 1;
+  return {seconds, ok};
+}
+
+struct Worker {
+  pid_t pid = -1;
+  int to = -1;    // its stdin
+  int from = -1;  // its stdout
+};
+
+Worker spawn_worker(const std::string& self, long long cycles) {
+  int in[2];
+  int out[2];
+  if (pipe(in) != 0 || pipe(out) != 0) throw std::runtime_error("pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_addclose(&actions, in[1]);
+  posix_spawn_file_actions_addclose(&actions, out[0]);
+  const std::string c = std::to_string(cycles);
+  std::vector<char*> argv{const_cast<char*>(self.c_str()), const_cast<char*>(kWorkerFlag),
+                          const_cast<char*>(c.c_str()), nullptr};
+  Worker w;
+  const int rc = posix_spawn(&w.pid, self.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(in[0]);
+  close(out[1]);
+  if (rc != 0)
+    throw std::runtime_error("posix_spawn of a kernel worker failed: " +
+                             std::string(std::strerror(rc)));
+  w.to = in[1];
+  w.from = out[0];
+  return w;
+}
+
+char read_byte(int fd) {
+  char c = 0;
+  return read(fd, &c, 1) == 1 ? c : '\0';
+}
+
+// k processes, each with a context of its own on GPU 0, each running the kernel once; timed
+// from the moment all are ready to the moment the last one's kernel has finished.
+Outcome processes_concurrent_kernels(const std::string& self, int k, long long cycles) {
+  std::vector<Worker> workers;
+  for (int i = 0; i < k; ++i) workers.push_back(spawn_worker(self, cycles));
+  bool ok = true;
+  for (Worker& w : workers) ok = ok && read_byte(w.from) == 'R';
+  const double t0 = now_seconds();
+  for (Worker& w : workers) ok = ok && write(w.to, "G", 1) == 1;
+  for (Worker& w : workers) ok = ok && read_byte(w.from) == 'D';
+  const double seconds = now_seconds() - t0;
+  for (Worker& w : workers) {
+    int status = 0;
+    close(w.to);
+    close(w.from);
+    waitpid(w.pid, &status, 0);
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  return {seconds, ok};
+}
+
+}  // namespace
+
+bool run_kernel_worker_if_asked(int argc, char** argv, int& status) {
+  if (argc != 3 || std::strcmp(argv[1], kWorkerFlag) != 0) return false;
+  const long long cycles = std::atoll(argv[2]);
+  int* flag = nullptr;
+  status = 1;
+  if (cudaSetDevice(0) != cudaSuccess || cudaMalloc(&flag, sizeof(int)) != cudaSuccess) return true;
+  spin<<<kSpinBlocks, kSpinThreads>>>(1000, flag);  // the context and the module loaded
+  if (cudaDeviceSynchronize() != cudaSuccess) return true;
+  cudaMemset(flag, 0, sizeof(int));
+  if (write(1, "R", 1) != 1 || read_byte(0) != 'G') return true;
+  spin<<<kSpinBlocks, kSpinThreads>>>(cycles, flag);
+  int done = 0;
+  if (cudaMemcpy(&done, flag, sizeof(int), cudaMemcpyDeviceToHost) != cudaSuccess) return true;
+  if (write(1, "D", 1) != 1) return true;
+  status = done == 1 ? 0 : 1;
+  return true;
+}
+
+Suite run_stream_suite(const StreamSuiteOptions& options, bool& is_reporter) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized == 0) {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  }
+  int processes = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &processes);
+  if (processes != 2) {
+    throw std::runtime_error("weft bench streams runs in 2 MPI processes, not " +
+                             std::to_string(processes));
+  }
+  const int me = mpi_rank();
+  is_reporter = me == 0;
+  const int gpus = gpu_count();
+  if (gpus == 0) throw std::runtime_error("weft bench streams: no usable GPU");
+
+  SuiteOptions so;
+  so.samples = options.samples;
+  so.warmups = 1;
+  so.settle_ms = 5;
+  so.quiet = me != 0;
+  Suite suite("streams", so);
+  cudaDeviceProp prop{};
+  WEFT_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  suite.set_gpu(prop.name, gpus);
+  auto wanted = [&](const std::string& family) {
+    return options.only.empty() ||
+           std::find(options.only.begin(), options.only.end(), family) != options.only.end();
+  };
+
+  Worlds worlds;
+  auto local_world = [](std::vector<int> gpu_of_stream) {
+    ws::WorldOptions o;
+    o.streams_per_process = static_cast<int>(gpu_of_stream.size());
+    o.gpus = std::move(gpu_of_stream);
+    o.device = ws::DeviceChoice::Cuda;
+    o.mpi = ws::MpiUse::Off;
+    return std::make_unique<ws::World>(o);
+  };
+  if (me == 0) {
+    worlds.same_gpu = local_world({0, 0});
+    if (gpus >= 2) worlds.two_gpus = local_world({0, 1});
+    worlds.kernels = local_world(std::vector<int>(16, 0));
+  }
+  {
+    ws::WorldOptions o;
+    o.streams_per_process = 1;
+    o.gpus = {me % gpus};
+    o.device = ws::DeviceChoice::Cuda;
+    o.mpi = ws::MpiUse::On;
+    worlds.two_processes = std::make_unique<ws::World>(o);
+  }
+  const bool cuda_aware = worlds.two_processes->mpi_cuda_aware();
+  if (me == 0) {
+    std::fprintf(stderr,
+                 "[streams] %d GPU(s); MPI %s CUDA-aware: device buffers between processes go %s\n",
+                 gpus, cuda_aware ? "is" : "is not",
+                 cuda_aware ? "to MPI as they are" : "through pinned chunks");
+  }
+
+  MpiCudaPingPong mpi_cuda;
+  const Outcome idle{0, true};  // process 1's part of a contender that runs in process 0 alone
+  if (wanted("pingpong")) {
+    std::vector<std::size_t> sizes{8, 1024, 64u << 10, 1u << 20, 16u << 20, 64u << 20, 256u << 20};
+    if (options.quick) sizes = {8, 1u << 20, 64u << 20};
+    std::vector<PingPath> paths{PingPath::SameGpu, PingPath::TwoProcesses};
+    if (gpus >= 2) paths.insert(paths.begin() + 1, PingPath::TwoGpus);
+    for (PingPath path : paths) {
+      for (std::size_t bytes : sizes) {
+        const int it = iterations_for(bytes, options.quick);
+        const bool local = path != PingPath::TwoProcesses;
+        // MPI + CUDA on the GPUs the weft case uses: both on GPU 0 for one GPU, else one each.
+        const int peer_gpu = path == PingPath::SameGpu ? 0 : me % gpus;
+        std::vector<Contender> c;
+        c.push_back({"weft", [&, path, bytes, it, local] {
+                       if (local && me != 0) return idle;
+                       return weft_pingpong(world_for(worlds, path), bytes, it,
+                                            expected_path(path, cuda_aware));
+                     }});
+        c.push_back(
+            {"mpi+cuda", [&, bytes, it, peer_gpu] { return mpi_cuda.run(peer_gpu, bytes, it); }});
+        if (path == PingPath::TwoGpus) {
+          c.push_back({"cudaMemcpyPeerAsync",
+                       [&, bytes, it] { return me == 0 ? peer_copy_pingpong(bytes, it) : idle; }});
+        }
+        suite.compare(std::string("pingpong_") + path_name(path) + "_" + size_name(bytes), "s",
+                      Better::lower, std::move(c));
+      }
+    }
+  }
+  if (wanted("concurrent_kernels")) {
+    const long long cycles = spin_cycles();
+    for (int k : {1, 2, 4, 8, 16}) {
+      std::vector<Contender> c;
+      c.push_back({"weft", [&, k] {
+                     return me == 0 ? weft_concurrent_kernels(*worlds.kernels, k, cycles) : idle;
+                   }});
+      c.push_back({"process_per_stream", [&, k] {
+                     return me == 0 ? processes_concurrent_kernels(options.self, k, cycles) : idle;
+                   }});
+      suite.compare("concurrent_kernels_" + std::to_string(k), "s", Better::lower, std::move(c),
+                    options.quick ? 2 : 0);
+    }
+  }
+  return suite;
+}
+
+}  // namespace weft::bench::stream

@@ -1,0 +1,800 @@
+// Messages between processes over MPI (see mpi_transport.hpp for the protocol).
+//
+// Every MPI call is made under one process-wide lock: the calls are short tests and posts,
+// and the lock keeps an MPI that offers only MPI_THREAD_SERIALIZED correct as well.
+#include "stream/mpi_transport.hpp"
+
+#include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "stream/stream_core.hpp"
+#include "stream/world_core.hpp"
+#include "weft/error.hpp"
+
+namespace weft::stream::detail {
+
+namespace {
+
+constexpr std::size_t kInlineBytes = 240;  // a message up to this travels in its header
+constexpr int kNoticeTag = 1;
+constexpr int kSlots = 2;  // pinned slots a staged device message pipelines through
+
+/// What goes first: the message's size and, for a small one, its bytes.
+struct Header {
+  std::uint64_t bytes = 0;
+  std::uint64_t reserved = 0;
+  std::byte data[kInlineBytes];
+};
+constexpr int kHeaderFixed = 16;
+
+std::mutex& mpi_lock() {
+  static std::mutex m;
+  return m;
+}
+
+std::string mpi_error(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+void check(int code, const char* call) {
+  if (code != MPI_SUCCESS) throw MessageError(std::string(call) + " failed: " + mpi_error(code));
+}
+
+std::string rank_name(int rank) { return "rank " + std::to_string(rank); }
+
+}  // namespace
+
+/// An MPI operation's progress: which stage it is in and the MPI requests it waits on.
+struct MpiState {
+  enum class Stage : std::uint8_t { Queued, Header, Payload, Draining };
+  Stage stage = Stage::Queued;
+  Header header;
+  std::vector<MPI_Request> requests;  // the header's, or the payload chunks' in flight
+  bool all_posted = false;            // every MPI message of the op has been posted
+  // Payload chunks: how many, the next to post, the next to finish.
+  std::size_t chunks = 0;
+  std::size_t next_post = 0;
+  std::size_t next_done = 0;
+  // Staged device payloads: a pinned slot per chunk in flight, and the copy event of each.
+  void* slot[kSlots] = {nullptr, nullptr};
+  EventPtr copy[kSlots];
+  MPI_Request slot_request[kSlots] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  bool staged = false;
+  std::vector<std::byte> scratch;  // where a mismatched message's payload is drained
+  std::string mismatch;
+};
+
+Operation::Operation() = default;
+Operation::~Operation() = default;
+
+namespace {
+
+/// What another process said of one of its streams when the stream ended.
+struct RemoteEnd {
+  bool ended = false;
+  std::uint64_t barriers = 0;
+  std::map<std::pair<int, int>, std::uint64_t> sent;  // (destination rank, tag) -> messages
+};
+
+class MpiWorld final : public MpiTransport {
+ public:
+  MpiWorld() {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (initialized == 0) {
+      int provided = 0;
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+      std::atexit([] {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (finalized == 0) MPI_Finalize();
+      });
+    }
+    int provided = 0;
+    MPI_Query_thread(&provided);
+    if (provided < MPI_THREAD_SERIALIZED) {
+      throw InvalidState(
+          "weft::stream::World: the MPI was initialised without thread support (at least "
+          "MPI_THREAD_SERIALIZED is needed: initialise it with MPI_Init_thread)");
+    }
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &data_), "MPI_Comm_dup");
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &control_), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(data_, &rank_);
+    MPI_Comm_size(data_, &size_);
+    void* value = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &value, &found);
+    tag_ub_ = found != 0 ? *static_cast<int*>(value) : 32767;
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+    cuda_aware_ = MPIX_Query_cuda_support() == 1;
+#endif
+  }
+  ~MpiWorld() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized != 0) return;
+    for (void* slot : pool_) host_free(slot);
+    MPI_Comm_free(&data_);
+    MPI_Comm_free(&control_);
+  }
+
+  int rank() const noexcept override { return rank_; }
+  int size() const noexcept override { return size_; }
+  bool cuda_aware() const noexcept override { return cuda_aware_; }
+
+  void check_agreement(int streams, std::size_t chunk_bytes, std::size_t eager_bytes) override {
+    const long long mine[3] = {streams, static_cast<long long>(chunk_bytes),
+                               static_cast<long long>(eager_bytes)};
+    std::vector<long long> all(static_cast<std::size_t>(size_) * 3);
+    check(MPI_Allgather(mine, 3, MPI_LONG_LONG, all.data(), 3, MPI_LONG_LONG, control_),
+          "MPI_Allgather");
+    const char* names[3] = {"streams_per_process", "chunk_bytes", "eager_bytes"};
+    for (int p = 0; p < size_; ++p) {
+      for (int k = 0; k < 3; ++k) {
+        const long long theirs = all[static_cast<std::size_t>(p * 3 + k)];
+        if (theirs != mine[k]) {
+          throw MessageError("weft::stream::World: process " + std::to_string(p) + " has " +
+                             names[k] + " = " + std::to_string(theirs) + ", process " +
+                             std::to_string(rank_) + " has " + std::to_string(mine[k]) +
+                             " (every process must give the same)");
+        }
+      }
+    }
+    chunk_ = chunk_bytes;
+  }
+
+  int max_user_tag(int streams) const noexcept override {
+    const long long per_tag = 2LL * streams * streams;
+    return static_cast<int>((static_cast<long long>(tag_ub_) + 1) / per_tag) - 3;
+  }
+
+  void attach(WorldCore& world) override {
+    world_ = &world;
+    streams_ = world.streams();
+  }
+
+  // ---- posting and progress (the stream's own thread) ----
+
+  void post(StreamCore& stream, const OpPtr& op) override {
+    op->mpi = std::make_unique<MpiState>();
+    stream.mpi_ops().push_back(op);
+    progress(stream);
+  }
+
+  void progress(StreamCore& stream) override {
+    auto& ops = stream.mpi_ops();
+    std::lock_guard lock(mpi_lock());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      Operation& op = *ops[i];
+      if (op.ended()) continue;
+      try {
+        if (op.mpi->stage == MpiState::Stage::Queued && !channel_clear(ops, i)) continue;
+        if (op.kind == OpKind::Send) {
+          advance_send(stream, op);
+        } else {
+          advance_recv(stream, op);
+        }
+      } catch (const std::exception& e) {
+        fail(op, e.what());
+      }
+    }
+    std::erase_if(ops, [](const OpPtr& op) { return op->ended(); });
+  }
+
+  void abandon_receives(StreamCore& stream, std::vector<std::string>& problems) override {
+    progress(stream);
+    auto& ops = stream.mpi_ops();
+    for (;;) {
+      bool busy = false;
+      {
+        std::lock_guard lock(mpi_lock());
+        for (const OpPtr& op : ops) {
+          if (op->kind != OpKind::Recv || op->ended()) continue;
+          if (!withdraw_receive(stream, *op)) {
+            busy = true;  // its payload is arriving into the buffer: let it land
+            continue;
+          }
+          problems.push_back(rank_name(op->self) + " ended with a receive from " +
+                             rank_name(op->peer) + " (tag " + std::to_string(op->tag) +
+                             ") pending");
+          fail(*op, "the receiving stream ended");
+        }
+      }
+      if (!busy) break;
+      progress(stream);
+      std::this_thread::yield();
+    }
+  }
+
+  void stream_ended(StreamCore& stream) override {
+    // The news first, then the sends: a receiver may be waiting on this stream for a message
+    // it never sent, and only the news frees it to end and take in what this stream sends.
+    std::vector<long long> notice{stream.rank(), static_cast<long long>(stream.barriers),
+                                  static_cast<long long>(stream.remote_sent.size())};
+    for (const auto& [key, count] : stream.remote_sent) {
+      notice.push_back(key.first);
+      notice.push_back(key.second);
+      notice.push_back(static_cast<long long>(count));
+    }
+    std::vector<MPI_Request> sent;
+    {
+      std::lock_guard lock(mpi_lock());
+      for (int p = 0; p < size_; ++p) {
+        if (p == rank_) continue;
+        MPI_Request r = MPI_REQUEST_NULL;
+        check(MPI_Isend(notice.data(), static_cast<int>(notice.size()), MPI_LONG_LONG, p,
+                        kNoticeTag, control_, &r),
+              "MPI_Isend");
+        sent.push_back(r);
+      }
+    }
+    wait_all(sent);
+    while (!stream.mpi_ops().empty()) {
+      progress(stream);
+      std::this_thread::yield();
+    }
+  }
+
+  // ---- news of ended streams (any thread) ----
+
+  void poll_notices(WorldCore& world) override {
+    bool changed = false;
+    {
+      std::lock_guard lock(mpi_lock());
+      for (;;) {
+        int flag = 0;
+        MPI_Status status;
+        check(MPI_Iprobe(MPI_ANY_SOURCE, kNoticeTag, control_, &flag, &status), "MPI_Iprobe");
+        if (flag == 0) break;
+        int count = 0;
+        MPI_Get_count(&status, MPI_LONG_LONG, &count);
+        std::vector<long long> notice(static_cast<std::size_t>(count));
+        check(MPI_Recv(notice.data(), count, MPI_LONG_LONG, status.MPI_SOURCE, kNoticeTag, control_,
+                       MPI_STATUS_IGNORE),
+              "MPI_Recv");
+        std::lock_guard news(news_mutex_);
+        RemoteEnd& end = remote_[static_cast<int>(notice[0])];
+        end.ended = true;
+        end.barriers = static_cast<std::uint64_t>(notice[1]);
+        for (std::size_t k = 0; k < static_cast<std::size_t>(notice[2]); ++k) {
+          const std::size_t at = 3 + 3 * k;
+          end.sent[{static_cast<int>(notice[at]), static_cast<int>(notice[at + 1])}] =
+              static_cast<std::uint64_t>(notice[at + 2]);
+        }
+        changed = true;
+      }
+    }
+    if (changed) {
+      for (int i = 0; i < world.streams(); ++i) world.stream(i).notify();
+    }
+  }
+
+  void barrier(WorldCore& world, std::uint64_t generation) override {
+    MPI_Request r = MPI_REQUEST_NULL;
+    {
+      std::lock_guard lock(mpi_lock());
+      check(MPI_Ibarrier(control_, &r), "MPI_Ibarrier");
+    }
+    for (;;) {
+      int done = 0;
+      {
+        std::lock_guard lock(mpi_lock());
+        check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      }
+      if (done != 0) return;
+      poll_notices(world);
+      std::lock_guard news(news_mutex_);
+      for (const auto& [rank, end] : remote_) {
+        if (end.ended && end.barriers <= generation) {
+          // The barrier can never complete; its request stays with MPI.
+          throw MessageError(rank_name(rank) + " ended without reaching barrier " +
+                             std::to_string(generation));
+        }
+      }
+    }
+  }
+
+  void begin_run(WorldCore&) override {
+    std::lock_guard news(news_mutex_);
+    remote_.clear();
+    drained_.clear();
+  }
+
+  void end_run(WorldCore& world, std::vector<std::string>& problems) override {
+    for (;;) {
+      poll_notices(world);
+      drain(world, problems);
+      if (all_accounted(world)) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    MPI_Request r = MPI_REQUEST_NULL;
+    {
+      std::lock_guard lock(mpi_lock());
+      check(MPI_Ibarrier(control_, &r), "MPI_Ibarrier");
+    }
+    wait_all({r});
+  }
+
+ private:
+  // ---- tags ----
+  [[nodiscard]] int mpi_tag(int tag, bool payload, int from_local, int to_local) const noexcept {
+    return ((tag * 2 + (payload ? 1 : 0)) * streams_ + from_local) * streams_ + to_local;
+  }
+  struct Decoded {
+    int tag;
+    bool payload;
+    int from_local;
+    int to_local;
+  };
+  [[nodiscard]] Decoded decode(int mpi_tag) const noexcept {
+    Decoded d{};
+    d.to_local = mpi_tag % streams_;
+    mpi_tag /= streams_;
+    d.from_local = mpi_tag % streams_;
+    mpi_tag /= streams_;
+    d.payload = (mpi_tag % 2) != 0;
+    d.tag = mpi_tag / 2;
+    return d;
+  }
+  [[nodiscard]] int process_of(int rank) const noexcept { return rank / streams_; }
+  [[nodiscard]] int local_of(int rank) const noexcept { return rank % streams_; }
+
+  [[nodiscard]] std::size_t chunk_count(std::uint64_t bytes) const noexcept {
+    if (bytes <= kInlineBytes) return 0;
+    return static_cast<std::size_t>((bytes + chunk_ - 1) / chunk_);
+  }
+  [[nodiscard]] std::size_t chunk_length(std::uint64_t bytes, std::size_t i) const noexcept {
+    return static_cast<std::size_t>(std::min<std::uint64_t>(chunk_, bytes - i * chunk_));
+  }
+
+  // Ops of one stream with one peer and one tag and of one kind post their MPI messages one
+  // op after another.
+  static bool channel_clear(const std::deque<OpPtr>& ops, std::size_t i) {
+    const Operation& op = *ops[i];
+    for (std::size_t k = 0; k < i; ++k) {
+      const Operation& before = *ops[k];
+      if (before.kind == op.kind && before.peer == op.peer && before.tag == op.tag &&
+          !before.ended() && !before.mpi->all_posted) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  static void fail(Operation& op, const std::string& what) {
+    cancel_requests(*op.mpi);
+    op.error = std::make_exception_ptr(MessageError(what));
+    op.status.store(OpStatus::Failed, std::memory_order_release);  // pairs with wait's acquire
+  }
+  static void done(Operation& op, Path path) {
+    op.path = path;
+    op.status.store(OpStatus::Done, std::memory_order_release);  // pairs with wait's acquire
+  }
+
+  static void cancel_requests(MpiState& st) {
+    for (MPI_Request& r : st.requests) {
+      if (r == MPI_REQUEST_NULL) continue;
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    st.requests.clear();
+    for (MPI_Request& r : st.slot_request) {
+      if (r == MPI_REQUEST_NULL) continue;
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+  }
+
+  /// True once every request of `requests` has completed (the finished ones are removed).
+  static bool test_all(std::vector<MPI_Request>& requests) {
+    std::vector<MPI_Request> left;
+    for (MPI_Request& r : requests) {
+      int flag = 0;
+      check(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+      if (flag == 0) left.push_back(r);
+    }
+    requests.swap(left);
+    return requests.empty();
+  }
+
+  static void wait_all(std::vector<MPI_Request> requests) {
+    for (;;) {
+      {
+        std::lock_guard lock(mpi_lock());
+        if (test_all(requests)) return;
+      }
+      std::this_thread::yield();
+    }
+  }
+
+  void* take_slot() {
+    if (!pool_.empty()) {
+      void* p = pool_.back();
+      pool_.pop_back();
+      return p;
+    }
+    return host_alloc(chunk_);
+  }
+  void give_slots(MpiState& st) {
+    for (void*& p : st.slot) {
+      if (p != nullptr) pool_.push_back(p);
+      p = nullptr;
+    }
+  }
+  // Pinned slots come from the first stream's device (any device's pinned memory serves all).
+  void* host_alloc(std::size_t bytes) { return world_->stream(0).device().allocate_pinned(bytes); }
+  void host_free(void* p) {
+    if (world_ != nullptr) world_->stream(0).device().release_pinned(p);
+  }
+
+  [[nodiscard]] Path device_path() const noexcept {
+    return cuda_aware_ ? Path::MpiCudaAware : Path::MpiStaged;
+  }
+
+  // ---- sends ----
+
+  void advance_send(StreamCore& stream, Operation& op) {
+    MpiState& st = *op.mpi;
+    const int dest = process_of(op.peer);
+    const int header_tag = mpi_tag(op.tag, false, stream.local_index(), local_of(op.peer));
+    const int payload_tag = mpi_tag(op.tag, true, stream.local_index(), local_of(op.peer));
+    const bool on_device = op.buffer.memory == Memory::Device;
+    if (st.stage == MpiState::Stage::Queued) {
+      st.header.bytes = op.buffer.bytes;
+      st.chunks = chunk_count(op.buffer.bytes);
+      int header_bytes = kHeaderFixed;
+      if (st.chunks == 0) {
+        if (on_device) {
+          stream.transfers().wait(op.ready);
+          stream.transfers().copy(st.header.data, op.buffer.data, op.buffer.bytes);
+          stream.transfers().record()->wait();
+        } else if (op.buffer.bytes != 0) {
+          std::memcpy(st.header.data, op.buffer.data, op.buffer.bytes);
+        }
+        header_bytes += static_cast<int>(op.buffer.bytes);
+      }
+      MPI_Request r = MPI_REQUEST_NULL;
+      check(MPI_Isend(&st.header, header_bytes, MPI_BYTE, dest, header_tag, data_, &r),
+            "MPI_Isend");
+      st.requests.push_back(r);
+      st.stage = MpiState::Stage::Payload;
+      st.staged = on_device && !cuda_aware_;
+      if (on_device && cuda_aware_ && st.chunks != 0) op.ready->wait();
+    }
+    if (st.staged) {
+      send_staged_chunks(stream, op, dest, payload_tag);
+    } else {
+      // Host memory (or a CUDA-aware MPI): every chunk goes at once from the buffer itself.
+      auto* bytes = static_cast<std::byte*>(op.buffer.data);
+      for (; st.next_post < st.chunks; ++st.next_post) {
+        MPI_Request r = MPI_REQUEST_NULL;
+        check(MPI_Isend(bytes + st.next_post * chunk_,
+                        static_cast<int>(chunk_length(op.buffer.bytes, st.next_post)), MPI_BYTE,
+                        dest, payload_tag, data_, &r),
+              "MPI_Isend");
+        st.requests.push_back(r);
+      }
+      st.all_posted = true;
+    }
+    if (st.chunks == 0) st.all_posted = true;
+    if (st.all_posted && test_all(st.requests) && st.next_done >= (st.staged ? st.chunks : 0)) {
+      give_slots(st);
+      done(op, on_device ? (st.chunks == 0 ? Path::MpiStaged : device_path()) : Path::Mpi);
+    }
+  }
+
+  // Chunk i is copied out of the GPU into slot i % 2, sent from there once the copy is done,
+  // and the slot takes chunk i + 2 once the send of chunk i has completed.
+  void send_staged_chunks(StreamCore& stream, Operation& op, int dest, int payload_tag) {
+    MpiState& st = *op.mpi;
+    Queue& q = stream.transfers();
+    const auto* src = static_cast<const std::byte*>(op.buffer.data);
+    auto start_copy = [&](std::size_t chunk) {
+      const std::size_t s = chunk % kSlots;
+      if (st.slot[s] == nullptr) st.slot[s] = take_slot();
+      if (chunk == 0) q.wait(op.ready);
+      q.copy(st.slot[s], src + chunk * chunk_, chunk_length(op.buffer.bytes, chunk));
+      st.copy[s] = q.record();
+    };
+    if (st.chunks == 0) return;
+    if (st.next_post == 0 && !st.copy[0]) {
+      for (std::size_t c = 0; c < std::min<std::size_t>(kSlots, st.chunks); ++c) start_copy(c);
+    }
+    for (;;) {
+      // Post the next chunk once its copy is done.
+      if (st.next_post < st.chunks) {
+        const std::size_t s = st.next_post % kSlots;
+        if (st.slot_request[s] == MPI_REQUEST_NULL && st.copy[s] && st.copy[s]->done()) {
+          st.copy[s].reset();
+          check(MPI_Isend(st.slot[s], static_cast<int>(chunk_length(op.buffer.bytes, st.next_post)),
+                          MPI_BYTE, dest, payload_tag, data_, &st.slot_request[s]),
+                "MPI_Isend");
+          ++st.next_post;
+          if (st.next_post == st.chunks) st.all_posted = true;
+          continue;
+        }
+      }
+      // Finish the oldest chunk's send, and refill its slot.
+      if (st.next_done < st.next_post) {
+        const std::size_t s = st.next_done % kSlots;
+        int flag = 0;
+        check(MPI_Test(&st.slot_request[s], &flag, MPI_STATUS_IGNORE), "MPI_Test");
+        if (flag != 0) {
+          ++st.next_done;
+          if (st.next_done + kSlots - 1 < st.chunks) start_copy(st.next_done + kSlots - 1);
+          continue;
+        }
+      }
+      return;
+    }
+  }
+
+  // ---- receives ----
+
+  void advance_recv(StreamCore& stream, Operation& op) {
+    MpiState& st = *op.mpi;
+    const int source = process_of(op.peer);
+    const int header_tag = mpi_tag(op.tag, false, local_of(op.peer), stream.local_index());
+    const int payload_tag = mpi_tag(op.tag, true, local_of(op.peer), stream.local_index());
+    if (st.stage == MpiState::Stage::Queued) {
+      if (sender_is_done(stream, op)) {
+        fail(op, rank_name(op.self) + " waits for a message (tag " + std::to_string(op.tag) +
+                     ") from " + rank_name(op.peer) + ", which ended without sending it");
+        return;
+      }
+      MPI_Request r = MPI_REQUEST_NULL;
+      check(MPI_Irecv(&st.header, sizeof(Header), MPI_BYTE, source, header_tag, data_, &r),
+            "MPI_Irecv");
+      st.requests.push_back(r);
+      st.stage = MpiState::Stage::Header;
+    }
+    if (st.stage == MpiState::Stage::Header) {
+      int flag = 0;
+      check(MPI_Test(&st.requests.front(), &flag, MPI_STATUS_IGNORE), "MPI_Test");
+      if (flag == 0) {
+        if (sender_is_done(stream, op)) {
+          fail(op, rank_name(op.self) + " waits for a message (tag " + std::to_string(op.tag) +
+                       ") from " + rank_name(op.peer) + ", which ended without sending it");
+        }
+        return;
+      }
+      st.requests.clear();
+      ++stream.remote_headers[{op.peer, op.tag}];
+      start_payload(stream, op, source, payload_tag);
+    }
+    if (st.stage == MpiState::Stage::Draining) {
+      st.all_posted = true;
+      if (test_all(st.requests)) fail(op, st.mismatch);
+      return;
+    }
+    if (st.staged) receive_staged_chunks(stream, op, source, payload_tag);
+    if (st.all_posted && test_all(st.requests) && st.next_done >= (st.staged ? st.chunks : 0)) {
+      give_slots(st);
+      const bool on_device = op.buffer.memory == Memory::Device;
+      done(op, on_device ? (st.chunks == 0 ? Path::MpiStaged : device_path()) : Path::Mpi);
+    }
+  }
+
+  void start_payload(StreamCore& stream, Operation& op, int source, int payload_tag) {
+    MpiState& st = *op.mpi;
+    const std::uint64_t bytes = st.header.bytes;
+    st.chunks = chunk_count(bytes);
+    if (bytes != op.buffer.bytes) {
+      st.mismatch = rank_name(op.peer) + " sent " + std::to_string(bytes) + " bytes with tag " +
+                    std::to_string(op.tag) + " to " + rank_name(op.self) +
+                    ", whose receive is of " + std::to_string(op.buffer.bytes) + " bytes";
+      st.stage = MpiState::Stage::Draining;
+      st.scratch.resize(st.chunks == 0 ? 0 : chunk_);
+      for (std::size_t c = 0; c < st.chunks; ++c) {
+        MPI_Request r = MPI_REQUEST_NULL;
+        check(MPI_Irecv(st.scratch.data(), static_cast<int>(chunk_length(bytes, c)), MPI_BYTE,
+                        source, payload_tag, data_, &r),
+              "MPI_Irecv");
+        st.requests.push_back(r);
+      }
+      return;
+    }
+    st.stage = MpiState::Stage::Payload;
+    const bool on_device = op.buffer.memory == Memory::Device;
+    if (st.chunks == 0) {
+      if (on_device) {
+        stream.transfers().wait(op.ready);
+        stream.transfers().copy(op.buffer.data, st.header.data, bytes);
+        stream.transfers().record()->wait();
+      } else if (bytes != 0) {
+        std::memcpy(op.buffer.data, st.header.data, bytes);
+      }
+      st.all_posted = true;
+      return;
+    }
+    st.staged = on_device && !cuda_aware_;
+    if (st.staged) return;
+    if (on_device) op.ready->wait();
+    auto* dst = static_cast<std::byte*>(op.buffer.data);
+    for (std::size_t c = 0; c < st.chunks; ++c) {
+      MPI_Request r = MPI_REQUEST_NULL;
+      check(MPI_Irecv(dst + c * chunk_, static_cast<int>(chunk_length(bytes, c)), MPI_BYTE, source,
+                      payload_tag, data_, &r),
+            "MPI_Irecv");
+      st.requests.push_back(r);
+    }
+    st.all_posted = true;
+  }
+
+  // Chunk i arrives in slot i % 2 and is copied into the GPU from there; the slot takes chunk
+  // i + 2 once that copy is done.
+  void receive_staged_chunks(StreamCore& stream, Operation& op, int source, int payload_tag) {
+    MpiState& st = *op.mpi;
+    Queue& q = stream.transfers();
+    auto* dst = static_cast<std::byte*>(op.buffer.data);
+    const std::uint64_t bytes = op.buffer.bytes;
+    auto post = [&](std::size_t chunk) {
+      const std::size_t s = chunk % kSlots;
+      if (st.slot[s] == nullptr) st.slot[s] = take_slot();
+      check(MPI_Irecv(st.slot[s], static_cast<int>(chunk_length(bytes, chunk)), MPI_BYTE, source,
+                      payload_tag, data_, &st.slot_request[s]),
+            "MPI_Irecv");
+    };
+    if (st.next_post == 0) {
+      q.wait(op.ready);
+      for (; st.next_post < std::min<std::size_t>(kSlots, st.chunks); ++st.next_post)
+        post(st.next_post);
+      if (st.next_post == st.chunks) st.all_posted = true;
+    }
+    for (;;) {
+      if (st.next_done >= st.chunks) return;
+      const std::size_t s = st.next_done % kSlots;
+      if (st.slot_request[s] != MPI_REQUEST_NULL) {
+        int flag = 0;
+        check(MPI_Test(&st.slot_request[s], &flag, MPI_STATUS_IGNORE), "MPI_Test");
+        if (flag == 0) return;
+        q.copy(dst + st.next_done * chunk_, st.slot[s], chunk_length(bytes, st.next_done));
+        st.copy[s] = q.record();
+      }
+      if (!st.copy[s]->done()) return;
+      st.copy[s].reset();
+      ++st.next_done;
+      if (st.next_post < st.chunks) {
+        post(st.next_post);
+        ++st.next_post;
+        if (st.next_post == st.chunks) st.all_posted = true;
+      }
+    }
+  }
+
+  /// Cancels a receive whose header has not arrived; false when it has (the header is then
+  /// counted and its payload started, for the caller to let land).
+  bool withdraw_receive(StreamCore& stream, Operation& op) {
+    MpiState& st = *op.mpi;
+    if (st.stage == MpiState::Stage::Queued) return true;
+    if (st.stage != MpiState::Stage::Header) return false;
+    MPI_Request& r = st.requests.front();
+    MPI_Cancel(&r);
+    MPI_Status status;
+    MPI_Wait(&r, &status);
+    int cancelled = 0;
+    MPI_Test_cancelled(&status, &cancelled);
+    st.requests.clear();
+    if (cancelled != 0) return true;
+    ++stream.remote_headers[{op.peer, op.tag}];
+    start_payload(stream, op, process_of(op.peer),
+                  mpi_tag(op.tag, true, local_of(op.peer), stream.local_index()));
+    return false;
+  }
+
+  /// True when `op`'s sender has ended and every message it sent this stream with this tag
+  /// has had its header taken.
+  bool sender_is_done(StreamCore& stream, const Operation& op) {
+    std::lock_guard news(news_mutex_);
+    const auto it = remote_.find(op.peer);
+    if (it == remote_.end() || !it->second.ended) return false;
+    const auto sent = it->second.sent.find({op.self, op.tag});
+    const std::uint64_t count = sent == it->second.sent.end() ? 0 : sent->second;
+    const auto got = stream.remote_headers.find({op.peer, op.tag});
+    return (got == stream.remote_headers.end() ? 0 : got->second) >= count;
+  }
+
+  // ---- the end of a run ----
+
+  // Takes in every message that has arrived for this process's streams (all ended now).
+  void drain(WorldCore& world, std::vector<std::string>& problems) {
+    std::lock_guard lock(mpi_lock());
+    for (;;) {
+      int flag = 0;
+      MPI_Status status;
+      check(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, data_, &flag, &status), "MPI_Iprobe");
+      if (flag == 0) return;
+      const Decoded d = decode(status.MPI_TAG);
+      if (d.payload) {  // a payload whose header a stream took before it ended: let it go
+        int count = 0;
+        MPI_Get_count(&status, MPI_BYTE, &count);
+        std::vector<std::byte> sink(static_cast<std::size_t>(count));
+        check(MPI_Recv(sink.data(), count, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, data_,
+                       MPI_STATUS_IGNORE),
+              "MPI_Recv");
+        continue;
+      }
+      Header header;
+      check(MPI_Recv(&header, sizeof(Header), MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, data_,
+                     MPI_STATUS_IGNORE),
+            "MPI_Recv");
+      const int from = status.MPI_SOURCE * streams_ + d.from_local;
+      const int to = rank_ * streams_ + d.to_local;
+      std::vector<std::byte> scratch(std::min<std::uint64_t>(header.bytes, chunk_));
+      const int payload_tag = mpi_tag(d.tag, true, d.from_local, d.to_local);
+      for (std::size_t c = 0; c < chunk_count(header.bytes); ++c) {
+        check(MPI_Recv(scratch.data(), static_cast<int>(chunk_length(header.bytes, c)), MPI_BYTE,
+                       status.MPI_SOURCE, payload_tag, data_, MPI_STATUS_IGNORE),
+              "MPI_Recv");
+      }
+      ++drained_[{from, to, d.tag}];
+      problems.push_back(rank_name(from) + " sent a message (tag " + std::to_string(d.tag) + ", " +
+                         std::to_string(header.bytes) + " bytes) to " + rank_name(to) +
+                         ", which ended without receiving it");
+      (void)world;
+    }
+  }
+
+  // Every other process's streams have ended, and each message they sent here has been
+  // received or drained.
+  bool all_accounted(WorldCore& world) {
+    std::lock_guard news(news_mutex_);
+    for (int r = 0; r < size_ * streams_; ++r) {
+      if (process_of(r) == rank_) continue;
+      const auto it = remote_.find(r);
+      if (it == remote_.end() || !it->second.ended) return false;
+      for (const auto& [key, count] : it->second.sent) {
+        const auto [to, tag] = key;
+        if (process_of(to) != rank_) continue;
+        const auto& headers = world.stream(local_of(to)).remote_headers;
+        const auto got = headers.find({r, tag});
+        const auto drained = drained_.find({r, to, tag});
+        const std::uint64_t seen = (got == headers.end() ? 0 : got->second) +
+                                   (drained == drained_.end() ? 0 : drained->second);
+        if (seen < count) return false;
+      }
+    }
+    return true;
+  }
+
+  MPI_Comm data_ = MPI_COMM_NULL;
+  MPI_Comm control_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  int tag_ub_ = 32767;
+  bool cuda_aware_ = false;
+  std::size_t chunk_ = 4u << 20;
+  int streams_ = 1;
+  WorldCore* world_ = nullptr;
+  std::vector<void*> pool_;  // free pinned slots (under the MPI lock)
+  std::mutex news_mutex_;
+  std::map<int, RemoteEnd> remote_;
+  std::map<std::tuple<int, int, int>, std::uint64_t> drained_;  // (from, to, tag) -> messages
+};
+
+}  // namespace
+
+std::unique_ptr<MpiTransport> MpiTransport::create(MpiUse use) {
+  if (use == MpiUse::Off) return nullptr;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (use == MpiUse::Auto && initialized == 0 && !launched_by_mpi()) return nullptr;
+  return std::make_unique<MpiWorld>();
+}
+
+}  // namespace weft::stream::detail

@@ -1,0 +1,56 @@
+// A shared region's state machine (src/stream only): where its newest bytes are, the copies in
+// flight, and what each policy does before and after a kernel and around a host access.
+#pragma once
+
+#include <cstddef>
+#include <exception>
+
+#include "stream/device.hpp"
+#include "weft/stream/region.hpp"
+
+namespace weft::stream::detail {
+
+class StreamCore;
+
+class RegionCore {
+ public:
+  RegionCore(StreamCore& stream, std::size_t bytes, Policy policy);
+  ~RegionCore();
+  RegionCore(const RegionCore&) = delete;
+  RegionCore& operator=(const RegionCore&) = delete;
+
+  [[nodiscard]] StreamCore& stream() const noexcept { return stream_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
+  [[nodiscard]] Policy policy() const noexcept { return policy_; }
+  [[nodiscard]] RegionState state() const noexcept { return state_; }
+  [[nodiscard]] bool copy_in_flight() const noexcept { return to_host_ || to_device_; }
+  [[nodiscard]] const RegionCopies& copies() const noexcept { return copies_; }
+  [[nodiscard]] void* device() const noexcept { return device_; }
+
+  /// Around a kernel that uses the region with `access`.
+  void before_kernel(Access access);
+  void after_kernel(Access access);
+  /// Around a host access.
+  void* begin_host(Access access);
+  void end_host(Access access) noexcept;
+
+ private:
+  void copy_in_now();        // host to device on the kernels' queue, before what follows
+  void copy_out_and_wait();  // device to host after the kernels so far, waited for
+  void wait_host_readers();  // copies still reading the host buffer
+  void rethrow_deferred();
+
+  StreamCore& stream_;
+  std::size_t bytes_;
+  Policy policy_;
+  RegionState state_ = RegionState::InHost;
+  void* host_ = nullptr;
+  void* device_ = nullptr;
+  EventPtr host_read_;  // the last copy in enqueued (it reads the host buffer until done)
+  EventPtr to_host_;    // Async: the copy out a device write started
+  EventPtr to_device_;  // Async: the copy in a host write started
+  RegionCopies copies_;
+  std::exception_ptr deferred_;
+};
+
+}  // namespace weft::stream::detail

@@ -1,0 +1,204 @@
+// A task stream's operations and the wait loop that moves them on.
+#include "stream/stream_core.hpp"
+
+#include <string>
+
+#include "stream/mpi_transport.hpp"
+#include "stream/world_core.hpp"
+#include "weft/error.hpp"
+
+namespace weft::stream::detail {
+
+namespace {
+
+std::string describe(const Operation& op) {
+  return std::string(op.kind == OpKind::Send ? "send to rank " : "receive from rank ") +
+         std::to_string(op.peer) + " (tag " + std::to_string(op.tag) + ", " +
+         std::to_string(op.buffer.bytes) + " bytes)";
+}
+
+// Spins this many checks before a wait sleeps: a reply that comes within a few microseconds is
+// seen without a futex round trip.
+constexpr int kSpinsBeforeSleep = 2000;
+
+}  // namespace
+
+StreamCore::StreamCore(WorldCore& world, int local_index, Device& device, DeviceInfo info)
+    : world_(world),
+      local_index_(local_index),
+      rank_(world.process_rank() * world.streams() + local_index),
+      device_(device),
+      info_(std::move(info)),
+      queue_(device.make_queue()),
+      transfers_(device.make_queue()) {}
+
+StreamCore::~StreamCore() {
+  for (void*& slot : staging_.slot) {
+    if (slot != nullptr) device_.release_pinned(slot);
+  }
+}
+
+void StreamCore::begin_run() {
+  thread_ = std::this_thread::get_id();
+  device_.make_current();
+  problems.clear();
+  remote_sent.clear();
+  remote_headers.clear();
+  barriers = 0;
+}
+
+void StreamCore::check_owner(const char* call) const {
+  if (std::this_thread::get_id() != thread_) {
+    throw InvalidState(std::string("weft::stream::TaskStream::") + call + " of rank " +
+                       std::to_string(rank_) + " called from another thread than its own");
+  }
+}
+
+OpPtr StreamCore::post(OpKind kind, const Buffer& buffer, int peer, int tag) {
+  const char* what = kind == OpKind::Send ? "send" : "recv";
+  check_owner(what);
+  if (peer < 0 || peer >= world_.size()) {
+    throw MessageError(std::string(what) + " on rank " + std::to_string(rank_) + ": rank " +
+                       std::to_string(peer) + " does not exist (the World has " +
+                       std::to_string(world_.size()) + " ranks)");
+  }
+  if (tag < 0 || tag > world_.max_tag() + 2) {
+    throw MessageError(std::string(what) + " on rank " + std::to_string(rank_) + ": tag " +
+                       std::to_string(tag) + " is outside 0.." + std::to_string(world_.max_tag()));
+  }
+  if (buffer.data == nullptr && buffer.bytes != 0) {
+    throw InvalidArgument(std::string(what) + " on rank " + std::to_string(rank_) +
+                          ": a null buffer of " + std::to_string(buffer.bytes) + " bytes");
+  }
+  auto op = std::make_shared<Operation>();
+  op->kind = kind;
+  op->self = rank_;
+  op->peer = peer;
+  op->tag = tag;
+  op->buffer = buffer;
+  op->owner = this;
+  if (buffer.memory == Memory::Device) op->ready = queue_->record();
+  pending_.push_back(op);
+  if (!world_.is_local(peer)) {
+    if (kind == OpKind::Send) ++remote_sent[{peer, tag}];
+    world_.mpi()->post(*this, op);
+    return op;
+  }
+  if (kind == OpKind::Send && buffer.memory == Memory::Host &&
+      buffer.bytes <= world_.options().eager_bytes) {
+    const auto* bytes = static_cast<const std::byte*>(buffer.data);
+    op->eager.assign(bytes, bytes + buffer.bytes);
+    op->is_eager = true;
+    op->path = Path::HostCopy;
+    op->status.store(OpStatus::Done, std::memory_order_release);
+  }
+  if (kind == OpKind::Send) {
+    world_.post_local_send(op);
+  } else {
+    world_.post_local_recv(op);
+  }
+  return op;
+}
+
+void StreamCore::notify() noexcept {
+  wake_.fetch_add(1, std::memory_order_release);  // pairs with the acquire load in wait()
+  wake_.notify_one();
+}
+
+void StreamCore::settle_copy(Operation& op) {
+  // Copying: the copy is enqueued; the op is the owner's to end from here.
+  try {
+    op.copied->wait();
+    op.status.store(OpStatus::Done, std::memory_order_release);
+  } catch (...) {
+    op.error = std::current_exception();
+    op.status.store(OpStatus::Failed, std::memory_order_release);
+  }
+}
+
+void StreamCore::progress() {
+  if (!mpi_ops_.empty()) world_.mpi()->progress(*this);
+}
+
+bool StreamCore::test(Operation& op) {
+  progress();
+  if (op.status.load(std::memory_order_acquire) == OpStatus::Copying && op.copied->done()) {
+    settle_copy(op);
+  }
+  if (!op.ended()) return false;
+  observe(op);
+  return true;
+}
+
+void StreamCore::wait(Operation& op) {
+  int spins = 0;
+  for (;;) {
+    const std::uint32_t seen = wake_.load(std::memory_order_acquire);
+    progress();
+    const OpStatus s = op.status.load(std::memory_order_acquire);
+    if (s == OpStatus::Copying && mpi_ops_.empty()) settle_copy(op);
+    if (s == OpStatus::Copying && !mpi_ops_.empty() && op.copied->done()) settle_copy(op);
+    if (op.ended()) break;
+    if (!mpi_ops_.empty() || s == OpStatus::Copying || ++spins < kSpinsBeforeSleep) {
+      std::this_thread::yield();
+      continue;
+    }
+    spins = 0;
+    wake_.wait(seen, std::memory_order_acquire);
+  }
+  observe(op);
+}
+
+void StreamCore::observe(Operation& op) {
+  if (!op.observed) {
+    op.observed = true;
+    std::erase_if(pending_, [&](const OpPtr& p) { return p.get() == &op; });
+    if (op.status.load(std::memory_order_acquire) == OpStatus::Done) {
+      const auto path = static_cast<int>(op.path);
+      ++counts_.count[path];
+      counts_.bytes[path] += op.buffer.bytes;
+    }
+  }
+  if (op.status.load(std::memory_order_acquire) == OpStatus::Failed)
+    std::rethrow_exception(op.error);
+}
+
+void StreamCore::end_run() {
+  // What the body left unwaited: local ops still unmatched are withdrawn (their buffers may be
+  // gone), copies in flight are waited for, MPI receives are cancelled; each is reported.
+  std::vector<OpPtr> left;
+  left.swap(pending_);
+  for (const OpPtr& op : left) {
+    const bool local = world_.is_local(op->peer);
+    if (local && op->status.load(std::memory_order_acquire) == OpStatus::Pending) {
+      const bool withdrawn = op->kind == OpKind::Send ? world_.withdraw_local_send(op)
+                                                      : world_.withdraw_local_recv(op);
+      if (withdrawn) {
+        problems.push_back("rank " + std::to_string(rank_) + " ended with a " + describe(*op) +
+                           " pending");
+        continue;
+      }
+    }
+    if (!local) continue;  // the MPI transport ends those (abandon_receives / finish_sends)
+    for (;;) {
+      const OpStatus s = op->status.load(std::memory_order_acquire);
+      if (s == OpStatus::Copying) settle_copy(*op);
+      if (op->ended()) break;
+      std::this_thread::yield();
+    }
+    if (op->status.load(std::memory_order_acquire) == OpStatus::Failed && !op->observed) {
+      try {
+        std::rethrow_exception(op->error);
+      } catch (const std::exception& e) {
+        problems.push_back("rank " + std::to_string(rank_) + ": a " + describe(*op) +
+                           " that was never waited on failed: " + e.what());
+      }
+    }
+  }
+  for (const OpPtr& op : left) {
+    if (!world_.is_local(op->peer)) pending_.push_back(op);
+  }
+  if (world_.mpi() != nullptr) world_.mpi()->abandon_receives(*this, problems);
+}
+
+}  // namespace weft::stream::detail

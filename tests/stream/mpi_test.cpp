@@ -1,0 +1,190 @@
+// Task streams across two processes (run by ctest under `mpirun -np 2` on the loopback
+// interface): ranks span the processes, messages of every size and memory cross over MPI by
+// the path they report, collectives see every rank, and a peer that ended, sizes that differ
+// or a message left unreceived give errors rather than a hang.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "weft/error.hpp"
+#include "weft/stream/world.hpp"
+
+namespace ws = weft::stream;
+
+namespace {
+
+constexpr int kStreams = 2;
+
+ws::WorldOptions options(std::size_t chunk = 64 * 1024) {
+  ws::WorldOptions o;
+  o.streams_per_process = kStreams;
+  o.device = ws::DeviceChoice::Host;
+  o.mpi = ws::MpiUse::On;
+  o.chunk_bytes = chunk;
+  return o;
+}
+
+std::vector<std::int32_t> iota_from(std::int32_t start, std::size_t n) {
+  std::vector<std::int32_t> v(n);
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+TEST(StreamMpi, RanksSpanTheProcesses) {
+  ws::World world(options());
+  ASSERT_TRUE(world.uses_mpi());
+  ASSERT_EQ(world.processes(), 2) << "run this test under mpirun -np 2";
+  EXPECT_EQ(world.size(), 2 * kStreams);
+  world.run([&](ws::TaskStream& ts) {
+    EXPECT_EQ(ts.rank(), world.process_rank() * kStreams + ts.local_index());
+    EXPECT_EQ(ts.process_rank(), world.process_rank());
+  });
+}
+
+TEST(StreamMpi, PingPongOfEverySizeAndMemory) {
+  ws::World world(options());
+  world.run([](ws::TaskStream& ts) {
+    // Rank 0 (process 0) with rank 3 (process 1); ranks 1 and 2 with each other, across too.
+    const int partner = ts.size() - 1 - ts.rank();
+    const bool first = ts.rank() < partner;
+    for (std::size_t n : {std::size_t{0}, std::size_t{2}, std::size_t{60}, std::size_t{61},
+                          std::size_t{5000}, std::size_t{100000}}) {
+      for (ws::Memory memory : {ws::Memory::Host, ws::Memory::Device}) {
+        const int tag = static_cast<int>(n % 1000);
+        ws::DeviceBytes dev = ts.allocate(n * sizeof(std::int32_t));
+        std::vector<std::int32_t> hostv(n);
+        auto* data =
+            memory == ws::Memory::Host ? hostv.data() : static_cast<std::int32_t*>(dev.data());
+        const ws::Buffer buf = memory == ws::Memory::Host ? ws::host(data, n) : ws::device(data, n);
+        const auto expect = iota_from(ts.rank() < partner ? 1 : 2, n);
+        if (first) {
+          std::copy(expect.begin(), expect.end(), data);
+          ws::Request r = ts.isend(buf, partner, tag);
+          r.wait();
+          EXPECT_EQ(r.path(), memory == ws::Memory::Host ? ws::Path::Mpi : ws::Path::MpiStaged);
+          ts.recv(buf, partner, tag);
+          EXPECT_EQ(std::vector<std::int32_t>(data, data + n), iota_from(2, n)) << n;
+        } else {
+          ts.recv(buf, partner, tag);
+          EXPECT_EQ(std::vector<std::int32_t>(data, data + n), iota_from(1, n)) << n;
+          const auto back = iota_from(2, n);
+          std::copy(back.begin(), back.end(), data);
+          ts.send(buf, partner, tag);
+        }
+      }
+    }
+  });
+}
+
+TEST(StreamMpi, ManyMessagesOfOneTagArriveInOrder) {
+  ws::World world(options(4096));
+  world.run([](ws::TaskStream& ts) {
+    constexpr int kMessages = 20;
+    if (ts.rank() == 1) {
+      std::vector<std::vector<std::int32_t>> out;
+      for (int i = 0; i < kMessages; ++i) out.push_back(iota_from(i, 3000));  // 3 chunks each
+      std::vector<ws::Request> sends;
+      for (int i = 0; i < kMessages; ++i) {
+        sends.push_back(ts.isend(ws::host(out[static_cast<std::size_t>(i)].data(), 3000), 2, 5));
+      }
+      for (auto& r : sends) r.wait();
+    } else if (ts.rank() == 2) {
+      std::vector<std::vector<std::int32_t>> in(kMessages, std::vector<std::int32_t>(3000));
+      std::vector<ws::Request> recvs;
+      for (int i = 0; i < kMessages; ++i) {
+        recvs.push_back(ts.irecv(ws::device(in[static_cast<std::size_t>(i)].data(), 3000), 1, 5));
+      }
+      for (auto& r : recvs) r.wait();
+      for (int i = 0; i < kMessages; ++i) EXPECT_EQ(in[static_cast<std::size_t>(i)][0], i);
+    }
+  });
+}
+
+TEST(StreamMpi, CollectivesSeeEveryRank) {
+  ws::World world(options());
+  world.run([](ws::TaskStream& ts) {
+    for (int root = 0; root < ts.size(); ++root) {
+      std::vector<std::int32_t> v(20000, -1);
+      if (ts.rank() == root) v = iota_from(root, 20000);
+      ts.bcast(ws::host(v.data(), v.size()), root);
+      EXPECT_EQ(v, iota_from(root, 20000));
+    }
+    double d = ts.rank();
+    ts.allreduce_sum(&d, 1);
+    EXPECT_DOUBLE_EQ(d, 6.0);
+    for (int i = 0; i < 10; ++i) ts.barrier();
+  });
+}
+
+TEST(StreamMpi, SizeMismatchFailsTheReceiveAndLeavesTheChannelClean) {
+  ws::World world(options(4096));
+  world.run([](ws::TaskStream& ts) {
+    if (ts.rank() == 0) {
+      std::vector<char> big(10000, 'x');
+      ts.send(ws::host(big.data(), big.size()), 3, 1);
+      int after = 77;
+      ts.send(ws::host(&after, 1), 3, 1);
+    } else if (ts.rank() == 3) {
+      std::vector<char> small(100);
+      try {
+        ts.recv(ws::host(small.data(), small.size()), 0, 1);
+        ADD_FAILURE() << "a receive of 100 bytes took 10000";
+      } catch (const weft::MessageError& e) {
+        EXPECT_TRUE(contains(e.what(), "10000 bytes")) << e.what();
+      }
+      int after = 0;
+      ts.recv(ws::host(&after, 1), 0, 1);
+      EXPECT_EQ(after, 77);
+    }
+  });
+}
+
+TEST(StreamMpi, ReceiveFromARemoteStreamThatEndedFails) {
+  ws::World world(options());
+  world.run([](ws::TaskStream& ts) {
+    if (ts.rank() == 2) {
+      int v = 0;
+      try {
+        ts.recv(ws::host(&v, 1), 1, 0);  // rank 1 (the other process) never sends
+        ADD_FAILURE() << "received a message never sent";
+      } catch (const weft::MessageError& e) {
+        EXPECT_TRUE(contains(e.what(), "ended without sending")) << e.what();
+      }
+    }
+  });
+}
+
+TEST(StreamMpi, AMessageNobodyReceivesIsReportedWhereItWasSent) {
+  ws::World world(options(4096));
+  bool threw = false;
+  try {
+    world.run([](ws::TaskStream& ts) {
+      if (ts.rank() == 0) {
+        std::vector<char> v(50000, 'y');  // several chunks, drained at the end
+        ts.send(ws::host(v.data(), v.size()), 2, 8);
+      }
+    });
+  } catch (const weft::MessageError& e) {
+    threw = true;
+    EXPECT_TRUE(contains(e.what(), "ended without receiving it")) << e.what();
+  }
+  EXPECT_EQ(threw, world.process_rank() == 1);
+  // The World is clean for the next run.
+  world.run([](ws::TaskStream& ts) { ts.barrier(); });
+}
+
+TEST(StreamMpi, ProcessesMustAgreeOnTheirStreams) {
+  ws::WorldOptions o = options();
+  ws::World probe(o);
+  o.streams_per_process = probe.process_rank() == 0 ? 2 : 3;
+  EXPECT_THROW(ws::World{o}, weft::MessageError);
+}
