@@ -7,7 +7,8 @@ set -uo pipefail
 out=${OUT:-streams-out}
 mkdir -p "$out"
 logs=$(mktemp -d)
-scripts/gpu-build.sh "$logs" weft_stream_tests weft_stream_gpu_tests weft_stream_mpi_tests weft_cli ||
+scripts/gpu-build.sh "$logs" weft_stream_tests weft_stream_gpu_tests weft_stream_mpi_tests \
+  weft_stream_gpu_mpi_tests weft_cli ||
   exit 1
 rc=0
 echo "== stream tests (host device, CUDA, two processes)"

@@ -87,7 +87,7 @@ int iterations_for(std::size_t bytes, bool quick) {
 
 // ---- the ping-pong of weft ----
 
-enum class PingPath { SameGpu, TwoGpus, TwoProcesses };
+enum class PingPath { SameGpu, TwoGpus, TwoProcesses, TwoProcessesStaged };
 
 const char* path_name(PingPath p) {
   switch (p) {
@@ -116,10 +116,11 @@ ws::Path expected_path(PingPath p, bool cuda_aware) {
 /// The Worlds the weft contenders run in, made once (a World sets up peer access and pinned
 /// staging when it is made, which a program does once).
 struct Worlds {
-  std::unique_ptr<ws::World> same_gpu;       // process 0: two streams on GPU 0
-  std::unique_ptr<ws::World> two_gpus;       // process 0: streams on GPUs 0 and 1
-  std::unique_ptr<ws::World> two_processes;  // one stream per process, GPU = process % GPUs
-  std::unique_ptr<ws::World> kernels;        // process 0: 16 streams on GPU 0
+  std::unique_ptr<ws::World> same_gpu;              // process 0: two streams on GPU 0
+  std::unique_ptr<ws::World> two_gpus;              // process 0: streams on GPUs 0 and 1
+  std::unique_ptr<ws::World> two_processes;         // one stream per process, GPU = process % GPUs
+  std::unique_ptr<ws::World> two_processes_staged;  // the same without CUDA IPC
+  std::unique_ptr<ws::World> kernels;               // process 0: 16 streams on GPU 0
 };
 
 ws::World& world_for(Worlds& w, PingPath p) {
@@ -377,6 +378,11 @@ Suite run_stream_suite(const StreamSuiteOptions& options, bool& is_reporter) {
   if (initialized == 0) {
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+    std::atexit([] {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (finalized == 0) MPI_Finalize();
+    });
   }
   int processes = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &processes);
@@ -424,6 +430,8 @@ Suite run_stream_suite(const StreamSuiteOptions& options, bool& is_reporter) {
     o.device = ws::DeviceChoice::Cuda;
     o.mpi = ws::MpiUse::On;
     worlds.two_processes = std::make_unique<ws::World>(o);
+    o.cuda_ipc = false;
+    worlds.two_processes_staged = std::make_unique<ws::World>(o);
   }
   const bool cuda_aware = worlds.two_processes->mpi_cuda_aware();
   if (me == 0) {
@@ -438,12 +446,13 @@ Suite run_stream_suite(const StreamSuiteOptions& options, bool& is_reporter) {
   if (wanted("pingpong")) {
     std::vector<std::size_t> sizes{8, 1024, 64u << 10, 1u << 20, 16u << 20, 64u << 20, 256u << 20};
     if (options.quick) sizes = {8, 1u << 20, 64u << 20};
-    std::vector<PingPath> paths{PingPath::SameGpu, PingPath::TwoProcesses};
+    std::vector<PingPath> paths{PingPath::SameGpu, PingPath::TwoProcesses,
+                                PingPath::TwoProcessesStaged};
     if (gpus >= 2) paths.insert(paths.begin() + 1, PingPath::TwoGpus);
     for (PingPath path : paths) {
       for (std::size_t bytes : sizes) {
         const int it = iterations_for(bytes, options.quick);
-        const bool local = path != PingPath::TwoProcesses;
+        const bool local = path == PingPath::SameGpu || path == PingPath::TwoGpus;
         // MPI + CUDA on the GPUs the weft case uses: both on GPU 0 for one GPU, else one each.
         const int peer_gpu = path == PingPath::SameGpu ? 0 : me % gpus;
         std::vector<Contender> c;
@@ -477,6 +486,9 @@ Suite run_stream_suite(const StreamSuiteOptions& options, bool& is_reporter) {
                     options.quick ? 2 : 0);
     }
   }
+  // Process 1 has little to do in the benchmarks of process 0 alone: it waits here, so that
+  // neither leaves MPI before the other is done with it.
+  MPI_Barrier(MPI_COMM_WORLD);
   return suite;
 }
 

@@ -1,7 +1,11 @@
 // CUDA devices for task streams: cudaMalloc'd memory, non-blocking streams, and events taken
 // from a pool per device (creating an event costs more than the small message it would mark).
+#include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <array>
+#include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -123,6 +127,25 @@ class CudaQueue final : public Queue {
   cudaStream_t stream_ = nullptr;
 };
 
+// cuPointerGetAttribute, the one driver call the layer makes (where an allocation starts, for
+// CUDA IPC), taken through the runtime: linking the driver library itself would keep weft's
+// programs from starting on machines without a GPU driver.
+using PointerAttributeFn = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
+PointerAttributeFn pointer_attribute() {
+  static const PointerAttributeFn fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &p, 12000, cudaEnableDefault,
+                                         &status) != cudaSuccess ||
+        status != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return PointerAttributeFn{nullptr};
+    }
+    return reinterpret_cast<PointerAttributeFn>(p);
+  }();
+  return fn;
+}
+
 class CudaDevice final : public Device {
  public:
   explicit CudaDevice(int ordinal)
@@ -161,10 +184,57 @@ class CudaDevice final : public Device {
     return std::make_unique<CudaQueue>(ordinal_, pool_);
   }
 
+  bool export_buffer(const void* p, IpcHandle& out) override {
+    DeviceScope scope(ordinal_);
+    CUdeviceptr base = 0;
+    const auto range_start = pointer_attribute();
+    if (range_start == nullptr || range_start(&base, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                              reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS) {
+      return false;
+    }
+    cudaIpcMemHandle_t h{};
+    if (cudaIpcGetMemHandle(&h, reinterpret_cast<void*>(base)) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    static_assert(sizeof h == sizeof out.handle);
+    std::memcpy(out.handle, &h, sizeof h);
+    out.offset = reinterpret_cast<CUdeviceptr>(p) - base;
+    return true;
+  }
+
+  const void* import_buffer(const IpcHandle& in) override {
+    std::array<unsigned char, 64> key{};
+    std::memcpy(key.data(), in.handle, key.size());
+    std::lock_guard lock(imports_mutex_);
+    auto it = imports_.find(key);
+    if (it == imports_.end()) {
+      DeviceScope scope(ordinal_);
+      cudaIpcMemHandle_t h{};
+      std::memcpy(&h, in.handle, sizeof h);
+      void* base = nullptr;
+      if (cudaIpcOpenMemHandle(&base, h, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
+        cudaGetLastError();
+        return nullptr;
+      }
+      it = imports_.emplace(key, base).first;
+    }
+    return static_cast<const unsigned char*>(it->second) + in.offset;
+  }
+
+  ~CudaDevice() override {
+    DeviceScope scope(ordinal_);
+    for (auto& [key, base] : imports_) cudaIpcCloseMemHandle(base);
+  }
+
  private:
   int ordinal_;
   std::shared_ptr<EventPool> pool_;
   std::string name_;
+  // Buffers of other processes mapped here, by handle: opening one takes long, so each is
+  // opened once and kept until the device goes.
+  std::mutex imports_mutex_;
+  std::map<std::array<unsigned char, 64>, void*> imports_;
 };
 
 }  // namespace

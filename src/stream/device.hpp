@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -42,6 +43,12 @@ class Queue {
   virtual void synchronize() = 0;
 };
 
+/// What lets another process of the node map a device buffer (CUDA IPC).
+struct IpcHandle {
+  unsigned char handle[64] = {};
+  std::uint64_t offset = 0;  // of the buffer within the allocation the handle maps
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -56,6 +63,10 @@ class Device {
   [[nodiscard]] virtual void* allocate_pinned(std::size_t bytes) = 0;
   virtual void release_pinned(void* p) noexcept = 0;
   [[nodiscard]] virtual std::unique_ptr<Queue> make_queue() = 0;
+  /// Fills `out` for the device buffer at `p`; false where the device cannot share it.
+  [[nodiscard]] virtual bool export_buffer(const void* p, IpcHandle& out) = 0;
+  /// Maps another process's buffer (cached: a handle is opened once); nullptr where it cannot.
+  [[nodiscard]] virtual const void* import_buffer(const IpcHandle& h) = 0;
 };
 
 [[nodiscard]] std::unique_ptr<Device> make_host_device();

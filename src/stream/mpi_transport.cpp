@@ -27,14 +27,17 @@ namespace {
 
 constexpr std::size_t kInlineBytes = 240;  // a message up to this travels in its header
 constexpr int kNoticeTag = 1;
-constexpr int kSlots = 2;  // pinned slots a staged device message pipelines through
+constexpr int kSlots = 4;  // pinned slots a staged device message pipelines through
 
 /// What goes first: the message's size and, for a small one, its bytes.
 struct Header {
   std::uint64_t bytes = 0;
-  std::uint64_t reserved = 0;
+  std::uint64_t flags = 0;  // kIpcHeader: `data` holds an IpcHandle, and no payload follows
   std::byte data[kInlineBytes];
 };
+constexpr std::uint64_t kIpcHeader = 1;
+constexpr std::uint64_t kAck = 1;   // the receiver copied the buffer (or took the header in)
+constexpr std::uint64_t kNack = 2;  // it could not map it: send the payload in chunks
 constexpr int kHeaderFixed = 16;
 
 std::mutex& mpi_lock() {
@@ -59,7 +62,7 @@ std::string rank_name(int rank) { return "rank " + std::to_string(rank); }
 
 /// An MPI operation's progress: which stage it is in and the MPI requests it waits on.
 struct MpiState {
-  enum class Stage : std::uint8_t { Queued, Header, Payload, Draining };
+  enum class Stage : std::uint8_t { Queued, Header, Payload, Draining, IpcReply, IpcCopy };
   Stage stage = Stage::Queued;
   Header header;
   std::vector<MPI_Request> requests;  // the header's, or the payload chunks' in flight
@@ -69,11 +72,14 @@ struct MpiState {
   std::size_t next_post = 0;
   std::size_t next_done = 0;
   // Staged device payloads: a pinned slot per chunk in flight, and the copy event of each.
-  void* slot[kSlots] = {nullptr, nullptr};
+  void* slot[kSlots] = {};
   EventPtr copy[kSlots];
-  MPI_Request slot_request[kSlots] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  MPI_Request slot_request[kSlots] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL,
+                                      MPI_REQUEST_NULL};
   bool staged = false;
   std::vector<std::byte> scratch;  // where a mismatched message's payload is drained
+  bool ipc = false;                // the header offered the buffer over CUDA IPC
+  std::uint64_t reply = 0;         // kAck or kNack, sent or received
   std::string mismatch;
 };
 
@@ -123,6 +129,7 @@ class MpiWorld final : public MpiTransport {
 #if defined(MPIX_CUDA_AWARE_SUPPORT)
     cuda_aware_ = MPIX_Query_cuda_support() == 1;
 #endif
+    find_node_mates();
   }
   ~MpiWorld() override {
     int finalized = 0;
@@ -159,13 +166,14 @@ class MpiWorld final : public MpiTransport {
   }
 
   int max_user_tag(int streams) const noexcept override {
-    const long long per_tag = 2LL * streams * streams;
+    const long long per_tag = 3LL * streams * streams;
     return static_cast<int>((static_cast<long long>(tag_ub_) + 1) / per_tag) - 3;
   }
 
   void attach(WorldCore& world) override {
     world_ = &world;
     streams_ = world.streams();
+    ipc_ = world.options().cuda_ipc;
   }
 
   // ---- posting and progress (the stream's own thread) ----
@@ -332,12 +340,15 @@ class MpiWorld final : public MpiTransport {
 
  private:
   // ---- tags ----
-  [[nodiscard]] int mpi_tag(int tag, bool payload, int from_local, int to_local) const noexcept {
-    return ((tag * 2 + (payload ? 1 : 0)) * streams_ + from_local) * streams_ + to_local;
+  // Three MPI messages kinds per channel: headers, payload chunks, and the receiver's replies
+  // to a CUDA IPC header.
+  enum Kind : int { kHeader = 0, kPayload = 1, kReply = 2 };
+  [[nodiscard]] int mpi_tag(int tag, Kind kind, int from_local, int to_local) const noexcept {
+    return ((tag * 3 + kind) * streams_ + from_local) * streams_ + to_local;
   }
   struct Decoded {
     int tag;
-    bool payload;
+    Kind kind;
     int from_local;
     int to_local;
   };
@@ -347,8 +358,8 @@ class MpiWorld final : public MpiTransport {
     mpi_tag /= streams_;
     d.from_local = mpi_tag % streams_;
     mpi_tag /= streams_;
-    d.payload = (mpi_tag % 2) != 0;
-    d.tag = mpi_tag / 2;
+    d.kind = static_cast<Kind>(mpi_tag % 3);
+    d.tag = mpi_tag / 3;
     return d;
   }
   [[nodiscard]] int process_of(int rank) const noexcept { return rank / streams_; }
@@ -446,14 +457,103 @@ class MpiWorld final : public MpiTransport {
     return cuda_aware_ ? Path::MpiCudaAware : Path::MpiStaged;
   }
 
+  // ---- CUDA IPC between processes of one node ----
+
+  // Which processes share this one's node (and so may map each other's GPU memory).
+  void find_node_mates() {
+    MPI_Comm node = MPI_COMM_NULL;
+    check(MPI_Comm_split_type(data_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
+          "MPI_Comm_split_type");
+    int members = 0;
+    MPI_Comm_size(node, &members);
+    std::vector<int> ranks(static_cast<std::size_t>(members));
+    check(MPI_Allgather(&rank_, 1, MPI_INT, ranks.data(), 1, MPI_INT, node), "MPI_Allgather");
+    MPI_Comm_free(&node);
+    same_node_.assign(static_cast<std::size_t>(size_), false);
+    for (int r : ranks) same_node_[static_cast<std::size_t>(r)] = true;
+  }
+
+  // The sender offers its buffer: once the kernels before the send are done, a header with
+  // the buffer's IPC handle, and a receive for the reply. True when it did (or waits to).
+  bool offer_ipc(StreamCore& stream, Operation& op, int dest) {
+    MpiState& st = *op.mpi;
+    if (!ipc_ || op.buffer.memory != Memory::Device || op.buffer.bytes <= kInlineBytes ||
+        !same_node_[static_cast<std::size_t>(dest)] || dest == rank_ || stream.device().is_host()) {
+      return false;
+    }
+    if (!op.ready->done()) return true;  // stays Queued until the producing kernels are done
+    IpcHandle handle;
+    if (!stream.device().export_buffer(op.buffer.data, handle)) return false;
+    st.header.bytes = op.buffer.bytes;
+    st.header.flags = kIpcHeader;
+    std::memcpy(st.header.data, &handle, sizeof handle);
+    st.chunks = chunk_count(op.buffer.bytes);
+    const int header_tag = mpi_tag(op.tag, kHeader, stream.local_index(), local_of(op.peer));
+    const int reply_tag = mpi_tag(op.tag, kReply, stream.local_index(), local_of(op.peer));
+    MPI_Request r = MPI_REQUEST_NULL;
+    check(MPI_Isend(&st.header, kHeaderFixed + static_cast<int>(sizeof handle), MPI_BYTE, dest,
+                    header_tag, data_, &r),
+          "MPI_Isend");
+    st.requests.push_back(r);
+    check(MPI_Irecv(&st.reply, 1, MPI_UINT64_T, dest, reply_tag, data_, &r), "MPI_Irecv");
+    st.requests.push_back(r);
+    st.ipc = true;
+    st.stage = MpiState::Stage::IpcReply;
+    return true;
+  }
+
+  bool ipc_reply_arrived(Operation& op) { return test_all(op.mpi->requests); }
+
+  // The receiver maps the sender's buffer and copies from it on its transfer queue; false
+  // (after telling the sender to send chunks) where it cannot map it.
+  bool start_ipc_copy(StreamCore& stream, Operation& op, int source) {
+    MpiState& st = *op.mpi;
+    IpcHandle handle;
+    std::memcpy(&handle, st.header.data, sizeof handle);
+    const void* from = stream.device().is_host() ? nullptr : stream.device().import_buffer(handle);
+    if (from == nullptr) {
+      send_reply(stream, op, source, kNack);
+      st.staged = op.buffer.memory == Memory::Device && !cuda_aware_;
+      if (!st.staged) post_direct_receives(op, source);
+      return true;
+    }
+    Queue& q = stream.transfers();
+    if (op.ready) q.wait(op.ready);
+    q.copy(op.buffer.data, from, op.buffer.bytes);
+    st.copy[0] = q.record();
+    st.ipc = true;
+    st.stage = MpiState::Stage::IpcCopy;
+    st.all_posted = true;
+    return true;
+  }
+
+  void send_reply(StreamCore& stream, Operation& op, int source, std::uint64_t reply) {
+    MpiState& st = *op.mpi;
+    st.reply = reply;
+    const int reply_tag = mpi_tag(op.tag, kReply, local_of(op.peer), stream.local_index());
+    MPI_Request r = MPI_REQUEST_NULL;
+    check(MPI_Isend(&st.reply, 1, MPI_UINT64_T, source, reply_tag, data_, &r), "MPI_Isend");
+    st.requests.push_back(r);
+  }
+
   // ---- sends ----
 
   void advance_send(StreamCore& stream, Operation& op) {
     MpiState& st = *op.mpi;
     const int dest = process_of(op.peer);
-    const int header_tag = mpi_tag(op.tag, false, stream.local_index(), local_of(op.peer));
-    const int payload_tag = mpi_tag(op.tag, true, stream.local_index(), local_of(op.peer));
+    const int header_tag = mpi_tag(op.tag, kHeader, stream.local_index(), local_of(op.peer));
+    const int payload_tag = mpi_tag(op.tag, kPayload, stream.local_index(), local_of(op.peer));
     const bool on_device = op.buffer.memory == Memory::Device;
+    if (st.stage == MpiState::Stage::Queued && offer_ipc(stream, op, dest)) return;
+    if (st.stage == MpiState::Stage::IpcReply) {
+      if (!ipc_reply_arrived(op)) return;
+      if (st.reply == kAck) {
+        done(op, Path::MpiIpc);
+        return;
+      }
+      st.stage = MpiState::Stage::Payload;  // kNack: the chunks follow as without IPC
+      st.staged = true;
+    }
     if (st.stage == MpiState::Stage::Queued) {
       st.header.bytes = op.buffer.bytes;
       st.chunks = chunk_count(op.buffer.bytes);
@@ -494,12 +594,14 @@ class MpiWorld final : public MpiTransport {
     if (st.chunks == 0) st.all_posted = true;
     if (st.all_posted && test_all(st.requests) && st.next_done >= (st.staged ? st.chunks : 0)) {
       give_slots(st);
-      done(op, on_device ? (st.chunks == 0 ? Path::MpiStaged : device_path()) : Path::Mpi);
+      done(op, !on_device                    ? Path::Mpi
+               : st.staged || st.chunks == 0 ? Path::MpiStaged
+                                             : device_path());
     }
   }
 
-  // Chunk i is copied out of the GPU into slot i % 2, sent from there once the copy is done,
-  // and the slot takes chunk i + 2 once the send of chunk i has completed.
+  // Chunk i is copied out of the GPU into slot i % kSlots, sent from there once the copy is
+  // done, and the slot takes chunk i + kSlots once the send of chunk i has completed.
   void send_staged_chunks(StreamCore& stream, Operation& op, int dest, int payload_tag) {
     MpiState& st = *op.mpi;
     Queue& q = stream.transfers();
@@ -549,8 +651,8 @@ class MpiWorld final : public MpiTransport {
   void advance_recv(StreamCore& stream, Operation& op) {
     MpiState& st = *op.mpi;
     const int source = process_of(op.peer);
-    const int header_tag = mpi_tag(op.tag, false, local_of(op.peer), stream.local_index());
-    const int payload_tag = mpi_tag(op.tag, true, local_of(op.peer), stream.local_index());
+    const int header_tag = mpi_tag(op.tag, kHeader, local_of(op.peer), stream.local_index());
+    const int payload_tag = mpi_tag(op.tag, kPayload, local_of(op.peer), stream.local_index());
     if (st.stage == MpiState::Stage::Queued) {
       if (sender_is_done(stream, op)) {
         fail(op, rank_name(op.self) + " waits for a message (tag " + std::to_string(op.tag) +
@@ -582,11 +684,22 @@ class MpiWorld final : public MpiTransport {
       if (test_all(st.requests)) fail(op, st.mismatch);
       return;
     }
+    if (st.stage == MpiState::Stage::IpcCopy) {
+      if (st.copy[0]) {
+        if (!st.copy[0]->done()) return;
+        st.copy[0].reset();
+        send_reply(stream, op, source, kAck);
+      }
+      if (test_all(st.requests)) done(op, Path::MpiIpc);
+      return;
+    }
     if (st.staged) receive_staged_chunks(stream, op, source, payload_tag);
     if (st.all_posted && test_all(st.requests) && st.next_done >= (st.staged ? st.chunks : 0)) {
       give_slots(st);
       const bool on_device = op.buffer.memory == Memory::Device;
-      done(op, on_device ? (st.chunks == 0 ? Path::MpiStaged : device_path()) : Path::Mpi);
+      done(op, !on_device                    ? Path::Mpi
+               : st.staged || st.chunks == 0 ? Path::MpiStaged
+                                             : device_path());
     }
   }
 
@@ -599,6 +712,10 @@ class MpiWorld final : public MpiTransport {
                     std::to_string(op.tag) + " to " + rank_name(op.self) +
                     ", whose receive is of " + std::to_string(op.buffer.bytes) + " bytes";
       st.stage = MpiState::Stage::Draining;
+      if ((st.header.flags & kIpcHeader) != 0) {  // nothing follows but our reply
+        send_reply(stream, op, source, kAck);
+        return;
+      }
       st.scratch.resize(st.chunks == 0 ? 0 : chunk_);
       for (std::size_t c = 0; c < st.chunks; ++c) {
         MPI_Request r = MPI_REQUEST_NULL;
@@ -611,6 +728,7 @@ class MpiWorld final : public MpiTransport {
     }
     st.stage = MpiState::Stage::Payload;
     const bool on_device = op.buffer.memory == Memory::Device;
+    if ((st.header.flags & kIpcHeader) != 0 && start_ipc_copy(stream, op, source)) return;
     if (st.chunks == 0) {
       if (on_device) {
         stream.transfers().wait(op.ready);
@@ -624,20 +742,29 @@ class MpiWorld final : public MpiTransport {
     }
     st.staged = on_device && !cuda_aware_;
     if (st.staged) return;
-    if (on_device) op.ready->wait();
+    (void)payload_tag;
+    post_direct_receives(op, source);
+  }
+
+  // Every chunk received straight into the buffer (host memory, or a CUDA-aware MPI's device
+  // buffer).
+  void post_direct_receives(Operation& op, int source) {
+    MpiState& st = *op.mpi;
+    const int payload_tag = mpi_tag(op.tag, kPayload, local_of(op.peer), op.owner->local_index());
+    if (op.buffer.memory == Memory::Device) op.ready->wait();
     auto* dst = static_cast<std::byte*>(op.buffer.data);
     for (std::size_t c = 0; c < st.chunks; ++c) {
       MPI_Request r = MPI_REQUEST_NULL;
-      check(MPI_Irecv(dst + c * chunk_, static_cast<int>(chunk_length(bytes, c)), MPI_BYTE, source,
-                      payload_tag, data_, &r),
+      check(MPI_Irecv(dst + c * chunk_, static_cast<int>(chunk_length(op.buffer.bytes, c)),
+                      MPI_BYTE, source, payload_tag, data_, &r),
             "MPI_Irecv");
       st.requests.push_back(r);
     }
     st.all_posted = true;
   }
 
-  // Chunk i arrives in slot i % 2 and is copied into the GPU from there; the slot takes chunk
-  // i + 2 once that copy is done.
+  // Chunk i arrives in slot i % kSlots and is copied into the GPU from there; the slot takes
+  // chunk i + kSlots once that copy is done.
   void receive_staged_chunks(StreamCore& stream, Operation& op, int source, int payload_tag) {
     MpiState& st = *op.mpi;
     Queue& q = stream.transfers();
@@ -693,7 +820,7 @@ class MpiWorld final : public MpiTransport {
     if (cancelled != 0) return true;
     ++stream.remote_headers[{op.peer, op.tag}];
     start_payload(stream, op, process_of(op.peer),
-                  mpi_tag(op.tag, true, local_of(op.peer), stream.local_index()));
+                  mpi_tag(op.tag, kPayload, local_of(op.peer), stream.local_index()));
     return false;
   }
 
@@ -720,7 +847,7 @@ class MpiWorld final : public MpiTransport {
       check(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, data_, &flag, &status), "MPI_Iprobe");
       if (flag == 0) return;
       const Decoded d = decode(status.MPI_TAG);
-      if (d.payload) {  // a payload whose header a stream took before it ended: let it go
+      if (d.kind != kHeader) {  // a payload whose header a stream took before it ended: let it go
         int count = 0;
         MPI_Get_count(&status, MPI_BYTE, &count);
         std::vector<std::byte> sink(static_cast<std::size_t>(count));
@@ -736,8 +863,15 @@ class MpiWorld final : public MpiTransport {
       const int from = status.MPI_SOURCE * streams_ + d.from_local;
       const int to = rank_ * streams_ + d.to_local;
       std::vector<std::byte> scratch(std::min<std::uint64_t>(header.bytes, chunk_));
-      const int payload_tag = mpi_tag(d.tag, true, d.from_local, d.to_local);
-      for (std::size_t c = 0; c < chunk_count(header.bytes); ++c) {
+      const int payload_tag = mpi_tag(d.tag, kPayload, d.from_local, d.to_local);
+      const bool ipc = (header.flags & kIpcHeader) != 0;
+      if (ipc) {  // its sender waits for a reply, not to send chunks
+        const std::uint64_t ack = kAck;
+        check(MPI_Send(&ack, 1, MPI_UINT64_T, status.MPI_SOURCE,
+                       mpi_tag(d.tag, kReply, d.from_local, d.to_local), data_),
+              "MPI_Send");
+      }
+      for (std::size_t c = 0; c < (ipc ? 0 : chunk_count(header.bytes)); ++c) {
         check(MPI_Recv(scratch.data(), static_cast<int>(chunk_length(header.bytes, c)), MPI_BYTE,
                        status.MPI_SOURCE, payload_tag, data_, MPI_STATUS_IGNORE),
               "MPI_Recv");
@@ -778,6 +912,8 @@ class MpiWorld final : public MpiTransport {
   int size_ = 1;
   int tag_ub_ = 32767;
   bool cuda_aware_ = false;
+  bool ipc_ = true;
+  std::vector<bool> same_node_;
   std::size_t chunk_ = 4u << 20;
   int streams_ = 1;
   WorldCore* world_ = nullptr;

@@ -5,8 +5,11 @@
 // Each message is a header (its size, and its bytes too when it is small) and then its
 // payload in messages of chunk_bytes, all on the World's own duplicate of MPI_COMM_WORLD, with
 // an MPI tag that packs the program's tag, header or payload, and the two streams' local
-// indices. A device buffer's chunks pass through two pinned slots, copied and sent in a
-// pipeline, unless the MPI is CUDA-aware, which is then given the device buffer itself.
+// indices. A device buffer's chunks pass through pinned slots, copied and sent in a pipeline,
+// unless the MPI is CUDA-aware, which is then given the device buffer itself. Between two
+// processes of one node a device buffer goes from GPU to GPU instead: the header carries its
+// CUDA IPC handle, the receiver maps it, copies, and replies; a receiver that cannot map it
+// replies so, and the chunks follow as above.
 // Messages of one stream to one rank with one tag go one after another, so that MPI's order
 // is theirs.
 //

@@ -44,6 +44,8 @@ std::string_view to_string(Path path) noexcept {
       return "mpi-staged";
     case Path::MpiCudaAware:
       return "mpi-cuda-aware";
+    case Path::MpiIpc:
+      return "mpi-ipc";
   }
   return "unknown";
 }

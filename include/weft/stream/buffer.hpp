@@ -50,7 +50,9 @@ enum class Path : std::uint8_t {
   Mpi,           // host buffers between processes, over MPI
   MpiStaged,     // a device buffer between processes: pinned chunks over MPI, pipelined
   MpiCudaAware,  // a device buffer handed to a CUDA-aware MPI as it is
+  MpiIpc,        // a device buffer between processes of one node: GPU to GPU over CUDA IPC
 };
+inline constexpr int kPaths = 11;
 
 [[nodiscard]] std::string_view to_string(Path path) noexcept;
 

@@ -57,8 +57,8 @@ struct Launch {
 
 /// Transfers a task stream has completed, by path (indexed by Path).
 struct TransferCounts {
-  std::uint64_t count[10] = {};
-  std::uint64_t bytes[10] = {};
+  std::uint64_t count[kPaths] = {};
+  std::uint64_t bytes[kPaths] = {};
   [[nodiscard]] std::uint64_t of(Path p) const noexcept { return count[static_cast<int>(p)]; }
 };
 

@@ -50,6 +50,10 @@ struct WorldOptions {
   /// Enable peer access between the GPUs of a process (copies go through pinned chunks
   /// without it).
   bool peer_access = true;
+  /// Device buffers between two processes of one node go from GPU to GPU over CUDA IPC (the
+  /// receiver maps the sender's buffer and copies from it); without it, or where the mapping
+  /// fails, they go through pinned chunks over MPI.
+  bool cuda_ipc = true;
 };
 
 namespace detail {
