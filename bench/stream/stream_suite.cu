@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "stream/stream_suite.hpp"
+#include "stream_apps.hpp"
+#include "weft/cpu/executor.hpp"
 #include "weft/gpu/detail/cuda_check.cuh"
 #include "weft/stream/world.hpp"
 
@@ -97,6 +99,8 @@ const char* path_name(PingPath p) {
       return "two_gpus";
     case PingPath::TwoProcesses:
       return "two_processes";
+    case PingPath::TwoProcessesStaged:
+      return "two_processes_staged";
   }
   return "?";
 }
@@ -108,6 +112,8 @@ ws::Path expected_path(PingPath p, bool cuda_aware) {
     case PingPath::TwoGpus:
       return ws::Path::PeerCopy;
     case PingPath::TwoProcesses:
+      return ws::Path::MpiIpc;
+    case PingPath::TwoProcessesStaged:
       return cuda_aware ? ws::Path::MpiCudaAware : ws::Path::MpiStaged;
   }
   return ws::Path::None;
@@ -131,6 +137,8 @@ ws::World& world_for(Worlds& w, PingPath p) {
       return *w.two_gpus;
     case PingPath::TwoProcesses:
       return *w.two_processes;
+    case PingPath::TwoProcessesStaged:
+      return *w.two_processes_staged;
   }
   throw std::logic_error("no world");
 }
@@ -352,6 +360,130 @@ Outcome processes_concurrent_kernels(const std::string& self, int k, long long c
   return {seconds, ok};
 }
 
+// ---- applications: block matrix multiply, N-body ----
+
+const char* policy_name(ws::Policy p) {
+  switch (p) {
+    case ws::Policy::Simple:
+      return "simple";
+    case ws::Policy::ImprovedSimple:
+      return "improved_simple";
+    case ws::Policy::ReadWrite:
+      return "read_write";
+    case ws::Policy::Async:
+      return "async";
+  }
+  return "?";
+}
+
+// BMM over the two-process World (one GPU per process, as MPI + CUDA has it), under each
+// policy against MPI + CUDA, and async against simple.
+void run_bmm_benchmarks(Suite& suite, Worlds& worlds, const StreamSuiteOptions& options, int me,
+                        int gpus) {
+  const std::size_t n = options.quick ? 2048 : 8192;
+  constexpr int kBlocks = 8;
+  apps::stream::BmmInputs in;
+  if (me == 0) {
+    in = apps::stream::make_bmm_inputs(n, kBlocks, 3);
+  } else {
+    in.n = n;
+    in.column_blocks = kBlocks;
+  }
+  auto checked = [&](double seconds) {
+    if (me != 0) return Outcome{0, true};
+    const double error = apps::stream::bmm_error(in);
+    for (auto& block : in.c) std::fill(block.begin(), block.end(), 0.0F);  // no stale pass
+    return Outcome{seconds, error < 1e-4};
+  };
+  auto weft_with = [&](ws::Policy p) {
+    return [&, p] { return checked(apps::stream::run_bmm(*worlds.two_processes, in, p)); };
+  };
+  const std::string name = "bmm_" + std::to_string(n) + "_";
+  for (ws::Policy p :
+       {ws::Policy::Simple, ws::Policy::ImprovedSimple, ws::Policy::ReadWrite, ws::Policy::Async}) {
+    suite.compare(
+        name + policy_name(p), "s", Better::lower,
+        {{"weft", weft_with(p)},
+         {"mpi+cuda", [&] { return checked(apps::stream::run_bmm_mpi_cuda(in, me % gpus)); }}},
+        3);
+  }
+  suite.compare(
+      name + "async_vs_simple", "s", Better::lower,
+      {{"weft", weft_with(ws::Policy::Async)}, {"weft_simple", weft_with(ws::Policy::Simple)}}, 3);
+}
+
+// N-body on one GPU, on two GPUs of one process and on two processes, against MPI + CUDA
+// (two processes, one GPU each); the CPU executor's time per step for the speed-up.
+void run_nbody_benchmarks(Suite& suite, Worlds& worlds, const StreamSuiteOptions& options, int me,
+                          int gpus) {
+  apps::stream::NbodyOptions o;
+  o.bodies = options.quick ? 16384 : 65536;
+  o.steps = options.quick ? 50 : 500;
+  const apps::stream::Bodies start = apps::stream::make_bodies(o.bodies, 9);
+  // Every run's result is checked against the first weft run's (float sums of one motion).
+  double reference = 0;
+  auto checked = [&](double seconds, const apps::stream::Bodies& b) {
+    if (me != 0) return Outcome{0, true};
+    const double sum = apps::stream::nbody_checksum(b);
+    if (reference == 0) reference = sum;
+    return Outcome{seconds, std::abs(sum - reference) <= 1e-3 * std::abs(reference)};
+  };
+  auto on = [&](ws::World* world) {
+    return [&, world] {
+      apps::stream::Bodies b = start;
+      return checked(apps::stream::run_nbody(*world, b, o), b);
+    };
+  };
+  auto mpi_cuda = [&] {
+    apps::stream::Bodies b = start;
+    return checked(apps::stream::run_nbody_mpi_cuda(b, o, me % gpus), b);
+  };
+  const std::string name = "nbody_" + std::to_string(o.bodies) + "_";
+  std::unique_ptr<ws::World> one_gpu;
+  if (me == 0) {
+    ws::WorldOptions wo;
+    wo.device = ws::DeviceChoice::Cuda;
+    wo.mpi = ws::MpiUse::Off;
+    wo.gpus = {0};
+    one_gpu = std::make_unique<ws::World>(wo);
+  }
+  const Outcome idle{0, true};
+  Metric one{name + "1gpu", "s", Better::lower, {}};
+  for (int s = 0; s < 3 + 1; ++s) {
+    const Outcome r = me == 0 ? on(one_gpu.get())() : idle;
+    if (s > 0) one.samples.push_back(r.value);  // the first warms up
+  }
+  suite.add_metric(one);
+  if (gpus >= 2) {
+    suite.compare(name + "2gpus", "s", Better::lower,
+                  {{"weft", [&] { return me == 0 ? on(worlds.two_gpus.get())() : idle; }},
+                   {"mpi+cuda", mpi_cuda}},
+                  3);
+    const double two = suite.comparisons().back().weft;
+    suite.add_metric(Metric{"nbody_efficiency_2gpu",
+                            "ratio",
+                            Better::higher,
+                            {two > 0 ? one.median() / (2 * two) : 0}});
+  }
+  suite.compare(name + "2processes", "s", Better::lower,
+                {{"weft", on(worlds.two_processes.get())}, {"mpi+cuda", mpi_cuda}}, 3);
+  if (me == 0) {
+    // The CPU on every core of the executor, for a few steps (its time per step times the
+    // steps is the CPU-only run's).
+    weft::cpu::Executor executor;
+    apps::stream::NbodyOptions few = o;
+    few.steps = 2;
+    apps::stream::Bodies b = start;
+    const double per_step = apps::stream::run_nbody_cpu(executor, b, few) / few.steps;
+    suite.add_metric(
+        Metric{name + "cpu_executor_seconds_per_step", "s", Better::lower, {per_step}});
+    suite.add_metric(Metric{name + "speedup_1gpu_vs_cpu",
+                            "ratio",
+                            Better::higher,
+                            {per_step * o.steps / one.median()}});
+  }
+}
+
 }  // namespace
 
 bool run_kernel_worker_if_asked(int argc, char** argv, int& status) {
@@ -436,7 +568,8 @@ Suite run_stream_suite(const StreamSuiteOptions& options, bool& is_reporter) {
   const bool cuda_aware = worlds.two_processes->mpi_cuda_aware();
   if (me == 0) {
     std::fprintf(stderr,
-                 "[streams] %d GPU(s); MPI %s CUDA-aware: device buffers between processes go %s\n",
+                 "[streams] %d GPU(s); MPI %s CUDA-aware: device buffers between processes go "
+                 "over CUDA IPC, or (two_processes_staged) %s\n",
                  gpus, cuda_aware ? "is" : "is not",
                  cuda_aware ? "to MPI as they are" : "through pinned chunks");
   }
@@ -486,6 +619,8 @@ Suite run_stream_suite(const StreamSuiteOptions& options, bool& is_reporter) {
                     options.quick ? 2 : 0);
     }
   }
+  if (wanted("bmm")) run_bmm_benchmarks(suite, worlds, options, me, gpus);
+  if (wanted("nbody")) run_nbody_benchmarks(suite, worlds, options, me, gpus);
   // Process 1 has little to do in the benchmarks of process 0 alone: it waits here, so that
   // neither leaves MPI before the other is done with it.
   MPI_Barrier(MPI_COMM_WORLD);

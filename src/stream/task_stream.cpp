@@ -112,7 +112,10 @@ void TaskStream::launch(std::initializer_list<Use> uses,
   for (const Use& use : uses) use.region->core().after_kernel(use.access);
 }
 
-void TaskStream::synchronize() { core_->queue().synchronize(); }
+void TaskStream::synchronize() {
+  core_->queue().synchronize();
+  core_->transfers().synchronize();
+}
 
 // ---- messages ----
 

@@ -110,7 +110,8 @@ class TaskStream {
   /// and makes the copies that follow it (Simple and ImprovedSimple wait for the kernel
   /// there). Each region may appear once in `uses`.
   void launch(std::initializer_list<Use> uses, const std::function<void(const Launch&)>& kernel);
-  /// Waits for everything enqueued on the stream.
+  /// Waits for everything enqueued on the stream: kernels, and the copies of its regions and
+  /// messages.
   void synchronize();
 
   // ---- messages ----
