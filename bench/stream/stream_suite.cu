@@ -105,14 +105,15 @@ const char* path_name(PingPath p) {
   return "?";
 }
 
-ws::Path expected_path(PingPath p, bool cuda_aware) {
+ws::Path expected_path(PingPath p, std::size_t bytes, bool cuda_aware) {
   switch (p) {
     case PingPath::SameGpu:
       return ws::Path::DeviceCopy;
     case PingPath::TwoGpus:
       return ws::Path::PeerCopy;
-    case PingPath::TwoProcesses:
-      return ws::Path::MpiIpc;
+    case PingPath::TwoProcesses:  // IPC from 256 KiB (src/stream/mpi_transport.cpp)
+      return bytes >= (256u << 10) ? ws::Path::MpiIpc
+                                   : (cuda_aware ? ws::Path::MpiCudaAware : ws::Path::MpiStaged);
     case PingPath::TwoProcessesStaged:
       return cuda_aware ? ws::Path::MpiCudaAware : ws::Path::MpiStaged;
   }
@@ -592,7 +593,7 @@ Suite run_stream_suite(const StreamSuiteOptions& options, bool& is_reporter) {
         c.push_back({"weft", [&, path, bytes, it, local] {
                        if (local && me != 0) return idle;
                        return weft_pingpong(world_for(worlds, path), bytes, it,
-                                            expected_path(path, cuda_aware));
+                                            expected_path(path, bytes, cuda_aware));
                      }});
         c.push_back(
             {"mpi+cuda", [&, bytes, it, peer_gpu] { return mpi_cuda.run(peer_gpu, bytes, it); }});

@@ -120,6 +120,12 @@ class CudaQueue final : public Queue {
     WEFT_CUDA_CHECK(cudaStreamWaitEvent(stream_, cuda->native(), 0));
   }
   void synchronize() override { WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  bool idle() override {
+    const cudaError_t e = cudaStreamQuery(stream_);
+    if (e == cudaErrorNotReady) return false;
+    WEFT_CUDA_CHECK(e);
+    return true;
+  }
 
  private:
   int ordinal_;
@@ -259,17 +265,25 @@ int usable_cuda_devices() noexcept {
 
 bool enable_peer_access(int from, int to) {
   if (from == to) return true;
+  // Enabled once per process and pair: enabling it again is an error CUDA reports (and the
+  // sanitizer with it), and a World made after another finds it on.
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, bool> known;
+  std::lock_guard lock(mutex);
+  if (const auto it = known.find({from, to}); it != known.end()) return it->second;
   int can = 0;
   WEFT_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, from, to));
-  if (can == 0) return false;
-  DeviceScope scope(from);
-  const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
-  if (e == cudaErrorPeerAccessAlreadyEnabled) {
-    cudaGetLastError();
-    return true;
+  if (can != 0) {
+    DeviceScope scope(from);
+    const cudaError_t e = cudaDeviceEnablePeerAccess(to, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+      cudaGetLastError();  // enabled by the program itself before the World
+    } else {
+      WEFT_CUDA_CHECK(e);
+    }
   }
-  WEFT_CUDA_CHECK(e);
-  return true;
+  known[{from, to}] = can != 0;
+  return can != 0;
 }
 
 }  // namespace weft::stream::detail

@@ -38,6 +38,8 @@ class Queue {
   virtual void copy_peer(void* dst, int dst_device, const void* src, int src_device,
                          std::size_t bytes) = 0;
   [[nodiscard]] virtual EventPtr record() = 0;
+  /// True when everything enqueued so far has finished (a hint: work may be enqueued after).
+  [[nodiscard]] virtual bool idle() = 0;
   /// Later work on this queue waits for `event` (of any queue of any device).
   virtual void wait(const EventPtr& event) = 0;
   virtual void synchronize() = 0;

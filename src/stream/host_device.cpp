@@ -26,6 +26,7 @@ class HostQueue final : public Queue {
     copy(dst, src, bytes);
   }
   EventPtr record() override { return std::make_shared<DoneEvent>(); }
+  bool idle() override { return true; }
   void wait(const EventPtr&) override {}
   void synchronize() override {}
 };

@@ -26,6 +26,9 @@ namespace weft::stream::detail {
 namespace {
 
 constexpr std::size_t kInlineBytes = 240;  // a message up to this travels in its header
+// Device buffers from this size go over CUDA IPC between processes of a node; smaller ones are
+// staged, which costs less than IPC's reply round trip (docs/decisions/032-streams-paths.md).
+constexpr std::size_t kIpcMinBytes = 256 * 1024;
 constexpr int kNoticeTag = 1;
 constexpr int kSlots = 4;  // pinned slots a staged device message pipelines through
 
@@ -477,11 +480,11 @@ class MpiWorld final : public MpiTransport {
   // the buffer's IPC handle, and a receive for the reply. True when it did (or waits to).
   bool offer_ipc(StreamCore& stream, Operation& op, int dest) {
     MpiState& st = *op.mpi;
-    if (!ipc_ || op.buffer.memory != Memory::Device || op.buffer.bytes <= kInlineBytes ||
+    if (!ipc_ || op.buffer.memory != Memory::Device || op.buffer.bytes < kIpcMinBytes ||
         !same_node_[static_cast<std::size_t>(dest)] || dest == rank_ || stream.device().is_host()) {
       return false;
     }
-    if (!op.ready->done()) return true;  // stays Queued until the producing kernels are done
+    if (op.ready && !op.ready->done()) return true;  // Queued until the producing kernels end
     IpcHandle handle;
     if (!stream.device().export_buffer(op.buffer.data, handle)) return false;
     st.header.bytes = op.buffer.bytes;
@@ -574,7 +577,7 @@ class MpiWorld final : public MpiTransport {
       st.requests.push_back(r);
       st.stage = MpiState::Stage::Payload;
       st.staged = on_device && !cuda_aware_;
-      if (on_device && cuda_aware_ && st.chunks != 0) op.ready->wait();
+      if (on_device && cuda_aware_ && st.chunks != 0 && op.ready) op.ready->wait();
     }
     if (st.staged) {
       send_staged_chunks(stream, op, dest, payload_tag);
@@ -751,7 +754,7 @@ class MpiWorld final : public MpiTransport {
   void post_direct_receives(Operation& op, int source) {
     MpiState& st = *op.mpi;
     const int payload_tag = mpi_tag(op.tag, kPayload, local_of(op.peer), op.owner->local_index());
-    if (op.buffer.memory == Memory::Device) op.ready->wait();
+    if (op.buffer.memory == Memory::Device && op.ready) op.ready->wait();
     auto* dst = static_cast<std::byte*>(op.buffer.data);
     for (std::size_t c = 0; c < st.chunks; ++c) {
       MPI_Request r = MPI_REQUEST_NULL;

@@ -77,7 +77,9 @@ OpPtr StreamCore::post(OpKind kind, const Buffer& buffer, int peer, int tag) {
   op->tag = tag;
   op->buffer = buffer;
   op->owner = this;
-  if (buffer.memory == Memory::Device) op->ready = queue_->record();
+  // A device buffer's transfer waits for the kernels enqueued before it, unless the queue has
+  // none left to run (the common case of a message after a synchronize costs no event then).
+  if (buffer.memory == Memory::Device && !queue_->idle()) op->ready = queue_->record();
   pending_.push_back(op);
   if (!world_.is_local(peer)) {
     if (kind == OpKind::Send) ++remote_sent[{peer, tag}];

@@ -153,6 +153,7 @@ TEST(StreamGpu, BroadcastAndAllreduceOfDeviceBuffers) {
     ws::DeviceBytes s = ts.allocate(sizeof(double));
     const double mine = ts.rank() + 0.5;
     cudaMemcpy(s.data(), &mine, sizeof(double), cudaMemcpyHostToDevice);
+    cudaDeviceSynchronize();  // a copy from pageable memory may still be landing on return
     ts.allreduce_sum(static_cast<double*>(s.data()), 1, ws::Memory::Device);
     double sum = 0;
     cudaMemcpy(&sum, s.data(), sizeof(double), cudaMemcpyDeviceToHost);

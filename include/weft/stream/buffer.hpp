@@ -6,6 +6,9 @@
 //
 // A device buffer lives on the device of the task stream that names it: its logical GPU's
 // physical GPU, or, on a machine without one, host memory standing in for it.
+// A message of a device buffer is ordered after the work enqueued on its task stream before
+// it (kernels that write what is sent, or read what a receive overwrites); work of other
+// streams on the buffer must be finished (or waited for) before the send or receive is posted.
 #pragma once
 
 #include <cstddef>
