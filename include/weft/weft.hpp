@@ -37,3 +37,4 @@
 #include "weft/split/splitter.hpp"
 #include "weft/split/store.hpp"
 #include "weft/split/tables.hpp"
+#include "weft/stream/world.hpp"
