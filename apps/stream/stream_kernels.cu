@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -31,19 +32,23 @@ cublasHandle_t handle_of_this_thread() {
   return handle.h;
 }
 
-// 64 threads a block: a GPU's share of 65536 bodies split two ways still makes several
-// blocks per SM to hide latency with (256 left one block, eight warps, on each SM).
-constexpr int kTile = 64;
+// Each body's sum over all bodies is cut into slices, one block row each, so that a GPU's share
+// of the bodies fills it with blocks whether it holds all 65536 or half of them (one block of
+// a few warps per SM left the SMs waiting on their few warps' latencies); a second kernel adds
+// the slices and moves the bodies.
+constexpr int kTile = 128;
 
-__global__ void nbody_step(const float4* all, int bodies, int first, int count, float4* vel,
-                           float4* next, float dt, float eps2) {
+__global__ void nbody_partial(const float4* all, int bodies, int first, int count, int span,
+                              float4* partial, float eps2) {
   __shared__ float4 tile[kTile];
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   const float4 pi = i < count ? all[first + i] : make_float4(0, 0, 0, 0);
+  const int from = blockIdx.y * span;
+  const int to = min(bodies, from + span);
   float ax = 0, ay = 0, az = 0;
-  for (int base = 0; base < bodies; base += kTile) {
+  for (int base = from; base < to; base += kTile) {
     const int j = base + threadIdx.x;
-    tile[threadIdx.x] = j < bodies ? all[j] : make_float4(0, 0, 0, 0);
+    tile[threadIdx.x] = j < to ? all[j] : make_float4(0, 0, 0, 0);  // mass 0 beyond: no pull
     __syncthreads();
 #pragma unroll 8
     for (int t = 0; t < kTile; ++t) {
@@ -58,14 +63,36 @@ __global__ void nbody_step(const float4* all, int bodies, int first, int count, 
     }
     __syncthreads();
   }
-  if (i < count) {
-    float4 v = vel[i];
-    v.x += ax * dt;
-    v.y += ay * dt;
-    v.z += az * dt;
-    vel[i] = v;
-    next[i] = make_float4(pi.x + v.x * dt, pi.y + v.y * dt, pi.z + v.z * dt, pi.w);
+  if (i < count)
+    partial[static_cast<std::size_t>(blockIdx.y) * count + i] = make_float4(ax, ay, az, 0);
+}
+
+__global__ void nbody_move(const float4* all, int first, int count, int slices,
+                           const float4* partial, float4* vel, float4* next, float dt) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  float ax = 0, ay = 0, az = 0;
+  for (int s = 0; s < slices; ++s) {
+    const float4 a = partial[static_cast<std::size_t>(s) * count + i];
+    ax += a.x;
+    ay += a.y;
+    az += a.z;
   }
+  const float4 pi = all[first + i];
+  float4 v = vel[i];
+  v.x += ax * dt;
+  v.y += ay * dt;
+  v.z += az * dt;
+  vel[i] = v;
+  next[i] = make_float4(pi.x + v.x * dt, pi.y + v.y * dt, pi.z + v.z * dt, pi.w);
+}
+
+int multiprocessors() {
+  int device = 0;
+  int sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  return sms > 0 ? sms : 1;
 }
 
 }  // namespace
@@ -86,14 +113,27 @@ void sgemm_cuda(cudaStream_t s, const float* a, const float* b, float* c, int ro
 
 void nbody_step_cuda(cudaStream_t s, const float* all, std::size_t bodies, std::size_t first,
                      std::size_t count, float* vel, float* next, float dt, float softening) {
+  auto check = [](cudaError_t e, const char* what) {
+    if (e != cudaSuccess)
+      throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+  };
   const int blocks = static_cast<int>((count + kTile - 1) / kTile);
-  nbody_step<<<blocks, kTile, 0, s>>>(reinterpret_cast<const float4*>(all),
-                                      static_cast<int>(bodies), static_cast<int>(first),
-                                      static_cast<int>(count), reinterpret_cast<float4*>(vel),
-                                      reinterpret_cast<float4*>(next), dt, softening * softening);
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("nbody_step launch: ") + cudaGetErrorString(e));
+  // About eight blocks per SM, in slices of whole tiles.
+  const int slices = std::max(1, std::min(32, (8 * multiprocessors() + blocks - 1) / blocks));
+  const int tiles = static_cast<int>((bodies + kTile - 1) / kTile);
+  const int span = (tiles + slices - 1) / slices * kTile;
+  void* partial = nullptr;
+  check(cudaMallocAsync(&partial, sizeof(float4) * count * static_cast<std::size_t>(slices), s),
+        "cudaMallocAsync");
+  nbody_partial<<<dim3(blocks, slices), kTile, 0, s>>>(
+      reinterpret_cast<const float4*>(all), static_cast<int>(bodies), static_cast<int>(first),
+      static_cast<int>(count), span, static_cast<float4*>(partial), softening * softening);
+  nbody_move<<<blocks, kTile, 0, s>>>(
+      reinterpret_cast<const float4*>(all), static_cast<int>(first), static_cast<int>(count),
+      slices, static_cast<const float4*>(partial), reinterpret_cast<float4*>(vel),
+      reinterpret_cast<float4*>(next), dt);
+  check(cudaGetLastError(), "nbody kernels' launch");
+  check(cudaFreeAsync(partial, s), "cudaFreeAsync");
 }
 
 void copy_cuda(cudaStream_t s, void* dst, const void* src, std::size_t bytes) {

@@ -184,6 +184,32 @@ Outcome weft_pingpong(ws::World& world, std::size_t bytes, int iterations, ws::P
   return {seconds, ok};
 }
 
+// Seconds per broadcast of `bytes` from rank 0 to every rank of `world` (device buffers).
+Outcome weft_bcast(ws::World& world, std::size_t bytes, int iterations) {
+  const std::size_t n = bytes / sizeof(unsigned);
+  double seconds = 0;
+  bool ok = true;
+  world.run([&](ws::TaskStream& ts) {
+    ws::DeviceBytes d = ts.allocate(bytes);
+    auto* p = static_cast<unsigned*>(d.data());
+    if (ts.rank() == 0) {
+      fill_pattern<<<256, 256, 0, ts.cuda_stream()>>>(p, n, 23);
+    } else {
+      WEFT_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, ts.cuda_stream()));
+    }
+    ts.synchronize();
+    ts.barrier();
+    const double t0 = now_seconds();
+    for (int i = 0; i < iterations; ++i) ts.bcast(ws::device(p, n), 0);
+    ts.barrier();
+    if (ts.rank() == 0) seconds = (now_seconds() - t0) / iterations;
+    std::int64_t wrong = holds_pattern(p, n, 23) ? 0 : 1;
+    ts.allreduce_sum(&wrong, 1);
+    if (ts.rank() == 0) ok = wrong == 0;
+  });
+  return {seconds, ok};
+}
+
 // ---- MPI + CUDA: one process per GPU, cudaMemcpy to a pinned buffer and MPI_Send ----
 
 class MpiCudaPingPong {
@@ -215,6 +241,32 @@ class MpiCudaPingPong {
     }
     const double seconds = (now_seconds() - t0) / (2.0 * iterations);
     return {seconds, me != 0 || holds_pattern(b.device, n, 29)};
+  }
+
+  // The broadcast as MPI + CUDA has it: the root copies out, MPI_Bcast, the others copy in.
+  Outcome bcast(int gpu, std::size_t bytes, int iterations) {
+    WEFT_CUDA_CHECK(cudaSetDevice(gpu));
+    Buffers& b = buffers(gpu, bytes);
+    const std::size_t n = bytes / sizeof(unsigned);
+    const int me = mpi_rank();
+    if (me == 0) {
+      fill_pattern<<<256, 256>>>(b.device, n, 31);
+    } else {
+      WEFT_CUDA_CHECK(cudaMemset(b.device, 0, bytes));
+    }
+    WEFT_CUDA_CHECK(cudaDeviceSynchronize());
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = now_seconds();
+    for (int i = 0; i < iterations; ++i) {
+      if (me == 0) WEFT_CUDA_CHECK(cudaMemcpy(b.host, b.device, bytes, cudaMemcpyDeviceToHost));
+      MPI_Bcast(b.host, static_cast<int>(bytes), MPI_BYTE, 0, MPI_COMM_WORLD);
+      if (me != 0) WEFT_CUDA_CHECK(cudaMemcpy(b.device, b.host, bytes, cudaMemcpyHostToDevice));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double seconds = (now_seconds() - t0) / iterations;
+    int wrong = holds_pattern(b.device, n, 31) ? 0 : 1;
+    MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    return {seconds, wrong == 0};
   }
 
   ~MpiCudaPingPong() {
@@ -466,6 +518,27 @@ void run_nbody_benchmarks(Suite& suite, Worlds& worlds, const StreamSuiteOptions
                             Better::higher,
                             {two > 0 ? one.median() / (2 * two) : 0}});
   }
+  if (gpus >= 4) {
+    std::unique_ptr<ws::World> four;
+    if (me == 0) {
+      ws::WorldOptions wo;
+      wo.streams_per_process = 4;
+      wo.device = ws::DeviceChoice::Cuda;
+      wo.mpi = ws::MpiUse::Off;
+      wo.gpus = {0, 1, 2, 3};
+      four = std::make_unique<ws::World>(wo);
+    }
+    Metric m{name + "4gpus", "s", Better::lower, {}};
+    for (int s = 0; s < 3 + 1; ++s) {
+      const Outcome r = me == 0 ? on(four.get())() : idle;
+      if (s > 0) m.samples.push_back(r.value);
+    }
+    suite.add_metric(m);
+    suite.add_metric(Metric{"nbody_efficiency_4gpu",
+                            "ratio",
+                            Better::higher,
+                            {m.median() > 0 ? one.median() / (4 * m.median()) : 0}});
+  }
   suite.compare(name + "2processes", "s", Better::lower,
                 {{"weft", on(worlds.two_processes.get())}, {"mpi+cuda", mpi_cuda}}, 3);
   if (me == 0) {
@@ -604,6 +677,19 @@ Suite run_stream_suite(const StreamSuiteOptions& options, bool& is_reporter) {
         suite.compare(std::string("pingpong_") + path_name(path) + "_" + size_name(bytes), "s",
                       Better::lower, std::move(c));
       }
+    }
+  }
+  if (wanted("bcast")) {
+    std::fprintf(stderr, me == 0 ? "[streams] NCCL: not on this machine, not measured\n" : "");
+    std::vector<std::size_t> sizes{1u << 20, 16u << 20, 64u << 20};
+    if (options.quick) sizes = {1u << 20};
+    for (std::size_t bytes : sizes) {
+      const int it = iterations_for(bytes, options.quick);
+      suite.compare(
+          "bcast_" + std::to_string(processes) + "processes_" + size_name(bytes), "s",
+          Better::lower,
+          {{"weft", [&, bytes, it] { return weft_bcast(*worlds.two_processes, bytes, it); }},
+           {"mpi+cuda", [&, bytes, it] { return mpi_cuda.bcast(me % gpus, bytes, it); }}});
     }
   }
   if (wanted("concurrent_kernels")) {

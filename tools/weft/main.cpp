@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
   bench_streams->add_option("--machine", streams_args.machine,
                             "Machine name recorded in the JSON (default: $WEFT_MACHINE or gpu)");
   bench_streams->add_option("--only", streams_args.only, "Run only these benchmark families")
-      ->check(CLI::IsMember({"pingpong", "concurrent_kernels", "bmm", "nbody"}));
+      ->check(CLI::IsMember({"pingpong", "bcast", "concurrent_kernels", "bmm", "nbody"}));
 
   auto* split = app.add_subcommand(
       "split", "The adaptive CPU/GPU splitter's learned tables (DB1, DB2) in the store");
