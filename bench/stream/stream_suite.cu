@@ -541,6 +541,13 @@ void run_nbody_benchmarks(Suite& suite, Worlds& worlds, const StreamSuiteOptions
   }
   suite.compare(name + "2processes", "s", Better::lower,
                 {{"weft", on(worlds.two_processes.get())}, {"mpi+cuda", mpi_cuda}}, 3);
+  if (gpus >= 2) {  // one GPU each: the two processes' efficiency beside one process's
+    const double two = suite.comparisons().back().weft;
+    suite.add_metric(Metric{"nbody_efficiency_2processes",
+                            "ratio",
+                            Better::higher,
+                            {two > 0 ? one.median() / (2 * two) : 0}});
+  }
   if (me == 0) {
     // The CPU on every core of the executor, for a few steps (its time per step times the
     // steps is the CPU-only run's).
