@@ -87,6 +87,36 @@ __global__ void nbody_move(const float4* all, int first, int count, int slices,
   next[i] = make_float4(pi.x + v.x * dt, pi.y + v.y * dt, pi.z + v.z * dt, pi.w);
 }
 
+// The partial sums' buffer of this thread's current device, kept from step to step: an
+// allocation per step (even stream-ordered) costs time the step does not have. One thread
+// drives one task stream, whose steps are ordered on its CUDA stream, so the buffer is never
+// in use by two steps at once.
+void* partial_sums(std::size_t bytes) {
+  thread_local struct Scratch {
+    void* p = nullptr;
+    std::size_t bytes = 0;
+    int device = -1;
+    ~Scratch() {
+      if (p != nullptr) cudaFree(p);
+    }
+  } scratch;
+  int device = 0;
+  cudaGetDevice(&device);
+  if (scratch.p == nullptr || scratch.bytes < bytes || scratch.device != device) {
+    if (scratch.p != nullptr) {
+      cudaDeviceSynchronize();  // the old buffer may still be read by a step in flight
+      cudaFree(scratch.p);
+    }
+    scratch.p = nullptr;
+    if (cudaMalloc(&scratch.p, bytes) != cudaSuccess) {
+      throw std::runtime_error("cudaMalloc of the N-body partial sums failed");
+    }
+    scratch.bytes = bytes;
+    scratch.device = device;
+  }
+  return scratch.p;
+}
+
 int multiprocessors() {
   int device = 0;
   int sms = 0;
@@ -122,9 +152,7 @@ void nbody_step_cuda(cudaStream_t s, const float* all, std::size_t bodies, std::
   const int slices = std::max(1, std::min(32, (8 * multiprocessors() + blocks - 1) / blocks));
   const int tiles = static_cast<int>((bodies + kTile - 1) / kTile);
   const int span = (tiles + slices - 1) / slices * kTile;
-  void* partial = nullptr;
-  check(cudaMallocAsync(&partial, sizeof(float4) * count * static_cast<std::size_t>(slices), s),
-        "cudaMallocAsync");
+  void* partial = partial_sums(sizeof(float4) * count * static_cast<std::size_t>(slices));
   nbody_partial<<<dim3(blocks, slices), kTile, 0, s>>>(
       reinterpret_cast<const float4*>(all), static_cast<int>(bodies), static_cast<int>(first),
       static_cast<int>(count), span, static_cast<float4*>(partial), softening * softening);
@@ -133,7 +161,6 @@ void nbody_step_cuda(cudaStream_t s, const float* all, std::size_t bodies, std::
       slices, static_cast<const float4*>(partial), reinterpret_cast<float4*>(vel),
       reinterpret_cast<float4*>(next), dt);
   check(cudaGetLastError(), "nbody kernels' launch");
-  check(cudaFreeAsync(partial, s), "cudaFreeAsync");
 }
 
 void copy_cuda(cudaStream_t s, void* dst, const void* src, std::size_t bytes) {
