@@ -8,7 +8,9 @@
 # consumers and lane), and spec/pause.pml (pause and resume: lanes parking, blocks joined and
 # launched again), and spec/device_graph.pml (device-side dependencies, decision 017: a
 # graph's tasks made ready by the blocks that finish their inputs, through a ready queue and
-# a completion ring; checked before it is built): the designs the pool uses. Fails when spin finds an error or did not
+# a completion ring; checked before it is built): the designs the pool uses. Also
+# spec/stream_mailbox.pml: how the messages of one process's task streams meet and end,
+# with streams that end before their peers. Fails when spin finds an error or did not
 # explore the whole state space, and also when spin does NOT find the error in one of the
 # models' mutants (known protocol bugs: the check must be able to fail). A model of a design
 # not adopted, or retired, is in lab/spec/ (lab/README.md), not checked here.
@@ -19,7 +21,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$root/spec/slot_protocol.pml" "$root/spec/block_roles.pml" \
   "$root/spec/lone_tasks.pml" "$root/spec/mailbox.pml" "$root/spec/mailbox_wake.pml" \
-  "$root/spec/pause.pml" "$root/spec/device_graph.pml" "$work/"
+  "$root/spec/pause.pml" "$root/spec/device_graph.pml" "$root/spec/stream_mailbox.pml" "$work/"
 cd "$work"
 # search MODEL MODE DEFINES...: builds the model's verifier and searches the whole state space;
 # MODE safety: assertions and invalid end states (deadlock, a process that never ends); MODE
@@ -170,3 +172,13 @@ for config in "1 255" "2 1" "3 255" "4 255"; do
   PAN_FLAGS=-DCOLLAPSE caught "device graph mutant $mutant" device_graph.pml safety \
     -DFAILS=$fails -DMUTANT=$mutant
 done
+# Task streams' in-process messages: a ping-pong, a receive from a stream that ends without
+# sending, a send to a stream that ends without receiving, and both at once; mutants 1 (the
+# ended flag set after the waiting receives are failed), 2 (a waiter that reads its wake counter
+# after its check) and 3 (the sends left waiting in an ended stream's mailbox) must be caught.
+for scenario in 1 2 3 4; do
+  clean "stream mailboxes, scenario $scenario" stream_mailbox.pml safety -DSCENARIO=$scenario
+done
+caught "stream mailboxes mutant 1" stream_mailbox.pml safety -DSCENARIO=2 -DMUTANT=1
+caught "stream mailboxes mutant 2" stream_mailbox.pml safety -DSCENARIO=1 -DMUTANT=2
+caught "stream mailboxes mutant 3" stream_mailbox.pml safety -DSCENARIO=3 -DMUTANT=3

@@ -25,6 +25,7 @@ class MpiTransport;
 /// Where the messages sent to one local stream wait for their receive, and its receives for
 /// their message. Both lists keep posting order, which is what makes matching MPI's
 /// (non-overtaking between one source and one destination with one tag).
+/// spec/stream_mailbox.pml models how operations meet here and end when a stream ends.
 struct Mailbox {
   std::mutex mutex;
   std::deque<OpPtr> sends;  // arrived, unmatched
