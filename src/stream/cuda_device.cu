@@ -177,8 +177,11 @@ class CudaDevice final : public Device {
     return p;
   }
   void release(void* p) noexcept override {
-    DeviceScope scope(ordinal_);
+    int previous = 0;  // no DeviceScope: it throws, and this must not
+    cudaGetDevice(&previous);
+    cudaSetDevice(ordinal_);
     cudaFree(p);
+    cudaSetDevice(previous);
   }
   void* allocate_pinned(std::size_t bytes) override {
     void* p = nullptr;
@@ -229,8 +232,12 @@ class CudaDevice final : public Device {
   }
 
   ~CudaDevice() override {
-    DeviceScope scope(ordinal_);
+    // No DeviceScope here: it throws on a failed device, and a destructor must not.
+    int previous = 0;
+    cudaGetDevice(&previous);
+    cudaSetDevice(ordinal_);
     for (auto& [key, base] : imports_) cudaIpcCloseMemHandle(base);
+    cudaSetDevice(previous);
   }
 
  private:

@@ -10,6 +10,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +31,7 @@ constexpr std::size_t kInlineBytes = 240;  // a message up to this travels in it
 // staged, which costs less than IPC's reply round trip (docs/decisions/032-streams-paths.md).
 constexpr std::size_t kIpcMinBytes = 256 * 1024;
 constexpr int kNoticeTag = 1;
+constexpr int kBarrierTag = 2;
 constexpr int kSlots = 4;  // pinned slots a staged device message pipelines through
 
 /// What goes first: the message's size and, for a small one, its bytes.
@@ -121,6 +123,7 @@ class MpiWorld final : public MpiTransport {
     }
     check(MPI_Comm_dup(MPI_COMM_WORLD, &data_), "MPI_Comm_dup");
     check(MPI_Comm_dup(MPI_COMM_WORLD, &control_), "MPI_Comm_dup");
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &end_), "MPI_Comm_dup");
     MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(data_, &rank_);
@@ -141,6 +144,7 @@ class MpiWorld final : public MpiTransport {
     for (void* slot : pool_) host_free(slot);
     MPI_Comm_free(&data_);
     MPI_Comm_free(&control_);
+    MPI_Comm_free(&end_);
   }
 
   int rank() const noexcept override { return rank_; }
@@ -255,10 +259,7 @@ class MpiWorld final : public MpiTransport {
       }
     }
     wait_all(sent);
-    while (!stream.mpi_ops().empty()) {
-      progress(stream);
-      std::this_thread::yield();
-    }
+    // Sends still in flight are finished by the caller's thread in end_run.
   }
 
   // ---- news of ended streams (any thread) ----
@@ -295,48 +296,105 @@ class MpiWorld final : public MpiTransport {
     }
   }
 
-  void barrier(WorldCore& world, std::uint64_t generation) override {
-    MPI_Request r = MPI_REQUEST_NULL;
+  // The processes' barrier is a message from each process to every other, naming the run and
+  // the barrier; a collective would be left pending by a barrier that fails, and matched by
+  // the next one. An arrival of an earlier run or barrier (of one that failed here) is passed
+  // over.
+  void barrier(WorldCore& world, StreamCore& stream, std::uint64_t generation) override {
+    const long long mine[2] = {run_, static_cast<long long>(generation)};
+    std::vector<MPI_Request> sends;
+    std::vector<MPI_Request> recvs(static_cast<std::size_t>(size_), MPI_REQUEST_NULL);
+    std::vector<std::array<long long, 2>> got(static_cast<std::size_t>(size_));
+    std::vector<bool> arrived(static_cast<std::size_t>(size_), false);
+    arrived[static_cast<std::size_t>(rank_)] = true;
     {
       std::lock_guard lock(mpi_lock());
-      check(MPI_Ibarrier(control_, &r), "MPI_Ibarrier");
+      for (int p = 0; p < size_; ++p) {
+        if (p == rank_) continue;
+        MPI_Request r = MPI_REQUEST_NULL;
+        check(MPI_Isend(mine, 2, MPI_LONG_LONG, p, kBarrierTag, control_, &r), "MPI_Isend");
+        sends.push_back(r);
+        check(MPI_Irecv(got[static_cast<std::size_t>(p)].data(), 2, MPI_LONG_LONG, p, kBarrierTag,
+                        control_, &recvs[static_cast<std::size_t>(p)]),
+              "MPI_Irecv");
+      }
     }
     for (;;) {
-      int done = 0;
+      bool all = true;
       {
         std::lock_guard lock(mpi_lock());
-        check(MPI_Test(&r, &done, MPI_STATUS_IGNORE), "MPI_Test");
-      }
-      if (done != 0) return;
-      poll_notices(world);
-      std::lock_guard news(news_mutex_);
-      for (const auto& [rank, end] : remote_) {
-        if (end.ended && end.barriers <= generation) {
-          // The barrier can never complete; its request stays with MPI.
-          throw MessageError(rank_name(rank) + " ended without reaching barrier " +
-                             std::to_string(generation));
+        for (int p = 0; p < size_; ++p) {
+          const auto i = static_cast<std::size_t>(p);
+          if (arrived[i]) continue;
+          int flag = 0;
+          check(MPI_Test(&recvs[i], &flag, MPI_STATUS_IGNORE), "MPI_Test");
+          if (flag != 0 && got[i][0] == run_ && got[i][1] == mine[1]) {
+            arrived[i] = true;
+            continue;
+          }
+          if (flag != 0) {  // a stale arrival: wait for this barrier's
+            check(MPI_Irecv(got[i].data(), 2, MPI_LONG_LONG, p, kBarrierTag, control_, &recvs[i]),
+                  "MPI_Irecv");
+          }
+          all = false;
         }
       }
+      if (all) break;
+      if (!stream.mpi_ops().empty()) progress(stream);  // its sends may be what others wait for
+      poll_notices(world);
+      std::string blocker;
+      {
+        std::lock_guard news(news_mutex_);
+        for (const auto& [rank, end] : remote_) {
+          if (end.ended && end.barriers <= generation) {
+            blocker =
+                rank_name(rank) + " ended without reaching barrier " + std::to_string(generation);
+            break;
+          }
+        }
+      }
+      if (!blocker.empty()) {
+        std::lock_guard lock(mpi_lock());
+        for (MPI_Request& r : recvs) {
+          if (r == MPI_REQUEST_NULL) continue;
+          MPI_Cancel(&r);
+          MPI_Wait(&r, MPI_STATUS_IGNORE);
+        }
+        for (MPI_Request& r : sends) MPI_Wait(&r, MPI_STATUS_IGNORE);  // 16 bytes: sent eagerly
+        throw MessageError(blocker);
+      }
     }
+    wait_all(sends);
   }
 
   void begin_run(WorldCore&) override {
+    ++run_;  // every process runs the same bodies in turn: the runs' numbers agree
     std::lock_guard news(news_mutex_);
     remote_.clear();
     drained_.clear();
   }
 
   void end_run(WorldCore& world, std::vector<std::string>& problems) override {
+    // The streams' threads have ended: their sends still in flight are this thread's to finish
+    // now, while it takes in what was sent to them (two processes whose streams both left
+    // sends unreceived finish here, each draining the other's).
     for (;;) {
       poll_notices(world);
       drain(world, problems);
-      if (all_accounted(world)) break;
+      bool sending = false;
+      for (int i = 0; i < world.streams(); ++i) {
+        StreamCore& s = world.stream(i);
+        if (s.mpi_ops().empty()) continue;
+        progress(s);
+        sending = sending || !s.mpi_ops().empty();
+      }
+      if (!sending && all_accounted(world)) break;
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
     MPI_Request r = MPI_REQUEST_NULL;
     {
       std::lock_guard lock(mpi_lock());
-      check(MPI_Ibarrier(control_, &r), "MPI_Ibarrier");
+      check(MPI_Ibarrier(end_, &r), "MPI_Ibarrier");
     }
     wait_all({r});
   }
@@ -911,6 +969,8 @@ class MpiWorld final : public MpiTransport {
 
   MPI_Comm data_ = MPI_COMM_NULL;
   MPI_Comm control_ = MPI_COMM_NULL;
+  MPI_Comm end_ = MPI_COMM_NULL;  // the end of a run's barrier alone
+  long long run_ = 0;
   int rank_ = 0;
   int size_ = 1;
   int tag_ub_ = 32767;

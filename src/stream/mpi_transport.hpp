@@ -55,15 +55,17 @@ class MpiTransport {
   virtual void progress(StreamCore& stream) = 0;
   /// The stream's body has ended: its receives still pending are cancelled, and reported.
   virtual void abandon_receives(StreamCore& stream, std::vector<std::string>& problems) = 0;
-  /// Tells the other processes what the stream sent, then finishes its sends.
+  /// Tells the other processes what the stream sent (its sends in flight are finished by
+  /// end_run).
   virtual void stream_ended(StreamCore& stream) = 0;
   /// Takes in the other processes' news (any thread).
   virtual void poll_notices(WorldCore& world) = 0;
-  /// The processes' part of barrier `generation` (the last local stream to arrive calls it).
-  virtual void barrier(WorldCore& world, std::uint64_t generation) = 0;
+  /// The processes' part of barrier `generation` (the last local stream to arrive calls it,
+  /// and its MPI operations move on meanwhile).
+  virtual void barrier(WorldCore& world, StreamCore& stream, std::uint64_t generation) = 0;
   virtual void begin_run(WorldCore& world) = 0;
-  /// After every local stream has ended: takes in what was sent to them unreceived (each a
-  /// problem), and waits for every process to get here.
+  /// After every local stream's thread has ended: finishes their sends, takes in what was sent
+  /// to them unreceived (each a problem), and waits for every process to get here.
   virtual void end_run(WorldCore& world, std::vector<std::string>& problems) = 0;
 };
 

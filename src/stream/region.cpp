@@ -84,7 +84,10 @@ void RegionCore::before_kernel(Access access) {
     case Policy::Async:
       // The kernel runs after the copy in a host write started; a writing kernel also after
       // the copy out still reading the device buffer.
-      if (to_device_) q.wait(std::exchange(to_device_, nullptr));
+      if (to_device_) {
+        q.wait(to_device_);
+        host_read_ = std::exchange(to_device_, nullptr);  // it still reads the host buffer
+      }
       if (writes(access) && to_host_) q.wait(to_host_);
       if (reads(access) && state_ == RegionState::InHost) {
         copy_in_now();

@@ -79,10 +79,33 @@ OpPtr StreamCore::post(OpKind kind, const Buffer& buffer, int peer, int tag) {
   op->owner = this;
   // A device buffer's transfer waits for the kernels enqueued before it, unless the queue has
   // none left to run (the common case of a message after a synchronize costs no event then).
-  if (buffer.memory == Memory::Device && !queue_->idle()) op->ready = queue_->record();
+  // Copies the stream's regions have in flight on its transfer queue (an Async write's) count
+  // as work before it too.
+  if (buffer.memory == Memory::Device) {
+    if (!transfers_->idle()) queue_->wait(transfers_->record());
+    if (!queue_->idle()) op->ready = queue_->record();
+  }
   pending_.push_back(op);
   if (!world_.is_local(peer)) {
     if (kind == OpKind::Send) ++remote_sent[{peer, tag}];
+    if (kind == OpKind::Send && buffer.memory == Memory::Host &&
+        buffer.bytes <= world_.options().eager_bytes) {
+      // Buffered, as in a process: the send ends now, and a copy of it travels on its own.
+      auto wire = std::make_shared<Operation>();
+      wire->kind = kind;
+      wire->self = rank_;
+      wire->peer = peer;
+      wire->tag = tag;
+      wire->owner = this;
+      const auto* bytes = static_cast<const std::byte*>(buffer.data);
+      wire->eager.assign(bytes, bytes + buffer.bytes);
+      wire->is_eager = true;
+      wire->buffer = Buffer{wire->eager.data(), buffer.bytes, Memory::Host};
+      world_.mpi()->post(*this, wire);
+      op->path = Path::Mpi;
+      op->status.store(OpStatus::Done, std::memory_order_release);
+      return op;
+    }
     world_.mpi()->post(*this, op);
     return op;
   }
@@ -198,7 +221,12 @@ void StreamCore::end_run() {
     }
   }
   for (const OpPtr& op : left) {
-    if (!world_.is_local(op->peer)) pending_.push_back(op);
+    if (world_.is_local(op->peer)) continue;
+    pending_.push_back(op);
+    if (op->kind == OpKind::Send && !op->ended()) {
+      problems.push_back("rank " + std::to_string(rank_) + " ended with a " + describe(*op) +
+                         " not waited on (finished after the stream ended)");
+    }
   }
   if (world_.mpi() != nullptr) world_.mpi()->abandon_receives(*this, problems);
 }

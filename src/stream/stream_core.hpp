@@ -59,6 +59,9 @@ class StreamCore {
   /// Moves pending work on once; true when `op` has ended (throws its error).
   [[nodiscard]] bool test(Operation& op);
 
+  /// Moves the stream's MPI operations on once (its own thread, or the World's after it ended).
+  void progress_messages() { progress(); }
+
   /// Wakes the stream's thread if it sleeps in wait (any thread).
   void notify() noexcept;
 

@@ -47,6 +47,7 @@ void staged_copy(const Operation& send, const Operation& recv, std::size_t chunk
     if (slot == nullptr) slot = to.device().allocate_pinned(chunk);
   }
   if (send.ready) out.wait(send.ready);
+  if (recv.ready) in.wait(recv.ready);
   const auto* src = static_cast<const std::byte*>(send.buffer.data);
   auto* dst = static_cast<std::byte*>(recv.buffer.data);
   for (std::size_t offset = 0, i = 0; offset < send.buffer.bytes; offset += chunk, ++i) {
@@ -78,6 +79,10 @@ WorldCore::WorldCore(WorldOptions options) : options_(std::move(options)) {
     process_rank_ = mpi_->rank();
     mpi_->check_agreement(streams_, options_.chunk_bytes, options_.eager_bytes);
     max_tag_ = mpi_->max_user_tag(streams_);
+    if (max_tag_ < 0) {
+      throw InvalidArgument("weft::stream::World: " + std::to_string(streams_) +
+                            " streams a process leave no tags within this MPI's tag range");
+    }
   } else {
     max_tag_ = INT_MAX - 3;
   }
@@ -325,7 +330,7 @@ void WorldCore::barrier(StreamCore& stream) {
       lock.unlock();
       std::string failure;
       try {
-        mpi_->barrier(*this, generation);
+        mpi_->barrier(*this, stream, generation);
       } catch (const std::exception& e) {
         failure = e.what();
       }
@@ -355,7 +360,15 @@ void WorldCore::barrier(StreamCore& stream) {
       ++stream.barriers;
       throw MessageError("barrier on " + rank_name(stream.rank()) + ": " + blocker);
     }
-    barrier_cv_.wait(lock);
+    if (stream.mpi_ops().empty()) {
+      barrier_cv_.wait(lock);
+    } else {
+      // Its sends and receives between processes move on only when it moves them.
+      lock.unlock();
+      stream.progress_messages();
+      lock.lock();
+      barrier_cv_.wait_for(lock, std::chrono::microseconds(50));
+    }
   }
   ++stream.barriers;
 }

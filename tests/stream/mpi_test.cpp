@@ -4,6 +4,7 @@
 // or a message left unreceived give errors rather than a hang.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <numeric>
 #include <string>
@@ -187,4 +188,61 @@ TEST(StreamMpi, ProcessesMustAgreeOnTheirStreams) {
   ws::World probe(o);
   o.streams_per_process = probe.process_rank() == 0 ? 2 : 3;
   EXPECT_THROW(ws::World{o}, weft::MessageError);
+}
+
+TEST(StreamMpi, SmallHostSendsAreBufferedSoBothMaySendFirst) {
+  ws::WorldOptions o = options(64 * 1024);
+  o.eager_bytes = 1 << 20;  // above what MPI itself buffers
+  ws::World world(o);
+  world.run([](ws::TaskStream& ts) {
+    const int partner = ts.size() - 1 - ts.rank();  // in the other process
+    std::vector<std::int32_t> out = iota_from(ts.rank(), 100000);
+    std::vector<std::int32_t> in(100000);
+    ts.send(ws::host(out.data(), out.size()), partner, 0);  // both send first
+    ts.recv(ws::host(in.data(), in.size()), partner, 0);
+    EXPECT_EQ(in, iota_from(partner, 100000));
+  });
+}
+
+TEST(StreamMpi, ASendMovesOnWhileItsStreamWaitsInABarrier) {
+  ws::World world(options(64 * 1024));
+  world.run([](ws::TaskStream& ts) {
+    constexpr std::size_t n = 1 << 18;  // 1 MiB of device memory: staged, chunk by chunk
+    ws::DeviceBytes d = ts.allocate(n * sizeof(std::int32_t));
+    auto* p = static_cast<std::int32_t*>(d.data());
+    if (ts.rank() == 0) {
+      const auto v = iota_from(7, n);
+      std::copy(v.begin(), v.end(), p);
+      ws::Request r = ts.isend(ws::device(p, n), 2, 0);
+      ts.barrier();  // rank 2 receives before it reaches the barrier
+      r.wait();
+    } else if (ts.rank() == 2) {
+      ts.recv(ws::device(p, n), 0, 0);
+      EXPECT_EQ(std::vector<std::int32_t>(p, p + n), iota_from(7, n));
+      ts.barrier();
+    } else {
+      ts.barrier();
+    }
+  });
+}
+
+TEST(StreamMpi, AFailedBarrierLeavesTheNextRunsBarriersWhole) {
+  ws::World world(options());
+  bool threw = false;
+  try {
+    world.run([](ws::TaskStream& ts) {
+      if (ts.process_rank() == 0) ts.barrier();  // process 1's streams never come
+    });
+  } catch (const weft::MessageError& e) {
+    threw = true;
+    EXPECT_TRUE(contains(e.what(), "ended without reaching barrier 0")) << e.what();
+  }
+  EXPECT_EQ(threw, world.process_rank() == 0);
+  // The failed barrier's arrival is passed over: the next run's barriers match each other.
+  std::atomic<int> passed{0};
+  world.run([&](ws::TaskStream& ts) {
+    for (int i = 0; i < 3; ++i) ts.barrier();
+    passed.fetch_add(1);
+  });
+  EXPECT_EQ(passed.load(), kStreams);
 }
