@@ -10,7 +10,8 @@
 # graph's tasks made ready by the blocks that finish their inputs, through a ready queue and
 # a completion ring; checked before it is built): the designs the pool uses. Also
 # spec/stream_mailbox.pml: how the messages of one process's task streams meet and end,
-# with streams that end before their peers. Fails when spin finds an error or did not
+# with streams that end before their peers, and spec/stream_processes.pml: how a run ends
+# across processes (notices with counts, receives that fail, the drain). Fails when spin finds an error or did not
 # explore the whole state space, and also when spin does NOT find the error in one of the
 # models' mutants (known protocol bugs: the check must be able to fail). A model of a design
 # not adopted, or retired, is in lab/spec/ (lab/README.md), not checked here.
@@ -21,7 +22,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp "$root/spec/slot_protocol.pml" "$root/spec/block_roles.pml" \
   "$root/spec/lone_tasks.pml" "$root/spec/mailbox.pml" "$root/spec/mailbox_wake.pml" \
-  "$root/spec/pause.pml" "$root/spec/device_graph.pml" "$root/spec/stream_mailbox.pml" "$work/"
+  "$root/spec/pause.pml" "$root/spec/device_graph.pml" "$root/spec/stream_mailbox.pml" \
+  "$root/spec/stream_processes.pml" "$work/"
 cd "$work"
 # search MODEL MODE DEFINES...: builds the model's verifier and searches the whole state space;
 # MODE safety: assertions and invalid end states (deadlock, a process that never ends); MODE
@@ -182,3 +184,11 @@ done
 caught "stream mailboxes mutant 1" stream_mailbox.pml safety -DSCENARIO=2 -DMUTANT=1
 caught "stream mailboxes mutant 2" stream_mailbox.pml safety -DSCENARIO=1 -DMUTANT=2
 caught "stream mailboxes mutant 3" stream_mailbox.pml safety -DSCENARIO=3 -DMUTANT=3
+# Task streams across processes: the notice of an ended stream, the receive that fails only when
+# nothing is coming, the drain at the end of a run; mutants 1 (a receive fails on the notice
+# alone) and 2 (the drain stops on the notice alone) must be caught.
+for scenario in 1 2 3 4; do
+  clean "stream processes, scenario $scenario" stream_processes.pml safety -DSCENARIO=$scenario
+done
+caught "stream processes mutant 1" stream_processes.pml safety -DSCENARIO=1 -DMUTANT=1
+caught "stream processes mutant 2" stream_processes.pml safety -DSCENARIO=3 -DMUTANT=2

@@ -16,7 +16,7 @@
 // When a stream's body ends, its process tells every other process which messages it sent to
 // whom (counts by destination and tag). A receive from a stream that has ended fails once as
 // many headers from it have arrived as it sent; messages nobody received are taken in, and
-// reported, when the run ends.
+// reported, when the run ends. spec/stream_processes.pml models this end of a run.
 #pragma once
 
 #include <memory>
