@@ -32,10 +32,9 @@ cublasHandle_t handle_of_this_thread() {
   return handle.h;
 }
 
-// Each body's sum over all bodies is cut into slices, one block row each, so that a GPU's share
-// of the bodies fills it with blocks whether it holds all 65536 or half of them (one block of
-// a few warps per SM left the SMs waiting on their few warps' latencies); a second kernel adds
-// the slices and moves the bodies.
+// Each body's sum over all bodies is cut into slices, one block row each, so that a GPU's
+// share of the bodies gives its SMs enough warps to hide latency whether it holds all the
+// bodies or a fraction of them; a second kernel adds the slices and moves the bodies.
 constexpr int kTile = 128;
 
 __global__ void nbody_partial(const float4* all, int bodies, int first, int count, int span,

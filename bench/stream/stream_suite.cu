@@ -210,11 +210,12 @@ Outcome weft_bcast(ws::World& world, std::size_t bytes, int iterations) {
   return {seconds, ok};
 }
 
-// ---- MPI + CUDA: one process per GPU, cudaMemcpy to a pinned buffer and MPI_Send ----
+// ---- MPI + CUDA: one process per GPU, cudaMemcpy through a pinned buffer and MPI calls ----
 
-class MpiCudaPingPong {
+class MpiCuda {
  public:
-  Outcome run(int gpu, std::size_t bytes, int iterations) {
+  // Ping-pong: each hop copies out, sends, receives and copies in.
+  Outcome pingpong(int gpu, std::size_t bytes, int iterations) {
     WEFT_CUDA_CHECK(cudaSetDevice(gpu));
     Buffers& b = buffers(gpu, bytes);
     const std::size_t n = bytes / sizeof(unsigned);
@@ -269,7 +270,7 @@ class MpiCudaPingPong {
     return {seconds, wrong == 0};
   }
 
-  ~MpiCudaPingPong() {
+  ~MpiCuda() {
     for (auto& [key, b] : buffers_) {
       cudaSetDevice(key.first);
       cudaFree(b.device);
@@ -655,7 +656,7 @@ Suite run_stream_suite(const StreamSuiteOptions& options, bool& is_reporter) {
                  cuda_aware ? "to MPI as they are" : "through pinned chunks");
   }
 
-  MpiCudaPingPong mpi_cuda;
+  MpiCuda mpi_cuda;
   const Outcome idle{0, true};  // process 1's part of a contender that runs in process 0 alone
   if (wanted("pingpong")) {
     std::vector<std::size_t> sizes{8, 1024, 64u << 10, 1u << 20, 16u << 20, 64u << 20, 256u << 20};
@@ -675,8 +676,8 @@ Suite run_stream_suite(const StreamSuiteOptions& options, bool& is_reporter) {
                        return weft_pingpong(world_for(worlds, path), bytes, it,
                                             expected_path(path, bytes, cuda_aware));
                      }});
-        c.push_back(
-            {"mpi+cuda", [&, bytes, it, peer_gpu] { return mpi_cuda.run(peer_gpu, bytes, it); }});
+        c.push_back({"mpi+cuda",
+                     [&, bytes, it, peer_gpu] { return mpi_cuda.pingpong(peer_gpu, bytes, it); }});
         if (path == PingPath::TwoGpus) {
           c.push_back({"cudaMemcpyPeerAsync",
                        [&, bytes, it] { return me == 0 ? peer_copy_pingpong(bytes, it) : idle; }});
@@ -687,7 +688,7 @@ Suite run_stream_suite(const StreamSuiteOptions& options, bool& is_reporter) {
     }
   }
   if (wanted("bcast")) {
-    std::fprintf(stderr, me == 0 ? "[streams] NCCL: not on this machine, not measured\n" : "");
+    if (me == 0) std::fprintf(stderr, "[streams] NCCL: not on this machine, not measured\n");
     std::vector<std::size_t> sizes{1u << 20, 16u << 20, 64u << 20};
     if (options.quick) sizes = {1u << 20};
     for (std::size_t bytes : sizes) {

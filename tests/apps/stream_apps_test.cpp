@@ -16,13 +16,15 @@ namespace as = apps::stream;
 
 namespace {
 
-ws::World host_world(int streams) {
+ws::World world_of(int streams, ws::DeviceChoice device) {
   ws::WorldOptions o;
   o.streams_per_process = streams;
-  o.device = ws::DeviceChoice::Host;
+  o.device = device;
   o.mpi = ws::MpiUse::Off;
   return ws::World(o);
 }
+
+ws::World host_world(int streams) { return world_of(streams, ws::DeviceChoice::Host); }
 
 }  // namespace
 
@@ -69,13 +71,7 @@ TEST(StreamNbody, MovesBodiesAsTheCpuExecutorDoes) {
 // N-body kernels against the host's results.
 namespace {
 
-ws::World cuda_world(int streams) {
-  ws::WorldOptions o;
-  o.streams_per_process = streams;
-  o.device = ws::DeviceChoice::Cuda;
-  o.mpi = ws::MpiUse::Off;
-  return ws::World(o);
-}
+ws::World cuda_world(int streams) { return world_of(streams, ws::DeviceChoice::Cuda); }
 
 bool have_gpu() {
   try {

@@ -11,10 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "stream_test_support.hpp"
 #include "weft/error.hpp"
 #include "weft/stream/world.hpp"
 
 namespace ws = weft::stream;
+using stream_test::contains;
+using stream_test::iota_from;
 
 namespace {
 
@@ -25,16 +28,6 @@ ws::World make_world(int streams, std::size_t eager = 64 * 1024) {
   o.mpi = ws::MpiUse::Off;
   o.eager_bytes = eager;
   return ws::World(o);
-}
-
-std::vector<std::int32_t> iota_from(std::int32_t start, std::size_t n) {
-  std::vector<std::int32_t> v(n);
-  std::iota(v.begin(), v.end(), start);
-  return v;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 }  // namespace

@@ -10,10 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "stream_test_support.hpp"
 #include "weft/error.hpp"
 #include "weft/stream/world.hpp"
 
 namespace ws = weft::stream;
+using stream_test::contains;
+using stream_test::iota_from;
 
 namespace {
 
@@ -26,16 +29,6 @@ ws::WorldOptions options(std::size_t chunk = 64 * 1024) {
   o.mpi = ws::MpiUse::On;
   o.chunk_bytes = chunk;
   return o;
-}
-
-std::vector<std::int32_t> iota_from(std::int32_t start, std::size_t n) {
-  std::vector<std::int32_t> v(n);
-  std::iota(v.begin(), v.end(), start);
-  return v;
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 }  // namespace

@@ -7,29 +7,14 @@
 
 #include <vector>
 
+#include "stream_test_support.hpp"
 #include "weft/stream/world.hpp"
 
 namespace ws = weft::stream;
+using stream_test::fill_slowly;
+using stream_test::gpus;
 
 namespace {
-
-int gpus() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
-
-__global__ void fill_slowly(int* out, std::size_t n, int base) {
-  const long long start = clock64();
-  while (clock64() - start < 2000000) {
-  }
-  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    out[i] = base + static_cast<int>(i);
-  }
-}
 
 void exchange(bool ipc, ws::Path expected) {
   if (gpus() == 0) GTEST_SKIP() << "SKIPPED: needs a GPU";

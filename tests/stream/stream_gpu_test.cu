@@ -9,35 +9,20 @@
 #include <numeric>
 #include <vector>
 
+#include "stream_test_support.hpp"
 #include "weft/stream/world.hpp"
 
 namespace ws = weft::stream;
+using stream_test::fill_slowly;
+using stream_test::gpus;
+using stream_test::iota_from;
 
 namespace {
-
-int gpus() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
 
 #define SKIP_WITHOUT_GPUS(n)                                                 \
   do {                                                                       \
     if (gpus() < (n)) GTEST_SKIP() << "SKIPPED: needs " << (n) << " GPU(s)"; \
   } while (0)
-
-// Slow on purpose, so that a copy not ordered after it would see the old contents.
-__global__ void fill_slowly(int* out, std::size_t n, int base) {
-  const long long start = clock64();
-  while (clock64() - start < 2000000) {
-  }
-  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    out[i] = base + static_cast<int>(i);
-  }
-}
 
 __global__ void add(int* data, std::size_t n, int k) {
   for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -55,12 +40,6 @@ std::vector<int> to_host(const int* device, std::size_t n) {
   std::vector<int> h(n);
   EXPECT_EQ(cudaMemcpy(h.data(), device, n * sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
   return h;
-}
-
-std::vector<int> iota_from(int start, std::size_t n) {
-  std::vector<int> v(n);
-  std::iota(v.begin(), v.end(), start);
-  return v;
 }
 
 ws::World cuda_world(std::vector<int> gpus_of_streams, bool peer = true,
