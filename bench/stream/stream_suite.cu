@@ -244,6 +244,37 @@ class MpiCuda {
     return {seconds, me != 0 || holds_pattern(b.device, n, 29)};
   }
 
+  // MPI alone carrying the bytes between pinned host buffers, no GPU copy: the floor of any
+  // path whose bytes cross between the processes by MPI (the staged path's, without IPC).
+  Outcome host_pingpong(int gpu, std::size_t bytes, int iterations) {
+    WEFT_CUDA_CHECK(cudaSetDevice(gpu));
+    Buffers& b = buffers(gpu, bytes);
+    const std::size_t n = bytes / sizeof(unsigned);
+    auto* words = static_cast<unsigned*>(b.host);
+    const int me = mpi_rank();
+    for (std::size_t i = 0; i < n; ++i) {
+      words[i] = me == 0 ? static_cast<unsigned>(i) * 2654435761u + 37 : 0;
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    const int count = static_cast<int>(bytes);
+    const double t0 = now_seconds();
+    for (int i = 0; i < iterations; ++i) {
+      if (me == 0) {
+        MPI_Send(b.host, count, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+        MPI_Recv(b.host, count, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      } else {
+        MPI_Recv(b.host, count, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(b.host, count, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+      }
+    }
+    const double seconds = (now_seconds() - t0) / (2.0 * iterations);
+    bool ok = true;
+    for (std::size_t i = 0; i < n; ++i) {
+      ok = ok && words[i] == static_cast<unsigned>(i) * 2654435761u + 37;
+    }
+    return {seconds, ok};
+  }
+
   // The broadcast as MPI + CUDA has it: the root copies out, MPI_Bcast, the others copy in.
   Outcome bcast(int gpu, std::size_t bytes, int iterations) {
     WEFT_CUDA_CHECK(cudaSetDevice(gpu));
@@ -681,6 +712,11 @@ Suite run_stream_suite(const StreamSuiteOptions& options, bool& is_reporter) {
         if (path == PingPath::TwoGpus) {
           c.push_back({"cudaMemcpyPeerAsync",
                        [&, bytes, it] { return me == 0 ? peer_copy_pingpong(bytes, it) : idle; }});
+        }
+        if (path == PingPath::TwoProcessesStaged) {
+          c.push_back({"mpi_host_only", [&, bytes, it, peer_gpu] {
+                         return mpi_cuda.host_pingpong(peer_gpu, bytes, it);
+                       }});
         }
         suite.compare(std::string("pingpong_") + path_name(path) + "_" + size_name(bytes), "s",
                       Better::lower, std::move(c));

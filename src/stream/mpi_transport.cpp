@@ -33,6 +33,7 @@ constexpr std::size_t kIpcMinBytes = 256 * 1024;
 constexpr int kNoticeTag = 1;
 constexpr int kBarrierTag = 2;
 constexpr int kSlots = 4;  // pinned slots a staged device message pipelines through
+constexpr std::size_t kHeadersPerBlock = 64;  // pinned headers are allocated this many at once
 
 /// What goes first: the message's size and, for a small one, its bytes.
 struct Header {
@@ -69,7 +70,10 @@ std::string rank_name(int rank) { return "rank " + std::to_string(rank); }
 struct MpiState {
   enum class Stage : std::uint8_t { Queued, Header, Payload, Draining, IpcReply, IpcCopy };
   Stage stage = Stage::Queued;
-  Header header;
+  // Pinned, from the transport's pool: a small device message is copied into and out of its
+  // header by DMA, with no pageable staging in between. Taken when the op is posted, given
+  // back when it leaves its stream's list (every MPI request on it has ended by then).
+  Header* header = nullptr;
   std::vector<MPI_Request> requests;  // the header's, or the payload chunks' in flight
   bool all_posted = false;            // every MPI message of the op has been posted
   // Payload chunks: how many, the next to post, the next to finish.
@@ -142,6 +146,7 @@ class MpiWorld final : public MpiTransport {
     MPI_Finalized(&finalized);
     if (finalized != 0) return;
     for (void* slot : pool_) host_free(slot);
+    for (Header* block : header_blocks_) host_free(block);
     MPI_Comm_free(&data_);
     MPI_Comm_free(&control_);
     MPI_Comm_free(&end_);
@@ -187,6 +192,10 @@ class MpiWorld final : public MpiTransport {
 
   void post(StreamCore& stream, const OpPtr& op) override {
     op->mpi = std::make_unique<MpiState>();
+    {
+      std::lock_guard lock(mpi_lock());
+      op->mpi->header = take_header();
+    }
     stream.mpi_ops().push_back(op);
     progress(stream);
   }
@@ -208,7 +217,11 @@ class MpiWorld final : public MpiTransport {
         fail(op, e.what());
       }
     }
-    std::erase_if(ops, [](const OpPtr& op) { return op->ended(); });
+    std::erase_if(ops, [this](const OpPtr& op) {
+      if (!op->ended()) return false;
+      give_header(*op->mpi);
+      return true;
+    });
   }
 
   void abandon_receives(StreamCore& stream, std::vector<std::string>& problems) override {
@@ -502,6 +515,21 @@ class MpiWorld final : public MpiTransport {
     }
     return host_alloc(chunk_);
   }
+  Header* take_header() {
+    if (free_headers_.empty()) {
+      auto* block = static_cast<Header*>(host_alloc(kHeadersPerBlock * sizeof(Header)));
+      header_blocks_.push_back(block);
+      for (std::size_t i = 0; i < kHeadersPerBlock; ++i) free_headers_.push_back(block + i);
+    }
+    Header* h = free_headers_.back();
+    free_headers_.pop_back();
+    *h = Header{};
+    return h;
+  }
+  void give_header(MpiState& st) {
+    if (st.header != nullptr) free_headers_.push_back(st.header);
+    st.header = nullptr;
+  }
   void give_slots(MpiState& st) {
     for (void*& p : st.slot) {
       if (p != nullptr) pool_.push_back(p);
@@ -545,14 +573,14 @@ class MpiWorld final : public MpiTransport {
     if (op.ready && !op.ready->done()) return true;  // Queued until the producing kernels end
     IpcHandle handle;
     if (!stream.device().export_buffer(op.buffer.data, handle)) return false;
-    st.header.bytes = op.buffer.bytes;
-    st.header.flags = kIpcHeader;
-    std::memcpy(st.header.data, &handle, sizeof handle);
+    st.header->bytes = op.buffer.bytes;
+    st.header->flags = kIpcHeader;
+    std::memcpy(st.header->data, &handle, sizeof handle);
     st.chunks = chunk_count(op.buffer.bytes);
     const int header_tag = mpi_tag(op.tag, kHeader, stream.local_index(), local_of(op.peer));
     const int reply_tag = mpi_tag(op.tag, kReply, stream.local_index(), local_of(op.peer));
     MPI_Request r = MPI_REQUEST_NULL;
-    check(MPI_Isend(&st.header, kHeaderFixed + static_cast<int>(sizeof handle), MPI_BYTE, dest,
+    check(MPI_Isend(st.header, kHeaderFixed + static_cast<int>(sizeof handle), MPI_BYTE, dest,
                     header_tag, data_, &r),
           "MPI_Isend");
     st.requests.push_back(r);
@@ -570,7 +598,7 @@ class MpiWorld final : public MpiTransport {
   bool start_ipc_copy(StreamCore& stream, Operation& op, int source) {
     MpiState& st = *op.mpi;
     IpcHandle handle;
-    std::memcpy(&handle, st.header.data, sizeof handle);
+    std::memcpy(&handle, st.header->data, sizeof handle);
     const void* from = stream.device().is_host() ? nullptr : stream.device().import_buffer(handle);
     if (from == nullptr) {
       send_reply(stream, op, source, kNack);
@@ -616,22 +644,21 @@ class MpiWorld final : public MpiTransport {
       st.staged = true;
     }
     if (st.stage == MpiState::Stage::Queued) {
-      st.header.bytes = op.buffer.bytes;
+      st.header->bytes = op.buffer.bytes;
       st.chunks = chunk_count(op.buffer.bytes);
       int header_bytes = kHeaderFixed;
       if (st.chunks == 0) {
         if (on_device) {
           stream.transfers().wait(op.ready);
-          stream.transfers().copy(st.header.data, op.buffer.data, op.buffer.bytes);
+          stream.transfers().copy(st.header->data, op.buffer.data, op.buffer.bytes);
           stream.transfers().record()->wait();
         } else if (op.buffer.bytes != 0) {
-          std::memcpy(st.header.data, op.buffer.data, op.buffer.bytes);
+          std::memcpy(st.header->data, op.buffer.data, op.buffer.bytes);
         }
         header_bytes += static_cast<int>(op.buffer.bytes);
       }
       MPI_Request r = MPI_REQUEST_NULL;
-      check(MPI_Isend(&st.header, header_bytes, MPI_BYTE, dest, header_tag, data_, &r),
-            "MPI_Isend");
+      check(MPI_Isend(st.header, header_bytes, MPI_BYTE, dest, header_tag, data_, &r), "MPI_Isend");
       st.requests.push_back(r);
       st.stage = MpiState::Stage::Payload;
       st.staged = on_device && !cuda_aware_;
@@ -721,7 +748,7 @@ class MpiWorld final : public MpiTransport {
         return;
       }
       MPI_Request r = MPI_REQUEST_NULL;
-      check(MPI_Irecv(&st.header, sizeof(Header), MPI_BYTE, source, header_tag, data_, &r),
+      check(MPI_Irecv(st.header, sizeof(Header), MPI_BYTE, source, header_tag, data_, &r),
             "MPI_Irecv");
       st.requests.push_back(r);
       st.stage = MpiState::Stage::Header;
@@ -766,14 +793,14 @@ class MpiWorld final : public MpiTransport {
 
   void start_payload(StreamCore& stream, Operation& op, int source, int payload_tag) {
     MpiState& st = *op.mpi;
-    const std::uint64_t bytes = st.header.bytes;
+    const std::uint64_t bytes = st.header->bytes;
     st.chunks = chunk_count(bytes);
     if (bytes != op.buffer.bytes) {
       st.mismatch = rank_name(op.peer) + " sent " + std::to_string(bytes) + " bytes with tag " +
                     std::to_string(op.tag) + " to " + rank_name(op.self) +
                     ", whose receive is of " + std::to_string(op.buffer.bytes) + " bytes";
       st.stage = MpiState::Stage::Draining;
-      if ((st.header.flags & kIpcHeader) != 0) {  // nothing follows but our reply
+      if ((st.header->flags & kIpcHeader) != 0) {  // nothing follows but our reply
         send_reply(stream, op, source, kAck);
         return;
       }
@@ -789,14 +816,14 @@ class MpiWorld final : public MpiTransport {
     }
     st.stage = MpiState::Stage::Payload;
     const bool on_device = op.buffer.memory == Memory::Device;
-    if ((st.header.flags & kIpcHeader) != 0 && start_ipc_copy(stream, op, source)) return;
+    if ((st.header->flags & kIpcHeader) != 0 && start_ipc_copy(stream, op, source)) return;
     if (st.chunks == 0) {
       if (on_device) {
         stream.transfers().wait(op.ready);
-        stream.transfers().copy(op.buffer.data, st.header.data, bytes);
+        stream.transfers().copy(op.buffer.data, st.header->data, bytes);
         stream.transfers().record()->wait();
       } else if (bytes != 0) {
-        std::memcpy(op.buffer.data, st.header.data, bytes);
+        std::memcpy(op.buffer.data, st.header->data, bytes);
       }
       st.all_posted = true;
       return;
@@ -980,7 +1007,9 @@ class MpiWorld final : public MpiTransport {
   std::size_t chunk_ = 4u << 20;
   int streams_ = 1;
   WorldCore* world_ = nullptr;
-  std::vector<void*> pool_;  // free pinned slots (under the MPI lock)
+  std::vector<void*> pool_;             // free pinned slots (under the MPI lock)
+  std::vector<Header*> header_blocks_;  // pinned, kHeadersPerBlock headers each
+  std::vector<Header*> free_headers_;   // (under the MPI lock)
   std::mutex news_mutex_;
   std::map<int, RemoteEnd> remote_;
   std::map<std::tuple<int, int, int>, std::uint64_t> drained_;  // (from, to, tag) -> messages
