@@ -115,6 +115,7 @@ void RegionCore::after_kernel(Access access) {
         out.wait(stream_.queue().record());
         out.copy(host_, device_, bytes_);
         to_host_ = out.record();
+        stream_.note_region_copy(to_host_);
         ++copies_.to_host;
         copies_.bytes_to_host += bytes_;
         state_ = RegionState::InAll;
@@ -159,6 +160,7 @@ void RegionCore::end_host(Access access) noexcept {
     in.wait(stream_.queue().record());
     in.copy(device_, host_, bytes_);
     to_device_ = in.record();
+    stream_.note_region_copy(to_device_);
     ++copies_.to_device;
     copies_.bytes_to_device += bytes_;
     state_ = RegionState::InAll;

@@ -79,10 +79,11 @@ OpPtr StreamCore::post(OpKind kind, const Buffer& buffer, int peer, int tag) {
   op->owner = this;
   // A device buffer's transfer waits for the kernels enqueued before it, unless the queue has
   // none left to run (the common case of a message after a synchronize costs no event then).
-  // Copies the stream's regions have in flight on its transfer queue (an Async write's) count
-  // as work before it too.
+  // Copies the stream's regions put on its transfer queue (an Async write's) count as work
+  // before it too: the kernel queue waits for the last one once, and everything after it on
+  // that queue then follows it. Noting them costs no query of the transfer queue per message.
   if (buffer.memory == Memory::Device) {
-    if (!transfers_->idle()) queue_->wait(transfers_->record());
+    if (region_copy_) queue_->wait(std::exchange(region_copy_, nullptr));
     if (!queue_->idle()) op->ready = queue_->record();
   }
   pending_.push_back(op);

@@ -45,6 +45,9 @@ class StreamCore {
   /// Message copies into this stream's buffers (and the staging of its MPI sends).
   [[nodiscard]] Queue& transfers() const noexcept { return *transfers_; }
   [[nodiscard]] Staging& staging() noexcept { return staging_; }
+  /// A region's copy enqueued on transfers() (owner only): the next device message posted
+  /// waits for it, as it waits for the kernels before it.
+  void note_region_copy(EventPtr copy) { region_copy_ = std::move(copy); }
 
   /// Called on the stream's thread as its body starts and after it ends.
   void begin_run();
@@ -92,6 +95,7 @@ class StreamCore {
   std::unique_ptr<Queue> queue_;
   std::unique_ptr<Queue> transfers_;
   Staging staging_;
+  EventPtr region_copy_;  // the last region copy on transfers_ no message has waited for yet
   std::thread::id thread_{};
   /// Bumped (release) and notified by whoever ends one of this stream's operations; the
   /// stream's wait reads it (acquire) before it checks, and sleeps only while it is unchanged.

@@ -174,3 +174,24 @@ TEST(StreamGpu, RegionsUnderEveryPolicyAroundRealKernels) {
     });
   }
 }
+
+TEST(StreamGpu, AMessageOfARegionsDeviceBytesFollowsTheAsyncCopyIn) {
+  SKIP_WITHOUT_GPUS(1);
+  ws::World world = cuda_world({0, 0});
+  world.run([](ws::TaskStream& ts) {
+    constexpr std::size_t n = 1 << 24;  // long enough a copy in for a message to overtake it
+    if (ts.rank() == 0) {
+      auto a = ts.region<int>(n, ws::Policy::Async);
+      {
+        auto h = a.host(ws::Access::Write);
+        std::iota(h.begin(), h.end(), 9);
+      }  // the copy in starts here, on the stream's transfer queue
+      ts.send(ws::device(a.device_data(), n), 1, 0);
+    } else {
+      ws::DeviceBytes d = ts.allocate(n * sizeof(int));
+      auto* p = static_cast<int*>(d.data());
+      ts.recv(ws::device(p, n), 0, 0);
+      EXPECT_EQ(to_host(p, n), iota_from(9, n));
+    }
+  });
+}
