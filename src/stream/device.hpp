@@ -72,6 +72,12 @@ class Device {
 };
 
 [[nodiscard]] std::unique_ptr<Device> make_host_device();
+/// What a World without GPUs makes its device with: make_host_device, unless a test put a
+/// device of its own in (one that fails on demand, to check what a failure partway does). Set
+/// it before a World is made, and give make_host_device back after.
+using HostDeviceMaker = std::unique_ptr<Device> (*)();
+void set_host_device_maker(HostDeviceMaker maker) noexcept;
+[[nodiscard]] HostDeviceMaker host_device_maker() noexcept;
 /// Throws weft::InvalidState when weft was built without CUDA or there is no such GPU.
 [[nodiscard]] std::unique_ptr<Device> make_cuda_device(int ordinal);
 /// GPUs this process can use (0 without CUDA or without a driver).

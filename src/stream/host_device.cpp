@@ -1,5 +1,6 @@
 // The host standing in for a GPU: device memory is host memory of its own, copies happen at
 // once on the calling thread, and every event is done when it is recorded.
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -59,5 +60,15 @@ class HostDevice final : public Device {
 }  // namespace
 
 std::unique_ptr<Device> make_host_device() { return std::make_unique<HostDevice>(); }
+
+namespace {
+std::atomic<HostDeviceMaker> maker{&make_host_device};
+}  // namespace
+
+// Relaxed: a test sets it before it makes a World, on the thread that makes it.
+void set_host_device_maker(HostDeviceMaker m) noexcept {
+  maker.store(m, std::memory_order_relaxed);
+}
+HostDeviceMaker host_device_maker() noexcept { return maker.load(std::memory_order_relaxed); }
 
 }  // namespace weft::stream::detail

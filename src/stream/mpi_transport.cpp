@@ -89,6 +89,9 @@ struct MpiState {
   std::vector<std::byte> scratch;  // where a mismatched message's payload is drained
   bool ipc = false;                // the header offered the buffer over CUDA IPC
   std::uint64_t reply = 0;         // kAck or kNack, sent or received
+  bool cut_short = false;          // an empty payload message came: the send failed partway
+  bool let_go = false;             // failed with its sends still in flight (see fail())
+  std::string own_error;           // a staged receive's own failure, reported once all is taken
   std::string mismatch;
 };
 
@@ -146,6 +149,7 @@ class MpiWorld final : public MpiTransport {
     MPI_Finalized(&finalized);
     if (finalized != 0) return;
     for (void* slot : pool_) host_free(slot);
+    for (void* slot : let_go_slots_) host_free(slot);
     for (Header* block : header_blocks_) host_free(block);
     MPI_Comm_free(&data_);
     MPI_Comm_free(&control_);
@@ -214,12 +218,14 @@ class MpiWorld final : public MpiTransport {
           advance_recv(stream, op);
         }
       } catch (const std::exception& e) {
+        if (op.kind == OpKind::Send) tell_receiver_cut_short(stream, op);
+        if (op.kind == OpKind::Recv && keep_taking_payload(op, e.what())) continue;
         fail(op, e.what());
       }
     }
     std::erase_if(ops, [this](const OpPtr& op) {
       if (!op->ended()) return false;
-      give_header(*op->mpi);
+      retire(*op->mpi);
       return true;
     });
   }
@@ -461,14 +467,34 @@ class MpiWorld final : public MpiTransport {
     return true;
   }
 
+  /// A receive's requests are cancelled. A send's payload messages are let go instead
+  /// (MPI_Request_free): each is a chunk its receiver counts on, taken in as part of the message
+  /// or at the end of the run, and cancelling one would take it out of the channel. What they
+  /// send from (the header, the slots) is then never reused (retire()).
   static void fail(Operation& op, const std::string& what) {
-    cancel_requests(*op.mpi);
+    MpiState& st = *op.mpi;
+    if (op.kind == OpKind::Send && st.stage == MpiState::Stage::Payload) {
+      let_go_requests(st);
+    } else {
+      cancel_requests(st);
+    }
     op.error = std::make_exception_ptr(MessageError(what));
     op.status.store(OpStatus::Failed, std::memory_order_release);  // pairs with wait's acquire
   }
   static void done(Operation& op, Path path) {
     op.path = path;
     op.status.store(OpStatus::Done, std::memory_order_release);  // pairs with wait's acquire
+  }
+
+  static void let_go_requests(MpiState& st) {
+    for (MPI_Request& r : st.requests) {
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+    }
+    st.requests.clear();
+    for (MPI_Request& r : st.slot_request) {
+      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+    }
+    st.let_go = true;
   }
 
   static void cancel_requests(MpiState& st) {
@@ -486,15 +512,33 @@ class MpiWorld final : public MpiTransport {
   }
 
   /// True once every request of `requests` has completed (the finished ones are removed).
-  static bool test_all(std::vector<MPI_Request>& requests) {
+  /// Payload receives also set `*cut_short` when one of them took an empty message (see
+  /// tell_receiver_cut_short).
+  static bool test_all(std::vector<MPI_Request>& requests, bool* cut_short = nullptr) {
     std::vector<MPI_Request> left;
     for (MPI_Request& r : requests) {
       int flag = 0;
-      check(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), "MPI_Test");
-      if (flag == 0) left.push_back(r);
+      MPI_Status status;
+      check(MPI_Test(&r, &flag, &status), "MPI_Test");
+      if (flag == 0) {
+        left.push_back(r);
+      } else if (cut_short != nullptr && is_empty(status)) {
+        *cut_short = true;
+      }
     }
     requests.swap(left);
     return requests.empty();
+  }
+
+  static bool is_empty(const MPI_Status& status) {
+    int count = 0;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    return count == 0;
+  }
+
+  static std::string cut_short_error(const Operation& op) {
+    return rank_name(op.peer) + "'s send with tag " + std::to_string(op.tag) + " to " +
+           rank_name(op.self) + " failed partway (its error is reported where it was sent)";
   }
 
   static void wait_all(std::vector<MPI_Request> requests) {
@@ -529,6 +573,29 @@ class MpiWorld final : public MpiTransport {
   void give_header(MpiState& st) {
     if (st.header != nullptr) free_headers_.push_back(st.header);
     st.header = nullptr;
+  }
+  /// An op that ended gives back its header and slots; a failed one's copies into or out of
+  /// its slots finish first, so that no slot is handed on while one is still landing.
+  void retire(MpiState& st) {
+    for (EventPtr& copy : st.copy) {
+      if (!copy) continue;
+      try {
+        copy->wait();
+      } catch (const std::exception&) {
+        // The device failed: its copies will not touch the slot any more.
+      }
+      copy.reset();
+    }
+    if (st.let_go) {  // MPI may still be sending from them
+      for (void*& p : st.slot) {
+        if (p != nullptr) let_go_slots_.push_back(p);
+        p = nullptr;
+      }
+      st.header = nullptr;  // its block is freed with the others when the transport goes
+      return;
+    }
+    give_header(st);
+    give_slots(st);
   }
   void give_slots(MpiState& st) {
     for (void*& p : st.slot) {
@@ -625,7 +692,38 @@ class MpiWorld final : public MpiTransport {
     st.requests.push_back(r);
   }
 
+  /// A staged receive failed partway on its own side (a copy into the GPU): its sender's
+  /// chunks still come, and cancelling their receives would leave them to the channel's next
+  /// message. It takes the rest uncopied, and fails once the whole message is in.
+  static bool keep_taking_payload(Operation& op, const std::string& what) {
+    MpiState& st = *op.mpi;
+    if (!st.staged || st.stage != MpiState::Stage::Payload || st.next_done >= st.chunks ||
+        !st.own_error.empty()) {
+      return false;
+    }
+    st.own_error = what;
+    st.cut_short = true;
+    return true;
+  }
+
   // ---- sends ----
+
+  /// A send failed after its header went but before all of its payload did: without word, its
+  /// receiver would wait for the rest forever. Each chunk not sent goes as an empty message
+  /// instead (a payload chunk is never empty), so that the receiver, whose receives of the
+  /// chunks may all be posted already, takes exactly as many messages as the header promised,
+  /// sees that some were empty, and fails; the next message on the channel is then untouched.
+  void tell_receiver_cut_short(StreamCore& stream, Operation& op) noexcept {
+    const MpiState& st = *op.mpi;
+    if (st.stage != MpiState::Stage::Payload) return;  // no header went, or IPC's did
+    const int tag = mpi_tag(op.tag, kPayload, stream.local_index(), local_of(op.peer));
+    for (std::size_t c = st.next_post; c < st.chunks; ++c) {
+      MPI_Request r = MPI_REQUEST_NULL;
+      if (MPI_Isend(nullptr, 0, MPI_BYTE, process_of(op.peer), tag, data_, &r) == MPI_SUCCESS) {
+        MPI_Request_free(&r);  // sent on its own: the sender has nothing to wait for
+      }
+    }
+  }
 
   void advance_send(StreamCore& stream, Operation& op) {
     MpiState& st = *op.mpi;
@@ -782,7 +880,14 @@ class MpiWorld final : public MpiTransport {
       return;
     }
     if (st.staged) receive_staged_chunks(stream, op, source, payload_tag);
-    if (st.all_posted && test_all(st.requests) && st.next_done >= (st.staged ? st.chunks : 0)) {
+    const bool finished = st.all_posted && test_all(st.requests, &st.cut_short) &&
+                          st.next_done >= (st.staged ? st.chunks : 0);
+    if (finished && st.cut_short) {  // every chunk taken, but some empty or not copied
+      give_slots(st);
+      fail(op, st.own_error.empty() ? cut_short_error(op) : st.own_error);
+      return;
+    }
+    if (finished) {
       give_slots(st);
       const bool on_device = op.buffer.memory == Memory::Device;
       done(op, !on_device                    ? Path::Mpi
@@ -876,13 +981,19 @@ class MpiWorld final : public MpiTransport {
       const std::size_t s = st.next_done % kSlots;
       if (st.slot_request[s] != MPI_REQUEST_NULL) {
         int flag = 0;
-        check(MPI_Test(&st.slot_request[s], &flag, MPI_STATUS_IGNORE), "MPI_Test");
+        MPI_Status status;
+        check(MPI_Test(&st.slot_request[s], &flag, &status), "MPI_Test");
         if (flag == 0) return;
-        q.copy(dst + st.next_done * chunk_, st.slot[s], chunk_length(bytes, st.next_done));
-        st.copy[s] = q.record();
+        if (is_empty(status)) st.cut_short = true;
+        if (!st.cut_short) {  // once cut short, the rest of the message is taken, not copied
+          q.copy(dst + st.next_done * chunk_, st.slot[s], chunk_length(bytes, st.next_done));
+          st.copy[s] = q.record();
+        }
       }
-      if (!st.copy[s]->done()) return;
-      st.copy[s].reset();
+      if (st.copy[s]) {
+        if (!st.copy[s]->done()) return;
+        st.copy[s].reset();
+      }
       ++st.next_done;
       if (st.next_post < st.chunks) {
         post(st.next_post);
@@ -1008,6 +1119,7 @@ class MpiWorld final : public MpiTransport {
   int streams_ = 1;
   WorldCore* world_ = nullptr;
   std::vector<void*> pool_;             // free pinned slots (under the MPI lock)
+  std::vector<void*> let_go_slots_;     // failed sends' slots, never reused (under the MPI lock)
   std::vector<Header*> header_blocks_;  // pinned, kHeadersPerBlock headers each
   std::vector<Header*> free_headers_;   // (under the MPI lock)
   std::mutex news_mutex_;

@@ -113,7 +113,7 @@ void WorldCore::make_devices() {
     for (int g = 0; g < gpus; ++g) physical.push_back(g);
   }
   if (gpus == 0) {
-    devices_.push_back(make_host_device());
+    devices_.push_back(host_device_maker()());
     device_of_local_.assign(static_cast<std::size_t>(streams_), 0);
     peer_.assign(1, std::vector<bool>(1, true));
     return;
