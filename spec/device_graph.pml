@@ -25,6 +25,13 @@
  * if any, may end failed or ok (a root failing cancels the rest of the diamond; task 1
  * failing races the poison of task 3 with task 2's decrement).
  *
+ * With RINGS, the roots take the path the build plans for them (decision 017, "Where the rest
+ * goes"): the host loads each into an idle block's ring slot, as it loads any task, and wakes
+ * the sleepers; the block looks at the ready queue first, then at its slot, runs the successor
+ * step for either, and reports a slot task through its slot (DONE, collected by the lane, who
+ * frees the slot) and a queue task through the completion ring. A sleeper looks at both after
+ * it registers. The lane delivers from both.
+ *
  * Checked (scripts/check-spin.sh): every task is delivered exactly once, run at most once, run
  * only when every input ended ok and cancelled only when one did not, each delivery carries
  * the outcome the block wrote (assertions); no block sleeps forever and every process ends
@@ -32,7 +39,9 @@
  * registering (a lost wake-up); 2, the poison is set after the decrement (a successor runs
  * on a failed input); 3, the count is decremented and read back in two steps (two blocks both
  * see zero and enqueue it twice); 4, a dequeue takes a cell without checking its sequence
- * number (a task read before it was written).
+ * number (a task read before it was written). With RINGS also: 5, the sleeper looks at the
+ * queue but not at its slot after registering (a root loaded meanwhile is never run); 6, a
+ * slot task is also reported through the completion ring (delivered twice).
  */
 #ifndef B
 #define B 2
@@ -46,6 +55,9 @@
 
 #ifndef SECOND_ROOT
 #define SECOND_ROOT 0
+#endif
+#ifndef RINGS
+#define RINGS 0
 #endif
 #if SECOND_ROOT
 #define N 5 /* the diamond and task 4, a root with no edges */
@@ -82,6 +94,19 @@ byte ring_task[N];
 byte ring_status[N];
 bit ring_full[N];
 byte ring_claimed = 0;
+
+#if RINGS
+/* Each block's ring, one slot deep: the host loads it, the block runs it, the lane frees it. */
+#define IDLE 0
+#define LOADED 1
+#define DONE 2
+byte slot_state[B];
+byte slot_task[B];
+byte slot_status[B];
+#define MY_SLOT_LOADED (slot_state[me] == LOADED)
+#else
+#define MY_SLOT_LOADED 0
+#endif
 
 /* Idle and wake-up. */
 byte sleepers = 0;
@@ -158,11 +183,17 @@ inline try_dequeue(v) {
 /* Whether the queue has a task at its head (a look, not a take). */
 #define QUEUE_HAS_WORK (seq[deq_pos % Q] == deq_pos + 1)
 
-proctype block() {
+proctype block(byte me) {
   byte t, k, v, pos, s, status, e, entry;
-  bit won, last;
+  bit won, last, from_slot;
   do
   :: try_dequeue(t);
+#if RINGS
+     if /* the queue first: the critical path does not wait behind host-loaded work */
+     :: t == NONE && MY_SLOT_LOADED -> t = slot_task[me]; from_slot = 1
+     :: else -> skip
+     fi;
+#endif
      if
      :: t != NONE ->
         if
@@ -198,11 +229,24 @@ proctype block() {
            k++
         :: else -> break
         od;
-        atomic { entry = ring_claimed; ring_claimed++ }
-        ring_task[entry] = t;
-        ring_status[entry] = status;
-        ring_full[entry] = 1;
-        d_step { t = 0; k = 0; v = 0; status = 0; entry = 0; last = 0 }
+        if
+        :: from_slot ->
+           slot_status[me] = status;
+           slot_state[me] = DONE
+#if MUTANT == 6 /* bug: a slot task reported through the completion ring as well */
+           ;
+           atomic { entry = ring_claimed; ring_claimed++ }
+           ring_task[entry] = t;
+           ring_status[entry] = status;
+           ring_full[entry] = 1
+#endif
+        :: else ->
+           atomic { entry = ring_claimed; ring_claimed++ }
+           ring_task[entry] = t;
+           ring_status[entry] = status;
+           ring_full[entry] = 1
+        fi;
+        d_step { t = 0; k = 0; v = 0; status = 0; entry = 0; last = 0; from_slot = 0 }
      :: else ->
         if
         :: leave -> break
@@ -216,7 +260,11 @@ proctype block() {
 #else
            sleepers++;
            if
+#if MUTANT == 5 /* bug: the sleeper forgets its slot */
            :: QUEUE_HAS_WORK || leave -> skip
+#else
+           :: QUEUE_HAS_WORK || MY_SLOT_LOADED || leave -> skip
+#endif
            :: else -> (epoch != e)
            fi;
            sleepers--;
@@ -227,18 +275,32 @@ proctype block() {
   od
 }
 
+inline deliver(task, status) {
+  assert(delivered[task] == 0);
+  delivered[task] = 1;
+  delivered_as[task] = status;
+  assert(delivered_as[task] == outcome[task]);
+  count++
+}
+
 proctype lane() {
-  byte next = 0, t, p;
+  byte next = 0, t, p, count = 0;
   do
-  :: next < N ->
-     ring_full[next] == 1;
+  :: count == N -> break
+  :: count < N && next < N && ring_full[next] == 1 ->
      t = ring_task[next];
-     assert(delivered[t] == 0);
-     delivered[t] = 1;
-     delivered_as[t] = ring_status[next];
-     assert(delivered_as[t] == outcome[t]);
+     deliver(t, ring_status[next]);
      next++
-  :: else -> break
+#if RINGS
+  :: count < N && slot_state[0] == DONE ->
+     t = slot_task[0];
+     deliver(t, slot_status[0]);
+     slot_state[0] = IDLE
+  :: count < N && slot_state[1] == DONE ->
+     t = slot_task[1];
+     deliver(t, slot_status[1]);
+     slot_state[1] = IDLE
+#endif
   od;
   /* Every task delivered: check what each one saw, then let the blocks go. */
   t = 0;
@@ -287,16 +349,29 @@ init {
   }
   i = 0;
   do
-  :: i < B -> run block(); i++
+  :: i < B -> run block(i); i++
   :: else -> break
   od;
   run lane();
-  /* The host puts the roots into the queue, the blocks already polling. */
+  /* The host puts the roots into the queue (with RINGS: into idle blocks' slots), the blocks
+   * already polling. */
   i = 0;
   do
   :: i < N ->
      if
-     :: is_root[i] -> enqueue(i)
+     :: is_root[i] ->
+#if RINGS
+        if
+        :: slot_state[0] == IDLE -> slot_task[0] = i; slot_state[0] = LOADED
+        :: slot_state[1] == IDLE -> slot_task[1] = i; slot_state[1] = LOADED
+        fi;
+        if /* wake the sleepers, as an enqueue does */
+        :: sleepers > 0 -> epoch++
+        :: else -> skip
+        fi
+#else
+        enqueue(i)
+#endif
      :: else -> skip
      fi;
      i++
