@@ -44,6 +44,7 @@ struct Header {
 constexpr std::uint64_t kIpcHeader = 1;
 constexpr std::uint64_t kAck = 1;   // the receiver copied the buffer (or took the header in)
 constexpr std::uint64_t kNack = 2;  // it could not map it: send the payload in chunks
+constexpr std::uint64_t kFail = 3;  // it mapped it, but its copy failed: the send fails too
 constexpr int kHeaderFixed = 16;
 
 std::mutex& mpi_lock() {
@@ -68,7 +69,16 @@ std::string rank_name(int rank) { return "rank " + std::to_string(rank); }
 
 /// An MPI operation's progress: which stage it is in and the MPI requests it waits on.
 struct MpiState {
-  enum class Stage : std::uint8_t { Queued, Header, Payload, Draining, IpcReply, IpcCopy };
+  // Finishing: a send that failed partway, waiting for the messages it has in flight.
+  enum class Stage : std::uint8_t {
+    Queued,
+    Header,
+    Payload,
+    Draining,
+    IpcReply,
+    IpcCopy,
+    Finishing
+  };
   Stage stage = Stage::Queued;
   // Pinned, from the transport's pool: a small device message is copied into and out of its
   // header by DMA, with no pageable staging in between. Taken when the op is posted, given
@@ -86,12 +96,12 @@ struct MpiState {
   MPI_Request slot_request[kSlots] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL, MPI_REQUEST_NULL,
                                       MPI_REQUEST_NULL};
   bool staged = false;
-  std::vector<std::byte> scratch;  // where a mismatched message's payload is drained
-  bool ipc = false;                // the header offered the buffer over CUDA IPC
-  std::uint64_t reply = 0;         // kAck or kNack, sent or received
-  bool cut_short = false;          // an empty payload message came: the send failed partway
-  bool let_go = false;             // failed with its sends still in flight (see fail())
-  std::string own_error;           // a staged receive's own failure, reported once all is taken
+  std::vector<std::byte> scratch;                // where a mismatched message's payload is drained
+  bool ipc = false;                              // the header offered the buffer over CUDA IPC
+  std::uint64_t reply = 0;                       // kAck, kNack or kFail, sent or received
+  MPI_Request reply_request = MPI_REQUEST_NULL;  // a receiver's reply, in flight
+  bool cut_short = false;  // empty payload messages came, or this side failed: take, not copy
+  std::string own_error;   // this side's failure partway, reported once the message is through
   std::string mismatch;
 };
 
@@ -149,7 +159,6 @@ class MpiWorld final : public MpiTransport {
     MPI_Finalized(&finalized);
     if (finalized != 0) return;
     for (void* slot : pool_) host_free(slot);
-    for (void* slot : let_go_slots_) host_free(slot);
     for (Header* block : header_blocks_) host_free(block);
     MPI_Comm_free(&data_);
     MPI_Comm_free(&control_);
@@ -218,8 +227,9 @@ class MpiWorld final : public MpiTransport {
           advance_recv(stream, op);
         }
       } catch (const std::exception& e) {
-        if (op.kind == OpKind::Send) tell_receiver_cut_short(stream, op);
+        if (op.kind == OpKind::Send && finish_after_failure(stream, op, e.what())) continue;
         if (op.kind == OpKind::Recv && keep_taking_payload(op, e.what())) continue;
+        if (op.kind == OpKind::Recv) tell_sender_ipc_failed(stream, op);
         fail(op, e.what());
       }
     }
@@ -467,17 +477,8 @@ class MpiWorld final : public MpiTransport {
     return true;
   }
 
-  /// A receive's requests are cancelled. A send's payload messages are let go instead
-  /// (MPI_Request_free): each is a chunk its receiver counts on, taken in as part of the message
-  /// or at the end of the run, and cancelling one would take it out of the channel. What they
-  /// send from (the header, the slots) is then never reused (retire()).
   static void fail(Operation& op, const std::string& what) {
-    MpiState& st = *op.mpi;
-    if (op.kind == OpKind::Send && st.stage == MpiState::Stage::Payload) {
-      let_go_requests(st);
-    } else {
-      cancel_requests(st);
-    }
+    cancel_requests(*op.mpi);
     op.error = std::make_exception_ptr(MessageError(what));
     op.status.store(OpStatus::Failed, std::memory_order_release);  // pairs with wait's acquire
   }
@@ -486,18 +487,10 @@ class MpiWorld final : public MpiTransport {
     op.status.store(OpStatus::Done, std::memory_order_release);  // pairs with wait's acquire
   }
 
-  static void let_go_requests(MpiState& st) {
-    for (MPI_Request& r : st.requests) {
-      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
-    }
-    st.requests.clear();
-    for (MPI_Request& r : st.slot_request) {
-      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
-    }
-    st.let_go = true;
-  }
-
   static void cancel_requests(MpiState& st) {
+    if (st.reply_request != MPI_REQUEST_NULL) {
+      MPI_Wait(&st.reply_request, MPI_STATUS_IGNORE);  // one word, sent eagerly
+    }
     for (MPI_Request& r : st.requests) {
       if (r == MPI_REQUEST_NULL) continue;
       MPI_Cancel(&r);
@@ -585,14 +578,6 @@ class MpiWorld final : public MpiTransport {
         // The device failed: its copies will not touch the slot any more.
       }
       copy.reset();
-    }
-    if (st.let_go) {  // MPI may still be sending from them
-      for (void*& p : st.slot) {
-        if (p != nullptr) let_go_slots_.push_back(p);
-        p = nullptr;
-      }
-      st.header = nullptr;  // its block is freed with the others when the transport goes
-      return;
     }
     give_header(st);
     give_slots(st);
@@ -687,22 +672,77 @@ class MpiWorld final : public MpiTransport {
     MpiState& st = *op.mpi;
     st.reply = reply;
     const int reply_tag = mpi_tag(op.tag, kReply, local_of(op.peer), stream.local_index());
-    MPI_Request r = MPI_REQUEST_NULL;
-    check(MPI_Isend(&st.reply, 1, MPI_UINT64_T, source, reply_tag, data_, &r), "MPI_Isend");
-    st.requests.push_back(r);
+    check(MPI_Isend(&st.reply, 1, MPI_UINT64_T, source, reply_tag, data_, &st.reply_request),
+          "MPI_Isend");
+  }
+  /// The reply (if any) has gone. Kept apart from the payload's receives, whose statuses are
+  /// read for their counts: a send's status count is undefined (UCX reports 0).
+  static bool reply_sent(MpiState& st) {
+    if (st.reply_request == MPI_REQUEST_NULL) return true;
+    int flag = 0;
+    check(MPI_Test(&st.reply_request, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+    return flag != 0;
   }
 
   /// A staged receive failed partway on its own side (a copy into the GPU): its sender's
   /// chunks still come, and cancelling their receives would leave them to the channel's next
   /// message. It takes the rest uncopied, and fails once the whole message is in.
-  static bool keep_taking_payload(Operation& op, const std::string& what) {
+  /// Direct receives not yet posted go to scratch (the Draining stage does the rest); posted
+  /// ones land where they were going. A staged receive from here on makes no device call.
+  bool keep_taking_payload(Operation& op, const std::string& what) {
     MpiState& st = *op.mpi;
-    if (!st.staged || st.stage != MpiState::Stage::Payload || st.next_done >= st.chunks ||
+    const bool chunks_follow = (st.header->flags & kIpcHeader) == 0 || st.reply == kNack;
+    if (st.stage != MpiState::Stage::Payload || st.chunks == 0 || !chunks_follow ||
         !st.own_error.empty()) {
       return false;
     }
+    if (st.staged) {
+      st.own_error = what;
+      st.cut_short = true;
+      return true;
+    }
+    if (st.all_posted) return false;
+    st.mismatch = what;
+    st.stage = MpiState::Stage::Draining;
+    post_scratch_receives(op, process_of(op.peer));
+    return true;
+  }
+
+  /// A receive that took an IPC header and failed before it replied (its copy failed): the
+  /// sender waits for a reply, and gets kFail.
+  void tell_sender_ipc_failed(StreamCore& stream, Operation& op) noexcept {
+    MpiState& st = *op.mpi;
+    const bool owes_reply =
+        st.header != nullptr && (st.header->flags & kIpcHeader) != 0 && st.reply == 0 &&
+        (st.stage == MpiState::Stage::Payload || st.stage == MpiState::Stage::IpcCopy);
+    if (!owes_reply) return;
+    st.copy[0].reset();  // its event failed: the device will not copy any more
+    try {
+      send_reply(stream, op, process_of(op.peer), kFail);
+    } catch (const std::exception&) {
+      // MPI failed too: nothing more can reach the sender.
+    }
+  }
+
+  /// A send failed after its header went: it tells the receiver (tell_receiver_cut_short) and
+  /// stays pending, Finishing, until the messages it has in flight are through; then it fails.
+  /// Ending it at once would let the program reuse a buffer MPI still reads, and cancelling
+  /// them would take chunks the receiver counts on out of the channel.
+  bool finish_after_failure(StreamCore& stream, Operation& op, const std::string& what) {
+    MpiState& st = *op.mpi;
+    if (st.stage != MpiState::Stage::Payload) return false;
+    tell_receiver_cut_short(stream, op);
     st.own_error = what;
-    st.cut_short = true;
+    st.stage = MpiState::Stage::Finishing;
+    return true;
+  }
+  static bool slots_sent(MpiState& st) {
+    for (MPI_Request& r : st.slot_request) {
+      if (r == MPI_REQUEST_NULL) continue;
+      int flag = 0;
+      check(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+      if (flag == 0) return false;
+    }
     return true;
   }
 
@@ -715,7 +755,7 @@ class MpiWorld final : public MpiTransport {
   /// sees that some were empty, and fails; the next message on the channel is then untouched.
   void tell_receiver_cut_short(StreamCore& stream, Operation& op) noexcept {
     const MpiState& st = *op.mpi;
-    if (st.stage != MpiState::Stage::Payload) return;  // no header went, or IPC's did
+    if (st.stage != MpiState::Stage::Payload) return;  // no header went, or an IPC one did
     const int tag = mpi_tag(op.tag, kPayload, stream.local_index(), local_of(op.peer));
     for (std::size_t c = st.next_post; c < st.chunks; ++c) {
       MPI_Request r = MPI_REQUEST_NULL;
@@ -731,11 +771,20 @@ class MpiWorld final : public MpiTransport {
     const int header_tag = mpi_tag(op.tag, kHeader, stream.local_index(), local_of(op.peer));
     const int payload_tag = mpi_tag(op.tag, kPayload, stream.local_index(), local_of(op.peer));
     const bool on_device = op.buffer.memory == Memory::Device;
+    if (st.stage == MpiState::Stage::Finishing) {
+      if (test_all(st.requests) && slots_sent(st)) fail(op, st.own_error);
+      return;
+    }
     if (st.stage == MpiState::Stage::Queued && offer_ipc(stream, op, dest)) return;
     if (st.stage == MpiState::Stage::IpcReply) {
       if (!ipc_reply_arrived(op)) return;
       if (st.reply == kAck) {
         done(op, Path::MpiIpc);
+        return;
+      }
+      if (st.reply == kFail) {
+        fail(op, rank_name(op.peer) + " mapped the buffer sent with tag " + std::to_string(op.tag) +
+                     " over CUDA IPC, but its copy failed (its error is reported there)");
         return;
       }
       st.stage = MpiState::Stage::Payload;  // kNack: the chunks follow as without IPC
@@ -867,7 +916,7 @@ class MpiWorld final : public MpiTransport {
     }
     if (st.stage == MpiState::Stage::Draining) {
       st.all_posted = true;
-      if (test_all(st.requests)) fail(op, st.mismatch);
+      if (test_all(st.requests) && reply_sent(st)) fail(op, st.mismatch);
       return;
     }
     if (st.stage == MpiState::Stage::IpcCopy) {
@@ -876,12 +925,12 @@ class MpiWorld final : public MpiTransport {
         st.copy[0].reset();
         send_reply(stream, op, source, kAck);
       }
-      if (test_all(st.requests)) done(op, Path::MpiIpc);
+      if (reply_sent(st)) done(op, Path::MpiIpc);
       return;
     }
     if (st.staged) receive_staged_chunks(stream, op, source, payload_tag);
     const bool finished = st.all_posted && test_all(st.requests, &st.cut_short) &&
-                          st.next_done >= (st.staged ? st.chunks : 0);
+                          st.next_done >= (st.staged ? st.chunks : 0) && reply_sent(st);
     if (finished && st.cut_short) {  // every chunk taken, but some empty or not copied
       give_slots(st);
       fail(op, st.own_error.empty() ? cut_short_error(op) : st.own_error);
@@ -909,14 +958,7 @@ class MpiWorld final : public MpiTransport {
         send_reply(stream, op, source, kAck);
         return;
       }
-      st.scratch.resize(st.chunks == 0 ? 0 : chunk_);
-      for (std::size_t c = 0; c < st.chunks; ++c) {
-        MPI_Request r = MPI_REQUEST_NULL;
-        check(MPI_Irecv(st.scratch.data(), static_cast<int>(chunk_length(bytes, c)), MPI_BYTE,
-                        source, payload_tag, data_, &r),
-              "MPI_Irecv");
-        st.requests.push_back(r);
-      }
+      post_scratch_receives(op, source);
       return;
     }
     st.stage = MpiState::Stage::Payload;
@@ -937,6 +979,20 @@ class MpiWorld final : public MpiTransport {
     if (st.staged) return;
     (void)payload_tag;
     post_direct_receives(op, source);
+  }
+
+  // Every chunk of the message received into one chunk of scratch, to be let go.
+  void post_scratch_receives(Operation& op, int source) {
+    MpiState& st = *op.mpi;
+    const int payload_tag = mpi_tag(op.tag, kPayload, local_of(op.peer), op.owner->local_index());
+    st.scratch.resize(st.chunks == 0 ? 0 : chunk_);
+    for (std::size_t c = 0; c < st.chunks; ++c) {
+      MPI_Request r = MPI_REQUEST_NULL;
+      check(MPI_Irecv(st.scratch.data(), static_cast<int>(chunk_length(st.header->bytes, c)),
+                      MPI_BYTE, source, payload_tag, data_, &r),
+            "MPI_Irecv");
+      st.requests.push_back(r);
+    }
   }
 
   // Every chunk received straight into the buffer (host memory, or a CUDA-aware MPI's device
@@ -971,7 +1027,7 @@ class MpiWorld final : public MpiTransport {
             "MPI_Irecv");
     };
     if (st.next_post == 0) {
-      q.wait(op.ready);
+      if (st.own_error.empty()) q.wait(op.ready);
       for (; st.next_post < std::min<std::size_t>(kSlots, st.chunks); ++st.next_post)
         post(st.next_post);
       if (st.next_post == st.chunks) st.all_posted = true;
@@ -990,8 +1046,8 @@ class MpiWorld final : public MpiTransport {
           st.copy[s] = q.record();
         }
       }
-      if (st.copy[s]) {
-        if (!st.copy[s]->done()) return;
+      if (st.copy[s]) {  // after this side's own failure its events are not asked again
+        if (st.own_error.empty() && !st.copy[s]->done()) return;
         st.copy[s].reset();
       }
       ++st.next_done;
@@ -1119,7 +1175,6 @@ class MpiWorld final : public MpiTransport {
   int streams_ = 1;
   WorldCore* world_ = nullptr;
   std::vector<void*> pool_;             // free pinned slots (under the MPI lock)
-  std::vector<void*> let_go_slots_;     // failed sends' slots, never reused (under the MPI lock)
   std::vector<Header*> header_blocks_;  // pinned, kHeadersPerBlock headers each
   std::vector<Header*> free_headers_;   // (under the MPI lock)
   std::mutex news_mutex_;

@@ -33,6 +33,15 @@ constexpr std::size_t kInts = 4 * kChunk / sizeof(std::int32_t);  // four chunks
 
 // Copies that succeed before the next one throws; -1: none throws.
 std::atomic<long> copies_before_fault{-1};
+// While set, every event recorded reports a failed device when asked, as a CUDA event does
+// after an asynchronous error.
+std::atomic<bool> events_fail{false};
+
+class FailedEvent final : public wd::DeviceEvent {
+ public:
+  bool done() override { throw std::runtime_error("injected device failure"); }
+  void wait() override { throw std::runtime_error("injected device failure"); }
+};
 
 class FaultyQueue final : public wd::Queue {
  public:
@@ -49,7 +58,10 @@ class FaultyQueue final : public wd::Queue {
                  std::size_t bytes) override {
     inner_->copy_peer(dst, dst_device, src, src_device, bytes);
   }
-  wd::EventPtr record() override { return inner_->record(); }
+  wd::EventPtr record() override {
+    if (events_fail) return std::make_shared<FailedEvent>();
+    return inner_->record();
+  }
   bool idle() override { return inner_->idle(); }
   void wait(const wd::EventPtr& event) override { inner_->wait(event); }
   void synchronize() override { inner_->synchronize(); }
@@ -85,6 +97,7 @@ class StreamMpiFault : public ::testing::Test {
   void SetUp() override { wd::set_host_device_maker(&make_faulty_device); }
   void TearDown() override {
     copies_before_fault = -1;
+    events_fail = false;
     wd::set_host_device_maker(&wd::make_host_device);
   }
   static ws::WorldOptions options() {
@@ -175,6 +188,59 @@ TEST_F(StreamMpiFault, AReceiveWhoseOwnCopyFailsTakesTheRestAndLeavesTheChannelC
       copies_before_fault = -1;
       ts.recv(ws::device(p, n), 1, 4);
       EXPECT_EQ(std::vector<std::int32_t>(p, p + n), iota_from(70, n));
+    }
+  });
+}
+
+TEST_F(StreamMpiFault, ASendFailingAfterSomeChunksWentTellsItsReceiverAllTheSame) {
+  ws::World world(options());
+  constexpr std::size_t n = 2 * kInts;  // eight chunks
+  world.run([](ws::TaskStream& ts) {
+    ws::DeviceBytes d = ts.allocate(n * sizeof(std::int32_t));
+    auto* p = static_cast<std::int32_t*>(d.data());
+    if (ts.rank() == 0) {
+      copies_before_fault = 5;  // chunks 0-4 are copied out and go; chunk 5's copy fails
+      EXPECT_THROW(ts.send(ws::device(p, n), 2, 3), weft::MessageError);
+      copies_before_fault = -1;
+      const auto v = iota_from(11, n);
+      std::memcpy(p, v.data(), n * sizeof(std::int32_t));
+      ts.send(ws::device(p, n), 2, 3);
+    } else if (ts.rank() == 2) {
+      try {
+        ts.recv(ws::device(p, n), 0, 3);
+        ADD_FAILURE() << "a receive completed from a send that failed partway";
+      } catch (const weft::MessageError& e) {
+        EXPECT_TRUE(contains(e.what(), "failed partway")) << e.what();
+      }
+      ts.recv(ws::device(p, n), 0, 3);
+      EXPECT_EQ(std::vector<std::int32_t>(p, p + n), iota_from(11, n));
+    }
+  });
+}
+
+TEST_F(StreamMpiFault, AReceiveWhoseDeviceFailsTakesTheRestWithoutAskingItAgain) {
+  ws::World world(options());
+  constexpr std::size_t n = 2 * kInts;  // eight chunks, twice the slots posted at once
+  world.run([](ws::TaskStream& ts) {
+    ws::DeviceBytes d = ts.allocate(n * sizeof(std::int32_t));
+    auto* p = static_cast<std::int32_t*>(d.data());
+    if (ts.rank() == 1) {
+      for (std::int32_t start : {5, 50}) {
+        const auto v = iota_from(start, n);
+        std::memcpy(p, v.data(), n * sizeof(std::int32_t));
+        ts.send(ws::device(p, n), 3, 2);
+      }
+    } else if (ts.rank() == 3) {
+      events_fail = true;  // the first chunk's copy into the "GPU" never reports done
+      try {
+        ts.recv(ws::device(p, n), 1, 2);
+        ADD_FAILURE() << "a receive whose device failed completed";
+      } catch (const weft::MessageError& e) {
+        EXPECT_TRUE(contains(e.what(), "injected device failure")) << e.what();
+      }
+      events_fail = false;
+      ts.recv(ws::device(p, n), 1, 2);
+      EXPECT_EQ(std::vector<std::int32_t>(p, p + n), iota_from(50, n));
     }
   });
 }
