@@ -619,7 +619,7 @@ class MpiWorld final : public MpiTransport {
   bool offer_ipc(StreamCore& stream, Operation& op, int dest) {
     MpiState& st = *op.mpi;
     if (!ipc_ || op.buffer.memory != Memory::Device || op.buffer.bytes < kIpcMinBytes ||
-        !same_node_[static_cast<std::size_t>(dest)] || dest == rank_ || stream.device().is_host()) {
+        !same_node_[static_cast<std::size_t>(dest)] || dest == rank_) {
       return false;
     }
     if (op.ready && !op.ready->done()) return true;  // Queued until the producing kernels end
@@ -651,7 +651,7 @@ class MpiWorld final : public MpiTransport {
     MpiState& st = *op.mpi;
     IpcHandle handle;
     std::memcpy(&handle, st.header->data, sizeof handle);
-    const void* from = stream.device().is_host() ? nullptr : stream.device().import_buffer(handle);
+    const void* from = stream.device().import_buffer(handle);  // nullptr: cannot map it
     if (from == nullptr) {
       send_reply(stream, op, source, kNack);
       st.staged = op.buffer.memory == Memory::Device && !cuda_aware_;

@@ -1,16 +1,25 @@
-// Task streams across two processes when a send fails partway (run by ctest under
+// Task streams across two processes when a message fails partway (run by ctest under
 // `mpirun -np 2` on the loopback interface): the World's device is the host's, wrapped so that
-// a copy fails on demand. A device message is staged through pinned chunks, so a copy that
-// fails after its header went leaves the receiver waiting for chunks that never come, unless
-// the transport tells it. The receive must fail with an error naming the sender, the channel
-// must carry the next message intact, and a message so cut short that nobody receives must
-// not hold up the end of the run.
+// a copy or an event fails on demand, and so that its memory lives in POSIX shared memory that
+// the other process can map, as CUDA IPC maps a GPU buffer. A device message is staged through
+// pinned chunks, so a copy that fails after its header went leaves the receiver waiting for
+// chunks that never come, unless the transport tells it. The receive must fail with an error
+// naming the sender, the channel must carry the next message intact, and a message so cut
+// short that nobody receives must not hold up the end of the run. With IPC on, the offer, the
+// fallback to chunks and a failed copy of a mapped buffer are checked the same way.
 #include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -36,6 +45,8 @@ std::atomic<long> copies_before_fault{-1};
 // While set, every event recorded reports a failed device when asked, as a CUDA event does
 // after an asynchronous error.
 std::atomic<bool> events_fail{false};
+// While set, this process cannot map the other's buffers (an IPC import that fails).
+std::atomic<bool> imports_fail{false};
 
 class FailedEvent final : public wd::DeviceEvent {
  public:
@@ -70,24 +81,111 @@ class FaultyQueue final : public wd::Queue {
   std::unique_ptr<wd::Queue> inner_;
 };
 
+// Device memory in POSIX shared memory, one object per allocation: exporting a buffer names
+// its object and offset, and importing maps the object (once, as the CUDA device caches its
+// mappings).
+class SharedMemory {
+ public:
+  ~SharedMemory() {
+    for (auto& [base, a] : allocations_) {
+      munmap(base, a.bytes);
+      shm_unlink(a.name.c_str());
+    }
+    for (auto& [name, m] : imports_) munmap(m.base, m.bytes);
+  }
+  void* allocate(std::size_t bytes) {
+    static std::atomic<int> serial{0};
+    const std::string name =
+        "/weft-test-" + std::to_string(getpid()) + "-" + std::to_string(serial++);
+    const std::size_t size = bytes == 0 ? 1 : bytes;
+    const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) {
+      throw std::runtime_error("shm_open/ftruncate failed for " + name);
+    }
+    void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (base == MAP_FAILED) throw std::runtime_error("mmap failed for " + name);
+    std::lock_guard lock(mutex_);
+    allocations_[base] = {name, size};
+    return base;
+  }
+  void release(void* p) noexcept {
+    std::lock_guard lock(mutex_);
+    const auto it = allocations_.find(p);
+    if (it == allocations_.end()) return;
+    munmap(p, it->second.bytes);
+    shm_unlink(it->second.name.c_str());
+    allocations_.erase(it);
+  }
+  bool export_buffer(const void* p, wd::IpcHandle& out) {
+    std::lock_guard lock(mutex_);
+    auto it = allocations_.upper_bound(const_cast<void*>(p));
+    if (it == allocations_.begin()) return false;
+    --it;
+    const auto* base = static_cast<const std::byte*>(it->first);
+    const auto offset = static_cast<std::size_t>(static_cast<const std::byte*>(p) - base);
+    if (offset >= it->second.bytes) return false;
+    const std::string id = it->second.name + ":" + std::to_string(it->second.bytes);
+    if (id.size() >= sizeof out.handle) return false;
+    std::memset(out.handle, 0, sizeof out.handle);
+    std::memcpy(out.handle, id.data(), id.size());
+    out.offset = offset;
+    return true;
+  }
+  const void* import_buffer(const wd::IpcHandle& h) {
+    if (imports_fail) return nullptr;
+    const std::string id(reinterpret_cast<const char*>(h.handle));
+    std::lock_guard lock(mutex_);
+    auto it = imports_.find(id);
+    if (it == imports_.end()) {
+      const auto colon = id.rfind(':');
+      const std::string name = id.substr(0, colon);
+      const std::size_t bytes = std::stoull(id.substr(colon + 1));
+      const int fd = shm_open(name.c_str(), O_RDWR, 0);
+      if (fd < 0) return nullptr;
+      void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      close(fd);
+      if (base == MAP_FAILED) return nullptr;
+      it = imports_.emplace(id, Mapping{base, bytes}).first;
+    }
+    return static_cast<const std::byte*>(it->second.base) + h.offset;
+  }
+
+ private:
+  struct Allocation {
+    std::string name;
+    std::size_t bytes = 0;
+  };
+  struct Mapping {
+    void* base = nullptr;
+    std::size_t bytes = 0;
+  };
+  std::mutex mutex_;
+  std::map<void*, Allocation> allocations_;
+  std::map<std::string, Mapping> imports_;
+};
+
 class FaultyDevice final : public wd::Device {
  public:
   [[nodiscard]] bool is_host() const noexcept override { return true; }
   [[nodiscard]] int ordinal() const noexcept override { return -1; }
-  [[nodiscard]] std::string name() const override { return "host (faulty copies)"; }
+  [[nodiscard]] std::string name() const override { return "host (shared, faulty copies)"; }
   void make_current() override {}
-  void* allocate(std::size_t bytes) override { return inner_->allocate(bytes); }
-  void release(void* p) noexcept override { inner_->release(p); }
+  void* allocate(std::size_t bytes) override { return shared_.allocate(bytes); }
+  void release(void* p) noexcept override { shared_.release(p); }
   void* allocate_pinned(std::size_t bytes) override { return inner_->allocate_pinned(bytes); }
   void release_pinned(void* p) noexcept override { inner_->release_pinned(p); }
   std::unique_ptr<wd::Queue> make_queue() override {
     return std::make_unique<FaultyQueue>(inner_->make_queue());
   }
-  bool export_buffer(const void*, wd::IpcHandle&) override { return false; }
-  const void* import_buffer(const wd::IpcHandle&) override { return nullptr; }
+  bool export_buffer(const void* p, wd::IpcHandle& out) override {
+    return shared_.export_buffer(p, out);
+  }
+  const void* import_buffer(const wd::IpcHandle& h) override { return shared_.import_buffer(h); }
 
  private:
   std::unique_ptr<wd::Device> inner_ = wd::make_host_device();
+  SharedMemory shared_;
 };
 
 std::unique_ptr<wd::Device> make_faulty_device() { return std::make_unique<FaultyDevice>(); }
@@ -98,15 +196,16 @@ class StreamMpiFault : public ::testing::Test {
   void TearDown() override {
     copies_before_fault = -1;
     events_fail = false;
+    imports_fail = false;
     wd::set_host_device_maker(&wd::make_host_device);
   }
-  static ws::WorldOptions options() {
+  static ws::WorldOptions options(bool ipc = false) {
     ws::WorldOptions o;
     o.streams_per_process = kStreams;
     o.device = ws::DeviceChoice::Host;
     o.mpi = ws::MpiUse::On;
     o.chunk_bytes = kChunk;
-    o.cuda_ipc = false;
+    o.cuda_ipc = ipc;
     return o;
   }
 };
@@ -241,6 +340,65 @@ TEST_F(StreamMpiFault, AReceiveWhoseDeviceFailsTakesTheRestWithoutAskingItAgain)
       events_fail = false;
       ts.recv(ws::device(p, n), 1, 2);
       EXPECT_EQ(std::vector<std::int32_t>(p, p + n), iota_from(50, n));
+    }
+  });
+}
+
+TEST_F(StreamMpiFault, ABufferTheReceiverMapsGoesOverIpcAndOneItCannotMapInChunks) {
+  ws::World world(options(/*ipc=*/true));
+  constexpr std::size_t n = 2 * kInts;  // 512 KiB: offered over IPC
+  world.run([](ws::TaskStream& ts) {
+    ws::DeviceBytes d = ts.allocate(n * sizeof(std::int32_t));
+    auto* p = static_cast<std::int32_t*>(d.data());
+    if (ts.rank() == 0) {
+      for (std::int32_t start : {21, 42}) {
+        const auto v = iota_from(start, n);
+        std::memcpy(p, v.data(), n * sizeof(std::int32_t));
+        ws::Request r = ts.isend(ws::device(p, n), 2, 8);
+        r.wait();
+        EXPECT_EQ(r.path(), start == 21 ? ws::Path::MpiIpc : ws::Path::MpiStaged);
+      }
+    } else if (ts.rank() == 2) {
+      ws::Request r = ts.irecv(ws::device(p, n), 0, 8);
+      r.wait();
+      EXPECT_EQ(r.path(), ws::Path::MpiIpc);
+      EXPECT_EQ(std::vector<std::int32_t>(p, p + n), iota_from(21, n));
+      imports_fail = true;  // the second offer cannot be mapped: the chunks follow
+      ws::Request again = ts.irecv(ws::device(p, n), 0, 8);
+      again.wait();
+      EXPECT_EQ(again.path(), ws::Path::MpiStaged);
+      EXPECT_EQ(std::vector<std::int32_t>(p, p + n), iota_from(42, n));
+    }
+  });
+}
+
+TEST_F(StreamMpiFault, AMappedBufferWhoseCopyFailsFailsBothSidesAndTheChannelStaysClean) {
+  ws::World world(options(/*ipc=*/true));
+  constexpr std::size_t n = 2 * kInts;
+  world.run([](ws::TaskStream& ts) {
+    ws::DeviceBytes d = ts.allocate(n * sizeof(std::int32_t));
+    auto* p = static_cast<std::int32_t*>(d.data());
+    if (ts.rank() == 1) {
+      try {
+        ts.send(ws::device(p, n), 3, 6);
+        ADD_FAILURE() << "a send whose receiver's copy failed completed";
+      } catch (const weft::MessageError& e) {
+        EXPECT_TRUE(contains(e.what(), "rank 3 mapped the buffer sent with tag 6")) << e.what();
+      }
+      const auto v = iota_from(33, n);
+      std::memcpy(p, v.data(), n * sizeof(std::int32_t));
+      ts.send(ws::device(p, n), 3, 6);
+    } else if (ts.rank() == 3) {
+      copies_before_fault = 0;  // the copy out of the mapped buffer fails
+      try {
+        ts.recv(ws::device(p, n), 1, 6);
+        ADD_FAILURE() << "a receive whose copy failed completed";
+      } catch (const weft::MessageError& e) {
+        EXPECT_TRUE(contains(e.what(), "injected copy fault")) << e.what();
+      }
+      copies_before_fault = -1;
+      ts.recv(ws::device(p, n), 1, 6);
+      EXPECT_EQ(std::vector<std::int32_t>(p, p + n), iota_from(33, n));
     }
   });
 }
