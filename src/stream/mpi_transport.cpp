@@ -684,11 +684,12 @@ class MpiWorld final : public MpiTransport {
     return flag != 0;
   }
 
-  /// A staged receive failed partway on its own side (a copy into the GPU): its sender's
-  /// chunks still come, and cancelling their receives would leave them to the channel's next
-  /// message. It takes the rest uncopied, and fails once the whole message is in.
-  /// Direct receives not yet posted go to scratch (the Draining stage does the rest); posted
-  /// ones land where they were going. A staged receive from here on makes no device call.
+  /// A receive failed partway on its own side (a copy into the GPU, or its device): its
+  /// sender's chunks still come, and cancelling their receives would leave them to the
+  /// channel's next message. It takes the rest and fails once the whole message is in: a
+  /// staged receive uncopied, making no device call from here on; a direct one not yet posted
+  /// into scratch (the Draining stage). False where nothing more comes (an IPC offer) or the
+  /// receives are posted already (they land where they were going; MPI's own error).
   bool keep_taking_payload(Operation& op, const std::string& what) {
     MpiState& st = *op.mpi;
     const bool chunks_follow = (st.header->flags & kIpcHeader) == 0 || st.reply == kNack;
