@@ -230,6 +230,7 @@ proctype block(byte me) {
         :: else -> break
         od;
         if
+#if RINGS
         :: from_slot ->
            slot_status[me] = status;
            slot_state[me] = DONE
@@ -239,6 +240,7 @@ proctype block(byte me) {
            ring_task[entry] = t;
            ring_status[entry] = status;
            ring_full[entry] = 1
+#endif
 #endif
         :: else ->
            atomic { entry = ring_claimed; ring_claimed++ }
