@@ -41,7 +41,8 @@
  * see zero and enqueue it twice); 4, a dequeue takes a cell without checking its sequence
  * number (a task read before it was written). With RINGS also: 5, the sleeper looks at the
  * queue but not at its slot after registering (a root loaded meanwhile is never run); 6, a
- * slot task is also reported through the completion ring (delivered twice).
+ * slot task is also reported through the completion ring (delivered twice); 9, the host loads
+ * a slot without waking the sleepers (a block asleep never sees its root).
  */
 #ifndef B
 #define B 2
@@ -367,10 +368,12 @@ init {
         :: slot_state[0] == IDLE -> slot_task[0] = i; slot_state[0] = LOADED
         :: slot_state[1] == IDLE -> slot_task[1] = i; slot_state[1] = LOADED
         fi;
+#if MUTANT != 9 /* bug 9: no doorbell for a sleeper */
         if /* wake the sleepers, as an enqueue does */
         :: sleepers > 0 -> epoch++
         :: else -> skip
         fi
+#endif
 #else
         enqueue(i)
 #endif
