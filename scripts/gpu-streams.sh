@@ -8,7 +8,7 @@ out=${OUT:-streams-out}
 mkdir -p "$out"
 logs=$(mktemp -d)
 scripts/gpu-build.sh "$logs" weft_stream_tests weft_stream_gpu_tests weft_stream_mpi_tests \
-  weft_stream_gpu_mpi_tests weft_stream_apps_tests weft_cli ||
+  weft_stream_mpi_fault_tests weft_stream_gpu_mpi_tests weft_stream_apps_tests weft_cli ||
   exit 1
 rc=0
 echo "== stream tests (host device, CUDA, two processes)"
