@@ -10,12 +10,14 @@ namespace weft::gpu::detail {
 namespace {
 
 [[noreturn]] void refuse(const std::string& why) {
-  throw InvalidArgument("weft::gpu graph: " + why);
+  throw InvalidArgument("weft::gpu::Pool::push_graph: " + why);
 }
 
 void check_size(std::size_t tasks, std::size_t edges, std::size_t capacity) {
   if (tasks > capacity) {
-    refuse(std::to_string(tasks) + " tasks, more than the graph table holds (" +
+    refuse(std::to_string(tasks) +
+           " tasks, more than the graph table holds "
+           "(PoolOptions::graph_capacity " +
            std::to_string(capacity) + ")");
   }
   if (tasks > std::numeric_limits<std::uint32_t>::max() ||

@@ -13,14 +13,12 @@
 #include <span>
 #include <vector>
 
+#include "weft/gpu/record.hpp"
+
 namespace weft::gpu::detail {
 
-/// Task `to` waits for task `from` (indices into the graph's tasks). An edge given twice counts
-/// twice: the task waits for both, and both are satisfied by the one finish of `from`.
-struct GraphEdge {
-  std::uint32_t from = 0;
-  std::uint32_t to = 0;
-};
+/// Task `to` waits for task `from` (weft/gpu/record.hpp).
+using GraphEdge = weft::gpu::Edge;
 
 struct GraphLayout {
   std::vector<std::uint32_t> inputs;           // per task: the edges into it

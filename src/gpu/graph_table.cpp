@@ -2,21 +2,26 @@
 
 #include <algorithm>
 #include <bit>
+#include <new>
 #include <stdexcept>
 
 #include "weft/error.hpp"
 
 namespace weft::gpu::detail {
 
-HostGraphTable::HostGraphTable(std::size_t capacity)
+HostGraphTable::HostGraphTable(std::size_t capacity, std::size_t record_stride)
     : capacity_(capacity),
+      record_stride_(record_stride),
       // At least two: with one cell, "free for ticket p" and "holding ticket p - 1" are the
       // same sequence number, and an overfill would pass unseen.
       slots_(std::bit_ceil(std::max<std::size_t>(capacity, 2))),
       inputs_(new std::atomic<std::uint32_t>[capacity]),
       poisoned_(new std::atomic<std::uint8_t>[capacity]),
       cells_(new Cell[slots_]),
-      entries_(new Entry[slots_]) {
+      entries_(new Entry[slots_]),
+      records_(record_stride == 0 ? nullptr
+                                  : static_cast<unsigned char*>(::operator new (
+                                        capacity* record_stride, std::align_val_t{16}))) {
   if (capacity == 0) throw InvalidArgument("weft::gpu graph table: capacity 0");
   for (std::size_t i = 0; i < slots_; ++i) {
     // relaxed: before any other thread uses the table (it is handed over by its owner).
@@ -84,9 +89,20 @@ std::optional<std::uint32_t> HostGraphTable::take() {
   }
 }
 
+void HostGraphTable::FreeAligned::operator()(unsigned char* p) const noexcept {
+  ::operator delete (p, std::align_val_t{16});
+}
+
 bool HostGraphTable::runnable(std::uint32_t t) const {
   // relaxed: ordered by the take() of t (acquire), after every input's poison (see finish).
-  return poisoned_[t].load(std::memory_order_relaxed) == 0;
+  // relaxed (cancelled_): a request to stop early; a block that misses it runs t, which is
+  // also a correct end (shutdown waits for every completion either way).
+  return poisoned_[t].load(std::memory_order_relaxed) == 0 &&
+         !cancelled_.load(std::memory_order_relaxed);
+}
+
+void HostGraphTable::cancel_unrun() noexcept {
+  cancelled_.store(true, std::memory_order_relaxed);  // relaxed: see runnable()
 }
 
 void HostGraphTable::finish(std::uint32_t t, TaskStatus status) {

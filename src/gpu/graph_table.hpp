@@ -10,11 +10,13 @@
 //   // the lane: while (auto c = table.collect()) deliver(c->task, c->status);
 //
 // One graph at a time: load() after every completion of the last graph was collected (by the
-// lane's thread, or one it hands over to). Completions come in the order blocks claimed them,
-// not in dependency order: a block may enqueue a successor before it publishes the task, and
-// the successor's completion may then be claimed first. A full queue or ring (a broken
-// invariant: a graph larger than the table, or load() too early) throws std::logic_error and
-// leaves the table unusable.
+// lane's thread, or one it hands over to). With a record stride, the table also holds each
+// task's record (TaskRecord bytes): the host writes it before load(), the block runs the task
+// on its payload in place, and the lane reads the results after collect(). Completions come in the
+// order blocks claimed them, not in dependency order: a block may enqueue a successor before it
+// publishes the task, and the successor's completion may then be claimed first. A full queue or
+// ring (a broken invariant: a graph larger than the table, or load() too early) throws
+// std::logic_error and leaves the table unusable.
 #pragma once
 
 #include <atomic>
@@ -35,10 +37,16 @@ class HostGraphTable {
     TaskStatus status;
   };
 
-  /// A table of `capacity` tasks (at least 1).
-  explicit HostGraphTable(std::size_t capacity);
+  /// A table of `capacity` tasks (at least 1), with room for a record of `record_stride` bytes
+  /// per task (0: none).
+  explicit HostGraphTable(std::size_t capacity, std::size_t record_stride = 0);
 
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  /// Task t's record (record_stride bytes, 16-byte aligned). Written by the host before load();
+  /// read and written by the block that takes t; read by the lane after it collected t.
+  [[nodiscard]] unsigned char* record(std::uint32_t t) const noexcept {
+    return records_.get() + t * record_stride_;
+  }
 
   /// The host: writes a graph's counts and successors (no block may be taking from it).
   void load(const GraphLayout& layout);
@@ -47,8 +55,13 @@ class HostGraphTable {
   void enqueue(std::uint32_t t);
   /// A block: a task whose inputs are all final, or none.
   std::optional<std::uint32_t> take();
-  /// Whether every input of t ended ok; if not, t is to be finished as cancelled, unrun.
+  /// Whether every input of t ended ok and the table is not cancelled; if not, t is to be
+  /// finished as cancelled, unrun.
   [[nodiscard]] bool runnable(std::uint32_t t) const;
+  /// Any thread (shutdown): every task taken from now on is finished as cancelled, unrun, so
+  /// that the graph in the table drains without running. Its completions still come through
+  /// collect(), exactly once each. For good: the table is not loaded again.
+  void cancel_unrun() noexcept;
   /// A block, once t ended with `status` (cancelled when !runnable(t)): poisons t's successors
   /// unless it ended ok, then counts each one's input as final, enqueueing those it completes;
   /// then publishes t's completion for the lane.
@@ -69,12 +82,18 @@ class HostGraphTable {
   void publish(std::uint32_t t, TaskStatus status);
 
   std::size_t capacity_;
+  std::size_t record_stride_;
   std::size_t slots_;  // cells and entries: a power of two >= capacity
   std::unique_ptr<std::atomic<std::uint32_t>[]> inputs_;
   std::unique_ptr<std::atomic<std::uint8_t>[]> poisoned_;
   GraphLayout layout_;
   std::unique_ptr<Cell[]> cells_;
   std::unique_ptr<Entry[]> entries_;
+  struct FreeAligned {
+    void operator()(unsigned char* p) const noexcept;
+  };
+  std::unique_ptr<unsigned char[], FreeAligned> records_;
+  std::atomic<bool> cancelled_{false};
   alignas(64) std::atomic<std::uint64_t> enqueue_at_{0};
   alignas(64) std::atomic<std::uint64_t> dequeue_at_{0};
   alignas(64) std::atomic<std::uint64_t> claimed_{0};

@@ -9,11 +9,13 @@
 #include <thread>
 #include <vector>
 
+#include "gpu/graph_table.hpp"
 #include "weft/cpu/detail/cpu_relax.hpp"
 #include "weft/error.hpp"
 #include "weft/gpu/detail/block_runtime.hpp"
 #include "weft/gpu/detail/mailbox_record.hpp"
 #include "weft/gpu/detail/slot.hpp"
+#include "weft/gpu/record.hpp"
 
 namespace weft::gpu::detail {
 
@@ -24,7 +26,8 @@ using weft::cpu::detail::cpu_relax;
 class HostBlocks final : public BlockRuntime {
  public:
   HostBlocks(std::size_t blocks, std::size_t depth, std::size_t capacity, std::size_t shared_bytes,
-             HostDispatch dispatch, bool mailbox, std::size_t blocks_per_unit)
+             HostDispatch dispatch, bool mailbox, std::size_t blocks_per_unit,
+             std::size_t graph_capacity)
       : blocks_(blocks),
         blocks_per_unit_(blocks_per_unit == 0 ? 1 : blocks_per_unit),
         shared_bytes_(shared_bytes),
@@ -32,7 +35,10 @@ class HostBlocks final : public BlockRuntime {
         rings_bytes_(ring_stride(capacity, depth) * blocks),
         bytes_(rings_bytes_ + (mailbox ? kMailboxBytes : 0)),
         layout_(static_cast<unsigned char*>(::operator new (bytes_, std::align_val_t{128})),
-                capacity, depth) {
+                capacity, depth),
+        graph_(graph_capacity == 0
+                   ? nullptr
+                   : std::make_unique<HostGraphTable>(graph_capacity, record_stride(capacity))) {
     if (blocks == 0) throw InvalidArgument("weft::gpu host backend: 0 blocks");
     std::memset(layout_.base, 0, bytes_);  // every slot IDLE, the mailbox at use 0
     if (mailbox) mailbox_ = reinterpret_cast<std::uint64_t*>(layout_.base + rings_bytes_);
@@ -50,6 +56,7 @@ class HostBlocks final : public BlockRuntime {
   [[nodiscard]] std::size_t num_blocks() const noexcept override { return blocks_; }
 
   [[nodiscard]] std::uint64_t* mailbox() const noexcept override { return mailbox_; }
+  [[nodiscard]] HostGraphTable* graph_table() noexcept override { return graph_.get(); }
 
   [[nodiscard]] std::vector<std::uint32_t> block_units() const override {
     std::vector<std::uint32_t> units(blocks_);
@@ -102,13 +109,19 @@ class HostBlocks final : public BlockRuntime {
     const BlockContext ctx(0, 1, static_cast<int>(b), shared);
     std::size_t pos = 0;
     for (;;) {
+      run_graph_tasks(ctx);
       // std::atomic_ref here, cuda::atomic_ref<thread_scope_system> in the kernel: the same
       // acquire/release protocol; the host side needs no CUDA headers.
       std::atomic_ref<std::uint32_t> head(states[pos]);
       // acquire: pairs with the scheduler's release store of READY/EXIT; the task's type, size
       // and payload written before it are visible.
       std::uint32_t s = head.load(std::memory_order_acquire);
+      // The graph table's ready tasks before the ring's, and again while waiting for the ring:
+      // a task the table makes ready is on its graph's critical path (docs/decisions/017-gpu-
+      // device-dependencies.md). A block that finished a graph task takes the successors it
+      // made ready itself, so a graph never waits for a sleeping block.
       for (int spin = 0; !ready_or_exit(s) && spin < 256; ++spin) {
+        if (run_graph_tasks(ctx)) spin = 0;
         cpu_relax();
         s = head.load(std::memory_order_acquire);
       }
@@ -118,6 +131,7 @@ class HostBlocks final : public BlockRuntime {
       // stress test for good (docs/decisions/007-gpu-device-blocks.md). Polling cannot miss a
       // store.
       for (unsigned sleep_us = 1; !ready_or_exit(s); sleep_us = std::min(sleep_us * 2, 128u)) {
+        if (run_graph_tasks(ctx)) sleep_us = 1;
         std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
         s = head.load(std::memory_order_acquire);  // acquire: as above
       }
@@ -155,6 +169,30 @@ class HostBlocks final : public BlockRuntime {
       }
       pos = (pos + n) % depth;
     }
+  }
+
+  // Runs the graph table's ready tasks until it has none (the successor step of
+  // spec/device_graph.pml: finish() poisons, counts down, enqueues and publishes). Returns
+  // whether it ran any.
+  bool run_graph_tasks(const BlockContext& ctx) {
+    if (!graph_) return false;
+    bool any = false;
+    while (const auto t = graph_->take()) {
+      any = true;
+      TaskStatus status = TaskStatus::cancelled;  // an input did not end ok, or shutdown
+      if (graph_->runnable(*t)) {
+        unsigned char* record = graph_->record(*t);
+        RecordHead head;
+        std::memcpy(&head, record, sizeof head);
+        try {
+          status = dispatch_(head.type, record + kRecordPayloadOffset, head.payload_size, ctx);
+        } catch (...) {
+          status = TaskStatus::device_failed;  // as in block_main
+        }
+      }
+      graph_->finish(*t, status);
+    }
+    return any;
   }
 
   // The GPU kernel's mailbox server (include/weft/gpu/device.cuh, mailbox_loop) with one
@@ -233,7 +271,8 @@ class HostBlocks final : public BlockRuntime {
   RingLayout layout_;
   std::vector<unsigned char> shared_;
   std::vector<std::thread> threads_;
-  std::uint64_t* mailbox_ = nullptr;  // in the rings' allocation, after the rings
+  std::uint64_t* mailbox_ = nullptr;       // in the rings' allocation, after the rings
+  std::unique_ptr<HostGraphTable> graph_;  // null: no task graphs
 };
 
 }  // namespace
@@ -241,9 +280,10 @@ class HostBlocks final : public BlockRuntime {
 std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t depth,
                                                std::size_t payload_capacity,
                                                std::size_t shared_bytes, HostDispatch dispatch,
-                                               bool mailbox, std::size_t blocks_per_unit) {
+                                               bool mailbox, std::size_t blocks_per_unit,
+                                               std::size_t graph_capacity) {
   return std::make_unique<HostBlocks>(blocks, depth, payload_capacity, shared_bytes, dispatch,
-                                      mailbox, blocks_per_unit);
+                                      mailbox, blocks_per_unit, graph_capacity);
 }
 
 const char* to_string(SlotState s) noexcept {
@@ -272,7 +312,8 @@ const char* to_string(TaskStatus s) noexcept {
     case TaskStatus::bad_payload_size:
       return "payload size differs from the task type's Payload";
     case TaskStatus::cancelled:
-      return "cancelled (the pool shut down before the task ran)";
+      return "cancelled (the pool shut down before the task ran, or an input task of its graph "
+             "did not end ok)";
     case TaskStatus::timed_out:
       return "timed out (exceeded the watchdog deadline)";
     case TaskStatus::device_failed:

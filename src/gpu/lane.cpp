@@ -60,8 +60,9 @@ void Scheduler::Impl::lane_main(Lane& lane) {
   for (;;) {
     const Clock::time_point now = Clock::now();
     timer.begin(lane.rings.active_blocks());
+    const std::size_t graph_ended = graph_round(lane);
     const std::size_t ended =
-        lane.rings.collect(lane.outbox, now) + mailbox_round(lane, now, false);
+        lane.rings.collect(lane.outbox, now) + mailbox_round(lane, now, false) + graph_ended;
     // The hints before the deliveries: a thread that pops this round's last task and then
     // pushes a batch has its push's size store (seq_cst) after them, so a lane that sees the
     // batch queued (InputQueue::size, seq_cst) sees this lane's units idle, and spreads the
@@ -69,6 +70,7 @@ void Scheduler::Impl::lane_main(Lane& lane) {
     if (ended > 0) publish_idle(lane);
     timer.mark(Phase::collect);
     flush(lane, ended);
+    graphs_delivered(graph_ended);
     timer.mark(Phase::deliver);
 
     bool stopping = false;
@@ -110,6 +112,9 @@ void Scheduler::Impl::lane_main(Lane& lane) {
     }
     lane.rings.load(lane.batch, now, whole_rings);
     if (lane.rings.take_doorbell()) blocks_->after_loads();
+    // The next task graph once the table is free; none while pausing (it waits, as queued
+    // tasks do, for resume()).
+    if (serves_graphs(lane) && !pausing) graphs_.load_next();
     publish_idle(lane);
     wake_for_own_shards(lane);
     timer.mark(Phase::load);
@@ -135,7 +140,8 @@ void Scheduler::Impl::lane_main(Lane& lane) {
       // fewer would re-read the blocks' control lines more often, which slows the blocks' own
       // reads of them (docs/decisions/004-gpu-idle-and-wakeups.md).
       for (int p = 0; p < 16 && input_.size() == 0; ++p) weft::cpu::detail::cpu_relax();
-    } else if (lane.rings.active_blocks() == 0 && !(serves_mailbox(lane) && mailbox_.busy())) {
+    } else if (lane.rings.active_blocks() == 0 && !(serves_mailbox(lane) && mailbox_.busy()) &&
+               !graphs_open(lane)) {
       if (config_.observer != nullptr) config_.observer->on_lane_sleep(lane.index);
       sleep_until_work(lane);
     } else {
@@ -378,7 +384,8 @@ void Scheduler::Impl::sleep_until_work(Lane& lane) {
     return stop_flag_.load(std::memory_order_acquire) || input_for(lane) ||
            pause_requested_.load(std::memory_order_seq_cst) ||
            blocks_failed_.load(std::memory_order_acquire) ||
-           (mailbox_lane && mailbox_.holds_task_for(LoneTaskMailbox::kAnyQueue));
+           (mailbox_lane && mailbox_.holds_task_for(LoneTaskMailbox::kAnyQueue)) ||
+           graphs_open(lane);
   };
   if (!work()) {
     scheduler_sleeps_.fetch_add(1, std::memory_order_relaxed);  // relaxed: statistic
@@ -393,14 +400,27 @@ void Scheduler::Impl::sleep_until_work(Lane& lane) {
 void Scheduler::Impl::stop_lane(Lane& lane) {
   cancel_batch(lane);
   cancel_queued(lane);
+  // Graphs likewise: those waiting for the table are cancelled, and the one in it drains, its
+  // tasks not yet run ending as cancelled, through the blocks (this lane's, running until it
+  // writes their EXIT below).
+  if (serves_graphs(lane)) {
+    const std::size_t n = graphs_.cancel(lane.outbox);
+    flush(lane, n);
+    graphs_delivered(n);
+  }
   // The mailbox's task too (its lane only): delivered at once, or timed out. (Not a lost one:
   // shutdown abandons it.)
   const bool mailbox_lane = serves_mailbox(lane);
   auto undelivered = [&] { return mailbox_lane && mailbox_.undelivered(); };
-  for (std::uint32_t round = 0; lane.rings.unresolved() > 0 || undelivered(); ++round) {
+  auto graph_in_table = [&] { return serves_graphs(lane) && graphs_.in_table(); };
+  for (std::uint32_t round = 0; lane.rings.unresolved() > 0 || undelivered() || graph_in_table();
+       ++round) {
     const Clock::time_point now = Clock::now();
-    const std::size_t ended = lane.rings.collect(lane.outbox, now) + mailbox_round(lane, now, true);
+    const std::size_t graph_ended = graph_round(lane);
+    const std::size_t ended =
+        lane.rings.collect(lane.outbox, now) + mailbox_round(lane, now, true) + graph_ended;
     flush(lane, ended);
+    graphs_delivered(graph_ended);
     if (ended == 0) {
       if ((round & 1023) == 1023 && check_failure(lane)) break;
       std::this_thread::yield();

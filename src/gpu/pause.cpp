@@ -103,6 +103,8 @@ void Scheduler::Impl::unpark_lanes() {
 // lane, the mailbox is closed. Returns whether it parked (and has been woken since).
 bool Scheduler::Impl::park_if_drained(Lane& lane) {
   if (lane.rings.unresolved() != 0 || lane.rings.lost_slots() != 0) return false;
+  // A graph in the table needs blocks that run: the first lane's stay up until it is through.
+  if (serves_graphs(lane) && graphs_.in_table()) return false;
   if (serves_mailbox(lane) && !mailbox_.close_for_pause()) return false;
   lane.rings.write_exit();
   blocks_->after_loads();  // blocks in deep idle wake and read their EXIT

@@ -40,7 +40,8 @@ Scheduler::Impl::Impl(std::unique_ptr<BlockRuntime> blocks, std::size_t capacity
       config_(config),
       watchdog_(config.task_deadline),
       input_(order, capacity, kInputShards),
-      mailbox_(blocks_->mailbox(), config.lone_gap, capacity, watchdog_) {
+      mailbox_(blocks_->mailbox(), config.lone_gap, capacity, watchdog_),
+      graphs_(blocks_->graph_table(), record_stride_) {
   if (output_queues == 0) {
     throw InvalidArgument("weft::gpu::PoolOptions::output_queues must be >= 1 (got 0)");
   }
@@ -107,12 +108,13 @@ void Scheduler::Impl::check_out(std::size_t out, const char* who) const {
   }
 }
 
-void Scheduler::Impl::check_records(const unsigned char* records, std::size_t count) const {
+void Scheduler::Impl::check_records(const unsigned char* records, std::size_t count,
+                                    const char* who) const {
   for (std::size_t k = 0; k < count; ++k) {
     RecordHead r;
     std::memcpy(&r, records + k * record_stride_, sizeof r);
     if (r.payload_size > capacity_) {
-      throw InvalidArgument("weft::gpu::Pool::push: payload_size " +
+      throw InvalidArgument(std::string("weft::gpu::Pool::") + who + ": payload_size " +
                             std::to_string(r.payload_size) + " exceeds the capacity " +
                             std::to_string(capacity_));
     }
@@ -177,6 +179,48 @@ void Scheduler::Impl::push(const unsigned char* records, std::size_t count, std:
     if (cb != 0) (void)take_callback(cb);
     throw ShutDown("weft::gpu::Pool::push: no_more_tasks() was called; nothing more is accepted");
   }
+}
+
+// A graph is checked and laid out before anything is accepted; it is accepted under the
+// calling thread's input shard lock, so that close() (which takes every shard lock) returns
+// only once every accepted graph is in the feed, where shutdown finds it.
+void Scheduler::Impl::push_graph(const unsigned char* records, std::size_t count, const Edge* edges,
+                                 std::size_t edge_count, std::size_t out) {
+  check_out(out, "push_graph");
+  if (!graphs_.present()) {
+    throw InvalidArgument(std::string("weft::gpu::Pool::push_graph: this pool runs no task "
+                                      "graphs (") +
+                          (blocks_->host_polls_counted()
+                               ? "the device backend does not run them yet"
+                               : "PoolOptions::graph_capacity is 0") +
+                          ")");
+  }
+  if (config_.task_deadline.count() > 0) {
+    throw InvalidArgument(
+        "weft::gpu::Pool::push_graph: the watchdog (PoolOptions::task_deadline) does not cover "
+        "graph tasks yet; push graphs to a pool without a deadline");
+  }
+  check_records(records, count, "push_graph");
+  GraphFeed::Graph graph{
+      lay_out_graph(count, std::span<const Edge>(edges, edge_count), graphs_.capacity()),
+      std::vector<unsigned char>(records, records + count * record_stride_), out};
+  if (count == 0) return;
+  const std::size_t home = input_.home();
+  {
+    auto& shard = input_.shard(home);
+    std::lock_guard<AdaptiveMutex> lock(shard.mutex);
+    if (input_.closed()) {
+      throw ShutDown(
+          "weft::gpu::Pool::push_graph: no_more_tasks() was called; nothing more is accepted");
+    }
+    count_accepted(home, out, count, 0);
+    // seq_cst: pairs with sleep_until_work (the first lane counts itself asleep, then looks
+    // at this count; this stores it, then looks at the count of sleepers).
+    graph_open_.fetch_add(count, std::memory_order_seq_cst);
+    graphs_.add(std::move(graph));
+  }
+  // seq_cst: see above. Every lane wakes: the first one must.
+  if (sleeping_lanes_.load(std::memory_order_seq_cst) > 0) wake_one_lane(true);
 }
 
 // FIFO: queues the records in the calling thread's shard, or a lone task in the mailbox.
@@ -522,6 +566,10 @@ void Scheduler::push(const void* records, std::size_t count, std::size_t out, in
                      RecordCallback callback) {
   impl_->push(static_cast<const unsigned char*>(records), count, out, priority,
               std::move(callback));
+}
+void Scheduler::push_graph(const void* records, std::size_t count, const Edge* edges,
+                           std::size_t edge_count, std::size_t out) {
+  impl_->push_graph(static_cast<const unsigned char*>(records), count, edges, edge_count, out);
 }
 void Scheduler::pop(std::size_t out, void* record) {
   impl_->pop(out, static_cast<unsigned char*>(record));

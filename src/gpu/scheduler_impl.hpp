@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpu/graph_feed.hpp"
 #include "gpu/input_queue.hpp"
 #include "gpu/lane_rings.hpp"
 #include "gpu/lone_task_mailbox.hpp"
@@ -70,6 +71,8 @@ struct Scheduler::Impl {
   // ---- users' threads (scheduler.cpp) ----
   void push(const unsigned char* records, std::size_t count, std::size_t out, int priority,
             RecordCallback callback);
+  void push_graph(const unsigned char* records, std::size_t count, const Edge* edges,
+                  std::size_t edge_count, std::size_t out);
   void pop(std::size_t out, unsigned char* record);
   bool try_pop(unsigned char* record, std::size_t out);
   std::size_t pop_batch(unsigned char* records, std::size_t max, std::size_t out);
@@ -82,7 +85,8 @@ struct Scheduler::Impl {
   [[nodiscard]] PoolStats stats() const;
 
   void check_out(std::size_t out, const char* who) const;
-  void check_records(const unsigned char* records, std::size_t count) const;
+  void check_records(const unsigned char* records, std::size_t count,
+                     const char* who = "push") const;
   std::uint32_t add_callback(RecordCallback cb);
   RecordCallback take_callback(std::uint32_t handle);
   void count_accepted(std::size_t shard, std::size_t out, std::size_t count, std::uint32_t cb);
@@ -129,6 +133,23 @@ struct Scheduler::Impl {
   std::size_t mailbox_round(Lane& lane, Clock::time_point now, bool now_or_never) {
     return serves_mailbox(lane) ? mailbox_.lane_round(lane.outbox, now, now_or_never) : 0;
   }
+  // The first lane loads the task graphs into the blocks' graph table and delivers their
+  // tasks (docs/decisions/017-gpu-device-dependencies.md).
+  [[nodiscard]] bool serves_graphs(const Lane& lane) const {
+    return graphs_.present() && &lane == lanes_[0].get();
+  }
+  std::size_t graph_round(Lane& lane) {
+    return serves_graphs(lane) ? graphs_.collect(lane.outbox) : 0;
+  }
+  // Whether graph tasks accepted are not yet delivered: the first lane stays awake for them.
+  // seq_cst: pairs with push_graph as the shards' sizes do with push (see sleep_until_work).
+  [[nodiscard]] bool graphs_open(const Lane& lane) const {
+    return serves_graphs(lane) && graph_open_.load(std::memory_order_seq_cst) > 0;
+  }
+  void graphs_delivered(std::size_t n) {
+    // seq_cst: as graphs_open. Only the first lane subtracts, after it delivered them.
+    if (n > 0) graph_open_.fetch_sub(n, std::memory_order_seq_cst);
+  }
 
   // The most tasks a lane loads in one round when a backlog lets it fill rings (it loads one
   // per listed block otherwise) (docs/decisions/003-gpu-ring-loading.md).
@@ -168,12 +189,17 @@ struct Scheduler::Impl {
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::vector<std::unique_ptr<OutputQueue>> outputs_;
   LoneTaskMailbox mailbox_;
+  GraphFeed graphs_;
   std::atomic<bool> stop_flag_{false};
   std::atomic<bool> no_more_or_failed_{false};
   std::atomic<bool> blocks_failed_{false};
 
   // Read by pushes; written when a lane goes to sleep or wakes.
   alignas(64) std::atomic<std::size_t> sleeping_lanes_{0};
+
+  // Graph tasks accepted by push_graph and not yet delivered (the first lane's reason to stay
+  // awake).
+  alignas(64) std::atomic<std::uint64_t> graph_open_{0};
 
   // Sleeping lanes.
   alignas(64) mutable std::mutex in_mutex_;  // lanes sleep under it

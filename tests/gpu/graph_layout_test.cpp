@@ -62,35 +62,36 @@ TEST(GraphLayout, AnEmptyGraphAndTasksWithoutEdgesAreFine) {
 
 TEST(GraphLayout, MoreTasksThanTheTableHoldsAreRefused) {
   EXPECT_EQ(refusal(9, Edges{}, 8),
-            "weft::gpu graph: 9 tasks, more than the graph table holds (8)");
+            "weft::gpu::Pool::push_graph: 9 tasks, more than the graph table holds "
+            "(PoolOptions::graph_capacity 8)");
 }
 
 TEST(GraphLayout, AnEdgeToATaskPastTheLastIsRefusedByItsIndex) {
   EXPECT_EQ(refusal(3, Edges{{0, 1}, {1, 3}}),
-            "weft::gpu graph: edge 1 (1 -> 3) names a task past the last (3 tasks)");
+            "weft::gpu::Pool::push_graph: edge 1 (1 -> 3) names a task past the last (3 tasks)");
   EXPECT_EQ(refusal(3, Edges{{7, 0}}),
-            "weft::gpu graph: edge 0 (7 -> 0) names a task past the last (3 tasks)");
+            "weft::gpu::Pool::push_graph: edge 0 (7 -> 0) names a task past the last (3 tasks)");
 }
 
 TEST(GraphLayout, AnEdgeFromATaskToItselfIsACycle) {
   EXPECT_EQ(refusal(3, Edges{{0, 1}, {2, 2}}),
-            "weft::gpu graph: the edges make a cycle (task 2 is on one)");
+            "weft::gpu::Pool::push_graph: the edges make a cycle (task 2 is on one)");
 }
 
 TEST(GraphLayout, ACycleIsNamedByATaskOnItNotOneBehindIt) {
   // 0 -> 2 -> 3 -> 4 -> 2 (the cycle 2, 3, 4), and 4 -> 1: task 1 is never reached either,
   // and comes first in index order, but it is behind the cycle, not on it.
   const std::string why = refusal(5, Edges{{0, 2}, {2, 3}, {3, 4}, {4, 2}, {4, 1}});
-  EXPECT_TRUE(why == "weft::gpu graph: the edges make a cycle (task 2 is on one)" ||
-              why == "weft::gpu graph: the edges make a cycle (task 3 is on one)" ||
-              why == "weft::gpu graph: the edges make a cycle (task 4 is on one)")
+  EXPECT_TRUE(why == "weft::gpu::Pool::push_graph: the edges make a cycle (task 2 is on one)" ||
+              why == "weft::gpu::Pool::push_graph: the edges make a cycle (task 3 is on one)" ||
+              why == "weft::gpu::Pool::push_graph: the edges make a cycle (task 4 is on one)")
       << why;
 }
 
 TEST(GraphLayout, AGraphWithEveryTaskOnACycleHasNoRootsAndIsRefused) {
   const std::string why = refusal(2, Edges{{0, 1}, {1, 0}});
-  EXPECT_TRUE(why == "weft::gpu graph: the edges make a cycle (task 0 is on one)" ||
-              why == "weft::gpu graph: the edges make a cycle (task 1 is on one)")
+  EXPECT_TRUE(why == "weft::gpu::Pool::push_graph: the edges make a cycle (task 0 is on one)" ||
+              why == "weft::gpu::Pool::push_graph: the edges make a cycle (task 1 is on one)")
       << why;
 }
 

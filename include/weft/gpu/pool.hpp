@@ -111,6 +111,10 @@ struct PoolOptions {
   /// Watches the scheduler lanes' rounds (profiling, tracing); null: nobody. Must outlive the
   /// pool; called from the lanes' threads.
   SchedulerObserver* observer = nullptr;
+  /// Host backend: the most tasks one graph given to push_graph() may have (the blocks' graph
+  /// table, a few hundred bytes a task; 0: the pool runs no graphs; at most 2^24). The device
+  /// backend does not run graphs yet.
+  std::size_t graph_capacity = 1024;
 };
 
 template <class Types, std::size_t Capacity = 64>
@@ -161,6 +165,23 @@ class Pool {
   void push_then(const Record& r, std::function<void(Record&)> callback, int priority = 0) {
     if (!callback) throw InvalidArgument("weft::gpu::Pool::push_then: empty callback");
     core_.push(&r, 1, 0, priority, std::move(callback));
+  }
+
+  /// Queues a task graph: `tasks`, and `edges` between them (Edge{from, to}: task `to` starts
+  /// only once task `from` ended ok; indices into `tasks`). Every task is delivered to output
+  /// queue `out` as it ends, exactly once, like a pushed one, in the order the tasks end. The
+  /// blocks resolve the dependencies themselves: the block that ends a task's last input makes
+  /// it ready, with no round trip through a scheduler lane. A task one of whose inputs did not
+  /// end ok is delivered as TaskStatus::cancelled, unrun (and so are its successors).
+  ///
+  /// Before anything runs, throws weft::InvalidArgument for an edge naming a task past the
+  /// last, a cycle (naming a task on it), more tasks than PoolOptions::graph_capacity, a bad
+  /// queue or payload size, a pool with a watchdog (task_deadline), or one that runs no graphs
+  /// (the device backend, for now); weft::ShutDown after no_more_tasks(). Graphs run one at a
+  /// time, in the order pushed, beside the pool's other tasks; a graph pushed while one runs
+  /// waits (queued) for it. At shutdown, tasks not yet run are delivered as cancelled.
+  void push_graph(std::span<const Record> tasks, std::span<const Edge> edges, std::size_t out = 0) {
+    core_.push_graph(tasks, edges, out);
   }
 
   /// Waits for a finished task on queue `out`. Many threads may pop one queue. Throws
@@ -257,12 +278,18 @@ class Pool {
                                         depth, Capacity, o.warm_idle, o.task_deadline.count() > 0,
                                         uses_mailbox(o));
     }
+    if (o.graph_capacity > (std::size_t{1} << 24)) {
+      throw InvalidArgument(
+          "weft::gpu::PoolOptions::graph_capacity must be in [0, 16777216] (got " +
+          std::to_string(o.graph_capacity) + ")");
+    }
     if (o.host_blocks == 0 || o.host_blocks > 4096) {
       throw InvalidArgument("weft::gpu::PoolOptions::host_blocks must be in [1, 4096] (got " +
                             std::to_string(o.host_blocks) + ")");
     }
     return detail::make_host_blocks(o.host_blocks, o.ring_depth != 0 ? o.ring_depth : 1, Capacity,
-                                    Types::kSharedBytes, &host_dispatch, uses_mailbox(o));
+                                    Types::kSharedBytes, &host_dispatch, uses_mailbox(o), 1,
+                                    o.graph_capacity);
   }
   // Only a FIFO pool sends lone tasks through the mailbox (in a priority pool a task pushed
   // later may rank higher than one waiting, so every task goes through the queue).

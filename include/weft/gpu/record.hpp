@@ -58,6 +58,14 @@ struct TaskRecord {
   [[nodiscard]] bool ok() const noexcept { return status == TaskStatus::ok; }
 };
 
+/// An edge of a task graph (Pool::push_graph): task `to` waits for task `from`, both indices
+/// into the graph's tasks. An edge given twice is waited for twice, and both are satisfied by
+/// the one end of `from`.
+struct Edge {
+  std::uint32_t from = 0;
+  std::uint32_t to = 0;
+};
+
 /// Counters of a pool's life (approximate while it runs).
 struct PoolStats {
   std::uint64_t pushed = 0;

@@ -29,13 +29,14 @@
 
 namespace weft::gpu {
 
-/// How a finished task ended. Written by the block (ok, unknown_type, bad_payload_size) or by
-/// the host (cancelled, timed_out, device_failed).
+/// How a finished task ended. Written by the block (ok, unknown_type, bad_payload_size, and
+/// cancelled for a graph task whose input did not end ok) or by the host (cancelled,
+/// timed_out, device_failed).
 enum class TaskStatus : std::uint32_t {
   ok = 0,
   unknown_type = 1,      // no registered type has the record's id
   bad_payload_size = 2,  // the record's payload size differs from the type's Payload
-  cancelled = 3,         // never ran: the pool shut down first
+  cancelled = 3,         // never ran: the pool shut down first, or an input of its graph failed
   timed_out = 4,         // exceeded the watchdog's deadline
   device_failed = 5,     // the resident kernel died (trap, fault) while the task was in flight
 };

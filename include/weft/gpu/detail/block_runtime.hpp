@@ -15,6 +15,8 @@
 
 namespace weft::gpu::detail {
 
+class HostGraphTable;
+
 class BlockRuntime {
  public:
   virtual ~BlockRuntime() = default;
@@ -57,6 +59,10 @@ class BlockRuntime {
   /// null when the pool has none. It is served by a block of its own, not counted by
   /// num_blocks() and serving no ring, which returns when it reads an EXIT request.
   [[nodiscard]] virtual std::uint64_t* mailbox() const noexcept { return nullptr; }
+  /// The table of task graphs whose dependencies the blocks resolve themselves
+  /// (Pool::push_graph), or null when the backend has none. The blocks take its ready tasks
+  /// before they look at their ring. Valid until destruction.
+  [[nodiscard]] virtual HostGraphTable* graph_table() noexcept { return nullptr; }
   /// Reads of host memory the blocks made so far (device backend; 0 on the host backend).
   [[nodiscard]] virtual std::uint64_t host_polls() { return 0; }
   /// Whether the blocks are real GPU blocks reading host memory (the device backend).
@@ -72,11 +78,13 @@ using HostDispatch = TaskStatus (*)(std::uint32_t type, void* payload, std::uint
 /// with a block of one thread. Same slot protocol and memory orders as the GPU. With
 /// `mailbox`, one more thread serves the lone-task mailbox. `blocks_per_unit` consecutive
 /// blocks form a unit, as the blocks of an SM do on the device backend (tests of the lanes'
-/// placement; 1: every block its own).
+/// placement; 1: every block its own). With `graph_capacity`, the blocks also run task graphs
+/// of up to that many tasks from a graph table (0: none).
 std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t depth,
                                                std::size_t payload_capacity,
                                                std::size_t shared_bytes, HostDispatch dispatch,
-                                               bool mailbox, std::size_t blocks_per_unit = 1);
+                                               bool mailbox, std::size_t blocks_per_unit = 1,
+                                               std::size_t graph_capacity = 0);
 
 /// The GPU path: one resident kernel per device in `devices` (empty: every visible GPU), with
 /// blocks_per_sm blocks per SM (0: as many as occupancy allows) of `threads` threads, each

@@ -63,6 +63,12 @@ class Scheduler {
   /// weft::InvalidArgument for a bad queue or payload size.
   void push(const void* records, std::size_t count, std::size_t out, int priority,
             RecordCallback callback = nullptr);
+  /// Queues a task graph of `count` records (TaskRecord bytes, consecutive) and `edge_count`
+  /// edges, every task for output queue `out` (Pool::push_graph). Throws weft::ShutDown once
+  /// closed, weft::InvalidArgument for a bad queue, payload size or graph, or a pool that
+  /// runs no graphs.
+  void push_graph(const void* records, std::size_t count, const Edge* edges, std::size_t edge_count,
+                  std::size_t out);
   /// Waits for a finished record of queue `out` and copies it into `record`.
   void pop(std::size_t out, void* record);
   bool try_pop(void* record, std::size_t out);

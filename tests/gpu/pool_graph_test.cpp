@@ -1,0 +1,438 @@
+// Task graphs on the pool (Pool::push_graph) on the host backend: the blocks resolve the
+// dependencies themselves through the graph table; every task is delivered exactly once to
+// its output queue, only after its inputs ended ok, and cancelled unrun when one did not.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../cpu/test_util.hpp"
+#include "weft/gpu/detail/pool_core.hpp"
+#include "weft/gpu/pool.hpp"
+
+namespace weft::gpu {
+namespace {
+
+using weft::test::stress_scale;
+
+// Stamps its end: `order` is the value of a shared clock when the task ran, and `sum` adds
+// the stamps its body read from its inputs' slots in `stamps` (a plain array: its inputs'
+// writes must be visible to it through the graph table's ordering, which ThreadSanitizer
+// checks).
+struct Step {
+  static constexpr std::uint32_t kId = 1;
+  struct Payload {
+    std::atomic<std::uint64_t>* clock;
+    std::uint64_t* stamps;     // stamps[task]: written by the task, read by its successors
+    const std::uint32_t* ins;  // its inputs' indices
+    std::uint32_t task;
+    std::uint32_t ins_count;
+    std::uint64_t order;
+    std::uint64_t inputs_seen;  // how many inputs had stamped before this task ran
+  };
+  static void run(Payload& p, const BlockContext&) {
+    std::uint64_t seen = 0;
+    for (std::uint32_t i = 0; i < p.ins_count; ++i) seen += p.stamps[p.ins[i]] != 0;
+    p.inputs_seen = seen;
+    // relaxed: a counter that only orders the stamps; the visibility checked is the stamps'.
+    p.order = p.clock->fetch_add(1, std::memory_order_relaxed) + 1;
+    p.stamps[p.task] = p.order;
+  }
+};
+// Fails (throws: the host backend reports it as device_failed).
+struct Fail {
+  static constexpr std::uint32_t kId = 2;
+  struct Payload {
+    std::uint64_t unused;
+  };
+  static void run(Payload&, const BlockContext&) { throw std::runtime_error("task failed"); }
+};
+// Holds its block until released; says when it started.
+std::atomic<bool> g_gate_open{true};
+std::atomic<bool> g_gate_started{false};
+void wait_for_the_gate() {
+  while (!g_gate_started.load()) std::this_thread::yield();
+}
+struct Gate {
+  static constexpr std::uint32_t kId = 3;
+  struct Payload {
+    std::uint64_t unused;
+  };
+  static void run(Payload&, const BlockContext&) {
+    g_gate_started = true;
+    while (!g_gate_open.load()) std::this_thread::yield();
+  }
+};
+
+using Types = TaskTypes<Step, Fail, Gate>;
+using GraphPool = Pool<Types, 64>;
+using Record = GraphPool::Record;
+
+// A graph of Step tasks over its own clock and stamps, with each task's inputs listed.
+struct StepGraph {
+  std::size_t tasks;
+  std::vector<Edge> edges;
+  std::atomic<std::uint64_t> clock{0};
+  std::vector<std::uint64_t> stamps;
+  std::vector<std::vector<std::uint32_t>> ins;
+  std::vector<Record> records;
+
+  StepGraph(std::size_t n, std::vector<Edge> e, std::uint64_t tag_base = 0)
+      : tasks(n), edges(std::move(e)), stamps(n, 0), ins(n) {
+    for (const Edge& edge : edges) ins[edge.to].push_back(edge.from);
+    for (std::uint32_t t = 0; t < n; ++t) {
+      records.push_back(Record::make<Step>({&clock, stamps.data(), ins[t].data(), t,
+                                            static_cast<std::uint32_t>(ins[t].size()), 0, 0},
+                                           tag_base + t));
+    }
+  }
+  // Checks a delivered record of this graph: ran once, after each of its inputs.
+  void check(const Record& r, std::uint64_t tag_base = 0) const {
+    ASSERT_EQ(r.status, TaskStatus::ok) << to_string(r.status);
+    const auto p = r.as<Step>();
+    const std::uint32_t t = static_cast<std::uint32_t>(r.tag - tag_base);
+    EXPECT_EQ(p.task, t);
+    EXPECT_EQ(p.inputs_seen, ins[t].size()) << "task " << t << " ran before an input";
+    for (const std::uint32_t i : ins[t]) {
+      EXPECT_LT(stamps[i], p.order) << "task " << t << " ran before its input " << i;
+    }
+  }
+};
+
+std::vector<Record> pop_n(GraphPool& pool, std::size_t n, std::size_t out = 0) {
+  std::vector<Record> got;
+  for (std::size_t i = 0; i < n; ++i) got.push_back(pool.pop(out));
+  return got;
+}
+
+std::string refusal(GraphPool& pool, std::span<const Record> tasks, std::span<const Edge> edges,
+                    std::size_t out = 0) {
+  try {
+    pool.push_graph(tasks, edges, out);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(PoolGraph, ADiamondDeliversEveryTaskOnceAfterItsInputs) {
+  GraphPool pool(PoolOptions{.host_blocks = 4});
+  StepGraph g(4, {{0, 1}, {0, 2}, {1, 3}, {2, 3}});
+  pool.push_graph(g.records, g.edges);
+  const auto got = pop_n(pool, 4);
+  std::set<std::uint64_t> tags;
+  for (const Record& r : got) {
+    g.check(r);
+    tags.insert(r.tag);
+  }
+  EXPECT_EQ(tags, (std::set<std::uint64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(pool.unfinished(0), 0u);
+  EXPECT_EQ(pool.stats().pushed, 4u);
+}
+
+TEST(PoolGraph, AChainRunsInOrderOnManyBlocks) {
+  GraphPool pool(PoolOptions{.host_blocks = 8});
+  std::vector<Edge> edges;
+  for (std::uint32_t t = 0; t + 1 < 64; ++t) edges.push_back({t, t + 1});
+  StepGraph g(64, edges);
+  pool.push_graph(g.records, g.edges);
+  for (const Record& r : pop_n(pool, 64)) g.check(r);
+  for (std::uint32_t t = 0; t < 64; ++t) EXPECT_EQ(g.stamps[t], t + 1);
+}
+
+TEST(PoolGraph, TasksWithoutEdgesAllRunAndGoToTheirQueue) {
+  GraphPool pool(PoolOptions{.host_blocks = 3, .output_queues = 2});
+  StepGraph g(50, {});
+  pool.push_graph(g.records, g.edges, /*out=*/1);
+  EXPECT_EQ(pool.unfinished(1), 50u);
+  for (const Record& r : pop_n(pool, 50, 1)) g.check(r);
+  EXPECT_EQ(pool.unfinished(0), 0u);
+  Record none;
+  EXPECT_FALSE(pool.try_pop(none, 0));
+}
+
+TEST(PoolGraph, AFailedTaskCancelsItsSuccessorsUnrunAndLeavesOthersAlone) {
+  GraphPool pool(PoolOptions{.host_blocks = 4});
+  // 0 -> 1 (fails) -> 2 -> 3, and 0 -> 4 -> 3: 2 and 3 are cancelled; 0 and 4 run.
+  StepGraph g(5, {{0, 1}, {1, 2}, {2, 3}, {0, 4}, {4, 3}});
+  g.records[1] = Record::make<Fail>({0}, 1);
+  pool.push_graph(g.records, g.edges);
+  std::map<std::uint64_t, TaskStatus> status;
+  for (const Record& r : pop_n(pool, 5)) status[r.tag] = r.status;
+  EXPECT_EQ(status[0], TaskStatus::ok);
+  EXPECT_EQ(status[1], TaskStatus::device_failed);
+  EXPECT_EQ(status[2], TaskStatus::cancelled);
+  EXPECT_EQ(status[3], TaskStatus::cancelled);
+  EXPECT_EQ(status[4], TaskStatus::ok);
+  EXPECT_EQ(g.stamps[2], 0u) << "a cancelled task ran";
+  EXPECT_EQ(g.stamps[3], 0u) << "a cancelled task ran";
+  EXPECT_EQ(pool.stats().failed, 3u);
+}
+
+TEST(PoolGraph, AnUnknownTypeFailsItsTaskAndCancelsItsSuccessor) {
+  GraphPool pool(PoolOptions{.host_blocks = 2});
+  StepGraph g(2, {{0, 1}});
+  g.records[0].type = 99;
+  pool.push_graph(g.records, g.edges);
+  std::map<std::uint64_t, TaskStatus> status;
+  for (const Record& r : pop_n(pool, 2)) status[r.tag] = r.status;
+  EXPECT_EQ(status[0], TaskStatus::unknown_type);
+  EXPECT_EQ(status[1], TaskStatus::cancelled);
+}
+
+TEST(PoolGraph, BadGraphsAreRefusedBeforeAnythingRuns) {
+  GraphPool pool(PoolOptions{.host_blocks = 2, .graph_capacity = 8});
+  StepGraph g(9, {});
+  const std::span<const Record> three(g.records.data(), 3);
+  EXPECT_EQ(refusal(pool, three, std::vector<Edge>{{0, 1}, {1, 3}}),
+            "weft::gpu::Pool::push_graph: edge 1 (1 -> 3) names a task past the last (3 tasks)");
+  EXPECT_EQ(refusal(pool, three, std::vector<Edge>{{0, 1}, {1, 2}, {2, 1}}).find("cycle") !=
+                std::string::npos,
+            true);
+  EXPECT_EQ(refusal(pool, g.records, {}),
+            "weft::gpu::Pool::push_graph: 9 tasks, more than the graph table holds "
+            "(PoolOptions::graph_capacity 8)");
+  EXPECT_EQ(refusal(pool, three, {}, 5),
+            "weft::gpu::Pool::push_graph: output queue 5 does not exist (the pool has 1)");
+  Record big = g.records[0];
+  big.payload_size = 65;
+  EXPECT_EQ(refusal(pool, std::span<const Record>(&big, 1), {}),
+            "weft::gpu::Pool::push_graph: payload_size 65 exceeds the capacity 64");
+  EXPECT_EQ(pool.unfinished(0), 0u);
+  EXPECT_EQ(pool.stats().pushed, 0u);
+  EXPECT_EQ(g.clock.load(), 0u) << "a task of a refused graph ran";
+  // An empty graph is accepted and delivers nothing.
+  EXPECT_EQ(refusal(pool, {}, {}), "accepted");
+  EXPECT_EQ(pool.unfinished(0), 0u);
+}
+
+TEST(PoolGraph, APoolThatRunsNoGraphsOrHasAWatchdogSaysSo) {
+  StepGraph g(1, {});
+  GraphPool none(PoolOptions{.host_blocks = 1, .graph_capacity = 0});
+  EXPECT_EQ(refusal(none, g.records, {}),
+            "weft::gpu::Pool::push_graph: this pool runs no task graphs "
+            "(PoolOptions::graph_capacity is 0)");
+  GraphPool watched(
+      PoolOptions{.host_blocks = 1, .task_deadline = std::chrono::microseconds(100000)});
+  EXPECT_NE(refusal(watched, g.records, {}).find("watchdog"), std::string::npos);
+  EXPECT_THROW(GraphPool(PoolOptions{.graph_capacity = (1u << 24) + 1}), InvalidArgument);
+}
+
+TEST(PoolGraph, AfterNoMoreTasksAGraphIsRefusedWithShutDown) {
+  GraphPool pool(PoolOptions{.host_blocks = 1});
+  StepGraph g(2, {{0, 1}});
+  pool.no_more_tasks();
+  EXPECT_THROW(pool.push_graph(g.records, g.edges), ShutDown);
+  EXPECT_EQ(pool.unfinished(0), 0u);
+}
+
+TEST(PoolGraph, GraphsPushedBackToBackAllRunAndSynchronizeWaitsForThem) {
+  GraphPool pool(PoolOptions{.host_blocks = 4, .graph_capacity = 16});
+  std::vector<std::unique_ptr<StepGraph>> graphs;
+  for (int k = 0; k < 20; ++k) {
+    graphs.push_back(std::make_unique<StepGraph>(
+        16, std::vector<Edge>{{0, 1}, {1, 2}, {0, 3}, {3, 15}, {2, 15}}, 100 * k));
+    pool.push_graph(graphs.back()->records, graphs.back()->edges);
+  }
+  pool.synchronize();
+  EXPECT_EQ(pool.unfinished(0), 20u * 16u);
+  for (const Record& r : pop_n(pool, 20 * 16)) graphs[r.tag / 100]->check(r, 100 * (r.tag / 100));
+}
+
+TEST(PoolGraph, GraphTasksAndPushedTasksShareThePool) {
+  GraphPool pool(PoolOptions{.host_blocks = 3, .output_queues = 2});
+  StepGraph g(30, {{0, 29}, {1, 29}, {2, 29}});
+  std::atomic<std::uint64_t> clock{0};
+  std::vector<std::uint64_t> stamps(200, 0);
+  pool.push_graph(g.records, g.edges, 1);
+  for (std::uint32_t t = 0; t < 200; ++t) {
+    pool.push<Step>({&clock, stamps.data(), nullptr, t, 0, 0, 0}, 0, t);
+  }
+  for (const Record& r : pop_n(pool, 30, 1)) g.check(r);
+  for (const Record& r : pop_n(pool, 200, 0)) EXPECT_EQ(r.status, TaskStatus::ok);
+}
+
+TEST(PoolGraph, PauseWaitsForAGraphAndAGraphPushedWhilePausedRunsAfterResume) {
+  GraphPool pool(PoolOptions{.host_blocks = 2});
+  StepGraph first(8, {{0, 1}, {1, 2}, {2, 7}});
+  pool.push_graph(first.records, first.edges);
+  pool.pause();
+  EXPECT_EQ(pool.unfinished(0), 8u);
+  EXPECT_EQ(first.clock.load(), 8u) << "pause returned before the graph ran";
+  StepGraph second(4, {{0, 3}}, 1000);
+  pool.push_graph(second.records, second.edges);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(second.clock.load(), 0u) << "a graph ran on a paused pool";
+  pool.resume();
+  for (const Record& r : pop_n(pool, 12)) {
+    if (r.tag >= 1000) {
+      second.check(r, 1000);
+    } else {
+      first.check(r);
+    }
+  }
+}
+
+TEST(PoolGraph, AfterNoMoreTasksEveryQueuedGraphRunsAndPopsEndWithShutDown) {
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::unique_ptr<StepGraph>> graphs;
+    std::map<std::uint64_t, int> seen;
+    {
+      GraphPool pool(PoolOptions{.host_blocks = 2, .graph_capacity = 32});
+      g_gate_open = false;  // the first graph's root holds a block, and the graph with it
+      std::vector<Record> gated(1, Record::make<Gate>({0}, 999999));
+      pool.push_graph(gated, {});
+      for (int k = 0; k < 5; ++k) {
+        std::vector<Edge> edges;
+        for (std::uint32_t t = 1; t < 32; ++t) edges.push_back({(t - 1) / 2, t});  // a tree
+        graphs.push_back(std::make_unique<StepGraph>(32, edges, 100 * k));
+        pool.push_graph(graphs.back()->records, graphs.back()->edges);
+      }
+      std::thread release([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        g_gate_open = true;
+      });
+      pool.no_more_tasks();
+      try {
+        for (;;) ++seen[pool.pop().tag];
+      } catch (const ShutDown&) {
+      }
+      release.join();
+    }
+    EXPECT_EQ(seen.size(), 1u + 5u * 32u);
+    for (const auto& [tag, n] : seen) EXPECT_EQ(n, 1) << "tag " << tag;
+  }
+}
+
+// The scheduler core alone, so that the test can shut it down and then take what it delivered.
+using GraphCore = detail::PoolCore<64>;
+std::unique_ptr<GraphCore> graph_core(std::size_t blocks, std::size_t graph_capacity) {
+  constexpr auto dispatch = [](std::uint32_t type, void* payload, std::uint32_t size,
+                               const BlockContext& block) {
+    return Types::dispatch(type, payload, size, block);
+  };
+  return std::make_unique<GraphCore>(
+      detail::make_host_blocks(blocks, 1, 64, 0, +dispatch, false, 1, graph_capacity), 1,
+      QueueOrder::fifo, detail::SchedulerConfig{});
+}
+
+// Shuts the core down while a Gate task (pushed with the gate closed) holds a block: the gate
+// opens while the shutdown waits for it. Returns what the core delivered, tag -> status,
+// checking that each tag came once.
+std::map<std::uint64_t, TaskStatus> shut_down_at_the_gate(GraphCore& core) {
+  wait_for_the_gate();
+  std::thread release([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    g_gate_open = true;
+  });
+  core.shutdown();
+  release.join();
+  std::map<std::uint64_t, TaskStatus> status;
+  try {
+    for (;;) {
+      const Record r = core.pop(0);
+      EXPECT_TRUE(status.emplace(r.tag, r.status).second) << "tag " << r.tag << " twice";
+    }
+  } catch (const ShutDown&) {
+  }
+  return status;
+}
+
+void close_the_gate() {
+  g_gate_open = false;
+  g_gate_started = false;
+}
+
+TEST(PoolGraph, ShutdownCancelsTheGraphsNotYetRunAndDeliversEachTaskOnce) {
+  close_the_gate();
+  auto core = graph_core(1, 8);
+  std::vector<Record> gated(1, Record::make<Gate>({0}, 999999));
+  core->push_graph(gated, {}, 0);
+  std::vector<std::unique_ptr<StepGraph>> graphs;
+  for (int k = 0; k < 3; ++k) {
+    graphs.push_back(std::make_unique<StepGraph>(8, std::vector<Edge>{{0, 1}}, 100 * k));
+    core->push_graph(graphs.back()->records, graphs.back()->edges, 0);
+  }
+  std::map<std::uint64_t, TaskStatus> status = shut_down_at_the_gate(*core);
+  ASSERT_EQ(status.size(), 1u + 3u * 8u);
+  EXPECT_EQ(status[999999], TaskStatus::ok);  // in the table: it ran to its end
+  for (const auto& [tag, s] : status) {
+    if (tag != 999999) {
+      EXPECT_EQ(s, TaskStatus::cancelled) << "tag " << tag;
+    }
+  }
+  for (const auto& g : graphs) EXPECT_EQ(g->clock.load(), 0u);
+}
+
+TEST(PoolGraph, ShutdownDrainsTheGraphInTheTableUnrun) {
+  // A gate, then a chain behind it in one graph: the chain is cancelled, unrun, at shutdown.
+  close_the_gate();
+  auto core = graph_core(2, 16);
+  StepGraph g(9, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 7}, {7, 8}});
+  g.records[0] = Record::make<Gate>({0}, 0);
+  core->push_graph(g.records, g.edges, 0);
+  std::map<std::uint64_t, TaskStatus> status = shut_down_at_the_gate(*core);
+  ASSERT_EQ(status.size(), 9u);
+  EXPECT_EQ(status[0], TaskStatus::ok);
+  for (std::uint64_t t = 1; t < 9; ++t) EXPECT_EQ(status[t], TaskStatus::cancelled) << t;
+  EXPECT_EQ(g.clock.load(), 0u);
+}
+
+// Random acyclic graphs from three pushing threads, each with its own output queue, on a pool
+// of four blocks: every task delivered once, each after its inputs (ThreadSanitizer checks the
+// stamps' visibility through the table), a failing task's successors cancelled unrun.
+TEST(PoolGraph, StressRandomGraphsFromSeveralThreads) {
+  const int graphs_per_thread = 100 * stress_scale();
+  GraphPool pool(PoolOptions{.host_blocks = 4, .output_queues = 3, .graph_capacity = 64});
+  auto pusher = [&](int thread) {
+    std::mt19937 rng(1234 + thread);
+    for (int k = 0; k < graphs_per_thread; ++k) {
+      const std::uint32_t n = 1 + rng() % 64;
+      std::vector<Edge> edges;
+      for (std::uint32_t to = 1; to < n; ++to) {
+        for (int e = 0; e < 3; ++e) {
+          if (rng() % 2 == 0) edges.push_back({static_cast<std::uint32_t>(rng() % to), to});
+        }
+      }
+      StepGraph g(n, edges, 1000 * k);
+      // One failing task (told apart by its type: its tag is not its index).
+      if (n > 4) g.records[rng() % n] = Record::make<Fail>({0}, 1000 * k);
+      pool.push_graph(g.records, g.edges, thread);
+      std::map<std::uint32_t, TaskStatus> status;
+      std::vector<Record> got = pop_n(pool, n, thread);
+      std::uint32_t failed = n;
+      for (std::uint32_t t = 0; t < n; ++t) {
+        if (g.records[t].type == Fail::kId) failed = t;
+      }
+      for (const Record& r : got) {
+        if (r.type == Fail::kId) {
+          EXPECT_EQ(r.status, TaskStatus::device_failed);
+          continue;
+        }
+        const std::uint32_t t = static_cast<std::uint32_t>(r.tag - 1000 * k);
+        EXPECT_TRUE(status.emplace(t, r.status).second) << "task " << t << " delivered twice";
+        if (r.status == TaskStatus::ok) {
+          g.check(r, 1000 * k);
+        } else {
+          EXPECT_EQ(r.status, TaskStatus::cancelled);
+          EXPECT_EQ(g.stamps[t], 0u) << "cancelled task " << t << " ran";
+        }
+      }
+      EXPECT_EQ(status.size() + (failed < n ? 1 : 0), n);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) threads.emplace_back(pusher, t);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(pool.stats().pushed, pool.stats().completed);
+}
+
+}  // namespace
+}  // namespace weft::gpu
