@@ -432,6 +432,26 @@ TEST(GpuPool, UnknownTypesAndWrongSizesComeBackWithAStatus) {
   EXPECT_EQ(got, (std::set<TaskStatus>{TaskStatus::unknown_type, TaskStatus::bad_payload_size}));
 }
 
+// Task graphs run on the host backend only for now: the device backend refuses them, saying
+// so, before anything is accepted.
+TEST(GpuPool, TaskGraphsAreRefusedNamingTheDeviceBackend) {
+  REQUIRE_GPU();
+  GpuPool pool(device_options());
+  const std::vector<GpuPool::Record> tasks(2, GpuPool::Record::make<Double>({1, 0}));
+  const std::vector<Edge> edges{{0, 1}};
+  try {
+    pool.push_graph(tasks, edges);
+    ADD_FAILURE() << "a graph was accepted on the device backend";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("the device backend does not run them yet"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(pool.unfinished(0), 0u);
+  pool.push<Double>({21, 0});
+  EXPECT_EQ(pool.pop().as<Double>().result, 42u);  // the pool goes on
+}
+
 TEST(GpuPool, EveryGpuServesTasks) {
   REQUIRE_GPU();
   GpuPool pool(device_options());
