@@ -6,9 +6,9 @@
 
 namespace weft::gpu::detail {
 
-void GraphFeed::add(Graph graph) {
+void GraphFeed::add(Node& node) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
-  waiting_.push_back(std::move(graph));
+  waiting_.splice(waiting_.end(), node);
 }
 
 bool GraphFeed::load_next() {
@@ -48,7 +48,7 @@ std::size_t GraphFeed::collect(Outbox& outbox) {
 
 std::size_t GraphFeed::cancel(Outbox& outbox) {
   table_->cancel_unrun();
-  std::deque<Graph> waiting;
+  std::list<Graph> waiting;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     waiting.swap(waiting_);

@@ -3,7 +3,8 @@
 // table, the one in it, and its completions, which the pool's first lane collects and stages
 // like finished slots.
 //
-//   feed.add(std::move(graph));                      // a pusher, after the graph was accepted
+//   auto node = GraphFeed::make_node(std::move(graph));  // a pusher, before it is accepted
+//   feed.add(node);                                      // once it is accepted (never throws)
 //   // the first lane, each round:
 //   ended += feed.collect(lane.outbox);              // completions, staged for their queue
 //   if (!pausing) feed.load_next();                  // the next graph, once the table is free
@@ -14,7 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <mutex>
 #include <vector>
 
@@ -43,8 +44,17 @@ class GraphFeed {
   /// The most tasks one graph may have.
   [[nodiscard]] std::size_t capacity() const noexcept { return table_->capacity(); }
 
-  /// Any thread: queues an accepted graph (at least one task) for the lane to load.
-  void add(Graph graph);
+  /// A graph ready to be added: allocated before it is accepted, so that add() cannot fail.
+  using Node = std::list<Graph>;
+  static Node make_node(Graph graph) {
+    Node node;
+    node.push_back(std::move(graph));
+    return node;
+  }
+
+  /// Any thread: queues an accepted graph (at least one task) for the lane to load. Never
+  /// throws (it links the node in): the graph's tasks were counted before.
+  void add(Node& node) noexcept;
 
   // ---- the first lane's thread only ----
   /// Loads the next waiting graph when the table is free: its records and counts, then its
@@ -67,7 +77,7 @@ class GraphFeed {
   HostGraphTable* table_;
   std::size_t stride_;
   std::mutex mutex_;
-  std::deque<Graph> waiting_;  // under mutex_
+  std::list<Graph> waiting_;  // under mutex_
   // The lane's alone: the graph in the table.
   std::size_t out_ = 0;
   std::size_t left_ = 0;  // its completions not yet collected

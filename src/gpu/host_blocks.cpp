@@ -119,7 +119,8 @@ class HostBlocks final : public BlockRuntime {
       // The graph table's ready tasks before the ring's, and again while waiting for the ring:
       // a task the table makes ready is on its graph's critical path (docs/decisions/017-gpu-
       // device-dependencies.md). A block that finished a graph task takes the successors it
-      // made ready itself, so a graph never waits for a sleeping block.
+      // made ready itself, so a graph always makes progress; an idle block joins in within its
+      // poll period (at most 128 us).
       for (int spin = 0; !ready_or_exit(s) && spin < 256; ++spin) {
         if (run_graph_tasks(ctx)) spin = 0;
         cpu_relax();

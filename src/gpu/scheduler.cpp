@@ -181,7 +181,15 @@ void Scheduler::Impl::push(const unsigned char* records, std::size_t count, std:
   }
 }
 
-// A graph is checked and laid out before anything is accepted; it is accepted under the
+namespace {
+[[noreturn]] void throw_graph_refused() {
+  throw ShutDown(
+      "weft::gpu::Pool::push_graph: no_more_tasks() was called; nothing more is accepted");
+}
+}  // namespace
+
+// A graph is checked, laid out and allocated before anything is accepted (once its tasks are
+// counted, adding it to the feed cannot fail); it is accepted under the
 // calling thread's input shard lock, so that close() (which takes every shard lock) returns
 // only once every accepted graph is in the feed, where shutdown finds it.
 void Scheduler::Impl::push_graph(const unsigned char* records, std::size_t count, const Edge* edges,
@@ -201,23 +209,23 @@ void Scheduler::Impl::push_graph(const unsigned char* records, std::size_t count
         "graph tasks yet; push graphs to a pool without a deadline");
   }
   check_records(records, count, "push_graph");
-  GraphFeed::Graph graph{
-      lay_out_graph(count, std::span<const Edge>(edges, edge_count), graphs_.capacity()),
-      std::vector<unsigned char>(records, records + count * record_stride_), out};
-  if (count == 0) return;
+  GraphFeed::Node graph = GraphFeed::make_node(
+      {lay_out_graph(count, std::span<const Edge>(edges, edge_count), graphs_.capacity()),
+       std::vector<unsigned char>(records, records + count * record_stride_), out});
+  if (count == 0) {
+    if (input_.closed()) throw_graph_refused();
+    return;
+  }
   const std::size_t home = input_.home();
   {
     auto& shard = input_.shard(home);
     std::lock_guard<AdaptiveMutex> lock(shard.mutex);
-    if (input_.closed()) {
-      throw ShutDown(
-          "weft::gpu::Pool::push_graph: no_more_tasks() was called; nothing more is accepted");
-    }
+    if (input_.closed()) throw_graph_refused();
     count_accepted(home, out, count, 0);
     // seq_cst: pairs with sleep_until_work (the first lane counts itself asleep, then looks
     // at this count; this stores it, then looks at the count of sleepers).
     graph_open_.fetch_add(count, std::memory_order_seq_cst);
-    graphs_.add(std::move(graph));
+    graphs_.add(graph);
   }
   // seq_cst: see above. Every lane wakes: the first one must.
   if (sleeping_lanes_.load(std::memory_order_seq_cst) > 0) wake_one_lane(true);

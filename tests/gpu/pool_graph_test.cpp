@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <future>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -106,10 +109,37 @@ struct StepGraph {
   }
 };
 
-std::vector<Record> pop_n(GraphPool& pool, std::size_t n, std::size_t out = 0) {
+// Takes `n` records from queue `out`; a task that never comes fails the test (after a minute)
+// instead of hanging it.
+template <class AnyPool>
+std::vector<Record> pop_n(AnyPool& pool, std::size_t n, std::size_t out = 0) {
   std::vector<Record> got;
-  for (std::size_t i = 0; i < n; ++i) got.push_back(pool.pop(out));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  Record r;
+  while (got.size() < n) {
+    if (pool.try_pop(r, out)) {
+      got.push_back(r);
+    } else if (std::chrono::steady_clock::now() > deadline) {
+      ADD_FAILURE() << "only " << got.size() << " of " << n << " tasks came back";
+      break;
+    } else {
+      std::this_thread::yield();
+    }
+  }
   return got;
+}
+
+// A random acyclic graph of 1..max_tasks Step tasks, tagged from tag_base.
+std::unique_ptr<StepGraph> random_graph(std::mt19937& rng, std::uint32_t max_tasks,
+                                        std::uint64_t tag_base) {
+  const std::uint32_t n = 1 + rng() % max_tasks;
+  std::vector<Edge> edges;
+  for (std::uint32_t to = 1; to < n; ++to) {
+    for (int e = 0; e < 3; ++e) {
+      if (rng() % 2 == 0) edges.push_back({static_cast<std::uint32_t>(rng() % to), to});
+    }
+  }
+  return std::make_unique<StepGraph>(n, edges, tag_base);
 }
 
 std::string refusal(GraphPool& pool, std::span<const Record> tasks, std::span<const Edge> edges,
@@ -300,10 +330,8 @@ TEST(PoolGraph, AfterNoMoreTasksEveryQueuedGraphRunsAndPopsEndWithShutDown) {
         g_gate_open = true;
       });
       pool.no_more_tasks();
-      try {
-        for (;;) ++seen[pool.pop().tag];
-      } catch (const ShutDown&) {
-      }
+      for (const Record& r : pop_n(pool, 1 + 5 * 32)) ++seen[r.tag];
+      EXPECT_THROW(pool.pop(), ShutDown);
       release.join();
     }
     EXPECT_EQ(seen.size(), 1u + 5u * 32u);
@@ -328,20 +356,19 @@ std::unique_ptr<GraphCore> graph_core(std::size_t blocks, std::size_t graph_capa
 // checking that each tag came once.
 std::map<std::uint64_t, TaskStatus> shut_down_at_the_gate(GraphCore& core) {
   wait_for_the_gate();
+  // Long enough for the shutdown to reach the first lane, which then cancels the table.
   std::thread release([] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     g_gate_open = true;
   });
   core.shutdown();
   release.join();
+  // Shutdown returns once every task was delivered.
   std::map<std::uint64_t, TaskStatus> status;
-  try {
-    for (;;) {
-      const Record r = core.pop(0);
-      EXPECT_TRUE(status.emplace(r.tag, r.status).second) << "tag " << r.tag << " twice";
-    }
-  } catch (const ShutDown&) {
+  for (Record r; core.try_pop(r, 0);) {
+    EXPECT_TRUE(status.emplace(r.tag, r.status).second) << "tag " << r.tag << " twice";
   }
+  EXPECT_THROW(core.pop(0), ShutDown);
   return status;
 }
 
@@ -394,14 +421,9 @@ TEST(PoolGraph, StressRandomGraphsFromSeveralThreads) {
   auto pusher = [&](int thread) {
     std::mt19937 rng(1234 + thread);
     for (int k = 0; k < graphs_per_thread; ++k) {
-      const std::uint32_t n = 1 + rng() % 64;
-      std::vector<Edge> edges;
-      for (std::uint32_t to = 1; to < n; ++to) {
-        for (int e = 0; e < 3; ++e) {
-          if (rng() % 2 == 0) edges.push_back({static_cast<std::uint32_t>(rng() % to), to});
-        }
-      }
-      StepGraph g(n, edges, 1000 * k);
+      const auto graph = random_graph(rng, 64, 1000 * k);
+      StepGraph& g = *graph;
+      const std::uint32_t n = static_cast<std::uint32_t>(g.tasks);
       // One failing task (told apart by its type: its tag is not its index).
       if (n > 4) g.records[rng() % n] = Record::make<Fail>({0}, 1000 * k);
       pool.push_graph(g.records, g.edges, thread);
@@ -432,6 +454,79 @@ TEST(PoolGraph, StressRandomGraphsFromSeveralThreads) {
   for (int t = 0; t < 3; ++t) threads.emplace_back(pusher, t);
   for (auto& t : threads) t.join();
   EXPECT_EQ(pool.stats().pushed, pool.stats().completed);
+}
+
+// Graphs pushed from one thread at random moments while another pauses and resumes the pool
+// over and over: a graph loaded just before a pause keeps the first lane (and its blocks) up
+// until it is through, so that no graph is half run while the pool is paused; none is loaded
+// while a pause is requested; and every task comes back once, after its inputs. Run on pools
+// with two lanes, with the mailbox, and by priority.
+void pause_stress(const PoolOptions& options) {
+  GraphPool pool(options);
+  const int graphs = std::max(10, static_cast<int>(150 * stress_scale()));
+  std::vector<std::unique_ptr<StepGraph>> all;
+  std::size_t total = 0;
+  std::mt19937 rng(99);
+  for (int k = 0; k < graphs; ++k) {
+    all.push_back(random_graph(rng, 12, 100 * k));
+    total += all.back()->tasks;
+  }
+  std::atomic<bool> done{false};
+  std::thread pauser([&] {
+    while (!done.load()) {
+      pool.pause();
+      for (const auto& g : all) {
+        const std::uint64_t ran = g->clock.load();
+        EXPECT_TRUE(ran == 0 || ran == g->tasks) << "a graph is half run on a paused pool";
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      pool.resume();
+      std::this_thread::yield();
+    }
+  });
+  std::thread pusher([&] {
+    std::mt19937 delay(7);
+    for (const auto& g : all) {
+      pool.push_graph(g->records, g->edges);
+      std::this_thread::sleep_for(std::chrono::microseconds(delay() % 100));
+    }
+  });
+  const std::vector<Record> got = pop_n(pool, total);
+  pusher.join();
+  done = true;
+  pauser.join();
+  std::set<std::uint64_t> tags;
+  for (const Record& r : got) {
+    EXPECT_TRUE(tags.insert(r.tag).second) << "tag " << r.tag << " twice";
+    all[r.tag / 100]->check(r, 100 * (r.tag / 100));
+  }
+  EXPECT_EQ(tags.size(), total);
+}
+
+TEST(PoolGraph, PausesAndResumesBetweenGraphsWithTwoLanes) {
+  pause_stress(PoolOptions{.host_blocks = 4, .scheduler_lanes = 2});
+}
+
+TEST(PoolGraph, PausesAndResumesBetweenGraphsWithTheMailbox) {
+  pause_stress(PoolOptions{.host_blocks = 3, .mailbox = true});
+}
+
+TEST(PoolGraph, PausesAndResumesBetweenGraphsInAPriorityPool) {
+  pause_stress(PoolOptions{.host_blocks = 3, .input_order = QueueOrder::priority});
+}
+
+TEST(PoolGraph, ACallbackMayPushAGraph) {
+  GraphPool pool(PoolOptions{.host_blocks = 2});
+  StepGraph g(6, {{0, 5}, {1, 5}, {2, 5}});
+  std::promise<void> pushed;
+  std::atomic<std::uint64_t> clock{0};
+  std::vector<std::uint64_t> stamps(1, 0);
+  pool.push_then(Record::make<Step>({&clock, stamps.data(), nullptr, 0, 0, 0, 0}), [&](Record&) {
+    pool.push_graph(g.records, g.edges);
+    pushed.set_value();
+  });
+  pushed.get_future().wait();
+  for (const Record& r : pop_n(pool, 6)) g.check(r);
 }
 
 }  // namespace

@@ -169,17 +169,22 @@ class Pool {
 
   /// Queues a task graph: `tasks`, and `edges` between them (Edge{from, to}: task `to` starts
   /// only once task `from` ended ok; indices into `tasks`). Every task is delivered to output
-  /// queue `out` as it ends, exactly once, like a pushed one, in the order the tasks end. The
-  /// blocks resolve the dependencies themselves: the block that ends a task's last input makes
-  /// it ready, with no round trip through a scheduler lane. A task one of whose inputs did not
-  /// end ok is delivered as TaskStatus::cancelled, unrun (and so are its successors).
+  /// queue `out` exactly once, like a pushed one, soon after it ends; not in dependency order:
+  /// a task may be popped before one of its inputs (the block that ended the input makes its
+  /// successors ready before it reports the input). The blocks resolve the dependencies
+  /// themselves: the block that ends a task's last input makes it ready, with no round trip
+  /// through a scheduler lane, and blocks take ready graph tasks before their ring's (so graph
+  /// tasks ignore priorities). A task one of whose inputs did not end ok is delivered as
+  /// TaskStatus::cancelled, unrun (and so are its successors).
   ///
   /// Before anything runs, throws weft::InvalidArgument for an edge naming a task past the
   /// last, a cycle (naming a task on it), more tasks than PoolOptions::graph_capacity, a bad
   /// queue or payload size, a pool with a watchdog (task_deadline), or one that runs no graphs
   /// (the device backend, for now); weft::ShutDown after no_more_tasks(). Graphs run one at a
   /// time, in the order pushed, beside the pool's other tasks; a graph pushed while one runs
-  /// waits (queued) for it. At shutdown, tasks not yet run are delivered as cancelled.
+  /// waits (queued) for it. At shutdown the graphs waiting are delivered as cancelled, and the
+  /// graph running stops early: its tasks that start after the shutdown reached it are
+  /// delivered as cancelled, unrun.
   void push_graph(std::span<const Record> tasks, std::span<const Edge> edges, std::size_t out = 0) {
     core_.push_graph(tasks, edges, out);
   }
