@@ -609,5 +609,8 @@ std::size_t Scheduler::num_blocks() const {
 std::size_t Scheduler::ring_depth() const { return impl_->layout_.depth; }
 std::size_t Scheduler::num_slots() const { return num_blocks() * ring_depth(); }
 std::size_t Scheduler::num_lanes() const { return impl_->lanes_.size(); }
+std::size_t Scheduler::graph_capacity() const {
+  return impl_->graphs_.present() ? impl_->graphs_.capacity() : 0;
+}
 
 }  // namespace weft::gpu::detail

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "app_pool.hpp"
@@ -110,6 +112,53 @@ TEST(Cholesky, AMatrixThatIsNotPositiveDefiniteIsReportedWithItsColumn) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("column 70"), std::string::npos) << e.what();
   }
+}
+
+// The same factorization pushed as one task graph: the blocks resolve the dependencies.
+TEST(CholeskyAsAGraph, TheFactorReproducesTheMatrix) {
+  for (const auto order : {weft::gpu::QueueOrder::fifo, weft::gpu::QueueOrder::priority}) {
+    weft::gpu::PoolOptions o = host_options();
+    o.input_order = order;
+    AppPool pool(o);
+    const int n = 6 * CholeskyTile::kTile;  // 56 tasks
+    const std::vector<double> a = spd_matrix(n);
+    std::vector<double> f = a;
+    cholesky_graph_on_pool(pool, f.data(), n, n);
+    EXPECT_LT(cholesky_residual(a, f, n), 1e-14);
+    EXPECT_EQ(f[0 + static_cast<std::size_t>(n - 1) * n],
+              a[0 + static_cast<std::size_t>(n - 1) * n]);
+    EXPECT_EQ(pool.unfinished(0), 0u);
+  }
+}
+
+TEST(CholeskyAsAGraph, AMatrixThatIsNotPositiveDefiniteIsReportedWithItsColumn) {
+  AppPool pool(host_options());
+  const int n = 3 * CholeskyTile::kTile;
+  std::vector<double> a = spd_matrix(n);
+  a[70 + 70 * static_cast<std::size_t>(n)] = -1.0;  // column 70, in the second diagonal tile
+  try {
+    cholesky_graph_on_pool(pool, a.data(), n, n);
+    ADD_FAILURE() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("column 70"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(pool.unfinished(0), 0u);  // every task was taken back
+}
+
+TEST(CholeskyAsAGraph, AGraphLargerThanThePoolTakesIsRefusedNamingBoth) {
+  weft::gpu::PoolOptions o = host_options();
+  o.graph_capacity = 19;
+  AppPool pool(o);
+  const int n = 4 * CholeskyTile::kTile;  // 20 tasks
+  std::vector<double> a = spd_matrix(n);
+  try {
+    cholesky_graph_on_pool(pool, a.data(), n, n);
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("20 tasks"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(19)"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(a, spd_matrix(n));  // nothing ran
 }
 
 // SpMV and Black-Scholes tasks, one kind after the other and mixed: the same results as the

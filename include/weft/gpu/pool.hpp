@@ -232,6 +232,9 @@ class Pool {
   [[nodiscard]] PoolStats stats() const { return core_.stats(); }
   /// Scheduler threads serving the slots.
   [[nodiscard]] std::size_t num_lanes() const { return core_.num_lanes(); }
+  /// The most tasks one push_graph() may have: PoolOptions::graph_capacity on the host
+  /// backend, 0 where the pool runs no graphs (the device backend, for now).
+  [[nodiscard]] std::size_t graph_capacity() const { return core_.graph_capacity(); }
 
  private:
   static TaskStatus host_dispatch(std::uint32_t type, void* payload, std::uint32_t size,

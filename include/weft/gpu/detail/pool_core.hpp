@@ -70,6 +70,7 @@ class PoolCore {
   [[nodiscard]] std::size_t ring_depth() const { return scheduler_.ring_depth(); }
   [[nodiscard]] std::size_t num_slots() const { return scheduler_.num_slots(); }
   [[nodiscard]] std::size_t num_lanes() const { return scheduler_.num_lanes(); }
+  [[nodiscard]] std::size_t graph_capacity() const { return scheduler_.graph_capacity(); }
 
  private:
   Scheduler scheduler_;

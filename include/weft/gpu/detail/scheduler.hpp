@@ -91,6 +91,8 @@ class Scheduler {
   [[nodiscard]] std::size_t ring_depth() const;
   [[nodiscard]] std::size_t num_slots() const;
   [[nodiscard]] std::size_t num_lanes() const;
+  /// The most tasks one graph may have (0: the pool runs no graphs).
+  [[nodiscard]] std::size_t graph_capacity() const;
 
  private:
   struct Impl;
