@@ -1,7 +1,7 @@
 #include "gpu/graph_feed.hpp"
 
 #include <chrono>
-#include <cstring>
+#include <stdexcept>
 #include <utility>
 
 namespace weft::gpu::detail {
@@ -13,25 +13,30 @@ void GraphFeed::add(Node& node) noexcept {
 
 bool GraphFeed::load_next() {
   if (left_ > 0) return false;
-  Graph g;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (waiting_.empty()) return false;
-    g = std::move(waiting_.front());
+    current_ = std::move(waiting_.front());
     waiting_.pop_front();
   }
-  const std::size_t tasks = g.layout.inputs.size();
-  for (std::size_t t = 0; t < tasks; ++t) {
-    std::memcpy(table_->record(static_cast<std::uint32_t>(t)), g.records.data() + t * stride_,
-                stride_);
-  }
-  table_->load(g.layout);
-  out_ = g.out;
+  const std::size_t tasks = current_.layout.inputs.size();
+  table_->load_graph(current_.layout, current_.records.data());
+  done_.assign(tasks, 0);
+  next_root_ = 0;
   left_ = tasks;
-  // The roots from the counts just written, never from the live ones (spec/device_graph.pml).
-  // Each enqueue publishes the records and counts above to the block that takes it.
-  for (const std::uint32_t r : g.layout.roots) table_->enqueue(r);
   return true;
+}
+
+std::size_t GraphFeed::take_roots(RecordBuffer& batch, std::size_t max, const InputQueue& input) {
+  std::size_t n = 0;
+  for (; n < max && next_root_ < current_roots(); ++n, ++next_root_) {
+    // The roots from the counts the host wrote, never from the live ones
+    // (spec/device_graph.pml); loading a root's slot publishes the table to its block.
+    const std::uint32_t r = current_.layout.roots[next_root_];
+    input.write_entry(batch.append(), current_.records.data() + r * stride_, current_.out,
+                      kGraphTaskFlag | r);
+  }
+  return n;
 }
 
 std::size_t GraphFeed::collect(Outbox& outbox) {
@@ -39,15 +44,45 @@ std::size_t GraphFeed::collect(Outbox& outbox) {
   while (left_ > 0) {
     const auto c = table_->collect();
     if (!c) break;
-    stage(outbox, table_->record(c->task), out_, c->status);
-    --left_;
+    stage(outbox, table_->result(c->task), current_.out, c->status);
+    delivered(c->task);
     ++n;
   }
   return n;
 }
 
+void GraphFeed::roots_ended(std::vector<std::uint32_t>& roots) {
+  for (const std::uint32_t r : roots) delivered(r);
+  roots.clear();
+}
+
+void GraphFeed::delivered(std::uint32_t t) {
+  if (t >= done_.size() || done_[t] != 0 || left_ == 0) {
+    throw std::logic_error("weft::gpu graph feed: task " + std::to_string(t) +
+                           " delivered twice or out of the graph");
+  }
+  done_[t] = 1;
+  --left_;
+}
+
 std::size_t GraphFeed::cancel(Outbox& outbox) {
   table_->cancel_unrun();
+  return cancel_waiting(outbox);
+}
+
+std::size_t GraphFeed::fail(Outbox& outbox, TaskStatus status) {
+  std::size_t n = 0;
+  for (std::uint32_t t = 0; t < done_.size() && left_ > 0; ++t) {
+    if (done_[t] != 0) continue;
+    stage(outbox, current_.records.data() + t * stride_, current_.out, status);
+    delivered(t);
+    ++n;
+  }
+  next_root_ = current_roots();
+  return n + cancel_waiting(outbox);
+}
+
+std::size_t GraphFeed::cancel_waiting(Outbox& outbox) {
   std::list<Graph> waiting;
   {
     std::lock_guard<std::mutex> lock(mutex_);

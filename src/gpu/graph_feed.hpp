@@ -1,16 +1,18 @@
 // The scheduler's side of task graphs (Pool::push_graph) on a backend with a graph table
 // (docs/decisions/017-gpu-device-dependencies.md): the graphs accepted and waiting for the
-// table, the one in it, and its completions, which the pool's first lane collects and stages
-// like finished slots.
+// table, and the one in it, whose roots the pool's first lane loads into its blocks' rings and
+// whose other tasks' completions it collects from the table, staging both like finished slots.
 //
 //   auto node = GraphFeed::make_node(std::move(graph));  // a pusher, before it is accepted
 //   feed.add(node);                                      // once it is accepted (never throws)
 //   // the first lane, each round:
-//   ended += feed.collect(lane.outbox);              // completions, staged for their queue
-//   if (!pausing) feed.load_next();                  // the next graph, once the table is free
+//   ended += feed.collect(lane.outbox);          // completions of queue-taken tasks
+//   feed.roots_ended(lane.outbox.graph_roots()); // roots its rings collected
+//   if (!pausing) feed.load_next();              // the next graph, once the table is free
+//   feed.take_roots(lane.batch, room, input);    // roots, as entries for the lane's rings
 //
-// One graph is in the table at a time (HostGraphTable's contract): the next is loaded once
-// every completion of the last was collected. Graphs are loaded in the order they were added.
+// One graph is in the table at a time (GraphTable's contract): the next is loaded once every
+// task of the last was delivered. Graphs are loaded in the order they were added.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +23,9 @@
 
 #include "gpu/graph_layout.hpp"
 #include "gpu/graph_table.hpp"
+#include "gpu/input_queue.hpp"
 #include "gpu/outbox.hpp"
+#include "gpu/record_buffer.hpp"
 
 namespace weft::gpu::detail {
 
@@ -34,16 +38,6 @@ class GraphFeed {
     std::vector<unsigned char> records;
     std::size_t out = 0;
   };
-
-  /// `table`: the blocks' graph table, or null when the backend has none (then present() is
-  /// false and nothing else may be called).
-  GraphFeed(HostGraphTable* table, std::size_t record_stride) noexcept
-      : table_(table), stride_(record_stride) {}
-
-  [[nodiscard]] bool present() const noexcept { return table_ != nullptr; }
-  /// The most tasks one graph may have.
-  [[nodiscard]] std::size_t capacity() const noexcept { return table_->capacity(); }
-
   /// A graph ready to be added: allocated before it is accepted, so that add() cannot fail.
   using Node = std::list<Graph>;
   static Node make_node(Graph graph) {
@@ -52,35 +46,60 @@ class GraphFeed {
     return node;
   }
 
+  /// `table`: the blocks' graph table, or null when the backend has none (then present() is
+  /// false and nothing else may be called).
+  GraphFeed(GraphTable* table, std::size_t record_stride) noexcept
+      : table_(table), stride_(record_stride) {}
+
+  [[nodiscard]] bool present() const noexcept { return table_ != nullptr; }
+  /// The most tasks one graph may have.
+  [[nodiscard]] std::size_t capacity() const noexcept { return table_->capacity(); }
+
   /// Any thread: queues an accepted graph (at least one task) for the lane to load. Never
   /// throws (it links the node in): the graph's tasks were counted before.
   void add(Node& node) noexcept;
 
   // ---- the first lane's thread only ----
-  /// Loads the next waiting graph when the table is free: its records and counts, then its
-  /// roots into the ready queue. Returns whether it loaded one.
+  /// Loads the next waiting graph when the table is free. Returns whether it loaded one.
   bool load_next();
-  /// Stages every completion published so far for its output queue, with the task's results.
-  /// Returns how many.
+  /// Appends up to `max` of the loaded graph's roots not yet handed out to `batch`, as input
+  /// entries (kGraphTaskFlag | index in the callback field). Returns how many.
+  std::size_t take_roots(RecordBuffer& batch, std::size_t max, const InputQueue& input);
+  /// Stages every completion the table published so far for its output queue, with the
+  /// task's results. Returns how many.
   std::size_t collect(Outbox& outbox);
-  /// Whether a graph is in the table with completions not yet collected.
+  /// The roots whose slots the lane's rings collected (staged by them): counted delivered.
+  /// Clears `roots`.
+  void roots_ended(std::vector<std::uint32_t>& roots);
+  /// Whether a graph is in the table with tasks not yet delivered.
   [[nodiscard]] bool in_table() const noexcept { return left_ > 0; }
-  /// Shutdown: the graph in the table drains without running its tasks (each still ends, as
-  /// cancelled, through collect()), and every waiting graph's tasks are staged as cancelled.
-  /// Returns how many were staged.
+  /// Whether roots of the graph in the table wait to be loaded.
+  [[nodiscard]] bool roots_waiting() const noexcept { return next_root_ < current_roots(); }
+  /// Shutdown: the graph in the table drains without running its tasks taken from now on
+  /// (each still ends, as cancelled, through collect(); its roots still go through the rings),
+  /// and every waiting graph's tasks are staged as cancelled. Returns how many were staged.
   std::size_t cancel(Outbox& outbox);
+  /// The blocks died: every task of the graph in the table not yet delivered is staged as
+  /// `status` (after roots_ended() for the roots the rings failed), and every waiting graph's
+  /// as cancelled. Returns how many.
+  std::size_t fail(Outbox& outbox, TaskStatus status);
 
  private:
   static void stage(Outbox& outbox, const unsigned char* record, std::size_t out,
                     TaskStatus status);
+  [[nodiscard]] std::size_t current_roots() const noexcept { return current_.layout.roots.size(); }
+  void delivered(std::uint32_t t);
+  std::size_t cancel_waiting(Outbox& outbox);
 
-  HostGraphTable* table_;
+  GraphTable* table_;
   std::size_t stride_;
   std::mutex mutex_;
   std::list<Graph> waiting_;  // under mutex_
   // The lane's alone: the graph in the table.
-  std::size_t out_ = 0;
-  std::size_t left_ = 0;  // its completions not yet collected
+  Graph current_;
+  std::vector<std::uint8_t> done_;  // per task: delivered
+  std::size_t next_root_ = 0;       // roots handed out so far
+  std::size_t left_ = 0;            // tasks not yet delivered
 };
 
 }  // namespace weft::gpu::detail

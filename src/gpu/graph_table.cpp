@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 
@@ -105,7 +106,20 @@ void HostGraphTable::cancel_unrun() noexcept {
   cancelled_.store(true, std::memory_order_relaxed);  // relaxed: see runnable()
 }
 
+void HostGraphTable::load_graph(const GraphLayout& layout, const unsigned char* records) {
+  for (std::size_t t = 0; t < layout.inputs.size(); ++t) {
+    std::memcpy(record(static_cast<std::uint32_t>(t)), records + t * record_stride_,
+                record_stride_);
+  }
+  load(layout);
+}
+
 void HostGraphTable::finish(std::uint32_t t, TaskStatus status) {
+  count_down(t, status);
+  publish(t, status);
+}
+
+void HostGraphTable::count_down(std::uint32_t t, TaskStatus status) {
   const bool ok = status == TaskStatus::ok;
   for (std::uint32_t i = layout_.successor_start[t]; i < layout_.successor_start[t + 1]; ++i) {
     const std::uint32_t s = layout_.successors[i];
@@ -118,7 +132,6 @@ void HostGraphTable::finish(std::uint32_t t, TaskStatus status) {
     // decrement then a separate read lets two blocks both see zero (mutant 3).
     if (inputs_[s].fetch_sub(1, std::memory_order_acq_rel) == 1) enqueue(s);
   }
-  publish(t, status);
 }
 
 void HostGraphTable::publish(std::uint32_t t, TaskStatus status) {

@@ -1,10 +1,12 @@
-// src/gpu/graph_table.hpp - the graph table of device-side dependencies on the host backend
-// (docs/decisions/017-gpu-device-dependencies.md): the protocol of spec/device_graph.pml with
-// std::atomic, for host threads standing in for a GPU's blocks and a scheduler lane.
+// src/gpu/graph_table.hpp - the graph table of device-side dependencies
+// (docs/decisions/017-gpu-device-dependencies.md): what the scheduler's graph feed sees of it
+// (GraphTable), and the host backend's (HostGraphTable): the protocol of spec/device_graph.pml
+// with std::atomic, for host threads standing in for a GPU's blocks and a scheduler lane.
 //
 //   HostGraphTable table(capacity);
 //   table.load(lay_out_graph(n, edges, capacity));   // the host: counts, successors
-//   for (auto r : layout.roots) table.enqueue(r);    // the roots, from the written counts
+//   for (auto r : layout.roots) table.enqueue(r);    // (the pool loads them into rings instead;
+//                                                    //  their blocks then call count_down)
 //   // a block:  if (auto t = table.take()) { run *t unless !table.runnable(*t); table.finish(*t,
 //   status); }
 //   // the lane: while (auto c = table.collect()) deliver(c->task, c->status);
@@ -12,11 +14,11 @@
 // One graph at a time: load() after every completion of the last graph was collected (by the
 // lane's thread, or one it hands over to). With a record stride, the table also holds each
 // task's record (TaskRecord bytes): the host writes it before load(), the block runs the task
-// on its payload in place, and the lane reads the results after collect(). Completions come in the
-// order blocks claimed them, not in dependency order: a block may enqueue a successor before it
-// publishes the task, and the successor's completion may then be claimed first. A full queue or
-// ring (a broken invariant: a graph larger than the table, or load() too early) throws
-// std::logic_error and leaves the table unusable.
+// on its payload in place, and the lane reads the results after collect(). Completions come in
+// the order blocks claimed them, not in dependency order: a block may enqueue a successor
+// before it publishes the task, and the successor's completion may then be claimed first. A
+// full queue or ring (a broken invariant: a graph larger than the table, or load() too early)
+// throws std::logic_error and leaves the table unusable.
 #pragma once
 
 #include <atomic>
@@ -30,23 +32,46 @@
 
 namespace weft::gpu::detail {
 
-class HostGraphTable {
+/// A graph table as the scheduler's graph feed sees it, whoever runs the blocks (host threads
+/// here, a GPU's blocks in device_blocks.cu). The feed loads a graph, puts its roots into its
+/// lane's rings (each slot carrying the root's index: SlotHeader::graph_task), and collects
+/// the completions of the other tasks, which the blocks take from the ready queue.
+class GraphTable {
  public:
   struct Completion {
     std::uint32_t task;
     TaskStatus status;
   };
+  virtual ~GraphTable() = default;
+  /// The most tasks a graph may have.
+  [[nodiscard]] virtual std::size_t capacity() const noexcept = 0;
+  /// Writes a graph: its records (record_stride bytes apart, in task order), counts and
+  /// successors. Only once every completion of the last graph was collected.
+  virtual void load_graph(const GraphLayout& layout, const unsigned char* records) = 0;
+  /// The next completion of a task taken from the ready queue (never a root), once published.
+  virtual std::optional<Completion> collect() = 0;
+  /// A collected task's record, its payload holding the task's results.
+  [[nodiscard]] virtual const unsigned char* result(std::uint32_t t) const = 0;
+  /// Shutdown: the tasks taken from the ready queue from now on end as cancelled, unrun (best
+  /// effort: a block that has not seen it yet runs the task). For good.
+  virtual void cancel_unrun() noexcept = 0;
+};
 
+class HostGraphTable final : public GraphTable {
+ public:
   /// A table of `capacity` tasks (at least 1), with room for a record of `record_stride` bytes
   /// per task (0: none).
   explicit HostGraphTable(std::size_t capacity, std::size_t record_stride = 0);
 
-  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] std::size_t capacity() const noexcept override { return capacity_; }
   /// Task t's record (record_stride bytes, 16-byte aligned). Written by the host before load();
   /// read and written by the block that takes t; read by the lane after it collected t.
   [[nodiscard]] unsigned char* record(std::uint32_t t) const noexcept {
     return records_.get() + t * record_stride_;
   }
+
+  void load_graph(const GraphLayout& layout, const unsigned char* records) override;
+  [[nodiscard]] const unsigned char* result(std::uint32_t t) const override { return record(t); }
 
   /// The host: writes a graph's counts and successors (no block may be taking from it).
   void load(const GraphLayout& layout);
@@ -61,13 +86,16 @@ class HostGraphTable {
   /// Any thread (shutdown): every task taken from now on is finished as cancelled, unrun, so
   /// that the graph in the table drains without running. Its completions still come through
   /// collect(), exactly once each. For good: the table is not loaded again.
-  void cancel_unrun() noexcept;
-  /// A block, once t ended with `status` (cancelled when !runnable(t)): poisons t's successors
-  /// unless it ended ok, then counts each one's input as final, enqueueing those it completes;
+  void cancel_unrun() noexcept override;
+  /// A block, once t ended with `status` (cancelled when !runnable(t)): count_down(t, status),
   /// then publishes t's completion for the lane.
   void finish(std::uint32_t t, TaskStatus status);
+  /// A block, once t ended with `status`: poisons t's successors unless it ended ok, then
+  /// counts each one's input as final, enqueueing those it completes. Alone (without the
+  /// publication) for a root, which its slot reports.
+  void count_down(std::uint32_t t, TaskStatus status);
   /// The lane: the next completion, in the order blocks claimed them, once it is published.
-  std::optional<Completion> collect();
+  std::optional<Completion> collect() override;
 
  private:
   struct alignas(64) Cell {  // the ready queue (Vyukov's bounded MPMC queue)

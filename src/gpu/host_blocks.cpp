@@ -56,7 +56,7 @@ class HostBlocks final : public BlockRuntime {
   [[nodiscard]] std::size_t num_blocks() const noexcept override { return blocks_; }
 
   [[nodiscard]] std::uint64_t* mailbox() const noexcept override { return mailbox_; }
-  [[nodiscard]] HostGraphTable* graph_table() noexcept override { return graph_.get(); }
+  [[nodiscard]] GraphTable* graph_table() noexcept override { return graph_.get(); }
 
   [[nodiscard]] std::vector<std::uint32_t> block_units() const override {
     std::vector<std::uint32_t> units(blocks_);
@@ -157,6 +157,8 @@ class HostBlocks final : public BlockRuntime {
           // throw, so the status the task reports is the one a faulting device task gets.
           status = TaskStatus::device_failed;
         }
+        // A graph's root: its successors are counted down before its slot reports it.
+        if (header->graph_task != 0) graph_->count_down(header->graph_task - 1, status);
         header->status = static_cast<std::uint32_t>(status);
         std::uint32_t expected = static_cast<std::uint32_t>(SlotState::ready);
         // release: the status and the payload's results are visible to the scheduler's

@@ -51,8 +51,12 @@ struct EntryHead {
   std::uint32_t payload_size;
   std::uint64_t tag;
   std::uint32_t out;       // output queue
-  std::uint32_t callback;  // callback table handle, 0: none
+  std::uint32_t callback;  // callback table handle, 0: none; or kGraphTaskFlag | table index
 };
+/// In EntryHead::callback (and SlotMeta::callback): the entry is the root of a task graph with
+/// this index in the blocks' graph table (the low bits), delivered to `out` like a pushed task
+/// and reported to the graph feed. Callback handles stay below it.
+inline constexpr std::uint32_t kGraphTaskFlag = 1u << 31;
 inline constexpr std::size_t kEntryPayloadOffset = sizeof(EntryHead);
 static_assert(kEntryPayloadOffset == 24);
 constexpr std::size_t entry_stride(std::size_t payload_capacity) noexcept {

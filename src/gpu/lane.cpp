@@ -60,9 +60,10 @@ void Scheduler::Impl::lane_main(Lane& lane) {
   for (;;) {
     const Clock::time_point now = Clock::now();
     timer.begin(lane.rings.active_blocks());
-    const std::size_t graph_ended = graph_round(lane);
-    const std::size_t ended =
-        lane.rings.collect(lane.outbox, now) + mailbox_round(lane, now, false) + graph_ended;
+    const std::size_t ring_ended = lane.rings.collect(lane.outbox, now);
+    const std::size_t table_ended = graph_round(lane);
+    const std::size_t ended = ring_ended + mailbox_round(lane, now, false) + table_ended;
+    const std::size_t graph_ended = table_ended + graph_roots_ended(lane);
     // The hints before the deliveries: a thread that pops this round's last task and then
     // pushes a batch has its push's size store (seq_cst) after them, so a lane that sees the
     // batch queued (InputQueue::size, seq_cst) sees this lane's units idle, and spreads the
@@ -76,11 +77,15 @@ void Scheduler::Impl::lane_main(Lane& lane) {
     bool stopping = false;
     bool whole_rings = false;
     lane.batch.clear();
+    // acquire: pairs with pause's store (a hint: the lane takes nothing while it is set).
+    const bool pausing = pause_requested_.load(std::memory_order_acquire);
+    // The next task graph once the table is free, none while pausing (it waits, as queued
+    // tasks do, for resume()); the roots of the one in the table before any queued task,
+    // pausing or not (it must drain before the lane parks).
+    const bool loaded_roots = load_graph_roots(lane, now, !pausing);
     // A hint here (the shard locks in take_batch order the entries).
     const std::size_t queued = input_.size();
     const std::size_t free = lane.rings.free_capacity();
-    // acquire: pairs with pause's store (a hint: the lane takes nothing while it is set).
-    const bool pausing = pause_requested_.load(std::memory_order_acquire);
     if (!pausing && free > 0 && queued > 0) {
       // At most one task per block per round: rings fill one level at a time, and a lane that
       // comes back quickly does not take what other lanes are about to. Unless more is queued
@@ -112,15 +117,12 @@ void Scheduler::Impl::lane_main(Lane& lane) {
     }
     lane.rings.load(lane.batch, now, whole_rings);
     if (lane.rings.take_doorbell()) blocks_->after_loads();
-    // The next task graph once the table is free; none while pausing (it waits, as queued
-    // tasks do, for resume()).
-    if (serves_graphs(lane) && !pausing) graphs_.load_next();
     publish_idle(lane);
     wake_for_own_shards(lane);
     timer.mark(Phase::load);
     const std::size_t loaded = lane.batch.size();
 
-    if (ended > 0 || loaded > 0) {
+    if (ended > 0 || loaded > 0 || loaded_roots) {
       last_activity = now;
       timer.end(ended, loaded);
       continue;
@@ -354,7 +356,17 @@ bool Scheduler::Impl::check_failure(Lane& lane) {
   }
   std::size_t n = lane.rings.fail_in_flight(lane.outbox);
   if (serves_mailbox(lane)) n += mailbox_.fail(lane.outbox);
+  // The graph in the table will not finish: its tasks not yet delivered fail with the
+  // blocks, the waiting graphs are cancelled.
+  std::size_t graph_n = 0;
+  if (serves_graphs(lane)) {
+    graph_n = graph_roots_ended(lane);
+    const std::size_t failed = graphs_.fail(lane.outbox, TaskStatus::device_failed);
+    graph_n += failed;
+    n += failed;
+  }
   flush(lane, n);
+  graphs_delivered(graph_n);
   cancel_queued(lane);
   wake_all_outputs();
   return true;
@@ -401,8 +413,9 @@ void Scheduler::Impl::stop_lane(Lane& lane) {
   cancel_batch(lane);
   cancel_queued(lane);
   // Graphs likewise: those waiting for the table are cancelled, and the one in it drains, its
-  // tasks not yet run ending as cancelled, through the blocks (this lane's, running until it
-  // writes their EXIT below).
+  // tasks taken from now on ending as cancelled, through the blocks (this lane's, running
+  // until it writes their EXIT below); its roots not yet loaded still go through the rings,
+  // so that their successors are counted down.
   if (serves_graphs(lane)) {
     const std::size_t n = graphs_.cancel(lane.outbox);
     flush(lane, n);
@@ -416,11 +429,13 @@ void Scheduler::Impl::stop_lane(Lane& lane) {
   for (std::uint32_t round = 0; lane.rings.unresolved() > 0 || undelivered() || graph_in_table();
        ++round) {
     const Clock::time_point now = Clock::now();
-    const std::size_t graph_ended = graph_round(lane);
-    const std::size_t ended =
-        lane.rings.collect(lane.outbox, now) + mailbox_round(lane, now, true) + graph_ended;
+    const std::size_t ring_ended = lane.rings.collect(lane.outbox, now);
+    const std::size_t table_ended = graph_round(lane);
+    const std::size_t ended = ring_ended + mailbox_round(lane, now, true) + table_ended;
+    const std::size_t graph_ended = table_ended + graph_roots_ended(lane);
     flush(lane, ended);
     graphs_delivered(graph_ended);
+    (void)load_graph_roots(lane, now, false);
     if (ended == 0) {
       if ((round & 1023) == 1023 && check_failure(lane)) break;
       std::this_thread::yield();
@@ -428,6 +443,21 @@ void Scheduler::Impl::stop_lane(Lane& lane) {
   }
   lane.rings.write_exit();
   blocks_->after_loads();
+}
+
+// The first lane: loads the next graph when the table is free (`may_load_graph`), then puts
+// the roots of the one in the table not yet handed out into its free slots. Returns whether it
+// loaded any root.
+bool Scheduler::Impl::load_graph_roots(Lane& lane, Clock::time_point now, bool may_load_graph) {
+  if (!serves_graphs(lane)) return false;
+  if (may_load_graph) graphs_.load_next();
+  const std::size_t free = lane.rings.free_capacity();
+  if (free == 0 || !graphs_.roots_waiting()) return false;
+  lane.roots.clear();
+  (void)graphs_.take_roots(lane.roots, free, input_);
+  lane.rings.load(lane.roots, now, false);
+  if (lane.rings.take_doorbell()) blocks_->after_loads();
+  return true;
 }
 
 }  // namespace weft::gpu::detail

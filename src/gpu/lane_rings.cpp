@@ -272,6 +272,7 @@ void LaneRings::write_slot(std::uint32_t b, std::uint32_t j, const unsigned char
   h->type = e.type;
   h->payload_size = e.payload_size;
   h->status = 0;
+  h->graph_task = (e.callback & kGraphTaskFlag) != 0 ? (e.callback & ~kGraphTaskFlag) + 1 : 0;
   copy_payload(s + kSlotHeaderBytes, entry + kEntryPayloadOffset, room_, e.payload_size);
   // release: type, size and payload are visible to the block's acquire load of READY.
   state_word(states(b), j).store(word(SlotState::ready), std::memory_order_release);

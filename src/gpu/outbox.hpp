@@ -65,7 +65,7 @@ class Outbox {
   /// the lanes' per-task loops; the rare callback case is out of line.
   [[gnu::always_inline]] inline void stage(const SlotMeta& m, TaskStatus status,
                                            const unsigned char* results) {
-    unsigned char* r = m.callback != 0 ? stage_callback(m.callback) : staged_[m.out].append();
+    unsigned char* r = m.callback != 0 ? stage_callback(m) : staged_[m.out].append();
     write_record(r, m, status, results, room_);
     failed_ += status != TaskStatus::ok;  // counted here: the delivery need not re-read
   }
@@ -77,10 +77,18 @@ class Outbox {
   [[nodiscard]] std::vector<std::uint32_t>& callback_ids() noexcept { return callback_ids_; }
   /// Staged records whose status is not ok, since the last call.
   std::uint64_t take_failed() noexcept { return std::exchange(failed_, 0); }
+  /// The graph table indices of the graph roots staged (kGraphTaskFlag), since the last call
+  /// (the caller clears it).
+  [[nodiscard]] std::vector<std::uint32_t>& graph_roots() noexcept { return graph_roots_; }
 
  private:
-  [[gnu::noinline]] unsigned char* stage_callback(std::uint32_t callback) {
-    callback_ids_.push_back(callback);
+  // A callback's task, or a graph root (which goes to its queue).
+  [[gnu::noinline]] unsigned char* stage_callback(const SlotMeta& m) {
+    if ((m.callback & kGraphTaskFlag) != 0) {
+      graph_roots_.push_back(m.callback & ~kGraphTaskFlag);
+      return staged_[m.out].append();
+    }
+    callback_ids_.push_back(m.callback);
     return callback_records_.append();
   }
 
@@ -88,6 +96,7 @@ class Outbox {
   std::vector<RecordBuffer> staged_;  // by output queue
   RecordBuffer callback_records_;
   std::vector<std::uint32_t> callback_ids_;
+  std::vector<std::uint32_t> graph_roots_;
   std::uint64_t failed_ = 0;
 };
 

@@ -130,6 +130,10 @@ std::uint32_t Scheduler::Impl::add_callback(RecordCallback cb) {
     free_callbacks_.pop_back();
     callbacks_[id] = std::move(cb);
   } else {
+    // Handles stay below kGraphTaskFlag (2^31 callbacks in flight at once: never in practice).
+    if (callbacks_.size() + 1 >= kGraphTaskFlag) {
+      throw InvalidState("weft::gpu::Pool: 2^31 callbacks or futures in flight at once");
+    }
     id = static_cast<std::uint32_t>(callbacks_.size());
     callbacks_.push_back(std::move(cb));
   }

@@ -41,12 +41,14 @@ struct Scheduler::Impl {
          std::size_t capacity, std::size_t entry_stride)
         : rings(layout, first, count, options, watchdog),
           outbox(outputs, capacity),
-          batch(entry_stride) {}
+          batch(entry_stride),
+          roots(entry_stride) {}
     std::size_t index = 0;   // which lane (its shard of every output queue)
     std::size_t cursor = 0;  // the input shard its next sweep starts at
     LaneRings rings;
     Outbox outbox;
     RecordBuffer batch;  // taken from the input queue, not yet loaded
+    RecordBuffer roots;  // the first lane: a task graph's roots, as input entries
     std::thread thread;
     // rings.idle_units() and rings.idle_blocks() as the other lanes see them (written by this
     // lane once per round when they changed; on a line of their own, since the others read
@@ -138,9 +140,19 @@ struct Scheduler::Impl {
   [[nodiscard]] bool serves_graphs(const Lane& lane) const {
     return graphs_.present() && &lane == lanes_[0].get();
   }
+  // Stages the completions the graph table published (tasks taken from its ready queue).
   std::size_t graph_round(Lane& lane) {
     return serves_graphs(lane) ? graphs_.collect(lane.outbox) : 0;
   }
+  // Tells the feed of the roots the lane's rings staged (they count among the ring's ended
+  // tasks). Returns how many.
+  std::size_t graph_roots_ended(Lane& lane) {
+    std::vector<std::uint32_t>& roots = lane.outbox.graph_roots();
+    const std::size_t n = roots.size();
+    if (n > 0) graphs_.roots_ended(roots);
+    return n;
+  }
+  bool load_graph_roots(Lane& lane, Clock::time_point now, bool may_load_graph);
   // Whether graph tasks accepted are not yet delivered: the first lane stays awake for them.
   // seq_cst: pairs with push_graph as the shards' sizes do with push (see sleep_until_work).
   [[nodiscard]] bool graphs_open(const Lane& lane) const {

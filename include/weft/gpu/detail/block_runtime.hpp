@@ -15,7 +15,7 @@
 
 namespace weft::gpu::detail {
 
-class HostGraphTable;
+class GraphTable;
 
 class BlockRuntime {
  public:
@@ -61,8 +61,9 @@ class BlockRuntime {
   [[nodiscard]] virtual std::uint64_t* mailbox() const noexcept { return nullptr; }
   /// The table of task graphs whose dependencies the blocks resolve themselves
   /// (Pool::push_graph), or null when the backend has none. The blocks take its ready tasks
-  /// before they look at their ring. Valid until destruction.
-  [[nodiscard]] virtual HostGraphTable* graph_table() noexcept { return nullptr; }
+  /// before they look at their ring, and count a graph root's successors down after running
+  /// it from a slot. Valid until destruction.
+  [[nodiscard]] virtual GraphTable* graph_table() noexcept { return nullptr; }
   /// Reads of host memory the blocks made so far (device backend; 0 on the host backend).
   [[nodiscard]] virtual std::uint64_t host_polls() { return 0; }
   /// Whether the blocks are real GPU blocks reading host memory (the device backend).

@@ -55,7 +55,10 @@ struct SlotHeader {
   std::uint32_t type;          // task type id: written by the scheduler before READY
   std::uint32_t payload_size;  // bytes of payload: written by the scheduler before READY
   std::uint32_t status;        // TaskStatus: written by the block before FINISHED
-  std::uint32_t reserved;
+  // The root of a task graph: its index in the blocks' graph table + 1 (0: a plain task),
+  // written by the scheduler before READY. The block counts its successors down before
+  // FINISHED (docs/decisions/017-gpu-device-dependencies.md).
+  std::uint32_t graph_task;
 };
 inline constexpr std::size_t kSlotHeaderBytes = 16;
 static_assert(sizeof(SlotHeader) == kSlotHeaderBytes);
