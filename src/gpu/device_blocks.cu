@@ -2,15 +2,20 @@
 // host-mapped memory (docs/architecture.md: a ring of slots per resident block).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "gpu/graph_table.hpp"
 #include "weft/error.hpp"
 #include "weft/gpu/detail/block_runtime.hpp"
 #include "weft/gpu/detail/cuda_check.cuh"
@@ -53,6 +58,163 @@ struct DeviceLaunch {
   int sms = 0;
 };
 
+// A GPU's graph table (docs/decisions/017-gpu-device-dependencies.md): the records and the
+// completion ring in pinned mapped memory, the counts, poison flags, successors and the ready
+// queue in device memory (DeviceGraphArgs). The host writes a graph's counts and successors
+// with copies it waits for before the first lane loads the roots' slots (whose READY, a
+// release, the blocks acquire); the blocks read them with atomics only (no stale L1 line of
+// the last graph), and the queue and the counters are the blocks' alone.
+class DeviceGraphTable final : public GraphTable {
+ public:
+  // Successors a graph may have per task, on average (the device memory is sized for it).
+  static constexpr std::size_t kEdgesPerTask = 8;
+
+  DeviceGraphTable(int device, std::size_t capacity, std::size_t record_stride)
+      : device_(device),
+        capacity_(capacity),
+        stride_(record_stride),
+        slots_(std::bit_ceil(std::max<std::size_t>(capacity, 2))) {
+    const KeepCurrentDevice keep;
+    WEFT_CUDA_CHECK(cudaSetDevice(device));
+    WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&records_), capacity * stride_,
+                                  cudaHostAllocMapped | cudaHostAllocPortable));
+    WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&completions_),
+                                  2 * slots_ * sizeof(unsigned long long),
+                                  cudaHostAllocMapped | cudaHostAllocPortable));
+    std::memset(completions_, 0, 2 * slots_ * sizeof(unsigned long long));
+    auto words = [](std::size_t n) { return n * sizeof(std::uint32_t); };
+    WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&inputs_), words(capacity)));
+    WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&poisoned_), words(capacity)));
+    WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&successor_start_), words(capacity + 1)));
+    WEFT_CUDA_CHECK(
+        cudaMalloc(reinterpret_cast<void**>(&successors_), words(capacity * kEdgesPerTask)));
+    WEFT_CUDA_CHECK(
+        cudaMalloc(reinterpret_cast<void**>(&cells_), 2 * slots_ * sizeof(unsigned long long)));
+    WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&counters_),
+                               kGraphCounterWords * sizeof(unsigned long long)));
+    WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&cancelled_), sizeof(std::uint32_t)));
+    // Cell i free for the ticket i (its sequence), every counter 0, not cancelled.
+    std::vector<unsigned long long> cells(2 * slots_, 0);
+    for (std::size_t i = 0; i < slots_; ++i) cells[2 * i] = i;
+    WEFT_CUDA_CHECK(
+        cudaMemcpy(cells_, cells.data(), cells.size() * sizeof(cells[0]), cudaMemcpyHostToDevice));
+    WEFT_CUDA_CHECK(cudaMemset(counters_, 0, kGraphCounterWords * sizeof(unsigned long long)));
+    WEFT_CUDA_CHECK(cudaMemset(cancelled_, 0, sizeof(std::uint32_t)));
+  }
+  ~DeviceGraphTable() override {
+    // Errors here cannot be reported from a destructor.
+    cudaSetDevice(device_);
+    for (void* p : {static_cast<void*>(inputs_), static_cast<void*>(poisoned_),
+                    static_cast<void*>(successor_start_), static_cast<void*>(successors_),
+                    static_cast<void*>(cells_), static_cast<void*>(counters_),
+                    static_cast<void*>(cancelled_)}) {
+      if (p != nullptr) cudaFree(p);
+    }
+    if (records_ != nullptr) cudaFreeHost(records_);
+    if (completions_ != nullptr) cudaFreeHost(completions_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  DeviceGraphTable(const DeviceGraphTable&) = delete;
+  DeviceGraphTable& operator=(const DeviceGraphTable&) = delete;
+
+  [[nodiscard]] std::size_t capacity() const noexcept override { return capacity_; }
+  [[nodiscard]] std::size_t edge_capacity() const noexcept override {
+    return capacity_ * kEdgesPerTask;
+  }
+
+  void load_graph(const GraphLayout& layout, const unsigned char* records) override {
+    const std::size_t tasks = layout.inputs.size();
+    if (tasks > capacity_ || layout.successors.size() > edge_capacity()) {
+      throw std::logic_error("weft::gpu graph table: a graph larger than the table was loaded");
+    }
+    std::memcpy(records_, records, tasks * stride_);
+    const KeepCurrentDevice keep;
+    WEFT_CUDA_CHECK(cudaSetDevice(device_));
+    auto copy = [&](std::uint32_t* to, const std::vector<std::uint32_t>& from) {
+      if (from.empty()) return;
+      WEFT_CUDA_CHECK(cudaMemcpyAsync(to, from.data(), from.size() * sizeof(std::uint32_t),
+                                      cudaMemcpyHostToDevice, stream_));
+    };
+    copy(inputs_, layout.inputs);
+    copy(successor_start_, layout.successor_start);
+    copy(successors_, layout.successors);
+    WEFT_CUDA_CHECK(cudaMemsetAsync(poisoned_, 0, tasks * sizeof(std::uint32_t), stream_));
+    // Done before the lane loads the roots (their READY stores follow this wait).
+    WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  std::optional<Completion> collect() override {
+    unsigned long long* entry = completions_ + 2 * (collected_ & (slots_ - 1));
+    // acquire: pairs with graph_publish's release store of the sequence (system scope); the
+    // task's results in its record are visible after it.
+    if (std::atomic_ref<unsigned long long>(entry[0]).load(std::memory_order_acquire) !=
+        collected_ + 1) {
+      return std::nullopt;
+    }
+    // relaxed: ordered by the acquire above.
+    const unsigned long long word =
+        std::atomic_ref<unsigned long long>(entry[1]).load(std::memory_order_relaxed);
+    ++collected_;
+    return Completion{static_cast<std::uint32_t>(word & 0xFFFFFFFFu),
+                      static_cast<TaskStatus>(word >> 32)};
+  }
+
+  [[nodiscard]] const unsigned char* result(std::uint32_t t) const override {
+    return records_ + static_cast<std::size_t>(t) * stride_;
+  }
+
+  void cancel_unrun() noexcept override {
+    // Best effort (a block that misses it runs the task, a correct end too); errors cannot be
+    // reported from shutdown.
+    const KeepCurrentDevice keep;
+    static const std::uint32_t one = 1;
+    if (cudaSetDevice(device_) == cudaSuccess &&
+        cudaMemcpyAsync(cancelled_, &one, sizeof one, cudaMemcpyHostToDevice, stream_) ==
+            cudaSuccess) {
+      (void)cudaStreamSynchronize(stream_);
+    }
+  }
+
+  // The kernel's view (device addresses).
+  [[nodiscard]] DeviceGraphArgs args() const {
+    DeviceGraphArgs g;
+    void* records = nullptr;
+    void* completions = nullptr;
+    WEFT_CUDA_CHECK(cudaHostGetDevicePointer(&records, records_, 0));
+    WEFT_CUDA_CHECK(cudaHostGetDevicePointer(&completions, completions_, 0));
+    g.records = static_cast<unsigned char*>(records);
+    g.record_stride = stride_;
+    g.inputs = inputs_;
+    g.poisoned = poisoned_;
+    g.successor_start = successor_start_;
+    g.successors = successors_;
+    g.cells = cells_;
+    g.counters = counters_;
+    g.completions = static_cast<unsigned long long*>(completions);
+    g.slots = static_cast<std::uint32_t>(slots_);
+    g.cancelled = cancelled_;
+    return g;
+  }
+
+ private:
+  int device_;
+  std::size_t capacity_;
+  std::size_t stride_;
+  std::size_t slots_;
+  cudaStream_t stream_ = nullptr;
+  unsigned char* records_ = nullptr;           // mapped host memory
+  unsigned long long* completions_ = nullptr;  // mapped host memory
+  std::uint32_t* inputs_ = nullptr;
+  std::uint32_t* poisoned_ = nullptr;
+  std::uint32_t* successor_start_ = nullptr;
+  std::uint32_t* successors_ = nullptr;
+  unsigned long long* cells_ = nullptr;
+  unsigned long long* counters_ = nullptr;
+  std::uint32_t* cancelled_ = nullptr;
+  unsigned long long collected_ = 0;  // the lane's alone
+};
+
 // How long the pool waits for its blocks to become resident (other kernels may hold the SMs).
 constexpr std::chrono::seconds kPlacementTimeout{60};
 constexpr std::uint32_t kNotPlaced = ~std::uint32_t{0};
@@ -61,7 +223,8 @@ class DeviceBlocks final : public BlockRuntime {
  public:
   DeviceBlocks(const DeviceProgram& program, std::vector<int> devices, int blocks_per_sm,
                int threads, std::size_t depth, std::size_t capacity,
-               std::chrono::nanoseconds warm_idle, bool watchdog, bool mailbox)
+               std::chrono::nanoseconds warm_idle, bool watchdog, bool mailbox,
+               std::size_t graph_capacity)
       : program_(program),
         threads_(threads),
         depth_(depth),
@@ -175,6 +338,14 @@ class DeviceBlocks final : public BlockRuntime {
           cudaMalloc(reinterpret_cast<void**>(&l.standby), static_cast<std::size_t>(l.blocks)));
       WEFT_CUDA_CHECK(cudaMemset(l.standby, 0, static_cast<std::size_t>(l.blocks)));
     }
+    // Task graphs run on a pool of one GPU (a root must land on a block of the table's GPU,
+    // and the lanes place tasks anywhere in the pool).
+    if (graph_capacity > 0 && launches_.size() == 1) {
+      graph_ = std::make_unique<DeviceGraphTable>(launches_[0].device, graph_capacity,
+                                                  record_stride(capacity));
+    } else if (graph_capacity > 0) {
+      no_graphs_ = "a pool over several GPUs does not run them yet";
+    }
     WEFT_CUDA_CHECK(cudaDeviceSynchronize());  // the memsets are done before any launch
   }
 
@@ -198,6 +369,8 @@ class DeviceBlocks final : public BlockRuntime {
   }
 
   [[nodiscard]] std::uint64_t* mailbox() const noexcept override { return mailbox_; }
+  [[nodiscard]] GraphTable* graph_table() noexcept override { return graph_.get(); }
+  [[nodiscard]] std::string why_no_graphs() const override { return no_graphs_; }
 
   void set_standby(const std::vector<std::size_t>& blocks) override {
     standby_.assign(static_cast<std::size_t>(blocks_), 0);
@@ -248,6 +421,7 @@ class DeviceBlocks final : public BlockRuntime {
       a.placement = l.placement;
       a.ring_sms = device_ring_sms + l.first_block;
       a.watchdog = watchdog_;
+      if (graph_ != nullptr) a.graph = graph_->args();  // a pool of one GPU (see above)
       if (mailbox_ != nullptr && l.rings < l.blocks) {
         a.mailbox = reinterpret_cast<unsigned long long*>(
             static_cast<unsigned char*>(device_rings) +
@@ -444,6 +618,8 @@ class DeviceBlocks final : public BlockRuntime {
   std::atomic<bool> joined_{false};             // the current launch has been joined
   std::string first_error_;
   std::string peer_note_;
+  std::unique_ptr<DeviceGraphTable> graph_;  // null: the pool runs no graphs
+  std::string no_graphs_ = "PoolOptions::graph_capacity is 0";
 };
 
 }  // namespace
@@ -453,9 +629,10 @@ std::unique_ptr<BlockRuntime> make_device_blocks(const DeviceProgram& program,
                                                  int threads, std::size_t depth,
                                                  std::size_t payload_capacity,
                                                  std::chrono::nanoseconds warm_idle, bool watchdog,
-                                                 bool mailbox) {
+                                                 bool mailbox, std::size_t graph_capacity) {
   return std::make_unique<DeviceBlocks>(program, devices, blocks_per_sm, threads, depth,
-                                        payload_capacity, warm_idle, watchdog, mailbox);
+                                        payload_capacity, warm_idle, watchdog, mailbox,
+                                        graph_capacity);
 }
 
 }  // namespace weft::gpu::detail

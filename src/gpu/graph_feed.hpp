@@ -52,8 +52,9 @@ class GraphFeed {
       : table_(table), stride_(record_stride) {}
 
   [[nodiscard]] bool present() const noexcept { return table_ != nullptr; }
-  /// The most tasks one graph may have.
+  /// The most tasks, and edges, one graph may have.
   [[nodiscard]] std::size_t capacity() const noexcept { return table_->capacity(); }
+  [[nodiscard]] std::size_t edge_capacity() const noexcept { return table_->edge_capacity(); }
 
   /// Any thread: queues an accepted graph (at least one task) for the lane to load. Never
   /// throws (it links the node in): the graph's tasks were counted before.

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -45,6 +46,10 @@ class GraphTable {
   virtual ~GraphTable() = default;
   /// The most tasks a graph may have.
   [[nodiscard]] virtual std::size_t capacity() const noexcept = 0;
+  /// The most edges a graph may have.
+  [[nodiscard]] virtual std::size_t edge_capacity() const noexcept {
+    return std::numeric_limits<std::size_t>::max();
+  }
   /// Writes a graph: its records (record_stride bytes apart, in task order), counts and
   /// successors. Only once every completion of the last graph was collected.
   virtual void load_graph(const GraphLayout& layout, const unsigned char* records) = 0;

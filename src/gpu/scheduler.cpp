@@ -200,12 +200,8 @@ void Scheduler::Impl::push_graph(const unsigned char* records, std::size_t count
                                  std::size_t edge_count, std::size_t out) {
   check_out(out, "push_graph");
   if (!graphs_.present()) {
-    throw InvalidArgument(std::string("weft::gpu::Pool::push_graph: this pool runs no task "
-                                      "graphs (") +
-                          (blocks_->host_polls_counted()
-                               ? "the device backend does not run them yet"
-                               : "PoolOptions::graph_capacity is 0") +
-                          ")");
+    throw InvalidArgument("weft::gpu::Pool::push_graph: this pool runs no task graphs (" +
+                          blocks_->why_no_graphs() + ")");
   }
   if (config_.task_deadline.count() > 0) {
     throw InvalidArgument(
@@ -213,6 +209,13 @@ void Scheduler::Impl::push_graph(const unsigned char* records, std::size_t count
         "graph tasks yet; push graphs to a pool without a deadline");
   }
   check_records(records, count, "push_graph");
+  if (edge_count > graphs_.edge_capacity()) {
+    throw InvalidArgument("weft::gpu::Pool::push_graph: " + std::to_string(edge_count) +
+                          " edges, more than the graph table holds (" +
+                          std::to_string(graphs_.edge_capacity()) +
+                          ": 8 a task of "
+                          "PoolOptions::graph_capacity)");
+  }
   GraphFeed::Node graph = GraphFeed::make_node(
       {lay_out_graph(count, std::span<const Edge>(edges, edge_count), graphs_.capacity()),
        std::vector<unsigned char>(records, records + count * record_stride_), out});

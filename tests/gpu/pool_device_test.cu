@@ -2,13 +2,16 @@
 // several GPUs as one pool. Each test skips (never passes) where no GPU is usable.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
+#include <cuda/atomic>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <future>
+#include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -160,13 +163,44 @@ struct OnWhichSm {  // reports the SM that ran it, after every task thread worke
   }
 };
 
-using Types =
-    TaskTypes<Double, Saxpy, WhereAmI, BlockSum, WaitForHost, GatedWhere, WriteHost, OnWhichSm>;
+// A task of a graph: stamps cells[me] with 1 + the largest stamp of its inputs, read from
+// device memory, or 0 when an input has not stamped yet (it ran too early).
+struct Stamp {
+  static constexpr std::uint32_t kId = 9;
+  struct Payload {
+    unsigned* cells;
+    std::uint32_t me;
+    std::uint32_t inputs;
+    std::uint32_t in[8];
+    std::uint32_t value;
+  };
+  WEFT_HD static void run(Payload& p, const BlockContext& b) {
+#if defined(__CUDA_ARCH__)
+    if (b.thread() != 0) return;
+    unsigned v = 1;
+    for (std::uint32_t i = 0; i < p.inputs; ++i) {
+      const unsigned x = cuda::atomic_ref<unsigned, cuda::thread_scope_device>(p.cells[p.in[i]])
+                             .load(cuda::memory_order_relaxed);
+      v = x == 0 || v == 0 ? 0 : (x + 1 > v ? x + 1 : v);
+    }
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device>(p.cells[p.me])
+        .store(v, cuda::memory_order_relaxed);
+    p.value = v;
+#else
+    (void)p;
+    (void)b;
+#endif
+  }
+};
+
+using Types = TaskTypes<Double, Saxpy, WhereAmI, BlockSum, WaitForHost, GatedWhere, WriteHost,
+                        OnWhichSm, Stamp>;
 constexpr std::size_t kCap = 64;
 using GpuPool = Pool<Types, kCap>;
 
 PoolOptions device_options(std::size_t queues = 1) {
   PoolOptions o;
+  o.graph_capacity = 1024;  // graphs are opt-in on the device backend
   o.backend = Backend::device;
   o.program = device_program<Types, kCap>();
   o.output_queues = queues;
@@ -432,24 +466,142 @@ TEST(GpuPool, UnknownTypesAndWrongSizesComeBackWithAStatus) {
   EXPECT_EQ(got, (std::set<TaskStatus>{TaskStatus::unknown_type, TaskStatus::bad_payload_size}));
 }
 
-// Task graphs run on the host backend only for now: the device backend refuses them, saying
-// so, before anything is accepted.
-TEST(GpuPool, TaskGraphsAreRefusedNamingTheDeviceBackend) {
-  REQUIRE_GPU();
-  GpuPool pool(device_options());
-  const std::vector<GpuPool::Record> tasks(2, GpuPool::Record::make<Double>({1, 0}));
-  const std::vector<Edge> edges{{0, 1}};
-  try {
-    pool.push_graph(tasks, edges);
-    ADD_FAILURE() << "a graph was accepted on the device backend";
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("the device backend does not run them yet"),
-              std::string::npos)
-        << e.what();
+// Device memory for Stamp tasks, zeroed, allocated before the pool and freed after it (a
+// cudaFree waits for the device, which a living pool never lets go).
+class Cells {
+ public:
+  explicit Cells(std::size_t n) {
+    EXPECT_EQ(cudaMalloc(&cells_, n * sizeof(unsigned)), cudaSuccess);
+    EXPECT_EQ(cudaMemset(cells_, 0, n * sizeof(unsigned)), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
-  EXPECT_EQ(pool.unfinished(0), 0u);
-  pool.push<Double>({21, 0});
-  EXPECT_EQ(pool.pop().as<Double>().result, 42u);  // the pool goes on
+  ~Cells() { cudaFree(cells_); }
+  Cells(const Cells&) = delete;
+  Cells& operator=(const Cells&) = delete;
+  [[nodiscard]] unsigned* at(std::size_t i) const { return cells_ + i; }
+
+ private:
+  unsigned* cells_ = nullptr;
+};
+
+// A random acyclic graph of Stamp tasks over `cells` (device memory, zeroed), at most 8 inputs
+// each; `expected` gets each task's stamp if it runs after all its inputs.
+struct StampGraph {
+  std::vector<GpuPool::Record> records;
+  std::vector<Edge> edges;
+  std::vector<unsigned> expected;
+};
+StampGraph stamp_graph(std::mt19937& rng, std::uint32_t n, unsigned* cells) {
+  StampGraph g;
+  std::vector<std::vector<std::uint32_t>> ins(n);
+  for (std::uint32_t to = 1; to < n; ++to) {
+    for (int e = 0; e < 3; ++e) {
+      if (rng() % 2 == 0) ins[to].push_back(static_cast<std::uint32_t>(rng() % to));
+    }
+  }
+  for (std::uint32_t t = 0; t < n; ++t) {
+    Stamp::Payload p{cells, t, static_cast<std::uint32_t>(ins[t].size()), {}, 0};
+    unsigned v = 1;
+    for (std::size_t i = 0; i < ins[t].size(); ++i) {
+      p.in[i] = ins[t][i];
+      g.edges.push_back({ins[t][i], t});
+      v = std::max(v, g.expected[ins[t][i]] + 1);
+    }
+    g.expected.push_back(v);
+    g.records.push_back(GpuPool::Record::make<Stamp>(p, t));
+  }
+  return g;
+}
+
+// Task graphs on the GPU (docs/decisions/017-gpu-device-dependencies.md): the blocks take the
+// ready tasks from the table's queue in device memory; every task comes back once, having run
+// after all its inputs (its stamp is one more than theirs), graph after graph.
+TEST(GpuPool, TaskGraphsRunEachTaskOnceAfterItsInputs) {
+  REQUIRE_GPU();
+  constexpr int kRounds = 30;
+  const Cells cells(1024 * kRounds);  // each round its own
+  GpuPool pool(device_options());
+  ASSERT_EQ(pool.graph_capacity(), 1024u);
+  std::mt19937 rng(5);
+  for (int round = 0; round < kRounds; ++round) {
+    const std::uint32_t n = round == 0 ? 1024 : 1 + rng() % 300;
+    const StampGraph g = stamp_graph(rng, n, cells.at(1024 * round));
+    pool.push_graph(g.records, g.edges);
+    std::vector<int> seen(n, 0);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const GpuPool::Record r = pool.pop();
+      ASSERT_TRUE(r.ok()) << to_string(r.status);
+      ASSERT_LT(r.tag, n);
+      ++seen[r.tag];
+      EXPECT_EQ(r.as<Stamp>().value, g.expected[r.tag]) << "task " << r.tag << ", round " << round;
+    }
+    for (std::uint32_t t = 0; t < n; ++t) ASSERT_EQ(seen[t], 1) << "task " << t;
+  }
+}
+
+// A task that fails (an unknown type) cancels the tasks after it, unrun; the others run.
+TEST(GpuPool, AFailedGraphTaskCancelsItsSuccessors) {
+  REQUIRE_GPU();
+  const Cells cells(8);
+  std::map<std::uint64_t, TaskStatus> status;
+  {
+    GpuPool pool(device_options());
+    std::vector<GpuPool::Record> tasks;
+    for (std::uint32_t t = 0; t < 5; ++t) {
+      tasks.push_back(GpuPool::Record::make<Stamp>({cells.at(0), t, 0, {}, 0}, t));
+    }
+    tasks[1].type = 99;  // 0 -> 1 (unknown) -> 2 -> 3; 0 -> 4
+    const std::vector<Edge> edges{{0, 1}, {1, 2}, {2, 3}, {0, 4}};
+    pool.push_graph(tasks, edges);
+    for (int i = 0; i < 5; ++i) {
+      const auto r = pool.pop();
+      status[r.tag] = r.status;
+    }
+  }
+  EXPECT_EQ(status[0], TaskStatus::ok);
+  EXPECT_EQ(status[1], TaskStatus::unknown_type);
+  EXPECT_EQ(status[2], TaskStatus::cancelled);
+  EXPECT_EQ(status[3], TaskStatus::cancelled);
+  EXPECT_EQ(status[4], TaskStatus::ok);
+  std::vector<unsigned> got(8);
+  ASSERT_EQ(cudaMemcpy(got.data(), cells.at(0), 8 * sizeof(unsigned), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_EQ(got[2], 0u) << "a cancelled task ran";
+  EXPECT_EQ(got[3], 0u) << "a cancelled task ran";
+}
+
+// Between graphs the pool pauses, other GPU work runs, and graphs run again after resume().
+TEST(GpuPool, GraphsRunAcrossAPause) {
+  REQUIRE_GPU();
+  const Cells cells(3 * 256);
+  GpuPool pool(device_options());
+  std::mt19937 rng(11);
+  for (int round = 0; round < 3; ++round) {
+    const StampGraph g = stamp_graph(rng, 200, cells.at(256 * round));
+    pool.push_graph(g.records, g.edges);
+    for (int i = 0; i < 200; ++i) {
+      const auto r = pool.pop();
+      ASSERT_TRUE(r.ok());
+      EXPECT_EQ(r.as<Stamp>().value, g.expected[r.tag]);
+    }
+    pool.pause();
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    pool.resume();
+  }
+}
+
+TEST(GpuPool, APoolOverSeveralGpusRefusesGraphsSayingSo) {
+  REQUIRE_GPU();
+  if (usable_gpus() < 2) GTEST_SKIP() << "needs 2 GPUs";
+  GpuPool pool(device_options());
+  EXPECT_EQ(pool.graph_capacity(), 0u);
+  const std::vector<GpuPool::Record> tasks(1, GpuPool::Record::make<Double>({1, 0}));
+  try {
+    pool.push_graph(tasks, {});
+    ADD_FAILURE() << "a graph was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("several GPUs"), std::string::npos) << e.what();
+  }
 }
 
 TEST(GpuPool, EveryGpuServesTasks) {

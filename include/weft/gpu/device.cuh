@@ -21,6 +21,7 @@
 #include "weft/gpu/detail/mailbox_record.hpp"
 #include "weft/gpu/detail/slot.hpp"
 #include "weft/gpu/device_program.hpp"
+#include "weft/gpu/record.hpp"
 #include "weft/gpu/task.hpp"
 
 namespace weft::gpu {
@@ -71,6 +72,117 @@ __device__ inline bool is_ready_or_exit(std::uint32_t s) {
          s == static_cast<std::uint32_t>(SlotState::exit);
 }
 
+// ---- Task graphs (docs/decisions/017-gpu-device-dependencies.md; spec/device_graph.pml) ----
+// The host backend's HostGraphTable with device-scope atomics: the ready queue (Vyukov's
+// bounded queue, a sequence number per cell), the counts of unfinished inputs and the poison
+// flags in device memory, the records and the completion ring in mapped host memory. Every
+// read of the table's device memory is an atomic (relaxed unless said): the host rewrites the
+// counts and successors for each graph, and a plain load could find an L1 line of the last.
+using DeviceScopeU32 = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
+using DeviceScopeU64 = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
+
+// Whether the ready queue holds a task at its head (a look, not a take).
+__device__ inline bool graph_has_work(const DeviceGraphArgs& g) {
+  if (g.records == nullptr) return false;
+  const unsigned long long pos =
+      DeviceScopeU64(g.counters[kGraphDequeueAt]).load(cuda::memory_order_relaxed);
+  return DeviceScopeU64(g.cells[2 * (pos & (g.slots - 1))]).load(cuda::memory_order_relaxed) ==
+         pos + 1;
+}
+
+// One thread: a task from the ready queue, or -1.
+__device__ inline int graph_take(const DeviceGraphArgs& g) {
+  DeviceScopeU64 at(g.counters[kGraphDequeueAt]);
+  unsigned long long pos = at.load(cuda::memory_order_relaxed);
+  for (;;) {
+    unsigned long long* cell = g.cells + 2 * (pos & (g.slots - 1));
+    // acquire: pairs with graph_enqueue's release of the cell (the task, and what its
+    // enqueuer wrote before: the inputs' results and poison).
+    const unsigned long long seq = DeviceScopeU64(cell[0]).load(cuda::memory_order_acquire);
+    if (seq == pos + 1) {
+      // relaxed: the cell's acquire above orders the task's read.
+      if (at.compare_exchange_weak(pos, pos + 1, cuda::memory_order_relaxed)) {
+        const auto t = static_cast<int>(DeviceScopeU64(cell[1]).load(cuda::memory_order_relaxed));
+        // release: the read above happens before the cell's next enqueue (one lap later).
+        DeviceScopeU64(cell[0]).store(pos + g.slots, cuda::memory_order_release);
+        return t;
+      }
+    } else if (seq < pos + 1) {
+      return -1;  // empty
+    } else {
+      pos = at.load(cuda::memory_order_relaxed);  // another block took pos
+    }
+  }
+}
+
+// One thread: puts task t into the ready queue. It never finds it full: every task of a graph
+// is enqueued at most once, and the queue has a cell for each.
+__device__ inline void graph_enqueue(const DeviceGraphArgs& g, std::uint32_t t) {
+  DeviceScopeU64 at(g.counters[kGraphEnqueueAt]);
+  unsigned long long pos = at.load(cuda::memory_order_relaxed);
+  for (;;) {
+    unsigned long long* cell = g.cells + 2 * (pos & (g.slots - 1));
+    // acquire: pairs with graph_take's release (the cell's previous task was read).
+    const unsigned long long seq = DeviceScopeU64(cell[0]).load(cuda::memory_order_acquire);
+    if (seq == pos) {
+      if (at.compare_exchange_weak(pos, pos + 1, cuda::memory_order_relaxed)) {
+        DeviceScopeU64(cell[1]).store(t, cuda::memory_order_relaxed);
+        // release: the task, and everything this thread's block wrote before it (a finished
+        // task's results and poison), to the block whose take acquires it.
+        DeviceScopeU64(cell[0]).store(pos + 1, cuda::memory_order_release);
+        return;
+      }
+    } else if (seq > pos) {
+      pos = at.load(cuda::memory_order_relaxed);  // another enqueue took pos
+    }
+    // seq < pos would be a full queue: it cannot happen (see above), so look again.
+  }
+}
+
+// Whether task t may run: every input ended ok and the pool is not shutting down (a request
+// to stop early; a block that misses it runs t, also a correct end).
+__device__ inline bool graph_runnable(const DeviceGraphArgs& g, std::uint32_t t) {
+  return DeviceScopeU32(g.poisoned[t]).load(cuda::memory_order_relaxed) == 0 &&
+         DeviceScopeU32(*g.cancelled).load(cuda::memory_order_relaxed) == 0;
+}
+
+// One thread, once task t ended with `status`: poisons each successor unless t ended ok, then
+// counts its input down in one read-modify-write, and enqueues the successors it completes
+// (the successor step of spec/device_graph.pml; the poison first: mutant 2).
+__device__ inline void graph_count_down(const DeviceGraphArgs& g, std::uint32_t t,
+                                        TaskStatus status) {
+  const std::uint32_t end =
+      DeviceScopeU32(g.successor_start[t + 1]).load(cuda::memory_order_relaxed);
+  for (std::uint32_t i = DeviceScopeU32(g.successor_start[t]).load(cuda::memory_order_relaxed);
+       i < end; ++i) {
+    const std::uint32_t s = DeviceScopeU32(g.successors[i]).load(cuda::memory_order_relaxed);
+    // relaxed: published by the release half of the decrement below.
+    if (status != TaskStatus::ok)
+      DeviceScopeU32(g.poisoned[s]).store(1, cuda::memory_order_relaxed);
+    // acq_rel: the release sequence of s's count carries every input's results and poison to
+    // the thread that takes it to zero (acquire), which enqueues s.
+    if (DeviceScopeU32(g.inputs[s]).fetch_sub(1, cuda::memory_order_acq_rel) == 1) {
+      graph_enqueue(g, s);
+    }
+  }
+}
+
+// One thread, after count_down: reports task t (taken from the ready queue) to the lane through
+// the completion ring, which has an entry for every task of a graph, so it is never full.
+__device__ inline void graph_publish(const DeviceGraphArgs& g, std::uint32_t t, TaskStatus status) {
+  const unsigned long long at =
+      DeviceScopeU64(g.counters[kGraphClaimed]).fetch_add(1, cuda::memory_order_relaxed);
+  unsigned long long* entry = g.completions + 2 * (at & (g.slots - 1));
+  using SystemU64 = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
+  // relaxed: published by the sequence's release just after.
+  SystemU64(entry[1]).store(t | (static_cast<unsigned long long>(status) << 32),
+                            cuda::memory_order_relaxed);
+  // release, system scope: pairs with the lane's acquire load of the sequence; the task's
+  // results (in its record, written by the first task warp before this thread's barrier) are
+  // visible with it.
+  SystemU64(entry[0]).store(at + 1, cuda::memory_order_release);
+}
+
 // Deep idle (thread 0): an eventcount on this GPU's epoch. Returns the slot's state once it
 // is READY or EXIT. Reads of host memory: one per epoch change, plus the watcher's doorbell
 // polls.
@@ -93,7 +205,9 @@ __device__ inline std::uint32_t deep_idle(
     const std::uint32_t s = state.load(cuda::memory_order_acquire);
     ++polls;
     a.polls[blockIdx.x] = polls;  // counted while idle too: the idle pool's traffic
-    if (is_ready_or_exit(s)) {
+    // A graph task in the ready queue (device memory: no read of host memory) wakes it too:
+    // it looks at the queue every kDeepIdleSleepNs, so no enqueuer needs to wake it.
+    if (is_ready_or_exit(s) || graph_has_work(a.graph)) {
       int mine = me;
       // relaxed: the role is a hint that one block polls the doorbell; a vacancy is filled
       // by another deep-idle block within kDeepIdleSleepNs, and a new watcher compares the
@@ -131,6 +245,7 @@ __device__ inline std::uint32_t deep_idle(
       // acquire: as above.
       if (my_epoch.load(cuda::memory_order_acquire) != e) break;
       if (global_ns() - since >= kDeepIdleSafetyPollNs) break;
+      if (graph_has_work(a.graph)) break;
     }
   }
 }
@@ -218,10 +333,17 @@ struct BlockShared {
   std::uint64_t quit;                 // task threads -> publisher: the block ends
   std::uint32_t type[kMaxRingDepth];  // slot j's task type and payload size (loader)
   std::uint32_t size[kMaxRingDepth];
+  std::uint32_t graph_task[kMaxRingDepth];  // slot j's SlotHeader::graph_task (a graph root)
   // The run handed over (loader; read by the task threads after kFullBarrier): first slot,
   // number of slots, and whether the block ends instead.
   std::uint32_t run_first, run_count, run_exit;
+  // Or a graph task taken from the ready queue: its index + 1 (0: a ring run), type, payload
+  // size, and whether it runs (else it ends cancelled); its payload is in the extra slot.
+  std::uint32_t run_graph, graph_type, graph_size, graph_runs;
 };
+
+// poll_ring's answer when the ready queue has a graph task (not a SlotState).
+inline constexpr std::uint32_t kGraphWork = 0xFFFFFFFFu;
 
 // The loader: waits until the slot at ring position `pos` is READY or EXIT and returns the
 // states of the ring from `pos` on (lane t < `usable`: slot (pos + t) % depth; other lanes
@@ -241,6 +363,10 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
   unsigned long long since = global_ns();
   bool was_busy = busy();
   for (;;) {
+    // A graph task goes before the ring's (lane 0 looks, in device memory).
+    if (__shfl_sync(0xFFFFFFFFu, lane == 0 && graph_has_work(a.graph) ? 1 : 0, 0) != 0) {
+      return kGraphWork;
+    }
     std::uint32_t s = static_cast<std::uint32_t>(SlotState::idle);
     if (lane < usable) {
       // acquire, system scope: pairs with the scheduler's release store of READY (or EXIT);
@@ -349,6 +475,8 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
   unsigned oldest = 0;           // lane 0: the slot of the oldest task not known published
   std::uint32_t pub_parity = 0;  // lane 0: bit j, the parity of slot j's next pub phase
   bool after_tasks = false;      // the last poll found tasks
+  bool graph_held = false;       // the task threads hold a graph task (the extra slot)
+  uint4* graph_payload = payloads + depth * kWords;
   // Counts the tasks the publisher has published since (a test of each slot's pub mbarrier,
   // in ring order; acquire, block scope: the publisher's FINISHED store happens before, so a
   // READY read afterwards in that slot is a new task, never the old one still READY).
@@ -368,6 +496,39 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     return published != loaded;
   };
   for (;;) {
+    // A graph task from the ready queue first (docs/decisions/017-gpu-device-dependencies.md):
+    // its record into the extra slot (once the task threads gave back the graph task before),
+    // then handed over as a run of its own once they gave back the run they hold.
+    if (a.graph.records != nullptr) {
+      int t = -1;
+      if (lane == 0) t = graph_take(a.graph);
+      t = __shfl_sync(0xFFFFFFFFu, t, 0);
+      if (t >= 0) {
+        if (graph_held) named_sync(kFreeBarrier, pair);
+        const auto* record = reinterpret_cast<const uint4*>(
+            a.graph.records + static_cast<std::size_t>(t) * a.graph.record_stride);
+        constexpr unsigned kHeadWords = 2;  // RecordHead, then the payload (kRecordPayloadOffset)
+        for (unsigned i = lane; i < kWords; i += 32) graph_payload[i] = record[kHeadWords + i];
+        const uint4 head = record[0];  // RecordHead: type, payload_size, ...
+        const bool runs = lane == 0 && graph_runnable(a.graph, static_cast<std::uint32_t>(t));
+        // The run words, these included, only once the task threads gave back the run they
+        // hold: they read them (in one vector load) at the start of every run.
+        if (held != 0) named_sync(kFreeBarrier, pair);
+        held = 0;
+        if (lane == 0) {
+          sh.graph_type = head.x;
+          sh.graph_size = head.y;
+          sh.graph_runs = runs ? 1u : 0u;
+          sh.run_first = pos;
+          sh.run_count = 0;
+          sh.run_exit = 0;
+          sh.run_graph = static_cast<std::uint32_t>(t) + 1;
+        }
+        named_arrive(kFullBarrier, pair);  // as for a ring run, below
+        graph_held = true;
+        continue;
+      }
+    }
     // Slots not to load: those whose task is not yet published (their state may still read
     // READY) and those of the run the task threads hold (given back only at kFreeBarrier):
     // the last max(loaded - published, held) slots before pos.
@@ -385,6 +546,7 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     if (after_tasks) __nanosleep(kFirstBackoffAfterTaskNs);  // see kFirstBackoffAfterTaskNs
     const std::uint32_t s = poll_ring(states, depth, pos, depth - in_use, a, polls,
                                       after_tasks ? 256u : 32u, standby, busy);
+    if (s == kGraphWork) continue;  // every lane has it
     // The run of READY slots from pos (lanes at or past depth - in_use read nothing).
     const unsigned ready =
         __ballot_sync(0xFFFFFFFFu, s == static_cast<std::uint32_t>(SlotState::ready));
@@ -399,8 +561,9 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
         const unsigned j = (pos + t) % depth;
         const uint4 word = reinterpret_cast<const uint4*>(slot(j))[w];
         if (w == 0) {
-          sh.type[j] = word.x;  // SlotHeader: type, payload_size, status, reserved
+          sh.type[j] = word.x;  // SlotHeader: type, payload_size, status, graph_task
           sh.size[j] = word.y;
+          sh.graph_task[j] = word.w;
         } else {
           payloads[j * kWords + w - 1] = word;
         }
@@ -408,11 +571,13 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     }
     // Take back the run the task threads hold (they arrive when they have ended it): its
     // slots may be loaded again, and the run words below rewritten.
-    if (held != 0) named_sync(kFreeBarrier, pair);
+    if (held != 0 || graph_held) named_sync(kFreeBarrier, pair);
+    graph_held = false;
     if (lane == 0) {
       sh.run_first = pos;
       sh.run_count = count;
       sh.run_exit = count == 0 ? 1u : 0u;  // EXIT at pos: the block ends after the runs before
+      sh.run_graph = 0;
     }
     // Every lane's shared-memory writes (payloads, headers, run words) happen before the task
     // threads' reads: they wait at this barrier; this warp does not.
@@ -591,6 +756,39 @@ __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned cha
   }
 }
 
+// The task threads, for a graph task taken from the ready queue (its payload in the extra
+// slot): run it, or end it cancelled when an input did not end ok; its results back into its
+// record by the first task warp; then, by task thread 0, the successor step and the report
+// through the completion ring. Then the extra slot goes back to the loader.
+template <class Types, std::size_t Capacity>
+__device__ void run_graph_task(const BlockShared& sh, uint4* payload, const DeviceGraphArgs& g,
+                               const BlockContext& ctx, unsigned me, unsigned threads) {
+  const std::uint32_t t = sh.run_graph - 1;
+  const std::uint32_t size = sh.graph_size;
+  TaskStatus status = TaskStatus::cancelled;
+  if (sh.graph_runs != 0u) {
+    status = size <= Capacity ? Types::dispatch(sh.graph_type, payload, size, ctx)
+                              : TaskStatus::bad_payload_size;
+  }
+  // Every task thread's result words and global-memory writes happen before the copy.
+  named_sync(kTaskBarrier, threads);
+  if (me < 32) {
+    const std::uint32_t words =
+        status != TaskStatus::cancelled && size <= Capacity ? (size + 15) / 16 : 0;
+    auto* out = reinterpret_cast<uint4*>(g.records + static_cast<std::size_t>(t) * g.record_stride +
+                                         kRecordPayloadOffset);
+    for (std::uint32_t i = me; i < words; i += 32) out[i] = payload[i];
+    __syncwarp();  // the lanes' writes happen before lane 0's releases
+    if (me == 0) {
+      graph_count_down(g, t, status);
+      graph_publish(g, t, status);
+    }
+  }
+  // As after a ring run: the extra slot goes back to the loader once every thread left it.
+  named_sync(kTaskBarrier, threads);
+  named_arrive(kFreeBarrier, threads + 32);
+}
+
 template <class Types, std::size_t Capacity>
 __global__ void resident_kernel(ResidentArgs a) {
   // A payload is a whole number of 16-byte words: copies move uint4s (one PCIe request per
@@ -598,8 +796,9 @@ __global__ void resident_kernel(ResidentArgs a) {
   constexpr std::uint32_t kWords = (Capacity + 15) / 16;
   const unsigned depth = a.ring_depth;
   extern __shared__ __align__(16) unsigned char shared[];
-  auto* payloads = reinterpret_cast<uint4*>(shared);          // slot j: kWords words at j*kWords
-  unsigned char* task_shared = shared + depth * kWords * 16;  // the types' own space
+  auto* payloads = reinterpret_cast<uint4*>(shared);  // slot j: kWords words at j*kWords
+  // After the slots' payloads, the extra slot of a graph task's, then the types' own space.
+  unsigned char* task_shared = shared + (depth + 1) * kWords * 16;
   __shared__ BlockShared sh;
   __shared__ int placed;  // the ring this block serves (place_block)
 
@@ -645,6 +844,10 @@ __global__ void resident_kernel(ResidentArgs a) {
       if (me == 0) mbar_arrive(&sh.quit);  // release: after every done arrival before it
       return;
     }
+    if (sh.run_graph != 0u) {
+      run_graph_task<Types, Capacity>(sh, payloads + depth * kWords, a.graph, ctx, me, threads);
+      continue;
+    }
     const unsigned first = sh.run_first, count = sh.run_count;
     for (unsigned t = 0; t < count; ++t) {
       const unsigned j = (first + t) % depth;
@@ -662,6 +865,10 @@ __global__ void resident_kernel(ResidentArgs a) {
         if (me == 0)
           reinterpret_cast<SlotHeader*>(slot(j))->status = static_cast<std::uint32_t>(status);
         __syncwarp();  // the lanes' writes happen before lane 0's arrival
+        // A graph's root: its successors are counted down before its slot reports it.
+        if (me == 0 && sh.graph_task[j] != 0) {
+          graph_count_down(a.graph, sh.graph_task[j] - 1, status);
+        }
         // release, block scope: pairs with the publisher's wait; with the barrier above, every
         // task thread's writes for this task happen before the publisher's release store.
         if (me == 0) mbar_arrive(&sh.done[j]);

@@ -7,6 +7,31 @@
 
 namespace weft::gpu {
 
+/// A GPU's graph table (Pool::push_graph; docs/decisions/017-gpu-device-dependencies.md), as its
+/// blocks see it (device addresses). `records` null: this GPU runs no graphs.
+struct DeviceGraphArgs {
+  unsigned char* records = nullptr;  // mapped host memory: per task a TaskRecord, stride apart
+  std::size_t record_stride = 0;
+  std::uint32_t* inputs = nullptr;           // device memory: per task, inputs not yet final
+  std::uint32_t* poisoned = nullptr;         // device memory: per task, an input did not end ok
+  std::uint32_t* successor_start = nullptr;  // device memory: per task + 1, into successors
+  std::uint32_t* successors = nullptr;       // device memory
+  // Device memory: the ready queue (Vyukov's), two words a cell: its sequence, its task.
+  unsigned long long* cells = nullptr;
+  // Device memory, a 128-byte line each: the ready queue's enqueue and dequeue positions, and
+  // the completions claimed (kGraphEnqueueAt, kGraphDequeueAt, kGraphClaimed words).
+  unsigned long long* counters = nullptr;
+  // Mapped host memory: the completion ring, two words an entry: its sequence, then the task
+  // in the low half and its TaskStatus in the high half.
+  unsigned long long* completions = nullptr;
+  std::uint32_t slots = 0;             // cells and entries: a power of two, >= the capacity
+  std::uint32_t* cancelled = nullptr;  // device memory: 1 once the pool shuts down
+};
+inline constexpr std::size_t kGraphEnqueueAt = 0;
+inline constexpr std::size_t kGraphDequeueAt = 16;
+inline constexpr std::size_t kGraphClaimed = 32;
+inline constexpr std::size_t kGraphCounterWords = 48;
+
 /// Everything the resident kernel of one GPU gets (addresses are device addresses).
 struct ResidentArgs {
   void* rings = nullptr;                // the pool's rings (pinned host memory, mapped)
@@ -33,6 +58,7 @@ struct ResidentArgs {
   // GPU, so the other blocks serve rings first_block + blockIdx.x as without it.
   unsigned long long* mailbox = nullptr;
   int mailbox_block = -1;
+  DeviceGraphArgs graph{};  // this GPU's graph table (records null: none)
 };
 
 /// Made by weft::gpu::device_program<Types, Capacity>() in a .cu file (weft/gpu/device.cuh).
@@ -48,9 +74,10 @@ struct DeviceProgram {
   std::size_t payload_capacity = 0;      // must equal the pool's Capacity
   std::size_t payload_shared_bytes = 0;  // dynamic shared memory per ring slot (a payload copy)
   std::size_t task_shared_bytes = 0;     // dynamic shared memory the task types ask for
-  /// Dynamic shared memory per block for a ring of `depth` slots.
+  /// Dynamic shared memory per block for a ring of `depth` slots: a payload copy per slot and
+  /// one for a graph task taken from the ready queue, then the task types' own.
   [[nodiscard]] std::size_t shared_bytes(std::size_t depth) const noexcept {
-    return depth * payload_shared_bytes + task_shared_bytes;
+    return (depth + 1) * payload_shared_bytes + task_shared_bytes;
   }
   std::size_t idle_bytes = 0;  // device memory per GPU for ResidentArgs::idle
   [[nodiscard]] bool valid() const noexcept { return launch != nullptr; }

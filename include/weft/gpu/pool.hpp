@@ -111,10 +111,13 @@ struct PoolOptions {
   /// Watches the scheduler lanes' rounds (profiling, tracing); null: nobody. Must outlive the
   /// pool; called from the lanes' threads.
   SchedulerObserver* observer = nullptr;
-  /// Host backend: the most tasks one graph given to push_graph() may have (the blocks' graph
-  /// table, a few hundred bytes a task; 0: the pool runs no graphs; at most 2^24). The device
-  /// backend does not run graphs yet.
-  std::size_t graph_capacity = 1024;
+  /// The most tasks one graph given to push_graph() may have (the blocks' graph table: a few
+  /// hundred bytes a task, on the device backend in device and pinned memory, with room for 8
+  /// edges a task on average; 0: the pool runs no graphs; at most 2^24). Unset: 1024 on the
+  /// host backend, 0 on the device backend (whose blocks then never look at a table: its
+  /// cost to the pool's other tasks is not yet measured). A device pool over several GPUs does
+  /// not run graphs yet.
+  std::optional<std::size_t> graph_capacity{};
 };
 
 template <class Types, std::size_t Capacity = 64>
@@ -178,9 +181,10 @@ class Pool {
   /// TaskStatus::cancelled, unrun (and so are its successors).
   ///
   /// Before anything runs, throws weft::InvalidArgument for an edge naming a task past the
-  /// last, a cycle (naming a task on it), more tasks than PoolOptions::graph_capacity, a bad
-  /// queue or payload size, a pool with a watchdog (task_deadline), or one that runs no graphs
-  /// (the device backend, for now); weft::ShutDown after no_more_tasks(). Graphs run one at a
+  /// last, a cycle (naming a task on it), more tasks than PoolOptions::graph_capacity (or, on
+  /// the device backend, more edges than 8 a task), a bad queue or payload size, a pool with a
+  /// watchdog (task_deadline), or one that runs no graphs (graph_capacity 0, a device pool over
+  /// several GPUs); weft::ShutDown after no_more_tasks(). Graphs run one at a
   /// time, in the order pushed, beside the pool's other tasks; a graph pushed while one runs
   /// waits (queued) for it. At shutdown the graphs waiting are delivered as cancelled, and the
   /// graph running stops early: its tasks that start after the shutdown reached it are
@@ -232,8 +236,8 @@ class Pool {
   [[nodiscard]] PoolStats stats() const { return core_.stats(); }
   /// Scheduler threads serving the slots.
   [[nodiscard]] std::size_t num_lanes() const { return core_.num_lanes(); }
-  /// The most tasks one push_graph() may have: PoolOptions::graph_capacity on the host
-  /// backend, 0 where the pool runs no graphs (the device backend, for now).
+  /// The most tasks one push_graph() may have: PoolOptions::graph_capacity, or 0 where the pool
+  /// runs no graphs (a device pool over several GPUs).
   [[nodiscard]] std::size_t graph_capacity() const { return core_.graph_capacity(); }
 
  private:
@@ -276,6 +280,11 @@ class Pool {
       throw InvalidArgument("weft::gpu::PoolOptions::ring_depth must be in [0, 32] (got " +
                             std::to_string(o.ring_depth) + ")");
     }
+    if (o.graph_capacity.value_or(0) > (std::size_t{1} << 24)) {
+      throw InvalidArgument(
+          "weft::gpu::PoolOptions::graph_capacity must be in [0, 16777216] (got " +
+          std::to_string(*o.graph_capacity) + ")");
+    }
     if (o.backend == Backend::device) {
       const std::size_t depth = o.ring_depth != 0 ? o.ring_depth : kDefaultDeviceRingDepth;
       if (o.warm_idle.count() < 0) {
@@ -284,12 +293,7 @@ class Pool {
       }
       return detail::make_device_blocks(o.program, o.devices, o.blocks_per_sm, o.threads_per_block,
                                         depth, Capacity, o.warm_idle, o.task_deadline.count() > 0,
-                                        uses_mailbox(o));
-    }
-    if (o.graph_capacity > (std::size_t{1} << 24)) {
-      throw InvalidArgument(
-          "weft::gpu::PoolOptions::graph_capacity must be in [0, 16777216] (got " +
-          std::to_string(o.graph_capacity) + ")");
+                                        uses_mailbox(o), o.graph_capacity.value_or(0));
     }
     if (o.host_blocks == 0 || o.host_blocks > 4096) {
       throw InvalidArgument("weft::gpu::PoolOptions::host_blocks must be in [1, 4096] (got " +
@@ -297,7 +301,7 @@ class Pool {
     }
     return detail::make_host_blocks(o.host_blocks, o.ring_depth != 0 ? o.ring_depth : 1, Capacity,
                                     Types::kSharedBytes, &host_dispatch, uses_mailbox(o), 1,
-                                    o.graph_capacity);
+                                    o.graph_capacity.value_or(1024));
   }
   // Only a FIFO pool sends lone tasks through the mailbox (in a priority pool a task pushed
   // later may rank higher than one waiting, so every task goes through the queue).

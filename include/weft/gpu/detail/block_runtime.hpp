@@ -64,6 +64,10 @@ class BlockRuntime {
   /// before they look at their ring, and count a graph root's successors down after running
   /// it from a slot. Valid until destruction.
   [[nodiscard]] virtual GraphTable* graph_table() noexcept { return nullptr; }
+  /// Why graph_table() is null (for the refusal of a graph).
+  [[nodiscard]] virtual std::string why_no_graphs() const {
+    return "PoolOptions::graph_capacity is 0";
+  }
   /// Reads of host memory the blocks made so far (device backend; 0 on the host backend).
   [[nodiscard]] virtual std::uint64_t host_polls() { return 0; }
   /// Whether the blocks are real GPU blocks reading host memory (the device backend).
@@ -93,7 +97,8 @@ std::unique_ptr<BlockRuntime> make_host_blocks(std::size_t blocks, std::size_t d
 /// stops polling its ring and
 /// waits in deep idle; `watchdog`: the pool may give up on tasks (blocks finish by CAS);
 /// `mailbox`: the last block of the last GPU serves the lone-task mailbox instead of a ring
-/// (so num_blocks() is one less than the blocks launched). Throws
+/// (so num_blocks() is one less than the blocks launched); `graph_capacity`: a pool of one GPU
+/// runs task graphs of up to that many tasks (0: none). Throws
 /// weft::InvalidArgument for a program that does not match, weft::CudaError when a CUDA call fails
 /// (no GPU, no driver), and, in a build without CUDA, weft::InvalidArgument saying so.
 std::unique_ptr<BlockRuntime> make_device_blocks(const DeviceProgram& program,
@@ -101,6 +106,6 @@ std::unique_ptr<BlockRuntime> make_device_blocks(const DeviceProgram& program,
                                                  int threads, std::size_t depth,
                                                  std::size_t payload_capacity,
                                                  std::chrono::nanoseconds warm_idle, bool watchdog,
-                                                 bool mailbox);
+                                                 bool mailbox, std::size_t graph_capacity = 0);
 
 }  // namespace weft::gpu::detail
