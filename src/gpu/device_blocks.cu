@@ -139,7 +139,10 @@ class DeviceGraphTable final : public GraphTable {
     copy(inputs_, layout.inputs);
     copy(successor_start_, layout.successor_start);
     copy(successors_, layout.successors);
-    WEFT_CUDA_CHECK(cudaMemsetAsync(poisoned_, 0, tasks * sizeof(std::uint32_t), stream_));
+    // Copies only, no memset: a memset may be a kernel, which could not start while the
+    // resident kernel holds every SM (its stream would wait forever).
+    zeros_.assign(tasks, 0);
+    copy(poisoned_, zeros_);
     // Done before the lane loads the roots (their READY stores follow this wait).
     WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
@@ -213,6 +216,7 @@ class DeviceGraphTable final : public GraphTable {
   unsigned long long* counters_ = nullptr;
   std::uint32_t* cancelled_ = nullptr;
   unsigned long long collected_ = 0;  // the lane's alone
+  std::vector<std::uint32_t> zeros_;  // the poison flags' reset
 };
 
 // How long the pool waits for its blocks to become resident (other kernels may hold the SMs).
