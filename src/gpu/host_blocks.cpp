@@ -117,10 +117,9 @@ class HostBlocks final : public BlockRuntime {
       // and payload written before it are visible.
       std::uint32_t s = head.load(std::memory_order_acquire);
       // The graph table's ready tasks before the ring's, and again while waiting for the ring:
-      // a task the table makes ready is on its graph's critical path (docs/decisions/017-gpu-
-      // device-dependencies.md). A block that finished a graph task takes the successors it
-      // made ready itself, so a graph always makes progress; an idle block joins in within its
-      // poll period (at most 128 us).
+      // a task the table makes ready is on its graph's critical path. A block that finished a
+      // graph task takes the successors it made ready itself, so a graph always makes progress; an
+      // idle block joins in within its poll period (at most 128 us).
       for (int spin = 0; !ready_or_exit(s) && spin < 256; ++spin) {
         if (run_graph_tasks(ctx)) spin = 0;
         cpu_relax();

@@ -60,10 +60,7 @@ void Scheduler::Impl::lane_main(Lane& lane) {
   for (;;) {
     const Clock::time_point now = Clock::now();
     timer.begin(lane.rings.active_blocks());
-    const std::size_t ring_ended = lane.rings.collect(lane.outbox, now);
-    const std::size_t table_ended = graph_round(lane);
-    const std::size_t ended = ring_ended + mailbox_round(lane, now, false) + table_ended;
-    const std::size_t graph_ended = table_ended + graph_roots_ended(lane);
+    const auto [ended, graph_ended] = collect_ended(lane, now, false);
     // The hints before the deliveries: a thread that pops this round's last task and then
     // pushes a batch has its push's size store (seq_cst) after them, so a lane that sees the
     // batch queued (InputQueue::size, seq_cst) sees this lane's units idle, and spreads the
@@ -429,10 +426,7 @@ void Scheduler::Impl::stop_lane(Lane& lane) {
   for (std::uint32_t round = 0; lane.rings.unresolved() > 0 || undelivered() || graph_in_table();
        ++round) {
     const Clock::time_point now = Clock::now();
-    const std::size_t ring_ended = lane.rings.collect(lane.outbox, now);
-    const std::size_t table_ended = graph_round(lane);
-    const std::size_t ended = ring_ended + mailbox_round(lane, now, true) + table_ended;
-    const std::size_t graph_ended = table_ended + graph_roots_ended(lane);
+    const auto [ended, graph_ended] = collect_ended(lane, now, true);
     flush(lane, ended);
     graphs_delivered(graph_ended);
     (void)load_graph_roots(lane, now, false);
@@ -458,6 +452,17 @@ bool Scheduler::Impl::load_graph_roots(Lane& lane, Clock::time_point now, bool m
   lane.rings.load(lane.roots, now, false);
   if (lane.rings.take_doorbell()) blocks_->after_loads();
   return true;
+}
+
+// Stages what ended since the last round: the rings' finished slots, the mailbox's task (its
+// lane), the graph table's completions (the first lane). Returns how many, and how many of
+// them were graph tasks (the roots among the rings' included).
+Scheduler::Impl::Ended Scheduler::Impl::collect_ended(Lane& lane, Clock::time_point now,
+                                                      bool now_or_never) {
+  const std::size_t ring_ended = lane.rings.collect(lane.outbox, now);
+  const std::size_t table_ended = graph_round(lane);
+  return {ring_ended + mailbox_round(lane, now, now_or_never) + table_ended,
+          table_ended + graph_roots_ended(lane)};
 }
 
 }  // namespace weft::gpu::detail

@@ -136,7 +136,7 @@ struct Scheduler::Impl {
     return serves_mailbox(lane) ? mailbox_.lane_round(lane.outbox, now, now_or_never) : 0;
   }
   // The first lane loads the task graphs into the blocks' graph table and delivers their
-  // tasks (docs/decisions/017-gpu-device-dependencies.md).
+  // tasks (gpu/graph_feed.hpp).
   [[nodiscard]] bool serves_graphs(const Lane& lane) const {
     return graphs_.present() && &lane == lanes_[0].get();
   }
@@ -153,6 +153,11 @@ struct Scheduler::Impl {
     return n;
   }
   bool load_graph_roots(Lane& lane, Clock::time_point now, bool may_load_graph);
+  struct Ended {
+    std::size_t tasks;        // staged this round
+    std::size_t graph_tasks;  // of them, tasks of a graph
+  };
+  Ended collect_ended(Lane& lane, Clock::time_point now, bool now_or_never);
   // Whether graph tasks accepted are not yet delivered: the first lane stays awake for them.
   // seq_cst: pairs with push_graph as the shards' sizes do with push (see sleep_until_work).
   [[nodiscard]] bool graphs_open(const Lane& lane) const {

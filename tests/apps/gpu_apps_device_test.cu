@@ -60,21 +60,33 @@ TEST(BatchedGemmOnGpu, EqualAndVariableSizesMatchTheReference) {
   EXPECT_EQ(batched_gemm_error_on_gpu<float>(pool, variable), 0.0);
 }
 
+// Factors a copy of `a` (order n) in device memory with `factor` (a driver: pool, matrix, n)
+// and returns the result. The pool is paused around the allocation and the copies (they
+// would wait for the device, which a running pool never lets go).
+template <class Driver>
+std::vector<double> factored_on_gpu(AppPool& pool, const std::vector<double>& a, int n,
+                                    Driver factor) {
+  std::vector<double> f(a.size());
+  double* d = nullptr;
+  pool.pause();
+  EXPECT_EQ(cudaMalloc(&d, sizeof(double) * a.size()), cudaSuccess);
+  cudaMemcpy(d, a.data(), sizeof(double) * a.size(), cudaMemcpyHostToDevice);
+  pool.resume();
+  factor(pool, d, n);
+  pool.pause();
+  cudaMemcpy(f.data(), d, sizeof(double) * f.size(), cudaMemcpyDeviceToHost);
+  cudaFree(d);
+  pool.resume();
+  return f;
+}
+
 TEST(CholeskyOnGpu, TheFactorReproducesTheMatrix) {
   if (!have_gpu()) GTEST_SKIP() << "no usable GPU on this machine";
   AppPool pool(device_pool_options({0}));
   const int n = 8 * CholeskyTile::kTile;
   const std::vector<double> a = spd_matrix(n);
-  std::vector<double> f(a.size());
-  double* d = nullptr;
-  pool.pause();
-  ASSERT_EQ(cudaMalloc(&d, sizeof(double) * a.size()), cudaSuccess);
-  cudaMemcpy(d, a.data(), sizeof(double) * a.size(), cudaMemcpyHostToDevice);
-  pool.resume();
-  cholesky_on_pool(pool, d, n, n);
-  pool.pause();
-  cudaMemcpy(f.data(), d, sizeof(double) * f.size(), cudaMemcpyDeviceToHost);
-  cudaFree(d);
+  const std::vector<double> f = factored_on_gpu(
+      pool, a, n, [](AppPool& p, double* m, int order) { cholesky_on_pool(p, m, order, order); });
   EXPECT_LT(cholesky_residual(a, f, n), 1e-14);
 }
 
@@ -86,17 +98,9 @@ TEST(CholeskyOnGpu, TheFactorAsAGraphReproducesTheMatrix) {
   AppPool pool(options);
   for (const int n : {8 * CholeskyTile::kTile, 16 * CholeskyTile::kTile}) {
     const std::vector<double> a = spd_matrix(n);
-    std::vector<double> f(a.size());
-    double* d = nullptr;
-    pool.pause();
-    ASSERT_EQ(cudaMalloc(&d, sizeof(double) * a.size()), cudaSuccess);
-    cudaMemcpy(d, a.data(), sizeof(double) * a.size(), cudaMemcpyHostToDevice);
-    pool.resume();
-    cholesky_graph_on_pool(pool, d, n, n);
-    pool.pause();
-    cudaMemcpy(f.data(), d, sizeof(double) * f.size(), cudaMemcpyDeviceToHost);
-    cudaFree(d);
-    pool.resume();
+    const std::vector<double> f = factored_on_gpu(pool, a, n, [](AppPool& p, double* m, int order) {
+      cholesky_graph_on_pool(p, m, order, order);
+    });
     EXPECT_LT(cholesky_residual(a, f, n), 1e-14) << "n = " << n;
   }
 }

@@ -70,21 +70,50 @@ TEST(CholeskyGraph, EveryTaskWaitsForWhatItReadsAndWhatWroteItsTileBefore) {
   EXPECT_THROW(CholeskyGraph(0), std::invalid_argument);
 }
 
-// In a FIFO pool and in a priority pool (where the critical path overtakes queued updates).
-TEST(Cholesky, TheFactorReproducesTheMatrix) {
+// Factors the SPD matrix of order n with `factor` (a driver: pool, matrix, n) in a FIFO pool and
+// in a priority pool (where the critical path overtakes queued updates): the factor reproduces
+// the matrix, the upper triangle is left as it was, every task was taken back.
+template <class Driver>
+void expect_the_factor_reproduces_the_matrix(int n, Driver factor) {
   for (const auto order : {weft::gpu::QueueOrder::fifo, weft::gpu::QueueOrder::priority}) {
     weft::gpu::PoolOptions o = host_options();
     o.input_order = order;
     AppPool pool(o);
-    const int n = 5 * CholeskyTile::kTile;
     const std::vector<double> a = spd_matrix(n);
     std::vector<double> f = a;
-    cholesky_on_pool(pool, f.data(), n, n);
+    factor(pool, f.data(), n);
     EXPECT_LT(cholesky_residual(a, f, n), 1e-14);
-    // The upper triangle is left as it was.
     EXPECT_EQ(f[0 + static_cast<std::size_t>(n - 1) * n],
               a[0 + static_cast<std::size_t>(n - 1) * n]);
+    EXPECT_EQ(pool.unfinished(0), 0u);
   }
+}
+
+// What `factor` reports for a matrix of order n whose pivot at column 70 (in the second
+// diagonal tile) is negative; "no error" if it reports nothing.
+template <class Driver>
+std::string bad_pivot_report(int n, Driver factor) {
+  AppPool pool(host_options());
+  std::vector<double> a = spd_matrix(n);
+  a[70 + 70 * static_cast<std::size_t>(n)] = -1.0;
+  try {
+    factor(pool, a.data(), n);
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(pool.unfinished(0), 0u);  // every task was taken back
+    return e.what();
+  }
+  return "no error";
+}
+
+constexpr auto kHostTracked = [](AppPool& pool, double* a, int n) {
+  cholesky_on_pool(pool, a, n, n);
+};
+constexpr auto kAsAGraph = [](AppPool& pool, double* a, int n) {
+  cholesky_graph_on_pool(pool, a, n, n);
+};
+
+TEST(Cholesky, TheFactorReproducesTheMatrix) {
+  expect_the_factor_reproduces_the_matrix(5 * CholeskyTile::kTile, kHostTracked);
 }
 
 // The lookahead: every POTRF, and of step k the TRSM of row k + 1 and the updates of column
@@ -102,47 +131,18 @@ TEST(CholeskyGraph, TheCriticalPathIsPotrfAndTheNextPanelsTasks) {
 }
 
 TEST(Cholesky, AMatrixThatIsNotPositiveDefiniteIsReportedWithItsColumn) {
-  AppPool pool(host_options());
-  const int n = 2 * CholeskyTile::kTile;
-  std::vector<double> a = spd_matrix(n);
-  a[70 + 70 * static_cast<std::size_t>(n)] = -1.0;  // column 70, in the second diagonal tile
-  try {
-    cholesky_on_pool(pool, a.data(), n, n);
-    ADD_FAILURE() << "no error";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("column 70"), std::string::npos) << e.what();
-  }
+  const std::string why = bad_pivot_report(2 * CholeskyTile::kTile, kHostTracked);
+  EXPECT_NE(why.find("column 70"), std::string::npos) << why;
 }
 
 // The same factorization pushed as one task graph: the blocks resolve the dependencies.
 TEST(CholeskyAsAGraph, TheFactorReproducesTheMatrix) {
-  for (const auto order : {weft::gpu::QueueOrder::fifo, weft::gpu::QueueOrder::priority}) {
-    weft::gpu::PoolOptions o = host_options();
-    o.input_order = order;
-    AppPool pool(o);
-    const int n = 6 * CholeskyTile::kTile;  // 56 tasks
-    const std::vector<double> a = spd_matrix(n);
-    std::vector<double> f = a;
-    cholesky_graph_on_pool(pool, f.data(), n, n);
-    EXPECT_LT(cholesky_residual(a, f, n), 1e-14);
-    EXPECT_EQ(f[0 + static_cast<std::size_t>(n - 1) * n],
-              a[0 + static_cast<std::size_t>(n - 1) * n]);
-    EXPECT_EQ(pool.unfinished(0), 0u);
-  }
+  expect_the_factor_reproduces_the_matrix(6 * CholeskyTile::kTile, kAsAGraph);  // 56 tasks
 }
 
 TEST(CholeskyAsAGraph, AMatrixThatIsNotPositiveDefiniteIsReportedWithItsColumn) {
-  AppPool pool(host_options());
-  const int n = 3 * CholeskyTile::kTile;
-  std::vector<double> a = spd_matrix(n);
-  a[70 + 70 * static_cast<std::size_t>(n)] = -1.0;  // column 70, in the second diagonal tile
-  try {
-    cholesky_graph_on_pool(pool, a.data(), n, n);
-    ADD_FAILURE() << "no error";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("column 70"), std::string::npos) << e.what();
-  }
-  EXPECT_EQ(pool.unfinished(0), 0u);  // every task was taken back
+  const std::string why = bad_pivot_report(3 * CholeskyTile::kTile, kAsAGraph);
+  EXPECT_NE(why.find("column 70"), std::string::npos) << why;
 }
 
 TEST(CholeskyAsAGraph, AGraphLargerThanThePoolTakesIsRefusedNamingBoth) {

@@ -363,8 +363,10 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
   unsigned long long since = global_ns();
   bool was_busy = busy();
   for (;;) {
-    // A graph task goes before the ring's (lane 0 looks, in device memory).
-    if (__shfl_sync(0xFFFFFFFFu, lane == 0 && graph_has_work(a.graph) ? 1 : 0, 0) != 0) {
+    // A graph task goes before the ring's (lane 0 looks, in device memory); a pool without a
+    // table (records null, the same for the whole warp) pays nothing here.
+    if (a.graph.records != nullptr &&
+        __shfl_sync(0xFFFFFFFFu, lane == 0 && graph_has_work(a.graph) ? 1 : 0, 0) != 0) {
       return kGraphWork;
     }
     std::uint32_t s = static_cast<std::uint32_t>(SlotState::idle);
@@ -496,9 +498,9 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     return published != loaded;
   };
   for (;;) {
-    // A graph task from the ready queue first (docs/decisions/017-gpu-device-dependencies.md):
-    // its record into the extra slot (once the task threads gave back the graph task before),
-    // then handed over as a run of its own once they gave back the run they hold.
+    // A graph task from the ready queue first: its record into the extra slot (once the task
+    // threads gave back the graph task before), then handed over as a run of its own once they gave
+    // back the run they hold.
     if (a.graph.records != nullptr) {
       int t = -1;
       if (lane == 0) t = graph_take(a.graph);

@@ -7,8 +7,8 @@
 
 namespace weft::gpu {
 
-/// A GPU's graph table (Pool::push_graph; docs/decisions/017-gpu-device-dependencies.md), as its
-/// blocks see it (device addresses). `records` null: this GPU runs no graphs.
+/// A GPU's graph table (Pool::push_graph), as its blocks see it (device addresses).
+/// `records` null: this GPU runs no graphs.
 struct DeviceGraphArgs {
   unsigned char* records = nullptr;  // mapped host memory: per task a TaskRecord, stride apart
   std::size_t record_stride = 0;

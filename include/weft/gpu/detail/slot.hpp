@@ -57,7 +57,7 @@ struct SlotHeader {
   std::uint32_t status;        // TaskStatus: written by the block before FINISHED
   // The root of a task graph: its index in the blocks' graph table + 1 (0: a plain task),
   // written by the scheduler before READY. The block counts its successors down before
-  // FINISHED (docs/decisions/017-gpu-device-dependencies.md).
+  // FINISHED.
   std::uint32_t graph_task;
 };
 inline constexpr std::size_t kSlotHeaderBytes = 16;
