@@ -9,7 +9,8 @@
  *  - take a task from the ready queue (before its ring, which this model leaves out);
  *  - run it, or, when poisoned, finish it as cancelled without running it;
  *  - for each successor: poison it first when this task did not end ok, then decrement its
- *    count (one atomic read-modify-write); the block that brings it to zero enqueues it;
+ *    count (one atomic read-modify-write); the block that brings it to zero enqueues it, once
+ *    it has counted down every successor (one claim of queue positions for all it completed);
  *  - write the task's completion into the completion ring (mapped host memory, one entry per
  *    task of the table, so never full): claim an entry, fill it, then mark it full;
  *  - with nothing to take: register as a sleeper, look at the queue again, and only then wait
@@ -133,32 +134,31 @@ inline edge(from, to) {
   inputs[to]++
 }
 
-inline enqueue(v) {
-  do
-  :: pos = enq_pos;
-     s = seq[pos % Q];
-     if
-     :: s == pos ->
-        atomic { /* CAS enq_pos: pos -> pos + 1 */
-          if
-          :: enq_pos == pos -> enq_pos = pos + 1; won = 1
-          :: else -> won = 0
-          fi
-        }
-        if
-        :: won -> cell[pos % Q] = v; seq[pos % Q] = pos + 1; break
-        :: else -> skip
-        fi
-     :: s < pos -> assert(false) /* full: the queue holds at least every task of the table */
-     :: s > pos -> skip          /* another enqueuer took pos: read enq_pos again */
-     fi
-  od;
-  skip; /* the loop leaves to here, not into the d_step */
-  d_step { pos = 0; s = 0; won = 0 }; /* scratch: reset, so that it does not split states */
+/* The enqueue claims its position first (an atomic fetch_add of the tail), then fills the
+ * cell and publishes its sequence number, as the build does: a block claims one position for
+ * each successor it completed, in one step, then puts them one by one. With one graph the cell
+ * at a claimed position is always free for that lap (the queue has a cell for every task): the
+ * build waits for it to be, the model asserts it. */
+inline put(v) {
+  assert(seq[pos % Q] == pos);
+  cell[pos % Q] = v;
+  seq[pos % Q] = pos + 1;
+  pos++
+}
+
+inline wake() {
   if /* wake the sleepers, if any */
   :: sleepers > 0 -> epoch++
   :: else -> skip
   fi
+}
+
+/* The host's enqueue of a root: one claim, one put. */
+inline enqueue(v) {
+  atomic { pos = enq_pos; enq_pos++ };
+  put(v);
+  d_step { pos = 0 };
+  wake()
 }
 
 inline try_dequeue(v) {
@@ -198,7 +198,7 @@ inline try_dequeue(v) {
 #define QUEUE_HAS_WORK (seq[deq_pos % Q] == deq_pos + 1)
 
 proctype block(byte me) {
-  byte t, k, v, pos, s, status, e, entry;
+  byte t, k, v, pos, s, status, e, entry, completed;
   bit won, last, from_slot;
   do
   :: try_dequeue(t);
@@ -240,12 +240,28 @@ proctype block(byte me) {
            atomic { inputs[v]--; last = (inputs[v] == 0) }
 #endif
            if
-           :: last -> enqueue(v)
+           :: last -> completed = completed | (1 << k)
            :: else -> skip
            fi;
            k++
         :: else -> break
         od;
+        if /* the successors completed: one claim, then a put each */
+        :: completed != 0 ->
+           atomic { pos = enq_pos; enq_pos = enq_pos + (completed & 1) + ((completed >> 1) & 1) };
+           k = 0;
+           do
+           :: k < succ_count[t] ->
+              if
+              :: (completed >> k) & 1 -> put(succ[t * 2 + k])
+              :: else -> skip
+              fi;
+              k++
+           :: else -> break
+           od;
+           wake()
+        :: else -> skip
+        fi;
         if
 #if RINGS
         :: from_slot ->
@@ -265,7 +281,7 @@ proctype block(byte me) {
            ring_status[entry] = status;
            ring_full[entry] = 1
         fi;
-        d_step { t = 0; k = 0; v = 0; status = 0; entry = 0; last = 0; from_slot = 0 }
+        d_step { t = 0; k = 0; v = 0; status = 0; entry = 0; last = 0; from_slot = 0; completed = 0; pos = 0 }
      :: else ->
         if
         :: leave -> break

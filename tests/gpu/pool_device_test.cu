@@ -590,6 +590,69 @@ TEST(GpuPool, GraphsRunAcrossAPause) {
   }
 }
 
+// A graph of one root and `fan` successors that each spin `spin_ns` on their block.
+std::vector<GpuPool::Record> fan_out(std::size_t fan, unsigned long long spin_ns,
+                                     std::vector<Edge>& edges) {
+  std::vector<GpuPool::Record> tasks{GpuPool::Record::make<WhereAmI>({-1, 0, 0}, 0)};
+  for (std::uint32_t t = 1; t <= fan; ++t) {
+    tasks.push_back(GpuPool::Record::make<WhereAmI>({-1, 0, spin_ns}, t));
+    edges.push_back({0, t});
+  }
+  return tasks;
+}
+
+// A block takes a ready graph task only when its task threads are free: with more idle blocks
+// than ready tasks, no block runs two of them (one taken while its block still ran another
+// would wait behind it, on the graph's critical path, while other blocks idle).
+TEST(GpuPool, AReadyGraphTaskGoesToAFreeBlockNotBehindARunningOne) {
+  REQUIRE_GPU();
+  GpuPool pool(device_options());
+  const std::size_t fan = std::min<std::size_t>(pool.num_blocks() / 4, 1023);
+  std::vector<Edge> edges;
+  const auto tasks = fan_out(fan, 200'000, edges);
+  for (int round = 0; round < 3; ++round) {
+    pool.push_graph(tasks, edges);
+    std::map<int, int> ran;  // block -> successors it ran
+    for (std::size_t i = 0; i <= fan; ++i) {
+      const auto r = pool.pop();
+      ASSERT_TRUE(r.ok()) << to_string(r.status);
+      if (r.tag != 0) ++ran[r.as<WhereAmI>().block];
+    }
+    for (const auto& [block, count] : ran) {
+      EXPECT_EQ(count, 1) << "block " << block << " ran " << count << " of the " << fan
+                          << " ready tasks, round " << round;
+    }
+  }
+}
+
+// A pushed task reaches its block's task threads while the ready queue still has graph work:
+// the loader reads its ring while a graph task runs, so ring tasks wait for at most the graph
+// task in hand, not for the whole graph.
+TEST(GpuPool, PushedTasksRunWhileAGraphKeepsEveryBlockBusy) {
+  REQUIRE_GPU();
+  PoolOptions o = device_options();
+  o.graph_capacity = 16384;
+  o.mailbox = false;  // the lone task through a ring, not the mailbox's own block
+  GpuPool pool(o);
+  const std::size_t fan = std::min<std::size_t>(4 * pool.num_blocks(), 16383);
+  std::vector<Edge> edges;
+  const auto tasks = fan_out(fan, 100'000, edges);
+  pool.push_graph(tasks, edges);
+  ASSERT_TRUE(pool.pop().ok());  // the root: its successors are ready from now on
+  pool.push<Double>({21, 0}, 0, fan + 1);
+  std::size_t position = 0;  // of the pushed task among the records popped after the root
+  for (std::size_t i = 0; i < fan + 1; ++i) {
+    const auto r = pool.pop();
+    ASSERT_TRUE(r.ok()) << to_string(r.status);
+    if (r.tag == fan + 1) {
+      EXPECT_EQ(r.as<Double>().result, 42u);
+      position = i;
+    }
+  }
+  std::printf("the pushed task came back after %zu of %zu graph tasks\n", position, fan);
+  EXPECT_LT(position, fan / 2) << "the pushed task waited for the graph";
+}
+
 TEST(GpuPool, APoolOverSeveralGpusRefusesGraphsSayingSo) {
   REQUIRE_GPU();
   if (usable_gpus() < 2) GTEST_SKIP() << "needs 2 GPUs";

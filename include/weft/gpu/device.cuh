@@ -96,7 +96,7 @@ __device__ inline int graph_take(const DeviceGraphArgs& g) {
   unsigned long long pos = at.load(cuda::memory_order_relaxed);
   for (;;) {
     unsigned long long* cell = g.cells + 2 * (pos & (g.slots - 1));
-    // acquire: pairs with graph_enqueue's release of the cell (the task, and what its
+    // acquire: pairs with graph_put's release of the cell (the task, and what its
     // enqueuer wrote before: the inputs' results and poison).
     const unsigned long long seq = DeviceScopeU64(cell[0]).load(cuda::memory_order_acquire);
     if (seq == pos + 1) {
@@ -115,28 +115,20 @@ __device__ inline int graph_take(const DeviceGraphArgs& g) {
   }
 }
 
-// One thread: puts task t into the ready queue. It never finds it full: every task of a graph
-// is enqueued at most once, and the queue has a cell for each.
-__device__ inline void graph_enqueue(const DeviceGraphArgs& g, std::uint32_t t) {
-  DeviceScopeU64 at(g.counters[kGraphEnqueueAt]);
-  unsigned long long pos = at.load(cuda::memory_order_relaxed);
-  for (;;) {
-    unsigned long long* cell = g.cells + 2 * (pos & (g.slots - 1));
-    // acquire: pairs with graph_take's release (the cell's previous task was read).
-    const unsigned long long seq = DeviceScopeU64(cell[0]).load(cuda::memory_order_acquire);
-    if (seq == pos) {
-      if (at.compare_exchange_weak(pos, pos + 1, cuda::memory_order_relaxed)) {
-        DeviceScopeU64(cell[1]).store(t, cuda::memory_order_relaxed);
-        // release: the task, and everything this thread's block wrote before it (a finished
-        // task's results and poison), to the block whose take acquires it.
-        DeviceScopeU64(cell[0]).store(pos + 1, cuda::memory_order_release);
-        return;
-      }
-    } else if (seq > pos) {
-      pos = at.load(cuda::memory_order_relaxed);  // another enqueue took pos
-    }
-    // seq < pos would be a full queue: it cannot happen (see above), so look again.
+// One thread: puts task t into the ready queue's cell for position `pos`, which its warp
+// claimed (graph_count_down). The cell is free for that lap by then: every task of a graph is
+// enqueued at most once, the queue has a cell for each, and the table takes the next graph
+// only once every task of the last was taken; the wait is for the take's release all the same.
+__device__ inline void graph_put(const DeviceGraphArgs& g, unsigned long long pos,
+                                 std::uint32_t t) {
+  unsigned long long* cell = g.cells + 2 * (pos & (g.slots - 1));
+  // acquire: pairs with graph_take's release (the cell's previous task was read).
+  while (DeviceScopeU64(cell[0]).load(cuda::memory_order_acquire) != pos) {
   }
+  DeviceScopeU64(cell[1]).store(t, cuda::memory_order_relaxed);
+  // release: the task, and everything this thread's block wrote before it (a finished task's
+  // results and poison), to the block whose take acquires it.
+  DeviceScopeU64(cell[0]).store(pos + 1, cuda::memory_order_release);
 }
 
 // Whether task t may run: every input ended ok and the pool is not shutting down (a request
@@ -146,25 +138,50 @@ __device__ inline bool graph_runnable(const DeviceGraphArgs& g, std::uint32_t t)
          DeviceScopeU32(*g.cancelled).load(cuda::memory_order_relaxed) == 0;
 }
 
-// One thread, once task t ended with `status`: poisons each successor unless t ended ok, then
-// counts its input down in one read-modify-write, and enqueues the successors it completes
-// (the successor step of spec/device_graph.pml; the poison first: mutant 2).
+// The first task warp, converged, once task t ended with `status` (the same in every lane):
+// the successor step of spec/device_graph.pml for 32 successors at a time, one a lane. Each lane
+// poisons its successor unless t ended ok, then counts its input down in one read-modify-write
+// (the poison first: mutant 2); the successors the warp completed get consecutive queue
+// positions from one claim (a fetch_add, as the model's enqueue) and are put there a lane each.
+// Done by one thread, a task with many successors kept the critical path waiting for a chain of
+// dependent atomics per successor (docs/decisions/017-gpu-device-dependencies.md).
 __device__ inline void graph_count_down(const DeviceGraphArgs& g, std::uint32_t t,
-                                        TaskStatus status) {
+                                        TaskStatus status, unsigned lane) {
+  const std::uint32_t begin = DeviceScopeU32(g.successor_start[t]).load(cuda::memory_order_relaxed);
   const std::uint32_t end =
       DeviceScopeU32(g.successor_start[t + 1]).load(cuda::memory_order_relaxed);
-  for (std::uint32_t i = DeviceScopeU32(g.successor_start[t]).load(cuda::memory_order_relaxed);
-       i < end; ++i) {
-    const std::uint32_t s = DeviceScopeU32(g.successors[i]).load(cuda::memory_order_relaxed);
-    // relaxed: published by the release half of the decrement below.
-    if (status != TaskStatus::ok)
-      DeviceScopeU32(g.poisoned[s]).store(1, cuda::memory_order_relaxed);
-    // acq_rel: the release sequence of s's count carries every input's results and poison to
-    // the thread that takes it to zero (acquire), which enqueues s.
-    if (DeviceScopeU32(g.inputs[s]).fetch_sub(1, cuda::memory_order_acq_rel) == 1) {
-      graph_enqueue(g, s);
+  for (std::uint32_t first = begin; first < end; first += 32) {  // uniform
+    const std::uint32_t i = first + lane;
+    std::uint32_t s = 0;
+    bool completes = false;
+    if (i < end) {
+      s = DeviceScopeU32(g.successors[i]).load(cuda::memory_order_relaxed);
+      // relaxed: published by the release half of the decrement below.
+      if (status != TaskStatus::ok)
+        DeviceScopeU32(g.poisoned[s]).store(1, cuda::memory_order_relaxed);
+      // acq_rel: the release sequence of s's count carries every input's results and poison
+      // to the thread that takes it to zero (acquire), which enqueues s. The block's results
+      // reach this lane's release through the task barrier and the warp's __syncwarp before.
+      completes = DeviceScopeU32(g.inputs[s]).fetch_sub(1, cuda::memory_order_acq_rel) == 1;
     }
+    const unsigned ready = __ballot_sync(0xFFFFFFFFu, completes);
+    if (ready == 0u) continue;
+    unsigned long long at = 0;
+    if (lane == 0) {
+      // relaxed: the claim orders nothing; each cell's sequence publishes its task.
+      at = DeviceScopeU64(g.counters[kGraphEnqueueAt])
+               .fetch_add(static_cast<unsigned long long>(__popc(ready)),
+                          cuda::memory_order_relaxed);
+    }
+    at = __shfl_sync(0xFFFFFFFFu, at, 0);
+    if (completes) graph_put(g, at + static_cast<unsigned>(__popc(ready & ((1u << lane) - 1u))), s);
   }
+  __syncwarp();
+}
+
+// A warp's lane 0's status, in every lane: the one its task's slot or record reports.
+__device__ inline TaskStatus uniform(TaskStatus status) {
+  return static_cast<TaskStatus>(__shfl_sync(0xFFFFFFFFu, static_cast<unsigned>(status), 0));
 }
 
 // One thread, after count_down: reports task t (taken from the ready queue) to the lane through
@@ -331,6 +348,7 @@ struct BlockShared {
   std::uint64_t done[kMaxRingDepth];  // task threads -> publisher: slot j's task has ended
   std::uint64_t pub[kMaxRingDepth];   // publisher -> loader: slot j's FINISHED is stored
   std::uint64_t quit;                 // task threads -> publisher: the block ends
+  std::uint64_t graph_done;           // task threads -> loader: the graph task has ended
   std::uint32_t type[kMaxRingDepth];  // slot j's task type and payload size (loader)
   std::uint32_t size[kMaxRingDepth];
   std::uint32_t graph_task[kMaxRingDepth];  // slot j's SlotHeader::graph_task (a graph root)
@@ -363,9 +381,10 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
   unsigned long long since = global_ns();
   bool was_busy = busy();
   for (;;) {
-    // A graph task goes before the ring's (lane 0 looks, in device memory); a pool without a
-    // table (records null, the same for the whole warp) pays nothing here.
-    if (a.graph.records != nullptr &&
+    // A graph task goes before the ring's once the task threads are free to take it (lane 0
+    // looks, in device memory); a pool without a table (records null, the same for the whole
+    // warp) pays nothing here.
+    if (a.graph.records != nullptr && !busy() &&
         __shfl_sync(0xFFFFFFFFu, lane == 0 && graph_has_work(a.graph) ? 1 : 0, 0) != 0) {
       return kGraphWork;
     }
@@ -392,7 +411,15 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
       backoff = first_backoff;
     }
     if (is_busy) {
-      __nanosleep(backoff);
+      if (a.graph.records == nullptr) {
+        __nanosleep(backoff);
+      } else {
+        // In short naps that end when the task threads do: the block may then take the
+        // successors its task made ready, without a trip to another block.
+        for (unsigned slept = 0; slept < backoff && busy(); slept += kLoaderNapNs) {
+          __nanosleep(kLoaderNapNs);
+        }
+      }
       backoff = backoff < kBusyPollBackoffNs ? backoff * 2 : kBusyPollBackoffNs;
       continue;
     }
@@ -474,10 +501,11 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
   unsigned held = 0;         // slots of the run the task threads hold (0: none)
   std::uint32_t loaded = 0;  // tasks loaded, and of them published (wrap; differences)
   std::uint32_t published = 0;
-  unsigned oldest = 0;           // lane 0: the slot of the oldest task not known published
-  std::uint32_t pub_parity = 0;  // lane 0: bit j, the parity of slot j's next pub phase
-  bool after_tasks = false;      // the last poll found tasks
-  bool graph_held = false;       // the task threads hold a graph task (the extra slot)
+  unsigned oldest = 0;             // lane 0: the slot of the oldest task not known published
+  std::uint32_t pub_parity = 0;    // lane 0: bit j, the parity of slot j's next pub phase
+  bool after_tasks = false;        // the last poll found tasks
+  bool graph_held = false;         // the task threads hold a graph task (the extra slot)
+  std::uint32_t graph_parity = 0;  // the parity of graph_done's phase for the task held
   uint4* graph_payload = payloads + depth * kWords;
   // Counts the tasks the publisher has published since (a test of each slot's pub mbarrier,
   // in ring order; acquire, block scope: the publisher's FINISHED store happens before, so a
@@ -492,21 +520,37 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     }
     published = __shfl_sync(0xFFFFFFFFu, published, 0);
   };
-  // Whether the block has tasks in flight (loaded, not yet published): no deep idle then.
+  // Whether the task threads still run the graph task they hold (a test of graph_done).
+  auto graph_running = [&] {
+    if (!graph_held) return false;
+    const int ended = lane == 0 && mbar_test(&sh.graph_done, graph_parity) ? 1 : 0;
+    return __shfl_sync(0xFFFFFFFFu, ended, 0) == 0;
+  };
+  // Whether the block has tasks in flight (ring tasks loaded, not yet published, or a graph
+  // task not yet ended): no deep idle then, and no graph task taken.
   auto busy = [&] {
     advance();
-    return published != loaded;
+    return published != loaded || graph_running();
+  };
+  // Takes back the graph task the task threads hold (they arrive at kFreeBarrier after it).
+  auto take_back_graph_task = [&] {
+    named_sync(kFreeBarrier, pair);
+    graph_parity ^= 1u;
+    graph_held = false;
   };
   for (;;) {
-    // A graph task from the ready queue first: its record into the extra slot (once the task
-    // threads gave back the graph task before), then handed over as a run of its own once they gave
-    // back the run they hold.
-    if (a.graph.records != nullptr) {
+    // A graph task from the ready queue first, but only while the task threads are free: a
+    // task taken while they still run one would wait behind it while other blocks idle (a
+    // ready task is on some graph's critical path). Its record goes into the extra slot, and
+    // it is handed over as a run of its own, each once the task threads gave back what they
+    // held (at once: they have ended it).
+    if (a.graph.records != nullptr && !busy()) {
       int t = -1;
       if (lane == 0) t = graph_take(a.graph);
       t = __shfl_sync(0xFFFFFFFFu, t, 0);
       if (t >= 0) {
-        if (graph_held) named_sync(kFreeBarrier, pair);
+        __syncwarp();  // lane 0's acquire of the cell happens before every lane's record reads
+        if (graph_held) take_back_graph_task();
         const auto* record = reinterpret_cast<const uint4*>(
             a.graph.records + static_cast<std::size_t>(t) * a.graph.record_stride);
         constexpr unsigned kHeadWords = 2;  // RecordHead, then the payload (kRecordPayloadOffset)
@@ -573,8 +617,11 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     }
     // Take back the run the task threads hold (they arrive when they have ended it): its
     // slots may be loaded again, and the run words below rewritten.
-    if (held != 0 || graph_held) named_sync(kFreeBarrier, pair);
-    graph_held = false;
+    if (graph_held) {
+      take_back_graph_task();
+    } else if (held != 0) {
+      named_sync(kFreeBarrier, pair);
+    }
     if (lane == 0) {
       sh.run_first = pos;
       sh.run_count = count;
@@ -760,10 +807,10 @@ __device__ void mailbox_loop(const ResidentArgs& a, uint4* payload, unsigned cha
 
 // The task threads, for a graph task taken from the ready queue (its payload in the extra
 // slot): run it, or end it cancelled when an input did not end ok; its results back into its
-// record by the first task warp; then, by task thread 0, the successor step and the report
-// through the completion ring. Then the extra slot goes back to the loader.
+// record and the successor step by the first task warp, then the report through the
+// completion ring by task thread 0. Then the extra slot goes back to the loader.
 template <class Types, std::size_t Capacity>
-__device__ void run_graph_task(const BlockShared& sh, uint4* payload, const DeviceGraphArgs& g,
+__device__ void run_graph_task(BlockShared& sh, uint4* payload, const DeviceGraphArgs& g,
                                const BlockContext& ctx, unsigned me, unsigned threads) {
   const std::uint32_t t = sh.run_graph - 1;
   const std::uint32_t size = sh.graph_size;
@@ -780,14 +827,18 @@ __device__ void run_graph_task(const BlockShared& sh, uint4* payload, const Devi
     auto* out = reinterpret_cast<uint4*>(g.records + static_cast<std::size_t>(t) * g.record_stride +
                                          kRecordPayloadOffset);
     for (std::uint32_t i = me; i < words; i += 32) out[i] = payload[i];
-    __syncwarp();  // the lanes' writes happen before lane 0's releases
+    __syncwarp();  // the lanes' writes happen before the warp's releases
+    graph_count_down(g, t, uniform(status), me);
     if (me == 0) {
-      graph_count_down(g, t, status);
       graph_publish(g, t, status);
     }
   }
   // As after a ring run: the extra slot goes back to the loader once every thread left it.
+  // The loader tests graph_done to learn, without waiting, that the task threads are free: it
+  // takes the next graph task only then (release, block scope: a hint, the slot and the run
+  // words still pass through kFreeBarrier).
   named_sync(kTaskBarrier, threads);
+  if (me == 0) mbar_arrive(&sh.graph_done);
   named_arrive(kFreeBarrier, threads + 32);
 }
 
@@ -824,7 +875,8 @@ __global__ void resident_kernel(ResidentArgs a) {
       mbar_init(&sh.done[j], 1);  // task thread 0
       mbar_init(&sh.pub[j], 1);   // the publisher's lane 0
     }
-    mbar_init(&sh.quit, 1);  // task thread 0
+    mbar_init(&sh.quit, 1);        // task thread 0
+    mbar_init(&sh.graph_done, 1);  // task thread 0
   }
   __syncthreads();  // the mbarriers are initialised (the last block-wide barrier)
   if (threadIdx.x < 32) {
@@ -868,8 +920,8 @@ __global__ void resident_kernel(ResidentArgs a) {
           reinterpret_cast<SlotHeader*>(slot(j))->status = static_cast<std::uint32_t>(status);
         __syncwarp();  // the lanes' writes happen before lane 0's arrival
         // A graph's root: its successors are counted down before its slot reports it.
-        if (me == 0 && sh.graph_task[j] != 0) {
-          graph_count_down(a.graph, sh.graph_task[j] - 1, status);
+        if (sh.graph_task[j] != 0) {
+          graph_count_down(a.graph, sh.graph_task[j] - 1, uniform(status), me);
         }
         // release, block scope: pairs with the publisher's wait; with the barrier above, every
         // task thread's writes for this task happen before the publisher's release store.
