@@ -58,12 +58,12 @@ step host_tests timeout 240 $build/tests/weft_gpu_host_tests --gtest_brief=1
 step device_example timeout 60 stdbuf -oL $build/apps/example_gpu_pool_device  # docs/gpu.md
 step apps_tests timeout 240 $build/tests/weft_gpu_apps_device_tests
 # Under the sanitizers the million-task test would take too long, and the watchdog,
-# idle-traffic and two graph-placement tests (which block takes a ready task, how long a pushed
-# task waits beside a graph) assert timings a sanitizer stretches; the one-task-per-SM test asserts SM
+# idle-traffic and three graph-placement tests (which block takes a ready task, how long a
+# pushed or urgent task waits beside a graph) assert timings a sanitizer stretches; the one-task-per-SM test asserts SM
 # ids, which change when a tool preempts blocks and resumes them elsewhere; the others cover
 # the kernel (its deep-idle path included: under a sanitizer every block idles long enough to
 # enter it).
-filter='--gtest_filter=-*Million*:*Watchdog*:*IdlePool*:*OnePerSm*:*FreeBlock*:*EveryBlockBusy*'
+filter='--gtest_filter=-*Million*:*Watchdog*:*IdlePool*:*OnePerSm*:*FreeBlock*:*EveryBlockBusy*:*Overtakes*'
 for tool in memcheck racecheck synccheck; do
   step "sanitizer_$tool" timeout 400 compute-sanitizer --tool "$tool" --error-exitcode 3 \
     $build/tests/weft_gpu_device_tests "$filter"

@@ -132,7 +132,8 @@ void cholesky_on_pool(Pool& pool, double* a, int n, int lda, std::size_t out = 0
 }
 
 /// The same factorization as one task graph (Pool::push_graph): the blocks start each tile
-/// task as soon as its inputs are final, with no round trip through the host. Needs a pool
+/// task as soon as its inputs are final, with no round trip through the host, the tasks on
+/// the critical path (on_critical_path) before the others. Needs a pool
 /// whose graph_capacity() holds the graph's tasks (CholeskyGraph(n).tasks().size(); n / 64
 /// tiles t make t (t + 1) (t + 2) / 6). Throws std::invalid_argument when it does not, and
 /// std::runtime_error as cholesky_on_pool does. A matrix that is not positive definite is
@@ -149,12 +150,15 @@ void cholesky_graph_on_pool(Pool& pool, double* a, int n, int lda, std::size_t o
   }
   const std::vector<Record> records = cholesky_records<Record>(graph, a, lda);
   std::vector<weft::gpu::Edge> edges;
+  std::vector<int> priorities;  // the critical path urgent, as cholesky_on_pool pushes it
+  priorities.reserve(tasks.size());
   for (std::size_t from = 0; from < tasks.size(); ++from) {
     for (const int to : graph.successors()[from]) {
       edges.push_back({static_cast<std::uint32_t>(from), static_cast<std::uint32_t>(to)});
     }
+    priorities.push_back(on_critical_path(tasks[from]) ? 1 : 0);
   }
-  pool.push_graph(records, edges, out);
+  pool.push_graph(records, edges, out, priorities);
   std::vector<Record> done(tasks.size());
   int first_bad_column = -1;
   const char* failure = nullptr;

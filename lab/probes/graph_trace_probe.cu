@@ -25,13 +25,13 @@ namespace {
 
 using apps::gpu::CholeskyGraph;
 
-#define CHECK(x)                                                                     \
-  do {                                                                               \
-    const cudaError_t e_ = (x);                                                      \
-    if (e_ != cudaSuccess) {                                                         \
+#define CHECK(x)                                                                        \
+  do {                                                                                  \
+    const cudaError_t e_ = (x);                                                         \
+    if (e_ != cudaSuccess) {                                                            \
       std::fprintf(stderr, "%s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
-      std::exit(1);                                                                  \
-    }                                                                                \
+      std::exit(1);                                                                     \
+    }                                                                                   \
   } while (0)
 
 enum Field { kEnqueued, kTaken, kStarted, kBodyEnded, kReported, kWhere, kFields };
@@ -61,7 +61,8 @@ void analyse(const CholeskyGraph& graph, const unsigned long long* trace, double
   auto at = [&](std::size_t t, int f) { return static_cast<double>(trace[kFields * t + f]); };
   std::vector<std::vector<int>> inputs(n);
   for (std::size_t t = 0; t < n; ++t) {
-    for (const int s : graph.successors()[t]) inputs[static_cast<std::size_t>(s)].push_back(static_cast<int>(t));
+    for (const int s : graph.successors()[t])
+      inputs[static_cast<std::size_t>(s)].push_back(static_cast<int>(t));
   }
   // Phases in us, per kind: queue (enqueued -> taken), hand-over (taken -> started), body,
   // report (body end -> reported, the successor step included).
@@ -77,9 +78,10 @@ void analyse(const CholeskyGraph& graph, const unsigned long long* trace, double
     first = std::min(first, at(t, kEnqueued));
     last = std::max(last, at(t, kReported));
   }
-  std::printf("  wall %.0f us; first enqueue to last report %.0f us\n", wall_us, (last - first) / 1e3);
-  std::printf("  %-6s %6s %10s %10s %10s %10s   (medians, us)\n", "kind", "tasks", "queue", "handover",
-              "body", "report");
+  std::printf("  wall %.0f us; first enqueue to last report %.0f us\n", wall_us,
+              (last - first) / 1e3);
+  std::printf("  %-6s %6s %10s %10s %10s %10s   (medians, us)\n", "kind", "tasks", "queue",
+              "handover", "body", "report");
   for (const auto& [k, v] : body) {
     std::printf("  %-6s %6zu %10.2f %10.2f %10.2f %10.2f\n", k.c_str(), v.size(), median(queue[k]),
                 median(hand[k]), median(v), median(report[k]));
@@ -104,18 +106,21 @@ void analyse(const CholeskyGraph& graph, const unsigned long long* trace, double
     kind_body[k] += at(t, kBodyEnded) - at(t, kStarted);
     std::size_t by = static_cast<std::size_t>(inputs[t].front());
     for (const int i : inputs[t]) {
-      if (at(static_cast<std::size_t>(i), kBodyEnded) > at(by, kBodyEnded)) by = static_cast<std::size_t>(i);
+      if (at(static_cast<std::size_t>(i), kBodyEnded) > at(by, kBodyEnded))
+        by = static_cast<std::size_t>(i);
     }
-    if (inputs[by].empty()) break;  // enqueued by the root
+    if (inputs[by].empty()) break;                 // enqueued by the root
     gap += at(t, kEnqueued) - at(by, kBodyEnded);  // the input's successor step, to this task
     r += at(by, kReported) - at(by, kBodyEnded);
     t = by;
   }
   std::printf("  critical path: %d tasks:", steps);
-  for (const auto& [k, c] : kinds) std::printf(" %s %d (body %.0f us)", k.c_str(), c, kind_body[k] / 1e3);
-  std::printf("\n    queue %.0f us, handover %.0f, bodies %.0f, body end -> successor enqueued %.0f "
-              "(reports %.0f)\n",
-              q / 1e3, h / 1e3, b / 1e3, gap / 1e3, r / 1e3);
+  for (const auto& [k, c] : kinds)
+    std::printf(" %s %d (body %.0f us)", k.c_str(), c, kind_body[k] / 1e3);
+  std::printf(
+      "\n    queue %.0f us, handover %.0f, bodies %.0f, body end -> successor enqueued %.0f "
+      "(reports %.0f)\n",
+      q / 1e3, h / 1e3, b / 1e3, gap / 1e3, r / 1e3);
   // SM sharing: for each task, the other graph tasks running on its SM at its start.
   std::map<std::string, std::vector<double>> alone, shared;
   for (std::size_t u = 0; u < n; ++u) {
@@ -145,7 +150,8 @@ int main(int argc, char** argv) {
   if (sizes.empty()) sizes = {1024, 2048};
   constexpr std::size_t kCapacity = std::size_t{1} << 19;
   unsigned long long* trace = nullptr;
-  CHECK(cudaHostAlloc(&trace, kCapacity * kFields * sizeof(unsigned long long), cudaHostAllocMapped));
+  CHECK(
+      cudaHostAlloc(&trace, kCapacity * kFields * sizeof(unsigned long long), cudaHostAllocMapped));
   unsigned long long* device_trace = nullptr;
   CHECK(cudaHostGetDevicePointer(&device_trace, trace, 0));
   apps::gpu::set_graph_trace(device_trace);
@@ -175,8 +181,10 @@ int main(int argc, char** argv) {
       } else {
         apps::gpu::cholesky_on_pool(pool, matrices[s], n, n);
       }
-      wall = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-      std::printf("n = %d, %s, run %d: %.0f us\n", n, rep % 2 == 0 ? "graph" : "host deps", rep, wall);
+      wall =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      std::printf("n = %d, %s, run %d: %.0f us\n", n, rep % 2 == 0 ? "graph" : "host deps", rep,
+                  wall);
       if (rep == 2) {
         std::printf("n = %d (%zu tasks), graph, run %d:\n", n, graph.tasks().size(), rep);
         analyse(graph, trace, wall);

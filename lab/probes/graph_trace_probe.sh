@@ -6,7 +6,8 @@
 set -uo pipefail
 patch_file=$(realpath "$(dirname "$0")")/graph_trace.patch
 patch -p1 < "$patch_file" || exit 1
-trap 'patch -R -p1 < "$patch_file"' EXIT
+root=$(pwd)
+trap 'cd "$root" && patch -R -p1 < "$patch_file"' EXIT
 logs=$(mktemp -d)
 scripts/gpu-build.sh "$logs" weft_gpu_apps_device_tests || exit 1
 cd build-gpu/tests || exit 1

@@ -59,9 +59,10 @@ struct DeviceLaunch {
 };
 
 // A GPU's graph table (docs/decisions/017-gpu-device-dependencies.md): the records and the
-// completion ring in pinned mapped memory, the counts, poison flags, successors and the ready
-// queue in device memory (DeviceGraphArgs). The host writes a graph's counts and successors
-// with copies it waits for before the first lane loads the roots' slots (whose READY, a
+// completion ring in pinned mapped memory, a copy of the records (read by the blocks), the
+// counts, poison flags, successors and the ready queue in device memory (DeviceGraphArgs). The
+// host writes a graph's records, counts and successors with copies it waits for before the
+// first lane loads the roots' slots (whose READY, a
 // release, the blocks acquire); the blocks read them with atomics only (no stale L1 line of
 // the last graph), and the queue and the counters are the blocks' alone.
 class DeviceGraphTable final : public GraphTable {
@@ -79,6 +80,7 @@ class DeviceGraphTable final : public GraphTable {
     WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&records_), capacity * stride_,
                                   cudaHostAllocMapped | cudaHostAllocPortable));
+    WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&device_records_), capacity * stride_));
     WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&completions_),
                                   2 * slots_ * sizeof(unsigned long long),
                                   cudaHostAllocMapped | cudaHostAllocPortable));
@@ -89,14 +91,16 @@ class DeviceGraphTable final : public GraphTable {
     WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&successor_start_), words(capacity + 1)));
     WEFT_CUDA_CHECK(
         cudaMalloc(reinterpret_cast<void**>(&successors_), words(capacity * kEdgesPerTask)));
+    WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&urgent_), words(capacity)));
     WEFT_CUDA_CHECK(
-        cudaMalloc(reinterpret_cast<void**>(&cells_), 2 * slots_ * sizeof(unsigned long long)));
+        cudaMalloc(reinterpret_cast<void**>(&cells_), 4 * slots_ * sizeof(unsigned long long)));
     WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&counters_),
                                kGraphCounterWords * sizeof(unsigned long long)));
     WEFT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&cancelled_), sizeof(std::uint32_t)));
-    // Cell i free for the ticket i (its sequence), every counter 0, not cancelled.
-    std::vector<unsigned long long> cells(2 * slots_, 0);
-    for (std::size_t i = 0; i < slots_; ++i) cells[2 * i] = i;
+    // In both queues, cell i free for the ticket i (its sequence); every counter 0, not
+    // cancelled.
+    std::vector<unsigned long long> cells(4 * slots_, 0);
+    for (std::size_t i = 0; i < slots_; ++i) cells[2 * i] = cells[2 * (slots_ + i)] = i;
     WEFT_CUDA_CHECK(
         cudaMemcpy(cells_, cells.data(), cells.size() * sizeof(cells[0]), cudaMemcpyHostToDevice));
     WEFT_CUDA_CHECK(cudaMemset(counters_, 0, kGraphCounterWords * sizeof(unsigned long long)));
@@ -105,10 +109,11 @@ class DeviceGraphTable final : public GraphTable {
   ~DeviceGraphTable() override {
     // Errors here cannot be reported from a destructor.
     cudaSetDevice(device_);
-    for (void* p : {static_cast<void*>(inputs_), static_cast<void*>(poisoned_),
-                    static_cast<void*>(successor_start_), static_cast<void*>(successors_),
-                    static_cast<void*>(cells_), static_cast<void*>(counters_),
-                    static_cast<void*>(cancelled_)}) {
+    for (void* p :
+         {static_cast<void*>(device_records_), static_cast<void*>(inputs_),
+          static_cast<void*>(poisoned_), static_cast<void*>(successor_start_),
+          static_cast<void*>(successors_), static_cast<void*>(urgent_), static_cast<void*>(cells_),
+          static_cast<void*>(counters_), static_cast<void*>(cancelled_)}) {
       if (p != nullptr) cudaFree(p);
     }
     if (records_ != nullptr) cudaFreeHost(records_);
@@ -136,6 +141,10 @@ class DeviceGraphTable final : public GraphTable {
       WEFT_CUDA_CHECK(cudaMemcpyAsync(to, from.data(), from.size() * sizeof(std::uint32_t),
                                       cudaMemcpyHostToDevice, stream_));
     };
+    if (tasks != 0) {
+      WEFT_CUDA_CHECK(cudaMemcpyAsync(device_records_, records_, tasks * stride_,
+                                      cudaMemcpyHostToDevice, stream_));
+    }
     copy(inputs_, layout.inputs);
     copy(successor_start_, layout.successor_start);
     copy(successors_, layout.successors);
@@ -143,6 +152,8 @@ class DeviceGraphTable final : public GraphTable {
     // resident kernel holds every SM (its stream would wait forever).
     zeros_.assign(tasks, 0);
     copy(poisoned_, zeros_);
+    levels_.assign(layout.urgent.begin(), layout.urgent.end());
+    copy(urgent_, layout.urgent.empty() ? zeros_ : levels_);
     // Done before the lane loads the roots (their READY stores follow this wait).
     WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
@@ -188,10 +199,12 @@ class DeviceGraphTable final : public GraphTable {
     WEFT_CUDA_CHECK(cudaHostGetDevicePointer(&completions, completions_, 0));
     g.records = static_cast<unsigned char*>(records);
     g.record_stride = stride_;
+    g.device_records = device_records_;
     g.inputs = inputs_;
     g.poisoned = poisoned_;
     g.successor_start = successor_start_;
     g.successors = successors_;
+    g.urgent = urgent_;
     g.cells = cells_;
     g.counters = counters_;
     g.completions = static_cast<unsigned long long*>(completions);
@@ -206,17 +219,20 @@ class DeviceGraphTable final : public GraphTable {
   std::size_t stride_;
   std::size_t slots_;
   cudaStream_t stream_ = nullptr;
-  unsigned char* records_ = nullptr;           // mapped host memory
+  unsigned char* records_ = nullptr;  // mapped host memory
+  unsigned char* device_records_ = nullptr;
   unsigned long long* completions_ = nullptr;  // mapped host memory
   std::uint32_t* inputs_ = nullptr;
   std::uint32_t* poisoned_ = nullptr;
   std::uint32_t* successor_start_ = nullptr;
   std::uint32_t* successors_ = nullptr;
+  std::uint32_t* urgent_ = nullptr;
   unsigned long long* cells_ = nullptr;
   unsigned long long* counters_ = nullptr;
   std::uint32_t* cancelled_ = nullptr;
-  unsigned long long collected_ = 0;  // the lane's alone
-  std::vector<std::uint32_t> zeros_;  // the poison flags' reset
+  unsigned long long collected_ = 0;   // the lane's alone
+  std::vector<std::uint32_t> zeros_;   // the poison flags' reset (and no task urgent)
+  std::vector<std::uint32_t> levels_;  // the urgent flags, as words
 };
 
 // How long the pool waits for its blocks to become resident (other kernels may hold the SMs).

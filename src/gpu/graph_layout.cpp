@@ -1,5 +1,6 @@
 #include "gpu/graph_layout.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
@@ -95,10 +96,14 @@ std::uint32_t task_on_cycle(std::size_t tasks, std::span<const GraphEdge> edges,
 
 }  // namespace
 
-GraphLayout lay_out_graph(std::size_t tasks, std::span<const GraphEdge> edges,
-                          std::size_t capacity) {
+GraphLayout lay_out_graph(std::size_t tasks, std::span<const GraphEdge> edges, std::size_t capacity,
+                          std::span<const int> priorities) {
   check_size(tasks, edges.size(), capacity);
   check_ends(tasks, edges);
+  if (!priorities.empty() && priorities.size() != tasks) {
+    refuse(std::to_string(priorities.size()) + " priorities for " + std::to_string(tasks) +
+           " tasks (give one per task, or none)");
+  }
   GraphLayout g;
   g.inputs.assign(tasks, 0);
   for (const GraphEdge& e : edges) ++g.inputs[e.to];
@@ -106,6 +111,10 @@ GraphLayout lay_out_graph(std::size_t tasks, std::span<const GraphEdge> edges,
   g.successors = grouped(edges, g.successor_start, true);
   for (std::uint32_t t = 0; t < tasks; ++t) {
     if (g.inputs[t] == 0) g.roots.push_back(t);
+  }
+  if (std::any_of(priorities.begin(), priorities.end(), [](int p) { return p > 0; })) {
+    g.urgent.reserve(tasks);
+    for (const int p : priorities) g.urgent.push_back(p > 0 ? 1 : 0);
   }
   std::vector<std::uint32_t> left;
   if (reachable(g, left) != tasks) {

@@ -27,13 +27,17 @@ struct GraphLayout {
   // The tasks with no inputs, from the counts above: the ones the host enqueues. Never from
   // the table's live counts once blocks run (spec/device_graph.pml).
   std::vector<std::uint32_t> roots;
+  // Per task, 1 for a task of the urgent level (a priority above 0), taken before every ready
+  // task of the normal level; empty when no task has one.
+  std::vector<std::uint8_t> urgent;
+  [[nodiscard]] bool is_urgent(std::uint32_t t) const { return !urgent.empty() && urgent[t] != 0; }
 };
 
 /// Checks a graph of `tasks` tasks and lays it out. Throws weft::InvalidArgument, naming what
 /// is wrong, for more tasks than `capacity` (the graph table's size), an edge whose end is not
 /// a task, and a cycle (naming a task on it; an edge from a task to itself is one). An empty
-/// graph lays out empty.
-GraphLayout lay_out_graph(std::size_t tasks, std::span<const GraphEdge> edges,
-                          std::size_t capacity);
+/// graph lays out empty. `priorities`: none, or one per task (else InvalidArgument).
+GraphLayout lay_out_graph(std::size_t tasks, std::span<const GraphEdge> edges, std::size_t capacity,
+                          std::span<const int> priorities = {});
 
 }  // namespace weft::gpu::detail

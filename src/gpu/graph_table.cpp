@@ -18,15 +18,15 @@ HostGraphTable::HostGraphTable(std::size_t capacity, std::size_t record_stride)
       slots_(std::bit_ceil(std::max<std::size_t>(capacity, 2))),
       inputs_(new std::atomic<std::uint32_t>[capacity]),
       poisoned_(new std::atomic<std::uint8_t>[capacity]),
-      cells_(new Cell[slots_]),
       entries_(new Entry[slots_]),
       records_(record_stride == 0 ? nullptr
                                   : static_cast<unsigned char*>(::operator new (
                                         capacity* record_stride, std::align_val_t{16}))) {
   if (capacity == 0) throw InvalidArgument("weft::gpu graph table: capacity 0");
+  for (ReadyQueue& q : queues_) q.cells.reset(new Cell[slots_]);
   for (std::size_t i = 0; i < slots_; ++i) {
     // relaxed: before any other thread uses the table (it is handed over by its owner).
-    cells_[i].sequence.store(i, std::memory_order_relaxed);
+    for (ReadyQueue& q : queues_) q.cells[i].sequence.store(i, std::memory_order_relaxed);
     entries_[i].sequence.store(i, std::memory_order_relaxed);
   }
 }
@@ -45,14 +45,23 @@ void HostGraphTable::load(const GraphLayout& layout) {
 }
 
 void HostGraphTable::enqueue(std::uint32_t t) {
-  std::uint64_t pos = enqueue_at_.load(std::memory_order_relaxed);
+  enqueue(queues_[layout_.is_urgent(t) ? kUrgent : kNormal], t);
+}
+
+std::optional<std::uint32_t> HostGraphTable::take() {
+  if (auto t = take(queues_[kUrgent])) return t;
+  return take(queues_[kNormal]);
+}
+
+void HostGraphTable::enqueue(ReadyQueue& q, std::uint32_t t) {
+  std::uint64_t pos = q.enqueue_at.load(std::memory_order_relaxed);
   for (;;) {
-    Cell& cell = cells_[pos & (slots_ - 1)];
+    Cell& cell = q.cells[pos & (slots_ - 1)];
     // acquire: pairs with take()'s release of the cell (its previous task was read).
     const std::uint64_t seq = cell.sequence.load(std::memory_order_acquire);
     if (seq == pos) {
       // relaxed: the cell's sequence (release, below) is what publishes the task.
-      if (enqueue_at_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+      if (q.enqueue_at.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
         cell.task = t;
         // release: the task, and everything this thread wrote before (the table, a finished
         // task's results and poison), to the block whose take() acquires it.
@@ -63,20 +72,20 @@ void HostGraphTable::enqueue(std::uint32_t t) {
       // Every task of a graph is enqueued at most once, and a graph has at most capacity().
       throw std::logic_error("weft::gpu graph table: the ready queue is full");
     } else {
-      pos = enqueue_at_.load(std::memory_order_relaxed);  // another enqueue took pos
+      pos = q.enqueue_at.load(std::memory_order_relaxed);  // another enqueue took pos
     }
   }
 }
 
-std::optional<std::uint32_t> HostGraphTable::take() {
-  std::uint64_t pos = dequeue_at_.load(std::memory_order_relaxed);
+std::optional<std::uint32_t> HostGraphTable::take(ReadyQueue& q) {
+  std::uint64_t pos = q.dequeue_at.load(std::memory_order_relaxed);
   for (;;) {
-    Cell& cell = cells_[pos & (slots_ - 1)];
+    Cell& cell = q.cells[pos & (slots_ - 1)];
     // acquire: pairs with enqueue()'s release of the cell.
     const std::uint64_t seq = cell.sequence.load(std::memory_order_acquire);
     if (seq == pos + 1) {
       // relaxed: the cell's acquire above ordered the task's read.
-      if (dequeue_at_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+      if (q.dequeue_at.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
         const std::uint32_t t = cell.task;
         // release: the read above happens before the cell's next enqueue (one lap later).
         cell.sequence.store(pos + slots_, std::memory_order_release);
@@ -85,7 +94,7 @@ std::optional<std::uint32_t> HostGraphTable::take() {
     } else if (seq < pos + 1) {
       return std::nullopt;  // empty
     } else {
-      pos = dequeue_at_.load(std::memory_order_relaxed);  // another block took pos
+      pos = q.dequeue_at.load(std::memory_order_relaxed);  // another block took pos
     }
   }
 }

@@ -80,10 +80,11 @@ class HostGraphTable final : public GraphTable {
 
   /// The host: writes a graph's counts and successors (no block may be taking from it).
   void load(const GraphLayout& layout);
-  /// Puts task t into the ready queue (the host for the roots; finish() for the rest). Wakes
-  /// no one: a block that found the queue empty looks again (see take()).
+  /// Puts task t into the ready queue of its level (the host for the roots; finish() for the
+  /// rest). Wakes no one: a block that found the queues empty looks again (see take()).
   void enqueue(std::uint32_t t);
-  /// A block: a task whose inputs are all final, or none.
+  /// A block: a task whose inputs are all final, an urgent one first (GraphLayout::urgent), or
+  /// none.
   std::optional<std::uint32_t> take();
   /// Whether every input of t ended ok and the table is not cancelled; if not, t is to be
   /// finished as cancelled, unrun.
@@ -103,10 +104,19 @@ class HostGraphTable final : public GraphTable {
   std::optional<Completion> collect() override;
 
  private:
-  struct alignas(64) Cell {  // the ready queue (Vyukov's bounded MPMC queue)
+  struct alignas(64) Cell {  // a ready queue's (Vyukov's bounded MPMC queue)
     std::atomic<std::uint64_t> sequence;
     std::uint32_t task;
   };
+  // A ready queue: one per level, each with a cell for every task of the table.
+  struct ReadyQueue {
+    std::unique_ptr<Cell[]> cells;
+    alignas(64) std::atomic<std::uint64_t> enqueue_at{0};
+    alignas(64) std::atomic<std::uint64_t> dequeue_at{0};
+  };
+  static constexpr int kNormal = 0, kUrgent = 1;
+  void enqueue(ReadyQueue& q, std::uint32_t t);
+  std::optional<std::uint32_t> take(ReadyQueue& q);
   struct alignas(64) Entry {  // the completion ring
     std::atomic<std::uint64_t> sequence;
     std::uint32_t task;
@@ -120,15 +130,13 @@ class HostGraphTable final : public GraphTable {
   std::unique_ptr<std::atomic<std::uint32_t>[]> inputs_;
   std::unique_ptr<std::atomic<std::uint8_t>[]> poisoned_;
   GraphLayout layout_;
-  std::unique_ptr<Cell[]> cells_;
+  ReadyQueue queues_[2];  // kNormal, kUrgent
   std::unique_ptr<Entry[]> entries_;
   struct FreeAligned {
     void operator()(unsigned char* p) const noexcept;
   };
   std::unique_ptr<unsigned char[], FreeAligned> records_;
   std::atomic<bool> cancelled_{false};
-  alignas(64) std::atomic<std::uint64_t> enqueue_at_{0};
-  alignas(64) std::atomic<std::uint64_t> dequeue_at_{0};
   alignas(64) std::atomic<std::uint64_t> claimed_{0};
   alignas(64) std::uint64_t collected_ = 0;  // the lane's alone
 };

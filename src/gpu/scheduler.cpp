@@ -197,7 +197,8 @@ namespace {
 // calling thread's input shard lock, so that close() (which takes every shard lock) returns
 // only once every accepted graph is in the feed, where shutdown finds it.
 void Scheduler::Impl::push_graph(const unsigned char* records, std::size_t count, const Edge* edges,
-                                 std::size_t edge_count, std::size_t out) {
+                                 std::size_t edge_count, std::size_t out,
+                                 std::span<const int> priorities) {
   check_out(out, "push_graph");
   if (!graphs_.present()) {
     throw InvalidArgument("weft::gpu::Pool::push_graph: this pool runs no task graphs (" +
@@ -217,7 +218,8 @@ void Scheduler::Impl::push_graph(const unsigned char* records, std::size_t count
                           "PoolOptions::graph_capacity)");
   }
   GraphFeed::Node graph = GraphFeed::make_node(
-      {lay_out_graph(count, std::span<const Edge>(edges, edge_count), graphs_.capacity()),
+      {lay_out_graph(count, std::span<const Edge>(edges, edge_count), graphs_.capacity(),
+                     priorities),
        std::vector<unsigned char>(records, records + count * record_stride_), out});
   if (count == 0) {
     if (input_.closed()) throw_graph_refused();
@@ -583,8 +585,10 @@ void Scheduler::push(const void* records, std::size_t count, std::size_t out, in
               std::move(callback));
 }
 void Scheduler::push_graph(const void* records, std::size_t count, const Edge* edges,
-                           std::size_t edge_count, std::size_t out) {
-  impl_->push_graph(static_cast<const unsigned char*>(records), count, edges, edge_count, out);
+                           std::size_t edge_count, std::size_t out, const int* priorities,
+                           std::size_t priority_count) {
+  impl_->push_graph(static_cast<const unsigned char*>(records), count, edges, edge_count, out,
+                    std::span<const int>(priorities, priority_count));
 }
 void Scheduler::pop(std::size_t out, void* record) {
   impl_->pop(out, static_cast<unsigned char*>(record));

@@ -74,7 +74,7 @@ struct Scheduler::Impl {
   void push(const unsigned char* records, std::size_t count, std::size_t out, int priority,
             RecordCallback callback);
   void push_graph(const unsigned char* records, std::size_t count, const Edge* edges,
-                  std::size_t edge_count, std::size_t out);
+                  std::size_t edge_count, std::size_t out, std::span<const int> priorities);
   void pop(std::size_t out, unsigned char* record);
   bool try_pop(unsigned char* record, std::size_t out);
   std::size_t pop_batch(unsigned char* records, std::size_t max, std::size_t out);

@@ -60,6 +60,27 @@ TEST(GraphLayout, AnEmptyGraphAndTasksWithoutEdgesAreFine) {
   EXPECT_EQ(lay_out_graph(3, Edges{}, 3).roots, (std::vector<std::uint32_t>{0, 1, 2}));
 }
 
+TEST(GraphLayout, APriorityAboveZeroMakesATaskUrgent) {
+  const GraphLayout g = lay_out_graph(4, Edges{{0, 1}, {0, 2}}, 4, std::vector<int>{0, -1, 2, 1});
+  EXPECT_EQ(g.urgent, (std::vector<std::uint8_t>{0, 0, 1, 1}));
+  EXPECT_FALSE(g.is_urgent(1));
+  EXPECT_TRUE(g.is_urgent(2));
+  const GraphLayout none = lay_out_graph(2, Edges{}, 4, std::vector<int>{0, -3});
+  EXPECT_TRUE(none.urgent.empty()) << "no urgent task: no flags to copy";
+  EXPECT_FALSE(none.is_urgent(0));
+}
+
+TEST(GraphLayout, PrioritiesNotOnePerTaskAreRefused) {
+  try {
+    (void)lay_out_graph(3, Edges{}, 4, std::vector<int>{1, 0});
+    ADD_FAILURE() << "accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "weft::gpu::Pool::push_graph: 2 priorities for 3 tasks (give one per task, or "
+              "none)");
+  }
+}
+
 TEST(GraphLayout, MoreTasksThanTheTableHoldsAreRefused) {
   EXPECT_EQ(refusal(9, Edges{}, 8),
             "weft::gpu::Pool::push_graph: 9 tasks, more than the graph table holds "

@@ -174,7 +174,12 @@ TEST(HostGraphTable, StressRandomGraphsOnFourBlocksRunAndDeliverEveryTaskOnce) {
         edges.push_back({static_cast<std::uint32_t>(rng() % to), to});
       }
     }
-    const GraphLayout g = lay_out_graph(n, edges, kCapacity);
+    // Half the rounds with urgent tasks: both ready queues, each reused graph after graph.
+    std::vector<int> priorities;
+    if (round % 2 == 1) {
+      for (std::size_t t = 0; t < n; ++t) priorities.push_back(rng() % 3 == 0 ? 1 : 0);
+    }
+    const GraphLayout g = lay_out_graph(n, edges, kCapacity, priorities);
     for (std::size_t t = 0; t < n; ++t) {  // every completion of the last round was collected
       outcome[t] = 0;
       taken[t].store(0);

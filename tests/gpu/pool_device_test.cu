@@ -653,6 +653,28 @@ TEST(GpuPool, PushedTasksRunWhileAGraphKeepsEveryBlockBusy) {
   EXPECT_LT(position, fan / 2) << "the pushed task waited for the graph";
 }
 
+// An urgent graph task (priority above 0) is taken before the others made ready with it: the
+// last of a fan four times as wide as the pool, it still runs in the first wave.
+TEST(GpuPool, AnUrgentGraphTaskOvertakesTheOthersReadyWithIt) {
+  REQUIRE_GPU();
+  PoolOptions o = device_options();
+  o.graph_capacity = 16384;
+  GpuPool pool(o);
+  const std::size_t fan = std::min<std::size_t>(4 * pool.num_blocks(), 16383);
+  std::vector<Edge> edges;
+  const auto tasks = fan_out(fan, 50'000, edges);
+  std::vector<int> priorities(tasks.size(), 0);
+  priorities.back() = 1;
+  pool.push_graph(tasks, edges, 0, priorities);
+  std::size_t position = 0;  // of the urgent task among the records popped
+  for (std::size_t i = 0; i <= fan; ++i) {
+    const auto r = pool.pop();
+    ASSERT_TRUE(r.ok()) << to_string(r.status);
+    if (r.tag == fan) position = i;
+  }
+  EXPECT_LT(position, fan / 4) << "the urgent task waited for the others";
+}
+
 TEST(GpuPool, APoolOverSeveralGpusRefusesGraphsSayingSo) {
   REQUIRE_GPU();
   if (usable_gpus() < 2) GTEST_SKIP() << "needs 2 GPUs";

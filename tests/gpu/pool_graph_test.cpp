@@ -177,6 +177,32 @@ TEST(PoolGraph, AChainRunsInOrderOnManyBlocks) {
   for (std::uint32_t t = 0; t < 64; ++t) EXPECT_EQ(g.stamps[t], t + 1);
 }
 
+// A block takes every ready urgent task (priority above 0) before the others: one block, a
+// root and eight successors made ready at once, two of them urgent.
+TEST(PoolGraph, UrgentTasksRunBeforeTheOthersMadeReadyWithThem) {
+  GraphPool pool(PoolOptions{.host_blocks = 1});
+  std::vector<Edge> edges;
+  for (std::uint32_t t = 1; t <= 8; ++t) edges.push_back({0, t});
+  StepGraph g(9, edges);
+  const std::vector<int> priorities{0, 0, 0, 0, 0, 0, 1, 0, 5};
+  pool.push_graph(g.records, g.edges, 0, priorities);
+  for (const Record& r : pop_n(pool, 9)) g.check(r);
+  for (std::uint32_t t = 1; t <= 5; ++t) {
+    EXPECT_LT(g.stamps[6], g.stamps[t]) << "urgent task 6 ran after task " << t;
+    EXPECT_LT(g.stamps[8], g.stamps[t]) << "urgent task 8 ran after task " << t;
+  }
+  EXPECT_LT(g.stamps[6], g.stamps[8]) << "FIFO within the urgent level";
+  EXPECT_LT(g.stamps[8], g.stamps[7]);
+}
+
+TEST(PoolGraph, PrioritiesNotOnePerTaskAreRefused) {
+  GraphPool pool(PoolOptions{.host_blocks = 1});
+  StepGraph g(2, {{0, 1}});
+  const std::vector<int> one{1};
+  EXPECT_THROW(pool.push_graph(g.records, g.edges, 0, one), InvalidArgument);
+  EXPECT_EQ(pool.unfinished(0), 0u);
+}
+
 TEST(PoolGraph, TasksWithoutEdgesAllRunAndGoToTheirQueue) {
   GraphPool pool(PoolOptions{.host_blocks = 3, .output_queues = 2});
   StepGraph g(50, {});

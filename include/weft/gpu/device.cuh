@@ -81,21 +81,31 @@ __device__ inline bool is_ready_or_exit(std::uint32_t s) {
 using DeviceScopeU32 = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
 using DeviceScopeU64 = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
 
-// Whether the ready queue holds a task at its head (a look, not a take).
-__device__ inline bool graph_has_work(const DeviceGraphArgs& g) {
-  if (g.records == nullptr) return false;
-  const unsigned long long pos =
-      DeviceScopeU64(g.counters[kGraphDequeueAt]).load(cuda::memory_order_relaxed);
-  return DeviceScopeU64(g.cells[2 * (pos & (g.slots - 1))]).load(cuda::memory_order_relaxed) ==
-         pos + 1;
+// Ready queue q's cell for position pos (kGraphNormal, kGraphUrgent: the same protocol each).
+__device__ inline unsigned long long* graph_cell(const DeviceGraphArgs& g, int q,
+                                                 unsigned long long pos) {
+  return g.cells + 2 * (static_cast<std::size_t>(q) * g.slots + (pos & (g.slots - 1)));
 }
 
-// One thread: a task from the ready queue, or -1.
-__device__ inline int graph_take(const DeviceGraphArgs& g) {
-  DeviceScopeU64 at(g.counters[kGraphDequeueAt]);
+// Whether ready queue q holds a task at its head (a look, not a take).
+__device__ inline bool graph_queue_has_work(const DeviceGraphArgs& g, int q) {
+  const unsigned long long pos = DeviceScopeU64(g.counters[kGraphQueueWords * q + kGraphDequeueAt])
+                                     .load(cuda::memory_order_relaxed);
+  return DeviceScopeU64(*graph_cell(g, q, pos)).load(cuda::memory_order_relaxed) == pos + 1;
+}
+
+// Whether a ready queue holds a task at its head.
+__device__ inline bool graph_has_work(const DeviceGraphArgs& g) {
+  if (g.records == nullptr) return false;
+  return graph_queue_has_work(g, kGraphUrgent) || graph_queue_has_work(g, kGraphNormal);
+}
+
+// One thread: a task from ready queue q, or -1.
+__device__ inline int graph_take_from(const DeviceGraphArgs& g, int q) {
+  DeviceScopeU64 at(g.counters[kGraphQueueWords * q + kGraphDequeueAt]);
   unsigned long long pos = at.load(cuda::memory_order_relaxed);
   for (;;) {
-    unsigned long long* cell = g.cells + 2 * (pos & (g.slots - 1));
+    unsigned long long* cell = graph_cell(g, q, pos);
     // acquire: pairs with graph_put's release of the cell (the task, and what its
     // enqueuer wrote before: the inputs' results and poison).
     const unsigned long long seq = DeviceScopeU64(cell[0]).load(cuda::memory_order_acquire);
@@ -115,13 +125,19 @@ __device__ inline int graph_take(const DeviceGraphArgs& g) {
   }
 }
 
+// One thread: a ready task, an urgent one first, or -1.
+__device__ inline int graph_take(const DeviceGraphArgs& g) {
+  const int t = graph_take_from(g, kGraphUrgent);
+  return t >= 0 ? t : graph_take_from(g, kGraphNormal);
+}
+
 // One thread: puts task t into the ready queue's cell for position `pos`, which its warp
 // claimed (graph_count_down). The cell is free for that lap by then: every task of a graph is
 // enqueued at most once, the queue has a cell for each, and the table takes the next graph
 // only once every task of the last was taken; the wait is for the take's release all the same.
-__device__ inline void graph_put(const DeviceGraphArgs& g, unsigned long long pos,
+__device__ inline void graph_put(const DeviceGraphArgs& g, int q, unsigned long long pos,
                                  std::uint32_t t) {
-  unsigned long long* cell = g.cells + 2 * (pos & (g.slots - 1));
+  unsigned long long* cell = graph_cell(g, q, pos);
   // acquire: pairs with graph_take's release (the cell's previous task was read).
   while (DeviceScopeU64(cell[0]).load(cuda::memory_order_acquire) != pos) {
   }
@@ -154,6 +170,7 @@ __device__ inline void graph_count_down(const DeviceGraphArgs& g, std::uint32_t 
     const std::uint32_t i = first + lane;
     std::uint32_t s = 0;
     bool completes = false;
+    int level = kGraphNormal;
     if (i < end) {
       s = DeviceScopeU32(g.successors[i]).load(cuda::memory_order_relaxed);
       // relaxed: published by the release half of the decrement below.
@@ -163,18 +180,25 @@ __device__ inline void graph_count_down(const DeviceGraphArgs& g, std::uint32_t 
       // to the thread that takes it to zero (acquire), which enqueues s. The block's results
       // reach this lane's release through the task barrier and the warp's __syncwarp before.
       completes = DeviceScopeU32(g.inputs[s]).fetch_sub(1, cuda::memory_order_acq_rel) == 1;
+      // relaxed: written by the host before the graph's roots were loaded, like the counts.
+      if (completes && DeviceScopeU32(g.urgent[s]).load(cuda::memory_order_relaxed) != 0)
+        level = kGraphUrgent;
     }
-    const unsigned ready = __ballot_sync(0xFFFFFFFFu, completes);
-    if (ready == 0u) continue;
-    unsigned long long at = 0;
-    if (lane == 0) {
-      // relaxed: the claim orders nothing; each cell's sequence publishes its task.
-      at = DeviceScopeU64(g.counters[kGraphEnqueueAt])
-               .fetch_add(static_cast<unsigned long long>(__popc(ready)),
-                          cuda::memory_order_relaxed);
+    for (int q = kGraphUrgent; q >= kGraphNormal; --q) {  // uniform
+      const unsigned ready = __ballot_sync(0xFFFFFFFFu, completes && level == q);
+      if (ready == 0u) continue;
+      unsigned long long at = 0;
+      if (lane == 0) {
+        // relaxed: the claim orders nothing; each cell's sequence publishes its task.
+        at = DeviceScopeU64(g.counters[kGraphQueueWords * q + kGraphEnqueueAt])
+                 .fetch_add(static_cast<unsigned long long>(__popc(ready)),
+                            cuda::memory_order_relaxed);
+      }
+      at = __shfl_sync(0xFFFFFFFFu, at, 0);
+      if (completes && level == q) {
+        graph_put(g, q, at + static_cast<unsigned>(__popc(ready & ((1u << lane) - 1u))), s);
+      }
     }
-    at = __shfl_sync(0xFFFFFFFFu, at, 0);
-    if (completes) graph_put(g, at + static_cast<unsigned>(__popc(ready & ((1u << lane) - 1u))), s);
   }
   __syncwarp();
 }
@@ -551,11 +575,15 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
       if (t >= 0) {
         __syncwarp();  // lane 0's acquire of the cell happens before every lane's record reads
         if (graph_held) take_back_graph_task();
+        // From the records' copy in device memory, past L1 (__ldcg: a line of the last graph's
+        // records may still be in it; the host's copy of this graph's ended before its roots
+        // were loaded, which this task's cell acquire follows).
         const auto* record = reinterpret_cast<const uint4*>(
-            a.graph.records + static_cast<std::size_t>(t) * a.graph.record_stride);
+            a.graph.device_records + static_cast<std::size_t>(t) * a.graph.record_stride);
         constexpr unsigned kHeadWords = 2;  // RecordHead, then the payload (kRecordPayloadOffset)
-        for (unsigned i = lane; i < kWords; i += 32) graph_payload[i] = record[kHeadWords + i];
-        const uint4 head = record[0];  // RecordHead: type, payload_size, ...
+        for (unsigned i = lane; i < kWords; i += 32)
+          graph_payload[i] = __ldcg(record + kHeadWords + i);
+        const uint4 head = __ldcg(record);  // RecordHead: type, payload_size, ...
         const bool runs = lane == 0 && graph_runnable(a.graph, static_cast<std::uint32_t>(t));
         // The run words, these included, only once the task threads gave back the run they
         // hold: they read them (in one vector load) at the start of every run.

@@ -11,15 +11,20 @@ namespace weft::gpu {
 /// `records` null: this GPU runs no graphs.
 struct DeviceGraphArgs {
   unsigned char* records = nullptr;  // mapped host memory: per task a TaskRecord, stride apart
+  // Device memory: the same records as the host wrote them, which the blocks read the tasks
+  // from (no read over PCIe on a graph's critical path); the results go to `records`.
+  const unsigned char* device_records = nullptr;
   std::size_t record_stride = 0;
   std::uint32_t* inputs = nullptr;           // device memory: per task, inputs not yet final
   std::uint32_t* poisoned = nullptr;         // device memory: per task, an input did not end ok
   std::uint32_t* successor_start = nullptr;  // device memory: per task + 1, into successors
   std::uint32_t* successors = nullptr;       // device memory
-  // Device memory: the ready queue (Vyukov's), two words a cell: its sequence, its task.
+  std::uint32_t* urgent = nullptr;           // device memory: per task, 1 for the urgent level
+  // Device memory: the two ready queues (Vyukov's; kGraphNormal, then kGraphUrgent), `slots`
+  // cells each, two words a cell: its sequence, its task.
   unsigned long long* cells = nullptr;
-  // Device memory, a 128-byte line each: the ready queue's enqueue and dequeue positions, and
-  // the completions claimed (kGraphEnqueueAt, kGraphDequeueAt, kGraphClaimed words).
+  // Device memory, a 128-byte line each: each ready queue's enqueue and dequeue positions, and
+  // the completions claimed (see kGraphQueueWords; kGraphClaimed).
   unsigned long long* counters = nullptr;
   // Mapped host memory: the completion ring, two words an entry: its sequence, then the task
   // in the low half and its TaskStatus in the high half.
@@ -27,10 +32,14 @@ struct DeviceGraphArgs {
   std::uint32_t slots = 0;             // cells and entries: a power of two, >= the capacity
   std::uint32_t* cancelled = nullptr;  // device memory: 1 once the pool shuts down
 };
+inline constexpr int kGraphNormal = 0;
+inline constexpr int kGraphUrgent = 1;
+// Queue q's positions are words kGraphQueueWords * q + kGraphEnqueueAt (+ kGraphDequeueAt).
+inline constexpr std::size_t kGraphQueueWords = 32;
 inline constexpr std::size_t kGraphEnqueueAt = 0;
 inline constexpr std::size_t kGraphDequeueAt = 16;
-inline constexpr std::size_t kGraphClaimed = 32;
-inline constexpr std::size_t kGraphCounterWords = 48;
+inline constexpr std::size_t kGraphClaimed = 64;
+inline constexpr std::size_t kGraphCounterWords = 80;
 
 /// Everything the resident kernel of one GPU gets (addresses are device addresses).
 struct ResidentArgs {

@@ -176,9 +176,9 @@ class Pool {
   /// a task may be popped before one of its inputs (the block that ended the input makes its
   /// successors ready before it reports the input). The blocks resolve the dependencies
   /// themselves: the block that ends a task's last input makes it ready, with no round trip
-  /// through a scheduler lane, and blocks take ready graph tasks before their ring's (so graph
-  /// tasks ignore priorities). A task one of whose inputs did not end ok is delivered as
-  /// TaskStatus::cancelled, unrun (and so are its successors).
+  /// through a scheduler lane, and a block free to run one takes a ready graph task before its
+  /// ring's (so graph tasks ignore the pool's QueueOrder). A task one of whose inputs did not end
+  /// ok is delivered as TaskStatus::cancelled, unrun (and so are its successors).
   ///
   /// Before anything runs, throws weft::InvalidArgument for an edge naming a task past the
   /// last, a cycle (naming a task on it), more tasks than PoolOptions::graph_capacity (or, on
@@ -189,8 +189,14 @@ class Pool {
   /// waits (queued) for it. At shutdown the graphs waiting are delivered as cancelled, and the
   /// graph running stops early: its tasks that start after the shutdown reached it are
   /// delivered as cancelled, unrun.
-  void push_graph(std::span<const Record> tasks, std::span<const Edge> edges, std::size_t out = 0) {
-    core_.push_graph(tasks, edges, out);
+  ///
+  /// `priorities` (none, or one per task): a task whose priority is above 0 is urgent; the
+  /// blocks take every ready urgent task before a ready task of the others (FIFO within each
+  /// of the two levels). Give it to the tasks on the graph's critical path, which otherwise
+  /// wait behind every task made ready before them.
+  void push_graph(std::span<const Record> tasks, std::span<const Edge> edges, std::size_t out = 0,
+                  std::span<const int> priorities = {}) {
+    core_.push_graph(tasks, edges, out, priorities);
   }
 
   /// Waits for a finished task on queue `out`. Many threads may pop one queue. Throws

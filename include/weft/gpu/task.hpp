@@ -23,8 +23,10 @@
 
 #if defined(__CUDACC__)
 #define WEFT_HD __host__ __device__
+#define WEFT_NOINLINE __noinline__
 #else
 #define WEFT_HD
+#define WEFT_NOINLINE
 #endif
 
 namespace weft::gpu {
@@ -133,8 +135,12 @@ struct TaskTypes {
   }();
 
  private:
+  // Not inlined: each task type's body gets its own register allocation and code, as in a
+  // kernel of its own, instead of sharing the resident kernel's with the scheduler's roles
+  // and every other type (docs/decisions/018-gpu-app-bodies.md, "Third round").
   template <class T>
-  WEFT_HD static TaskStatus run_one(void* payload, std::uint32_t size, const BlockContext& b) {
+  WEFT_HD WEFT_NOINLINE static TaskStatus run_one(void* payload, std::uint32_t size,
+                                                  const BlockContext& b) {
     if (size != sizeof(typename T::Payload)) return TaskStatus::bad_payload_size;
     T::run(*static_cast<typename T::Payload*>(payload), b);
     return TaskStatus::ok;

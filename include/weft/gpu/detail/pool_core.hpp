@@ -44,8 +44,10 @@ class PoolCore {
     scheduler_.push(records, count, out, priority,
                     [cb = std::move(callback)](void* r) { cb(*static_cast<Record*>(r)); });
   }
-  void push_graph(std::span<const Record> tasks, std::span<const Edge> edges, std::size_t out) {
-    scheduler_.push_graph(tasks.data(), tasks.size(), edges.data(), edges.size(), out);
+  void push_graph(std::span<const Record> tasks, std::span<const Edge> edges, std::size_t out,
+                  std::span<const int> priorities = {}) {
+    scheduler_.push_graph(tasks.data(), tasks.size(), edges.data(), edges.size(), out,
+                          priorities.data(), priorities.size());
   }
   Record pop(std::size_t out) {
     Record r;

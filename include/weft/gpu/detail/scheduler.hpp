@@ -64,11 +64,11 @@ class Scheduler {
   void push(const void* records, std::size_t count, std::size_t out, int priority,
             RecordCallback callback = nullptr);
   /// Queues a task graph of `count` records (TaskRecord bytes, consecutive) and `edge_count`
-  /// edges, every task for output queue `out` (Pool::push_graph). Throws weft::ShutDown once
-  /// closed, weft::InvalidArgument for a bad queue, payload size or graph, or a pool that
-  /// runs no graphs.
+  /// edges, every task for output queue `out`, with `priority_count` priorities (0 or
+  /// `count`; Pool::push_graph). Throws weft::ShutDown once closed, weft::InvalidArgument for
+  /// a bad queue, payload size or graph, or a pool that runs no graphs.
   void push_graph(const void* records, std::size_t count, const Edge* edges, std::size_t edge_count,
-                  std::size_t out);
+                  std::size_t out, const int* priorities = nullptr, std::size_t priority_count = 0);
   /// Waits for a finished record of queue `out` and copies it into `record`.
   void pop(std::size_t out, void* record);
   bool try_pop(void* record, std::size_t out);
