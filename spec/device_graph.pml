@@ -5,7 +5,9 @@
  * One graph of N tasks in a GPU's graph table: per task a count of inputs not yet final and a
  * "poisoned" flag (an input failed or was cancelled). The host writes the table, then puts the
  * tasks with no inputs into the ready queue (a bounded multi-producer multi-consumer queue with
- * a sequence number per cell, as Vyukov's), after which B blocks do, each in a loop:
+ * a sequence number per cell, as Vyukov's, whose positions are claimed by fetch_add: an enqueue
+ * claims, puts, then counts its tasks available; a take claims an available task, then a
+ * position, then waits for its cell's put), after which B blocks do, each in a loop:
  *  - take a task from the ready queue (before its ring, which this model leaves out);
  *  - run it, or, when poisoned, finish it as cancelled without running it;
  *  - for each successor: poison it first when this task did not end ok, then decrement its
@@ -33,14 +35,20 @@
  * frees the slot) and a queue task through the completion ring. A sleeper looks at both after
  * it registers. The lane delivers from both.
  *
+ * The build has two ready queues of this kind, the urgent level and the normal one (a task's
+ * level is fixed when its graph is loaded; a block takes from the urgent queue first), so the
+ * protocol of each is the one modelled here.
+ *
  * Checked (scripts/check-spin.sh): every task is delivered exactly once, run at most once, run
  * only when every input ended ok and cancelled only when one did not, each delivery carries
  * the outcome the block wrote (assertions); no block sleeps forever and every process ends
  * (invalid end states). Mutants that must be caught: 1, the sleeper looks at the queue before
  * registering (a lost wake-up); 2, the poison is set after the decrement (a successor runs
  * on a failed input); 3, the count is decremented and read back in two steps (two blocks both
- * see zero and enqueue it twice); 4, a dequeue takes a cell without checking its sequence
- * number (a task read before it was written). With RINGS also: 5, the sleeper looks at the
+ * see zero and enqueue it twice); 4, a take claims a position without claiming an available
+ * task first (it waits forever for a cell no enqueue will fill). With SECOND_ROOT (by hand),
+ * also 11: a take reads its cell without waiting for the put (the host's put of the second
+ * root may still be in flight when a block's later put made a task available). With RINGS also: 5, the sleeper looks at the
  * queue but not at its slot after registering (a root loaded meanwhile is never run); 6, a
  * slot task is also reported through the completion ring (delivered twice); 9, the host loads
  * a slot without waking the sleepers (a block asleep never sees its root).
@@ -99,6 +107,8 @@ byte cell[Q];
 byte seq[Q];
 byte enq_pos = 0;
 byte deq_pos = 0;
+/* Cells published and not yet claimed by a take; below 0 while takes that found none back out. */
+short avail = 0;
 
 /* The completion ring (one graph: it does not wrap here). */
 byte ring_task[N];
@@ -153,52 +163,46 @@ inline wake() {
   fi
 }
 
-/* The host's enqueue of a root: one claim, one put. */
+/* The host's enqueue of a root: one claim, one put, then it counts as available. */
 inline enqueue(v) {
   atomic { pos = enq_pos; enq_pos++ };
   put(v);
+  avail++;
   d_step { pos = 0 };
   wake()
 }
 
+/* A take first claims one available task (a fetch_sub of the count; it backs out when there
+ * was none), then a position (a fetch_add of the head: never a retry, whatever the number of
+ * blocks taking at once), then waits for that cell's put, which is at most in flight: the
+ * count only grows once a put is done, so the position was claimed by an enqueue. */
 inline try_dequeue(v) {
   v = NONE;
-  do
-  :: pos = deq_pos;
-     s = seq[pos % Q];
-     if
-#if MUTANT == 4 /* bug: takes the cell whatever its sequence number says */
-     :: pos < enq_pos ->
-#else
-     :: s == pos + 1 ->
+  atomic { got = avail; avail-- };
+#if MUTANT == 4 /* bug: claims a position without an available task */
+  got = 1;
 #endif
-        atomic { /* CAS deq_pos: pos -> pos + 1 */
-          if
-          :: deq_pos == pos -> deq_pos = pos + 1; won = 1
-          :: else -> won = 0
-          fi
-        }
-        if
-        :: won -> v = cell[pos % Q]; seq[pos % Q] = pos + Q; break
-        :: else -> skip
-        fi
-#if MUTANT == 4
-     :: pos >= enq_pos -> break
+  if
+  :: got > 0 ->
+     atomic { pos = deq_pos; deq_pos++ };
+#if MUTANT == 11 /* bug: reads the cell without waiting for its put */
+     skip;
 #else
-     :: s < pos + 1 -> break /* empty */
-     :: s > pos + 1 -> skip  /* another block took pos: read deq_pos again */
+     (seq[pos % Q] == pos + 1);
 #endif
-     fi
-  od;
-  skip;
-  d_step { pos = 0; s = 0; won = 0 }
+     v = cell[pos % Q];
+     seq[pos % Q] = pos + Q
+  :: else -> avail++ /* none: back out */
+  fi;
+  d_step { pos = 0; got = 0 }
 }
 
 /* Whether the queue has a task at its head (a look, not a take). */
-#define QUEUE_HAS_WORK (seq[deq_pos % Q] == deq_pos + 1)
+#define QUEUE_HAS_WORK (avail > 0)
 
 proctype block(byte me) {
   byte t, k, v, pos, s, status, e, entry, completed;
+  short got;
   bit won, last, from_slot;
   do
   :: try_dequeue(t);
@@ -259,6 +263,7 @@ proctype block(byte me) {
               k++
            :: else -> break
            od;
+           avail = avail + (completed & 1) + ((completed >> 1) & 1);
            wake()
         :: else -> skip
         fi;

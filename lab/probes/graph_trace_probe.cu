@@ -78,8 +78,18 @@ void analyse(const CholeskyGraph& graph, const unsigned long long* trace, double
     first = std::min(first, at(t, kEnqueued));
     last = std::max(last, at(t, kReported));
   }
-  std::printf("  wall %.0f us; first enqueue to last report %.0f us\n", wall_us,
-              (last - first) / 1e3);
+  double first_take = 1e300, last_take = 0, busy = 0;
+  for (std::size_t t = 0; t < n; ++t) {
+    if (inputs[t].empty()) continue;
+    first_take = std::min(first_take, at(t, kTaken));
+    last_take = std::max(last_take, at(t, kTaken));
+    busy += at(t, kReported) - at(t, kTaken);
+  }
+  std::printf(
+      "  wall %.0f us; first enqueue to last report %.0f us; %.2f takes per us; %.0f blocks "
+      "busy on average\n",
+      wall_us, (last - first) / 1e3, static_cast<double>(n - 1) / ((last_take - first_take) / 1e3),
+      busy / (last - first));
   std::printf("  %-6s %6s %10s %10s %10s %10s   (medians, us)\n", "kind", "tasks", "queue",
               "handover", "body", "report");
   for (const auto& [k, v] : body) {

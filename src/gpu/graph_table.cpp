@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 #include <stdexcept>
+#include <thread>
 
 #include "weft/error.hpp"
 
@@ -54,49 +55,39 @@ std::optional<std::uint32_t> HostGraphTable::take() {
 }
 
 void HostGraphTable::enqueue(ReadyQueue& q, std::uint32_t t) {
-  std::uint64_t pos = q.enqueue_at.load(std::memory_order_relaxed);
-  for (;;) {
-    Cell& cell = q.cells[pos & (slots_ - 1)];
-    // acquire: pairs with take()'s release of the cell (its previous task was read).
-    const std::uint64_t seq = cell.sequence.load(std::memory_order_acquire);
-    if (seq == pos) {
-      // relaxed: the cell's sequence (release, below) is what publishes the task.
-      if (q.enqueue_at.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-        cell.task = t;
-        // release: the task, and everything this thread wrote before (the table, a finished
-        // task's results and poison), to the block whose take() acquires it.
-        cell.sequence.store(pos + 1, std::memory_order_release);
-        return;
-      }
-    } else if (seq < pos) {
-      // Every task of a graph is enqueued at most once, and a graph has at most capacity().
-      throw std::logic_error("weft::gpu graph table: the ready queue is full");
-    } else {
-      pos = q.enqueue_at.load(std::memory_order_relaxed);  // another enqueue took pos
-    }
+  // relaxed: a claim; the cell's sequence (release, below) publishes the task.
+  const std::uint64_t pos = q.enqueue_at.fetch_add(1, std::memory_order_relaxed);
+  Cell& cell = q.cells[pos & (slots_ - 1)];
+  // acquire: pairs with take()'s release of the cell (its previous task was read).
+  if (cell.sequence.load(std::memory_order_acquire) != pos) {
+    // Every task of a graph is enqueued at most once, a graph has at most capacity() tasks, and
+    // the next graph is loaded only once every task of the last was taken.
+    throw std::logic_error("weft::gpu graph table: the ready queue is full");
   }
+  cell.task = t;
+  // release: the task, and everything this thread wrote before (the table, a finished task's
+  // results and poison), to the block whose take() acquires it.
+  cell.sequence.store(pos + 1, std::memory_order_release);
+  // relaxed: a count of claims (the put above is done); the sequence publishes the task.
+  q.available.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::optional<std::uint32_t> HostGraphTable::take(ReadyQueue& q) {
-  std::uint64_t pos = q.dequeue_at.load(std::memory_order_relaxed);
-  for (;;) {
-    Cell& cell = q.cells[pos & (slots_ - 1)];
-    // acquire: pairs with enqueue()'s release of the cell.
-    const std::uint64_t seq = cell.sequence.load(std::memory_order_acquire);
-    if (seq == pos + 1) {
-      // relaxed: the cell's acquire above ordered the task's read.
-      if (q.dequeue_at.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-        const std::uint32_t t = cell.task;
-        // release: the read above happens before the cell's next enqueue (one lap later).
-        cell.sequence.store(pos + slots_, std::memory_order_release);
-        return t;
-      }
-    } else if (seq < pos + 1) {
-      return std::nullopt;  // empty
-    } else {
-      pos = q.dequeue_at.load(std::memory_order_relaxed);  // another block took pos
-    }
+  // relaxed: claims; the cell's sequence (acquire, below) orders the task's read.
+  if (q.available.load(std::memory_order_relaxed) <= 0) return std::nullopt;
+  if (q.available.fetch_sub(1, std::memory_order_relaxed) <= 0) {
+    q.available.fetch_add(1, std::memory_order_relaxed);  // none after all: back out
+    return std::nullopt;
   }
+  const std::uint64_t pos = q.dequeue_at.fetch_add(1, std::memory_order_relaxed);
+  Cell& cell = q.cells[pos & (slots_ - 1)];
+  // acquire: pairs with enqueue()'s release of the cell. Its put is at most in flight (the
+  // count grows only once a put is done, so an enqueue has claimed this position).
+  while (cell.sequence.load(std::memory_order_acquire) != pos + 1) std::this_thread::yield();
+  const std::uint32_t t = cell.task;
+  // release: the read above happens before the cell's next enqueue (one lap later).
+  cell.sequence.store(pos + slots_, std::memory_order_release);
+  return t;
 }
 
 void HostGraphTable::FreeAligned::operator()(unsigned char* p) const noexcept {

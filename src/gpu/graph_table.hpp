@@ -108,11 +108,14 @@ class HostGraphTable final : public GraphTable {
     std::atomic<std::uint64_t> sequence;
     std::uint32_t task;
   };
-  // A ready queue: one per level, each with a cell for every task of the table.
+  // A ready queue: one per level, each with a cell for every task of the table. Positions are
+  // claimed by fetch_add; `available` counts the tasks put and not yet claimed by a take
+  // (below 0 while takes that found none back out): spec/device_graph.pml's queue.
   struct ReadyQueue {
     std::unique_ptr<Cell[]> cells;
     alignas(64) std::atomic<std::uint64_t> enqueue_at{0};
     alignas(64) std::atomic<std::uint64_t> dequeue_at{0};
+    alignas(64) std::atomic<std::int64_t> available{0};
   };
   static constexpr int kNormal = 0, kUrgent = 1;
   void enqueue(ReadyQueue& q, std::uint32_t t);

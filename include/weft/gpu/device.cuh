@@ -73,8 +73,9 @@ __device__ inline bool is_ready_or_exit(std::uint32_t s) {
 }
 
 // ---- Task graphs (docs/decisions/017-gpu-device-dependencies.md; spec/device_graph.pml) ----
-// The host backend's HostGraphTable with device-scope atomics: the ready queue (Vyukov's
-// bounded queue, a sequence number per cell), the counts of unfinished inputs and the poison
+// The host backend's HostGraphTable with device-scope atomics: the ready queues (Vyukov's
+// bounded queue, a sequence number per cell, its positions claimed by fetch_add and a count of
+// the tasks available to take), the counts of unfinished inputs and the poison
 // flags in device memory, the records and the completion ring in mapped host memory. Every
 // read of the table's device memory is an atomic (relaxed unless said): the host rewrites the
 // counts and successors for each graph, and a plain load could find an L1 line of the last.
@@ -87,42 +88,49 @@ __device__ inline unsigned long long* graph_cell(const DeviceGraphArgs& g, int q
   return g.cells + 2 * (static_cast<std::size_t>(q) * g.slots + (pos & (g.slots - 1)));
 }
 
-// Whether ready queue q holds a task at its head (a look, not a take).
-__device__ inline bool graph_queue_has_work(const DeviceGraphArgs& g, int q) {
-  const unsigned long long pos = DeviceScopeU64(g.counters[kGraphQueueWords * q + kGraphDequeueAt])
-                                     .load(cuda::memory_order_relaxed);
-  return DeviceScopeU64(*graph_cell(g, q, pos)).load(cuda::memory_order_relaxed) == pos + 1;
+// Ready queue q's count of tasks put and not yet claimed by a take (signed: a take that finds
+// none backs its decrement out).
+__device__ inline DeviceScopeU64 graph_available(const DeviceGraphArgs& g, int q) {
+  return DeviceScopeU64(g.counters[kGraphQueueWords * q + kGraphAvailable]);
 }
 
-// Whether a ready queue holds a task at its head.
+// Whether ready queue q has a task to take (a look, not a take).
+__device__ inline bool graph_queue_has_work(const DeviceGraphArgs& g, int q) {
+  // relaxed: a hint; the take's claim decides.
+  return static_cast<long long>(graph_available(g, q).load(cuda::memory_order_relaxed)) > 0;
+}
+
+// Whether a ready queue has a task to take.
 __device__ inline bool graph_has_work(const DeviceGraphArgs& g) {
   if (g.records == nullptr) return false;
   return graph_queue_has_work(g, kGraphUrgent) || graph_queue_has_work(g, kGraphNormal);
 }
 
-// One thread: a task from ready queue q, or -1.
+// One thread: a task from ready queue q, or -1 (spec/device_graph.pml's take). It claims one
+// available task, then a position, each with one read-modify-write that cannot fail: with
+// hundreds of blocks taking at once, a compare-and-swap on the head made the takes a chain of
+// failed retries, one success per round trip to L2 (docs/decisions/017-gpu-device-
+// dependencies.md). The cell at the position was claimed by an enqueue, whose put is at most in
+// flight: the count grows only once a put is done.
 __device__ inline int graph_take_from(const DeviceGraphArgs& g, int q) {
-  DeviceScopeU64 at(g.counters[kGraphQueueWords * q + kGraphDequeueAt]);
-  unsigned long long pos = at.load(cuda::memory_order_relaxed);
-  for (;;) {
-    unsigned long long* cell = graph_cell(g, q, pos);
-    // acquire: pairs with graph_put's release of the cell (the task, and what its
-    // enqueuer wrote before: the inputs' results and poison).
-    const unsigned long long seq = DeviceScopeU64(cell[0]).load(cuda::memory_order_acquire);
-    if (seq == pos + 1) {
-      // relaxed: the cell's acquire above orders the task's read.
-      if (at.compare_exchange_weak(pos, pos + 1, cuda::memory_order_relaxed)) {
-        const auto t = static_cast<int>(DeviceScopeU64(cell[1]).load(cuda::memory_order_relaxed));
-        // release: the read above happens before the cell's next enqueue (one lap later).
-        DeviceScopeU64(cell[0]).store(pos + g.slots, cuda::memory_order_release);
-        return t;
-      }
-    } else if (seq < pos + 1) {
-      return -1;  // empty
-    } else {
-      pos = at.load(cuda::memory_order_relaxed);  // another block took pos
-    }
+  if (!graph_queue_has_work(g, q)) return -1;
+  DeviceScopeU64 available = graph_available(g, q);
+  // relaxed: a claim; the cell's sequence (acquire, below) orders the task's read.
+  if (static_cast<long long>(available.fetch_sub(1, cuda::memory_order_relaxed)) <= 0) {
+    available.fetch_add(1, cuda::memory_order_relaxed);  // none after all: back out
+    return -1;
   }
+  const unsigned long long pos = DeviceScopeU64(g.counters[kGraphQueueWords * q + kGraphDequeueAt])
+                                     .fetch_add(1, cuda::memory_order_relaxed);
+  unsigned long long* cell = graph_cell(g, q, pos);
+  // acquire: pairs with graph_put's release of the cell (the task, and what its enqueuer wrote
+  // before: the inputs' results and poison).
+  while (DeviceScopeU64(cell[0]).load(cuda::memory_order_acquire) != pos + 1) {
+  }
+  const auto t = static_cast<int>(DeviceScopeU64(cell[1]).load(cuda::memory_order_relaxed));
+  // release: the read above happens before the cell's next put (one lap later).
+  DeviceScopeU64(cell[0]).store(pos + g.slots, cuda::memory_order_release);
+  return t;
 }
 
 // One thread: a ready task, an urgent one first, or -1.
@@ -198,6 +206,9 @@ __device__ inline void graph_count_down(const DeviceGraphArgs& g, std::uint32_t 
       if (completes && level == q) {
         graph_put(g, q, at + static_cast<unsigned>(__popc(ready & ((1u << lane) - 1u))), s);
       }
+      __syncwarp();  // the puts are done before they count as available
+      // relaxed: a count of claims; each cell's sequence publishes its task.
+      if (lane == 0) graph_available(g, q).fetch_add(__popc(ready), cuda::memory_order_relaxed);
     }
   }
   __syncwarp();
@@ -394,24 +405,27 @@ inline constexpr std::uint32_t kGraphWork = 0xFFFFFFFFu;
 // `first_backoff` doubling up to kBusyPollBackoffNs; otherwise warm idle (doubling up to
 // kMaxPollBackoffNs), then deep idle (lane 0) after warm_idle_ns (the scheduler rings the
 // doorbell only for blocks with nothing in flight). A standby block stays in warm idle with a
-// back-off of at most kStandbyBackoffNs.
+// back-off of at most kStandbyBackoffNs. Returns kGraphWork instead when the task threads are
+// free and a ready queue has a graph task: before it reads the ring, unless `ring_first` (the
+// loader's last take lost the task to another block: the ring is read once first, so that
+// ring tasks are not kept waiting while the blocks race for the queue).
 template <class Busy>
 __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth, unsigned pos,
                                           unsigned usable, const ResidentArgs& a,
                                           unsigned long long& polls, unsigned first_backoff,
-                                          bool standby, Busy busy) {
+                                          bool standby, bool ring_first, Busy busy) {
   const unsigned lane = threadIdx.x;  // warp 0
   unsigned backoff = first_backoff;
   unsigned long long since = global_ns();
   bool was_busy = busy();
   for (;;) {
-    // A graph task goes before the ring's once the task threads are free to take it (lane 0
-    // looks, in device memory); a pool without a table (records null, the same for the whole
-    // warp) pays nothing here.
-    if (a.graph.records != nullptr && !busy() &&
+    // Lane 0 looks, in device memory; a pool without a table (records null, the same for the
+    // whole warp) pays nothing here.
+    if (a.graph.records != nullptr && !ring_first && !busy() &&
         __shfl_sync(0xFFFFFFFFu, lane == 0 && graph_has_work(a.graph) ? 1 : 0, 0) != 0) {
       return kGraphWork;
     }
+    ring_first = false;
     std::uint32_t s = static_cast<std::uint32_t>(SlotState::idle);
     if (lane < usable) {
       // acquire, system scope: pairs with the scheduler's release store of READY (or EXIT);
@@ -529,6 +543,7 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
   std::uint32_t pub_parity = 0;    // lane 0: bit j, the parity of slot j's next pub phase
   bool after_tasks = false;        // the last poll found tasks
   bool graph_held = false;         // the task threads hold a graph task (the extra slot)
+  bool took_graph_work = false;    // poll_ring returned kGraphWork
   std::uint32_t graph_parity = 0;  // the parity of graph_done's phase for the task held
   uint4* graph_payload = payloads + depth * kWords;
   // Counts the tasks the publisher has published since (a test of each slot's pub mbarrier,
@@ -568,10 +583,13 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     // ready task is on some graph's critical path). Its record goes into the extra slot, and
     // it is handed over as a run of its own, each once the task threads gave back what they
     // held (at once: they have ended it).
+    bool lost_take = false;  // a ready queue had work, another block took it
     if (a.graph.records != nullptr && !busy()) {
       int t = -1;
       if (lane == 0) t = graph_take(a.graph);
       t = __shfl_sync(0xFFFFFFFFu, t, 0);
+      lost_take = t < 0 && took_graph_work;
+      took_graph_work = false;
       if (t >= 0) {
         __syncwarp();  // lane 0's acquire of the cell happens before every lane's record reads
         if (graph_held) take_back_graph_task();
@@ -619,8 +637,11 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     }
     if (after_tasks) __nanosleep(kFirstBackoffAfterTaskNs);  // see kFirstBackoffAfterTaskNs
     const std::uint32_t s = poll_ring(states, depth, pos, depth - in_use, a, polls,
-                                      after_tasks ? 256u : 32u, standby, busy);
-    if (s == kGraphWork) continue;  // every lane has it
+                                      after_tasks ? 256u : 32u, standby, lost_take, busy);
+    if (s == kGraphWork) {  // every lane has it
+      took_graph_work = true;
+      continue;
+    }
     // The run of READY slots from pos (lanes at or past depth - in_use read nothing).
     const unsigned ready =
         __ballot_sync(0xFFFFFFFFu, s == static_cast<std::uint32_t>(SlotState::ready));

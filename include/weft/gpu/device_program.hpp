@@ -34,12 +34,14 @@ struct DeviceGraphArgs {
 };
 inline constexpr int kGraphNormal = 0;
 inline constexpr int kGraphUrgent = 1;
-// Queue q's positions are words kGraphQueueWords * q + kGraphEnqueueAt (+ kGraphDequeueAt).
-inline constexpr std::size_t kGraphQueueWords = 32;
+// Queue q's counters are words kGraphQueueWords * q + kGraphEnqueueAt, kGraphDequeueAt and
+// kGraphAvailable (its tasks put and not yet claimed by a take, as a signed count).
+inline constexpr std::size_t kGraphQueueWords = 48;
 inline constexpr std::size_t kGraphEnqueueAt = 0;
 inline constexpr std::size_t kGraphDequeueAt = 16;
-inline constexpr std::size_t kGraphClaimed = 64;
-inline constexpr std::size_t kGraphCounterWords = 80;
+inline constexpr std::size_t kGraphAvailable = 32;
+inline constexpr std::size_t kGraphClaimed = 96;
+inline constexpr std::size_t kGraphCounterWords = 112;
 
 /// Everything the resident kernel of one GPU gets (addresses are device addresses).
 struct ResidentArgs {
