@@ -167,34 +167,14 @@ void cholesky_benchmarks(Suite& suite, AppPool& pool, const std::vector<int>& si
       }
       return median(t);
     };
-    // weft: the factor as one task graph whose dependencies the blocks resolve (the pool's
-    // graph table holds it at every size the suite runs); the same tasks with the host tracking
-    // the dependencies run beside it as the peer pool_host_deps.
-    const bool as_graph = apps::gpu::CholeskyGraph(n).tasks().size() <= pool.graph_capacity();
     std::vector<Contender> c;
     c.push_back({"weft", [&] {
                    pool.resume();
-                   const double t = timed(
-                       [&] {
-                         if (as_graph) {
-                           apps::gpu::cholesky_graph_on_pool(pool, d_a, n, n);
-                         } else {
-                           apps::gpu::cholesky_on_pool(pool, d_a, n, n);
-                         }
-                       },
-                       false, reps);
+                   const double t =
+                       timed([&] { apps::gpu::cholesky_on_pool(pool, d_a, n, n); }, false, reps);
                    pool.pause();
                    return Outcome{t, verified()};
                  }});
-    if (as_graph) {
-      c.push_back({"pool_host_deps", [&] {
-                     pool.resume();
-                     const double t =
-                         timed([&] { apps::gpu::cholesky_on_pool(pool, d_a, n, n); }, false, reps);
-                     pool.pause();
-                     return Outcome{t, verified()};
-                   }});
-    }
     c.push_back({"cusolver", [&] {
                    pool.pause();
                    const double t = timed(

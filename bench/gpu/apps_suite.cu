@@ -290,10 +290,7 @@ Suite run_gpu_apps_suite(const GpuAppsSuiteOptions& o) {
     Cublas cb;  // before the pool: its allocations synchronize the device
     const GemmBatch fixed = GemmBatch::uniform(128, 64, 64, 64);
     const GemmBatch variable = GemmBatch::variable(o.quick ? 200 : 1000, 16, 256, 2026);
-    weft::gpu::PoolOptions options = apps::gpu::device_pool_options({0});
-    // Room for the largest Cholesky's graph (n = 8192: 128 tiles, 357,760 tile tasks).
-    options.graph_capacity = 1 << 19;
-    AppPool pool(options);
+    AppPool pool(apps::gpu::device_pool_options({0}));
     std::fprintf(stderr, "[bench] gpu-apps: pool %s\n", pool.describe().c_str());
     pool.pause();
     if (selected("batched_gemm")) {

@@ -54,12 +54,13 @@ struct Saxpy {
     for (int i = b.thread(); i < p.n; i += b.threads()) p.y[i] += p.a * p.x[i];
   }
 };
-struct WhereAmI {  // reports the resident block that ran it, after spinning spin_ns
+struct WhereAmI {  // reports the resident block that ran it and when, after spinning spin_ns
   static constexpr std::uint32_t kId = 3;
   struct Payload {
     int block;
     int threads;
     unsigned long long spin_ns;
+    unsigned long long started;  // the GPU's global timer, ns
   };
   WEFT_HD static void run(Payload& p, const BlockContext& b) {
     if (b.thread() == 0) {
@@ -67,6 +68,7 @@ struct WhereAmI {  // reports the resident block that ran it, after spinning spi
       p.threads = b.threads();
 #if defined(__CUDA_ARCH__)
       const unsigned long long t0 = weft::gpu::detail::global_ns();
+      p.started = t0;
       while (weft::gpu::detail::global_ns() - t0 < p.spin_ns) __nanosleep(500);
 #endif
     }
@@ -625,7 +627,8 @@ TEST(GpuPool, AReadyGraphTaskGoesToAFreeBlockNotBehindARunningOne) {
   }
 }
 
-// A pushed task reaches its block's task threads while the ready queue still has graph work:
+// A pushed task reaches its block's task threads while the ready queue still has graph work
+// (counted by start times, not pop order):
 // the loader reads its ring while a graph task runs, so ring tasks wait for at most the graph
 // task in hand, not for the whole graph.
 TEST(GpuPool, PushedTasksRunWhileAGraphKeepsEveryBlockBusy) {
@@ -634,45 +637,75 @@ TEST(GpuPool, PushedTasksRunWhileAGraphKeepsEveryBlockBusy) {
   o.graph_capacity = 16384;
   o.mailbox = false;  // the lone task through a ring, not the mailbox's own block
   GpuPool pool(o);
-  const std::size_t fan = std::min<std::size_t>(4 * pool.num_blocks(), 16383);
+  // Eight waves of 400 us: the root's block counts the fan down faster than the blocks take it.
+  const std::size_t fan = std::min<std::size_t>(8 * pool.num_blocks(), 16383);
   std::vector<Edge> edges;
-  const auto tasks = fan_out(fan, 100'000, edges);
+  const auto tasks = fan_out(fan, 400'000, edges);
   pool.push_graph(tasks, edges);
   ASSERT_TRUE(pool.pop().ok());  // the root: its successors are ready from now on
-  pool.push<Double>({21, 0}, 0, fan + 1);
+  pool.push<WhereAmI>({-1, 0, 0, 0}, 0, fan + 1);
   std::size_t position = 0;  // of the pushed task among the records popped after the root
+  WhereAmI::Payload pushed{};
+  std::vector<unsigned long long> starts;  // the graph tasks'
+  std::map<int, int> on_block;             // graph tasks per block
   for (std::size_t i = 0; i < fan + 1; ++i) {
     const auto r = pool.pop();
     ASSERT_TRUE(r.ok()) << to_string(r.status);
     if (r.tag == fan + 1) {
-      EXPECT_EQ(r.as<Double>().result, 42u);
+      pushed = r.as<WhereAmI>();
       position = i;
+    } else {
+      starts.push_back(r.as<WhereAmI>().started);
+      ++on_block[r.as<WhereAmI>().block];
     }
   }
-  std::printf("the pushed task came back after %zu of %zu graph tasks\n", position, fan);
-  EXPECT_LT(position, fan / 2) << "the pushed task waited for the graph";
+  std::sort(starts.begin(), starts.end());
+  const auto started_before =
+      std::lower_bound(starts.begin(), starts.end(), pushed.started) - starts.begin();
+  std::printf(
+      "the pushed task came back after %zu of %zu graph tasks; it started after %td of them "
+      "(%.0f us after the first), on block %d, which ran %d graph tasks\n",
+      position, fan, started_before, (static_cast<double>(pushed.started) - starts.front()) / 1e3,
+      pushed.block, on_block[pushed.block]);
+  EXPECT_LT(started_before, static_cast<std::ptrdiff_t>(fan / 2))
+      << "the pushed task waited for the graph";
 }
 
-// An urgent graph task (priority above 0) is taken before the others made ready with it: the
-// last of a fan four times as wide as the pool, it still runs in the first wave.
+// An urgent graph task (priority above 0) is taken before the normal ones ready when it
+// becomes ready: a second root makes it ready while waves of normal tasks are still queued
+// (eight waves of 400 us; the root's block counts them down faster than the blocks take them).
 TEST(GpuPool, AnUrgentGraphTaskOvertakesTheOthersReadyWithIt) {
   REQUIRE_GPU();
   PoolOptions o = device_options();
   o.graph_capacity = 16384;
   GpuPool pool(o);
-  const std::size_t fan = std::min<std::size_t>(4 * pool.num_blocks(), 16383);
+  const std::size_t fan = std::min<std::size_t>(8 * pool.num_blocks(), 16380);
   std::vector<Edge> edges;
-  const auto tasks = fan_out(fan, 50'000, edges);
+  auto tasks = fan_out(fan, 400'000, edges);
+  const auto second_root = static_cast<std::uint32_t>(tasks.size());
+  tasks.push_back(GpuPool::Record::make<WhereAmI>({-1, 0, 600'000, 0}, second_root));
+  tasks.push_back(GpuPool::Record::make<WhereAmI>({-1, 0, 0, 0}, second_root + 1));
+  edges.push_back({second_root, second_root + 1});
   std::vector<int> priorities(tasks.size(), 0);
   priorities.back() = 1;
   pool.push_graph(tasks, edges, 0, priorities);
-  std::size_t position = 0;  // of the urgent task among the records popped
-  for (std::size_t i = 0; i <= fan; ++i) {
+  unsigned long long urgent = 0;
+  std::vector<unsigned long long> starts;  // the fan's
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
     const auto r = pool.pop();
     ASSERT_TRUE(r.ok()) << to_string(r.status);
-    if (r.tag == fan) position = i;
+    if (r.tag == second_root + 1) {
+      urgent = r.as<WhereAmI>().started;
+    } else if (r.tag != 0 && r.tag != second_root) {
+      starts.push_back(r.as<WhereAmI>().started);
+    }
   }
-  EXPECT_LT(position, fan / 4) << "the urgent task waited for the others";
+  std::sort(starts.begin(), starts.end());
+  const auto started_before =
+      std::lower_bound(starts.begin(), starts.end(), urgent) - starts.begin();
+  std::printf("the urgent task started after %td of the fan's %zu tasks\n", started_before, fan);
+  EXPECT_LT(started_before, static_cast<std::ptrdiff_t>(fan / 2))
+      << "the urgent task waited for the others";
 }
 
 TEST(GpuPool, APoolOverSeveralGpusRefusesGraphsSayingSo) {
