@@ -89,6 +89,7 @@ struct SlidingWindow {
 
 struct PotrfTile {
   static constexpr std::uint32_t kId = 111;
+  static constexpr bool kOutOfLine = true;  // its own registers (docs/gpu.md)
   static constexpr std::size_t kSharedBytes =
       sizeof(double) * CholeskyTile::kTile * CholeskyTile::kTile;
   struct Payload {
@@ -193,6 +194,7 @@ struct PotrfTile {
 
 struct TrsmTile {
   static constexpr std::uint32_t kId = 112;
+  static constexpr bool kOutOfLine = true;                 // its own registers (docs/gpu.md)
   static constexpr int kStride = CholeskyTile::kTile + 1;  // B's columns, padded
   // The shared-memory path's L and B; the window's rows of L and inverses are fewer.
   static constexpr std::size_t kSharedBytes =
@@ -286,6 +288,7 @@ struct TrsmTile {
 // (tensor cores on the GPU) with B = A_jk transposed.
 struct UpdateTile {
   static constexpr std::uint32_t kId = 113;
+  static constexpr bool kOutOfLine = true;  // its own registers (docs/gpu.md)
   static constexpr std::size_t kSharedBytes = DgemmTile::kSharedBytes;
   struct Payload {
     double* a;

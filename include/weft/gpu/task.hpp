@@ -13,7 +13,8 @@
 // Bodies are __host__ __device__ so the same code runs on the GPU (a block of threads) and on
 // the host backend (a block of one thread, where sync() does nothing): a body must be correct
 // for any block size, including 1. Dispatch is a compile-time chain over the ids, never a
-// function pointer (the device cannot call host-registered pointers).
+// function pointer (the device cannot call host-registered pointers); a type with
+// `static constexpr bool kOutOfLine = true` is called there rather than inlined (docs/gpu.md).
 #pragma once
 
 #include <algorithm>
@@ -95,6 +96,19 @@ constexpr std::size_t shared_bytes_of() {
     return 0;
   }
 }
+template <class T>
+constexpr bool out_of_line() {
+  if constexpr (requires { T::kOutOfLine; }) {
+    return static_cast<bool>(T::kOutOfLine);
+  } else {
+    return false;
+  }
+}
+// A body called, not inlined into the resident kernel (T::kOutOfLine).
+template <class T>
+WEFT_HD WEFT_NOINLINE void run_out_of_line(void* payload, const BlockContext& b) {
+  T::run(*static_cast<typename T::Payload*>(payload), b);
+}
 }  // namespace detail
 
 /// The registered task types of a pool. Ids must be distinct.
@@ -135,14 +149,14 @@ struct TaskTypes {
   }();
 
  private:
-  // Not inlined: each task type's body gets its own register allocation and code, as in a
-  // kernel of its own, instead of sharing the resident kernel's with the scheduler's roles
-  // and every other type (docs/decisions/018-gpu-app-bodies.md, "Third round").
   template <class T>
-  WEFT_HD WEFT_NOINLINE static TaskStatus run_one(void* payload, std::uint32_t size,
-                                                  const BlockContext& b) {
+  WEFT_HD static TaskStatus run_one(void* payload, std::uint32_t size, const BlockContext& b) {
     if (size != sizeof(typename T::Payload)) return TaskStatus::bad_payload_size;
-    T::run(*static_cast<typename T::Payload*>(payload), b);
+    if constexpr (detail::out_of_line<T>()) {
+      detail::run_out_of_line<T>(payload, b);
+    } else {
+      T::run(*static_cast<typename T::Payload*>(payload), b);
+    }
     return TaskStatus::ok;
   }
 };
