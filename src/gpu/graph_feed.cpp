@@ -39,9 +39,9 @@ std::size_t GraphFeed::take_roots(RecordBuffer& batch, std::size_t max, const In
   return n;
 }
 
-std::size_t GraphFeed::collect(Outbox& outbox) {
+std::size_t GraphFeed::collect(Outbox& outbox, std::size_t max) {
   std::size_t n = 0;
-  while (left_ > 0) {
+  while (left_ > 0 && n < max) {
     const auto c = table_->collect();
     if (!c) break;
     stage(outbox, table_->result(c->task), current_.out, c->status);

@@ -6,7 +6,7 @@
 //   auto node = GraphFeed::make_node(std::move(graph));  // a pusher, before it is accepted
 //   feed.add(node);                                      // once it is accepted (never throws)
 //   // the first lane, each round:
-//   ended += feed.collect(lane.outbox);          // completions of queue-taken tasks
+//   ended += feed.collect(lane.outbox, 256);     // completions of queue-taken tasks
 //   feed.roots_ended(lane.outbox.graph_roots()); // roots its rings collected
 //   if (!pausing) feed.load_next();              // the next graph, once the table is free
 //   feed.take_roots(lane.batch, room, input);    // roots, as entries for the lane's rings
@@ -66,9 +66,9 @@ class GraphFeed {
   /// Appends up to `max` of the loaded graph's roots not yet handed out to `batch`, as input
   /// entries (kGraphTaskFlag | index in the callback field). Returns how many.
   std::size_t take_roots(RecordBuffer& batch, std::size_t max, const InputQueue& input);
-  /// Stages every completion the table published so far for its output queue, with the
-  /// task's results. Returns how many.
-  std::size_t collect(Outbox& outbox);
+  /// Stages up to `max` of the completions the table published so far for its output queue,
+  /// with the task's results. Returns how many.
+  std::size_t collect(Outbox& outbox, std::size_t max);
   /// The roots whose slots the lane's rings collected (staged by them): counted delivered.
   /// Clears `roots`.
   void roots_ended(std::vector<std::uint32_t>& roots);

@@ -140,9 +140,13 @@ struct Scheduler::Impl {
   [[nodiscard]] bool serves_graphs(const Lane& lane) const {
     return graphs_.present() && &lane == lanes_[0].get();
   }
-  // Stages the completions the graph table published (tasks taken from its ready queue).
+  // Stages the completions the graph table published (tasks taken from its ready queue), at
+  // most kGraphRoundMax a round: while a graph's blocks publish as fast as the lane stages,
+  // an unbounded round would deliver nothing until the graph ended, and then all of it at once
+  // (docs/decisions/017-gpu-device-dependencies.md, "After step 3").
+  static constexpr std::size_t kGraphRoundMax = 256;
   std::size_t graph_round(Lane& lane) {
-    return serves_graphs(lane) ? graphs_.collect(lane.outbox) : 0;
+    return serves_graphs(lane) ? graphs_.collect(lane.outbox, kGraphRoundMax) : 0;
   }
   // Tells the feed of the roots the lane's rings staged (they count among the ring's ended
   // tasks). Returns how many.
