@@ -53,7 +53,16 @@
  * slot task is also reported through the completion ring (delivered twice); 9, the host loads
  * a slot without waking the sleepers (a block asleep never sees its root).
  *
- * With CANCEL, the host's shutdown sets the table's cancel flag at any moment: from then on a
+ * With G = 2 (and Q = 4, so that the queue wraps) the same table serves two graphs in turn, as
+ * the build does (one graph at a time; the next loaded once every task of the last was
+ * delivered): the host rewrites the counts and poison flags, the ready queue's positions and
+ * its available count carry on from the last graph, and the completion ring (entry k % N,
+ * freed by the lane as it reads it) wraps around. Mutants 7 (the lane does not free the
+ * completion entries it read: the second graph's lane delivers a stale one) and 8 (a take frees
+ * its cell for the next position instead of the next lap: the second graph's put finds the
+ * cell taken) must be caught.
+ *
+ * With CANCEL (one graph), the host's shutdown sets the table's cancel flag at any moment: from then on a
  * task taken from the queue ends cancelled, unrun (a root in a slot still runs, as in the
  * build), and its successors are counted down as for any other end, so the graph drains and
  * every task is still delivered once. Mutant 10 (a task cancelled for shutdown skips its
@@ -78,12 +87,20 @@
 #ifndef CANCEL
 #define CANCEL 0
 #endif
+#ifndef G
+#define G 1 /* graphs run through the table one after the other */
+#endif
+#if G > 1 && CANCEL
+#error "the shutdown's cancel flag is modelled with one graph"
+#endif
 #if SECOND_ROOT
 #define N 5 /* the diamond and task 4, a root with no edges */
 #else
 #define N 4
 #endif
+#ifndef Q
 #define Q 8 /* ready-queue cells: at least N, so an enqueue never finds it full */
+#endif
 #define NONE 255
 
 #define OK 1
@@ -92,15 +109,19 @@
 
 /* The table. */
 byte inputs[N];      /* inputs not yet final */
+byte inputs0[N];     /* as the host writes them for every graph */
 bit poisoned[N];
 byte succ_count[N];
 byte succ[N * 2];    /* successors of t: succ[t * 2 + k], k < succ_count[t] */
 
-/* What happened, for the assertions. */
-byte ran[N];
-byte outcome[N];     /* as the finishing block decided it */
-byte delivered[N];
-byte delivered_as[N];
+/* What happened, for the assertions, per graph: task t of graph g at [g * N + t]. */
+byte graph = 0;      /* the graph in the table */
+byte collected = 0;  /* graphs the lane has delivered whole */
+#define R(t) (graph * N + (t))
+byte ran[G * N];
+byte outcome[G * N]; /* as the finishing block decided it */
+byte delivered[G * N];
+byte delivered_as[G * N];
 
 /* The ready queue. */
 byte cell[Q];
@@ -110,7 +131,7 @@ byte deq_pos = 0;
 /* Cells published and not yet claimed by a take; below 0 while takes that found none back out. */
 short avail = 0;
 
-/* The completion ring (one graph: it does not wrap here). */
+/* The completion ring: entry k % N for the k-th completion; the lane frees what it reads. */
 byte ring_task[N];
 byte ring_status[N];
 bit ring_full[N];
@@ -191,7 +212,11 @@ inline try_dequeue(v) {
      (seq[pos % Q] == pos + 1);
 #endif
      v = cell[pos % Q];
+#if MUTANT == 8 /* bug: frees the cell for the next position, not the next lap */
+     seq[pos % Q] = pos + 1
+#else
      seq[pos % Q] = pos + Q
+#endif
   :: else -> avail++ /* none: back out */
   fi;
   d_step { pos = 0; got = 0 }
@@ -217,14 +242,14 @@ proctype block(byte me) {
         if
         :: poisoned[t] || (cancelled && !from_slot) -> status = CANCELLED
         :: else ->
-           ran[t]++;
+           ran[R(t)]++;
            status = OK;
            if
            :: t == FAILS -> status = FAILED
            :: true -> skip
            fi
         fi;
-        outcome[t] = status;
+        outcome[R(t)] = status;
         k = 0;
         do
 #if MUTANT == 10 /* bug: a task cancelled for shutdown skips its successors */
@@ -274,14 +299,16 @@ proctype block(byte me) {
            slot_state[me] = DONE
 #if MUTANT == 6 /* bug: a slot task reported through the completion ring as well */
            ;
-           atomic { entry = ring_claimed; ring_claimed++ }
+           atomic { entry = ring_claimed % N; ring_claimed++ }
+           assert(ring_full[entry] == 0);
            ring_task[entry] = t;
            ring_status[entry] = status;
            ring_full[entry] = 1
 #endif
 #endif
         :: else ->
-           atomic { entry = ring_claimed; ring_claimed++ }
+           atomic { entry = ring_claimed % N; ring_claimed++ }
+           assert(ring_full[entry] == 0);
            ring_task[entry] = t;
            ring_status[entry] = status;
            ring_full[entry] = 1
@@ -316,56 +343,65 @@ proctype block(byte me) {
 }
 
 inline deliver(task, status) {
-  assert(delivered[task] == 0);
-  delivered[task] = 1;
-  delivered_as[task] = status;
-  assert(delivered_as[task] == outcome[task]);
+  assert(delivered[g * N + task] == 0);
+  delivered[g * N + task] = 1;
+  delivered_as[g * N + task] = status;
+  assert(delivered_as[g * N + task] == outcome[g * N + task]);
   count++
 }
 
 proctype lane() {
-  byte next = 0, t, p, count = 0;
+  byte next = 0, t, p, count = 0, g = 0;
   do
-  :: count == N -> break
-  :: count < N && next < N && ring_full[next] == 1 ->
-     t = ring_task[next];
-     deliver(t, ring_status[next]);
-     next++
-#if RINGS
-  :: count < N && slot_state[0] == DONE ->
-     t = slot_task[0];
-     deliver(t, slot_status[0]);
-     slot_state[0] = IDLE
-  :: count < N && slot_state[1] == DONE ->
-     t = slot_task[1];
-     deliver(t, slot_status[1]);
-     slot_state[1] = IDLE
+  :: g < G ->
+     do
+     :: count == N -> break
+     :: count < N && ring_full[next % N] == 1 ->
+        t = ring_task[next % N];
+        deliver(t, ring_status[next % N]);
+#if MUTANT != 7 /* bug 7: the entry read is not freed */
+        ring_full[next % N] = 0;
 #endif
-  od;
-  /* Every task delivered: check what each one saw, then let the blocks go. */
-  t = 0;
-  do
-  :: t < N ->
-     assert(ran[t] <= 1);
-     assert((delivered_as[t] == CANCELLED) == (ran[t] == 0));
-     t++
-  :: else -> break
-  od;
-  /* A task ran only when every input ended ok, and was cancelled only when one did not (or,
-   * from shutdown on, when it came from the queue). */
-  assert(ran[1] == 0 || outcome[0] == OK);
-  assert(ran[2] == 0 || outcome[0] == OK);
-  assert(ran[3] == 0 || (outcome[1] == OK && outcome[2] == OK));
-  assert(cancelled || (ran[1] == 1) == (outcome[0] == OK));
-  assert(cancelled || (ran[2] == 1) == (outcome[0] == OK));
-  assert(cancelled || (ran[3] == 1) == (outcome[1] == OK && outcome[2] == OK));
-  assert(cancelled || RINGS || ran[0] == 1);
+        next++
 #if RINGS
-  assert(ran[0] == 1); /* a root in a slot always runs */
+     :: count < N && slot_state[0] == DONE ->
+        t = slot_task[0];
+        deliver(t, slot_status[0]);
+        slot_state[0] = IDLE
+     :: count < N && slot_state[1] == DONE ->
+        t = slot_task[1];
+        deliver(t, slot_status[1]);
+        slot_state[1] = IDLE
+#endif
+     od;
+     /* Graph g delivered whole: check what each of its tasks saw. */
+     t = 0;
+     do
+     :: t < N ->
+        assert(ran[g * N + t] <= 1);
+        assert((delivered_as[g * N + t] == CANCELLED) == (ran[g * N + t] == 0));
+        t++
+     :: else -> break
+     od;
+     /* A task ran only when every input ended ok, and was cancelled only when one did not (or,
+      * from shutdown on, when it came from the queue). */
+     assert(ran[g * N + 1] == 0 || outcome[g * N + 0] == OK);
+     assert(ran[g * N + 2] == 0 || outcome[g * N + 0] == OK);
+     assert(ran[g * N + 3] == 0 || (outcome[g * N + 1] == OK && outcome[g * N + 2] == OK));
+     assert(cancelled || (ran[g * N + 1] == 1) == (outcome[g * N + 0] == OK));
+     assert(cancelled || (ran[g * N + 2] == 1) == (outcome[g * N + 0] == OK));
+     assert(cancelled ||
+            (ran[g * N + 3] == 1) == (outcome[g * N + 1] == OK && outcome[g * N + 2] == OK));
+     assert(cancelled || RINGS || ran[g * N + 0] == 1);
+#if RINGS
+     assert(ran[g * N + 0] == 1); /* a root in a slot always runs */
 #endif
 #if SECOND_ROOT
-  assert(cancelled || ran[4] == 1);
+     assert(cancelled || ran[g * N + 4] == 1);
 #endif
+     d_step { t = 0; count = 0; g++; collected = g } /* the host may load the next graph */
+  :: else -> break
+  od;
   leave = 1;
   epoch++
 }
@@ -378,7 +414,7 @@ proctype shutdown() {
 #endif
 
 init {
-  byte i, pos, s;
+  byte i, h, pos, s;
   bit won;
   bit is_root[N];
   atomic {
@@ -390,18 +426,14 @@ init {
     edge(0, 1);
     edge(0, 2);
     edge(1, 3);
-    edge(2, 3)
-  }
-  /* The roots, from the counts the host wrote: once the blocks run, a count that reads zero
-   * may be a task a block has already enqueued, which the host would enqueue a second time. */
-  atomic {
+    edge(2, 3);
     i = 0;
     do
-    :: i < N -> is_root[i] = (inputs[i] == 0); i++
+    :: i < N -> inputs0[i] = inputs[i]; i++
     :: else -> break
-    od
+    od;
+    i = 0
   }
-  i = 0;
   do
   :: i < B -> run block(i); i++
   :: else -> break
@@ -410,30 +442,61 @@ init {
 #if CANCEL
   run shutdown();
 #endif
-  /* The host puts the roots into the queue (with RINGS: into idle blocks' slots), the blocks
-   * already polling. */
-  i = 0;
+  h = 0;
   do
-  :: i < N ->
+  :: h < G ->
      if
-     :: is_root[i] ->
-#if RINGS
-        if
-        :: slot_state[0] == IDLE -> slot_task[0] = i; slot_state[0] = LOADED
-        :: slot_state[1] == IDLE -> slot_task[1] = i; slot_state[1] = LOADED
-        fi;
-#if MUTANT != 9 /* bug 9: no doorbell for a sleeper */
-        if /* wake the sleepers, as an enqueue does */
-        :: sleepers > 0 -> epoch++
-        :: else -> skip
-        fi
-#endif
-#else
-        enqueue(i)
-#endif
+     :: h > 0 ->
+        /* The next graph, once the lane has delivered every task of the last: no block holds
+         * a task of it any more (the table is reused, its queue and ring wrap around). */
+        collected == h;
+        d_step {
+          i = 0;
+          do
+          :: i < N -> inputs[i] = inputs0[i]; poisoned[i] = 0; i++
+          :: else -> break
+          od;
+          graph = h
+        }
      :: else -> skip
      fi;
-     i++
+     /* The roots, from the counts the host wrote: once the blocks run, a count that reads zero
+      * may be a task a block has already enqueued, which the host would enqueue a second
+      * time. */
+     d_step {
+       i = 0;
+       do
+       :: i < N -> is_root[i] = (inputs0[i] == 0); i++
+       :: else -> break
+       od;
+       i = 0
+     };
+     /* The host puts the roots into the queue (with RINGS: into idle blocks' slots), the
+      * blocks already polling. */
+     do
+     :: i < N ->
+        if
+        :: is_root[i] ->
+#if RINGS
+           if
+           :: slot_state[0] == IDLE -> slot_task[0] = i; slot_state[0] = LOADED
+           :: slot_state[1] == IDLE -> slot_task[1] = i; slot_state[1] = LOADED
+           fi;
+#if MUTANT != 9 /* bug 9: no doorbell for a sleeper */
+           if /* wake the sleepers, as an enqueue does */
+           :: sleepers > 0 -> epoch++
+           :: else -> skip
+           fi
+#endif
+#else
+           enqueue(i)
+#endif
+        :: else -> skip
+        fi;
+        i++
+     :: else -> break
+     od;
+     h++
   :: else -> break
   od
 }
