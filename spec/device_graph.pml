@@ -35,6 +35,11 @@
  * frees the slot) and a queue task through the completion ring. A sleeper looks at both after
  * it registers. The lane delivers from both.
  *
+ * The build's blocks do not register as sleepers: a GPU block polls the queues' counts in
+ * device memory (every microsecond in deep idle) and a host block at every poll (at most
+ * 128 us apart), so no enqueuer needs to wake one; the sleeper and epoch here are the stricter
+ * protocol, which the polling implies.
+ *
  * The build has two ready queues of this kind, the urgent level and the normal one (a task's
  * level is fixed when its graph is loaded; a block takes from the urgent queue first), so the
  * protocol of each is the one modelled here.

@@ -59,12 +59,12 @@ struct DeviceLaunch {
 };
 
 // A GPU's graph table (docs/decisions/017-gpu-device-dependencies.md): the records and the
-// completion ring in pinned mapped memory, a copy of the records (read by the blocks), the
-// counts, poison flags, successors and the ready queue in device memory (DeviceGraphArgs). The
-// host writes a graph's records, counts and successors with copies it waits for before the
-// first lane loads the roots' slots (whose READY, a
-// release, the blocks acquire); the blocks read them with atomics only (no stale L1 line of
-// the last graph), and the queue and the counters are the blocks' alone.
+// completion ring in pinned mapped memory; a copy of the records (read by the blocks), the
+// counts, poison and urgent flags, successors and the two ready queues in device memory
+// (DeviceGraphArgs). The host writes a graph's records, counts and successors with copies it
+// waits for before the first lane loads the roots' slots (whose READY, a release, the blocks
+// acquire); the blocks read them with atomics or loads past L1 only (no stale L1 line of the
+// last graph), and the queues and the counters are the blocks' alone.
 class DeviceGraphTable final : public GraphTable {
  public:
   // Successors a graph may have per task, on average (the device memory is sized for it).

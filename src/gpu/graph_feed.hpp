@@ -6,7 +6,7 @@
 //   auto node = GraphFeed::make_node(std::move(graph));  // a pusher, before it is accepted
 //   feed.add(node);                                      // once it is accepted (never throws)
 //   // the first lane, each round:
-//   ended += feed.collect(lane.outbox, 256);     // completions of queue-taken tasks
+//   ended += feed.collect(lane.outbox, max);     // completions of queue-taken tasks
 //   feed.roots_ended(lane.outbox.graph_roots()); // roots its rings collected
 //   if (!pausing) feed.load_next();              // the next graph, once the table is free
 //   feed.take_roots(lane.batch, room, input);    // roots, as entries for the lane's rings

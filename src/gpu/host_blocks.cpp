@@ -109,7 +109,7 @@ class HostBlocks final : public BlockRuntime {
     const BlockContext ctx(0, 1, static_cast<int>(b), shared);
     std::size_t pos = 0;
     for (;;) {
-      run_graph_tasks(ctx);
+      run_graph_task(ctx);
       // std::atomic_ref here, cuda::atomic_ref<thread_scope_system> in the kernel: the same
       // acquire/release protocol; the host side needs no CUDA headers.
       std::atomic_ref<std::uint32_t> head(states[pos]);
@@ -121,7 +121,7 @@ class HostBlocks final : public BlockRuntime {
       // graph task takes the successors it made ready itself, so a graph always makes progress; an
       // idle block joins in within its poll period (at most 128 us).
       for (int spin = 0; !ready_or_exit(s) && spin < 256; ++spin) {
-        if (run_graph_tasks(ctx)) spin = 0;
+        if (run_graph_task(ctx)) spin = 0;
         cpu_relax();
         s = head.load(std::memory_order_acquire);
       }
@@ -131,7 +131,7 @@ class HostBlocks final : public BlockRuntime {
       // stress test for good (docs/decisions/007-gpu-device-blocks.md). Polling cannot miss a
       // store.
       for (unsigned sleep_us = 1; !ready_or_exit(s); sleep_us = std::min(sleep_us * 2, 128u)) {
-        if (run_graph_tasks(ctx)) sleep_us = 1;
+        if (run_graph_task(ctx)) sleep_us = 1;
         std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
         s = head.load(std::memory_order_acquire);  // acquire: as above
       }
@@ -173,28 +173,28 @@ class HostBlocks final : public BlockRuntime {
     }
   }
 
-  // Runs the graph table's ready tasks until it has none (the successor step of
+  // Runs one of the graph table's ready tasks, if it has one (the successor step of
   // spec/device_graph.pml: finish() poisons, counts down, enqueues and publishes). Returns
-  // whether it ran any.
-  bool run_graph_tasks(const BlockContext& ctx) {
+  // whether it ran one. One at a time: the block looks at its ring between two, as a GPU
+  // block's loader reads its ring while a graph task runs, so that a pushed task waits for at
+  // most the graph task in hand, not for the whole graph.
+  bool run_graph_task(const BlockContext& ctx) {
     if (!graph_) return false;
-    bool any = false;
-    while (const auto t = graph_->take()) {
-      any = true;
-      TaskStatus status = TaskStatus::cancelled;  // an input did not end ok, or shutdown
-      if (graph_->runnable(*t)) {
-        unsigned char* record = graph_->record(*t);
-        RecordHead head;
-        std::memcpy(&head, record, sizeof head);
-        try {
-          status = dispatch_(head.type, record + kRecordPayloadOffset, head.payload_size, ctx);
-        } catch (...) {
-          status = TaskStatus::device_failed;  // as in block_main
-        }
+    const auto t = graph_->take();
+    if (!t) return false;
+    TaskStatus status = TaskStatus::cancelled;  // an input did not end ok, or shutdown
+    if (graph_->runnable(*t)) {
+      unsigned char* record = graph_->record(*t);
+      RecordHead head;
+      std::memcpy(&head, record, sizeof head);
+      try {
+        status = dispatch_(head.type, record + kRecordPayloadOffset, head.payload_size, ctx);
+      } catch (...) {
+        status = TaskStatus::device_failed;  // as in block_main
       }
-      graph_->finish(*t, status);
     }
-    return any;
+    graph_->finish(*t, status);
+    return true;
   }
 
   // The GPU kernel's mailbox server (include/weft/gpu/device.cuh, mailbox_loop) with one

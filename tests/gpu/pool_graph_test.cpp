@@ -74,7 +74,21 @@ struct Gate {
   }
 };
 
-using Types = TaskTypes<Step, Fail, Gate>;
+// Sleeps, then takes the next value of a shared clock as its stamp.
+struct Nap {
+  static constexpr std::uint32_t kId = 4;
+  struct Payload {
+    std::atomic<std::uint64_t>* clock;
+    std::uint64_t* stamp;
+    std::uint32_t sleep_us;
+  };
+  static void run(Payload& p, const BlockContext&) {
+    std::this_thread::sleep_for(std::chrono::microseconds(p.sleep_us));
+    *p.stamp = p.clock->fetch_add(1, std::memory_order_relaxed) + 1;  // relaxed: a counter
+  }
+};
+
+using Types = TaskTypes<Step, Fail, Gate, Nap>;
 using GraphPool = Pool<Types, 64>;
 using Record = GraphPool::Record;
 
@@ -193,6 +207,31 @@ TEST(PoolGraph, UrgentTasksRunBeforeTheOthersMadeReadyWithThem) {
   }
   EXPECT_LT(g.stamps[6], g.stamps[8]) << "FIFO within the urgent level";
   EXPECT_LT(g.stamps[8], g.stamps[7]);
+}
+
+// A block runs one ready graph task at a time and looks at its ring in between, so a pushed
+// task waits for at most the graph task in hand, not for the whole graph: one block, a root
+// that holds it while a task is pushed, then 64 successors of 2 ms each, ready at once.
+TEST(PoolGraph, APushedTaskWaitsForAtMostTheGraphTaskInHand) {
+  GraphPool pool(PoolOptions{.host_blocks = 1});
+  std::atomic<std::uint64_t> clock{0};
+  std::vector<std::uint64_t> stamps(66, 0);  // [65]: the pushed task's
+  std::vector<Record> tasks{Record::make<Gate>({}, 0)};
+  std::vector<Edge> edges;
+  for (std::uint32_t t = 1; t <= 64; ++t) {
+    tasks.push_back(Record::make<Nap>({&clock, &stamps[t], 2000}, t));
+    edges.push_back({0, t});
+  }
+  g_gate_open = false;
+  g_gate_started = false;
+  pool.push_graph(tasks, edges);
+  wait_for_the_gate();
+  pool.push<Nap>({&clock, &stamps[65], 0}, 0, 65);
+  g_gate_open = true;
+  ASSERT_EQ(pop_n(pool, 66).size(), 66u);
+  EXPECT_LE(stamps[65], 3u) << "the pushed task ran after " << stamps[65] - 1
+                            << " graph tasks, not after the one in hand";
+  for (std::uint32_t t = 1; t <= 64; ++t) EXPECT_NE(stamps[t], 0u) << "task " << t;
 }
 
 TEST(PoolGraph, PrioritiesNotOnePerTaskAreRefused) {

@@ -77,8 +77,9 @@ __device__ inline bool is_ready_or_exit(std::uint32_t s) {
 // bounded queue, a sequence number per cell, its positions claimed by fetch_add and a count of
 // the tasks available to take), the counts of unfinished inputs and the poison
 // flags in device memory, the records and the completion ring in mapped host memory. Every
-// read of the table's device memory is an atomic (relaxed unless said): the host rewrites the
-// counts and successors for each graph, and a plain load could find an L1 line of the last.
+// read of the table's device memory is an atomic (relaxed unless said), or for the records'
+// copy a load past L1 (__ldcg): the host rewrites the table for each graph, and a plain load
+// could find an L1 line of the last.
 using DeviceScopeU32 = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
 using DeviceScopeU64 = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
 
@@ -107,11 +108,11 @@ __device__ inline bool graph_has_work(const DeviceGraphArgs& g) {
 }
 
 // One thread: a task from ready queue q, or -1 (spec/device_graph.pml's take). It claims one
-// available task, then a position, each with one read-modify-write that cannot fail: with
-// hundreds of blocks taking at once, a compare-and-swap on the head made the takes a chain of
-// failed retries, one success per round trip to L2 (docs/decisions/017-gpu-device-
-// dependencies.md). The cell at the position was claimed by an enqueue, whose put is at most in
-// flight: the count grows only once a put is done.
+// available task, then a position, each with one read-modify-write, never retried (the first
+// backs out when no task was left): with hundreds of blocks taking at once, a compare-and-swap
+// on the head made the takes a chain of failed retries, one success per round trip to L2
+// (docs/decisions/017-gpu-device- dependencies.md). The cell at the position was claimed by an
+// enqueue, whose put is at most in flight: the count grows only once a put is done.
 __device__ inline int graph_take_from(const DeviceGraphArgs& g, int q) {
   if (!graph_queue_has_work(g, q)) return -1;
   DeviceScopeU64 available = graph_available(g, q);
@@ -207,7 +208,8 @@ __device__ inline void graph_count_down(const DeviceGraphArgs& g, std::uint32_t 
         graph_put(g, q, at + static_cast<unsigned>(__popc(ready & ((1u << lane) - 1u))), s);
       }
       __syncwarp();  // the puts are done before they count as available
-      // relaxed: a count of claims; each cell's sequence publishes its task.
+      // relaxed: the count only bounds how long a take waits for a put (these are done); each
+      // cell's sequence publishes its task.
       if (lane == 0) graph_available(g, q).fetch_add(__popc(ready), cuda::memory_order_relaxed);
     }
   }

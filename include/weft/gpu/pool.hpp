@@ -190,10 +190,10 @@ class Pool {
   /// graph running stops early: its tasks that start after the shutdown reached it are
   /// delivered as cancelled, unrun.
   ///
-  /// `priorities` (none, or one per task): a task whose priority is above 0 is urgent; the
-  /// blocks take every ready urgent task before a ready task of the others (FIFO within each
-  /// of the two levels). Give it to the tasks on the graph's critical path, which otherwise
-  /// wait behind every task made ready before them.
+  /// `priorities` (none, or one per task): a task whose priority is above 0 is urgent; a block
+  /// looks at the ready urgent tasks before the others (FIFO within each of the two levels;
+  /// the roots, which go through the rings, ignore it). Give it to the tasks on the graph's
+  /// critical path, which otherwise wait behind every task made ready before them.
   void push_graph(std::span<const Record> tasks, std::span<const Edge> edges, std::size_t out = 0,
                   std::span<const int> priorities = {}) {
     core_.push_graph(tasks, edges, out, priorities);

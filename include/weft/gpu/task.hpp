@@ -13,8 +13,9 @@
 // Bodies are __host__ __device__ so the same code runs on the GPU (a block of threads) and on
 // the host backend (a block of one thread, where sync() does nothing): a body must be correct
 // for any block size, including 1. Dispatch is a compile-time chain over the ids, never a
-// function pointer (the device cannot call host-registered pointers); a type with
-// `static constexpr bool kOutOfLine = true` is called there rather than inlined (docs/gpu.md).
+// function pointer (the device cannot call host-registered pointers); the body of a type with
+// `static constexpr bool kOutOfLine = true` is called from that chain rather than inlined into
+// it (docs/gpu.md).
 #pragma once
 
 #include <algorithm>
