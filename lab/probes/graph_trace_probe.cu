@@ -16,6 +16,7 @@
 
 #include "app_pool.hpp"
 #include "cholesky.hpp"
+#include "cuda_check.cuh"
 
 namespace apps::gpu {
 void set_graph_trace(unsigned long long* trace);  // added by graph_trace.patch
@@ -24,15 +25,6 @@ void set_graph_trace(unsigned long long* trace);  // added by graph_trace.patch
 namespace {
 
 using apps::gpu::CholeskyGraph;
-
-#define CHECK(x)                                                                        \
-  do {                                                                                  \
-    const cudaError_t e_ = (x);                                                         \
-    if (e_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__); \
-      std::exit(1);                                                                     \
-    }                                                                                   \
-  } while (0)
 
 enum Field { kEnqueued, kTaken, kStarted, kBodyEnded, kReported, kWhere, kFields };
 

@@ -153,7 +153,8 @@ class DeviceGraphTable final : public GraphTable {
     zeros_.assign(tasks, 0);
     copy(poisoned_, zeros_);
     levels_.assign(layout.urgent.begin(), layout.urgent.end());
-    copy(urgent_, layout.urgent.empty() ? zeros_ : levels_);
+    levels_.resize(tasks, 0);  // no flags: no task urgent
+    copy(urgent_, levels_);
     // Done before the lane loads the roots (their READY stores follow this wait).
     WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
@@ -231,7 +232,7 @@ class DeviceGraphTable final : public GraphTable {
   unsigned long long* counters_ = nullptr;
   std::uint32_t* cancelled_ = nullptr;
   unsigned long long collected_ = 0;   // the lane's alone
-  std::vector<std::uint32_t> zeros_;   // the poison flags' reset (and no task urgent)
+  std::vector<std::uint32_t> zeros_;   // the poison flags' reset
   std::vector<std::uint32_t> levels_;  // the urgent flags, as words
 };
 

@@ -110,8 +110,8 @@ __device__ inline bool graph_has_work(const DeviceGraphArgs& g) {
 // One thread: a task from ready queue q, or -1 (spec/device_graph.pml's take). It claims one
 // available task, then a position, each with one read-modify-write, never retried (the first
 // backs out when no task was left): with hundreds of blocks taking at once, a compare-and-swap
-// on the head made the takes a chain of failed retries, one success per round trip to L2
-// (docs/decisions/017-gpu-device- dependencies.md). The cell at the position was claimed by an
+// on the head would make the takes a chain of failed retries, one success per round trip to L2
+// (docs/decisions/017-gpu-device-dependencies.md). The cell at the position was claimed by an
 // enqueue, whose put is at most in flight: the count grows only once a put is done.
 __device__ inline int graph_take_from(const DeviceGraphArgs& g, int q) {
   if (!graph_queue_has_work(g, q)) return -1;
@@ -168,8 +168,8 @@ __device__ inline bool graph_runnable(const DeviceGraphArgs& g, std::uint32_t t)
 // poisons its successor unless t ended ok, then counts its input down in one read-modify-write
 // (the poison first: mutant 2); the successors the warp completed get consecutive queue
 // positions from one claim (a fetch_add, as the model's enqueue) and are put there a lane each.
-// Done by one thread, a task with many successors kept the critical path waiting for a chain of
-// dependent atomics per successor (docs/decisions/017-gpu-device-dependencies.md).
+// A warp, not one thread: one thread would keep the critical path waiting for a chain of
+// dependent atomics per successor.
 __device__ inline void graph_count_down(const DeviceGraphArgs& g, std::uint32_t t,
                                         TaskStatus status, unsigned lane) {
   const std::uint32_t begin = DeviceScopeU32(g.successor_start[t]).load(cuda::memory_order_relaxed);
