@@ -54,6 +54,23 @@ void CholeskyGraph::depends(int task, int on) {
   succ_[static_cast<std::size_t>(on)].push_back(task);
 }
 
+std::vector<weft::gpu::Edge> CholeskyGraph::edges() const {
+  std::vector<weft::gpu::Edge> edges;
+  for (std::size_t from = 0; from < succ_.size(); ++from) {
+    for (const int to : succ_[from]) {
+      edges.push_back({static_cast<std::uint32_t>(from), static_cast<std::uint32_t>(to)});
+    }
+  }
+  return edges;
+}
+
+std::vector<int> CholeskyGraph::priorities() const {
+  std::vector<int> priorities;
+  priorities.reserve(tasks_.size());
+  for (const Task& t : tasks_) priorities.push_back(on_critical_path(t) ? 1 : 0);
+  return priorities;
+}
+
 std::vector<double> spd_matrix(int n) {
   std::vector<double> a(static_cast<std::size_t>(n) * n);
   for (int c = 0; c < n; ++c) {

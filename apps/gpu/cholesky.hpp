@@ -1,13 +1,16 @@
 // apps/gpu/cholesky.hpp - the tiled Cholesky application (seed 000 §4.2; docs/apps.md): A = L L^T
 // for a symmetric positive definite FP64 matrix, lower triangle in place, as POTRF, TRSM, SYRK
-// and GEMM tile tasks (cholesky_tiles.hpp). Two drivers: cholesky_on_pool tracks the
-// dependencies on the host (a task is pushed as soon as the last task it depends on has been
-// popped); cholesky_graph_on_pool pushes the whole task graph at once and the pool's blocks
-// resolve the dependencies themselves (Pool::push_graph). Written against the public API only.
+// and GEMM tile tasks (cholesky_tiles.hpp). CholeskyPlan prepares one size for many matrices
+// and has two drivers: one tracks the dependencies on the host (a task is pushed as soon as the
+// last task it depends on has been popped); the other pushes the whole task graph at once and
+// the pool's blocks resolve the dependencies themselves (Pool::push_graph of a GraphShape
+// prepared once). cholesky_on_pool and cholesky_graph_on_pool run one factorization each.
+// Written against the public API only.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -33,6 +36,10 @@ class CholeskyGraph {
   /// How many tasks each one waits for, and who waits for it.
   [[nodiscard]] const std::vector<int>& dependencies() const noexcept { return deps_; }
   [[nodiscard]] const std::vector<std::vector<int>>& successors() const noexcept { return succ_; }
+  /// The dependencies as the pool's graph edges (Pool::prepare_graph), and one priority per
+  /// task: 1 on the critical path (on_critical_path), else 0.
+  [[nodiscard]] std::vector<weft::gpu::Edge> edges() const;
+  [[nodiscard]] std::vector<int> priorities() const;
 
  private:
   int add(Task t);
@@ -57,11 +64,12 @@ inline bool on_critical_path(const CholeskyGraph::Task& t) {
   }
 }
 
-/// The records of the factorization's tasks (tag = task index), at `a` with leading dimension
-/// lda.
+/// Writes the records of the factorization's tasks (tag = task index), at `a` with leading
+/// dimension lda, into `records` (its capacity is kept: a plan rewrites them for every matrix).
 template <class Record>
-std::vector<Record> cholesky_records(const CholeskyGraph& graph, double* a, int lda) {
-  std::vector<Record> records;
+void cholesky_records(const CholeskyGraph& graph, double* a, int lda,
+                      std::vector<Record>& records) {
+  records.clear();
   records.reserve(graph.tasks().size());
   for (std::size_t t = 0; t < graph.tasks().size(); ++t) {
     const CholeskyGraph::Task& x = graph.tasks()[t];
@@ -76,115 +84,160 @@ std::vector<Record> cholesky_records(const CholeskyGraph& graph, double* a, int 
         records.push_back(Record::template make<UpdateTile>({a, lda, x.i, x.j, x.k}, t));
     }
   }
-  return records;
 }
 
-/// Factors the n x n matrix at `a` (leading dimension lda, where the pool's blocks reach it)
-/// through `pool`, on output queue `out`. Tasks on the critical path (on_critical_path) are
-/// pushed with priority 1, the others with 0: in a pool of QueueOrder::priority they overtake
-/// the queued updates; a FIFO pool ignores priorities. Throws std::runtime_error when a task
-/// fails or the matrix is not positive definite (naming the column).
+/// The column where a finished POTRF task found the matrix not positive definite, or -1.
+template <class Record>
+int first_bad_column(const CholeskyGraph::Task& x, const Record& r) {
+  if (x.kind != CholeskyGraph::Kind::potrf || r.template as<PotrfTile>().info == 0) return -1;
+  return x.k * CholeskyTile::kTile + r.template as<PotrfTile>().info - 1;
+}
+
+/// Factorizations of one size n, prepared once and run on many matrices through `pool`: the
+/// task graph, the records' and results' buffers, and, where the pool runs task graphs that
+/// large, the graph's GraphShape (prepared on the first factor()). The pool must outlive it.
+/// One thread at a time.
+///
+///   apps::gpu::CholeskyPlan plan(pool, n);
+///   for (double* a : matrices) plan.factor(a, n);
+template <class Pool>
+class CholeskyPlan {
+ public:
+  using Record = typename Pool::Record;
+  /// Throws std::invalid_argument unless n is a positive multiple of the tile size.
+  CholeskyPlan(Pool& pool, int n) : pool_(pool), graph_(n) {}
+
+  [[nodiscard]] const CholeskyGraph& graph() const noexcept { return graph_; }
+  /// Whether factor() runs the factorization as one task graph (the pool's graph_capacity()
+  /// holds it) rather than tracking the dependencies on the host.
+  [[nodiscard]] bool as_graph() const { return graph_.tasks().size() <= pool_.graph_capacity(); }
+
+  /// Factors the n x n matrix at `a` (leading dimension lda, where the pool's blocks reach it)
+  /// on output queue `out`, as one task graph where as_graph(), else host-tracked. Throws
+  /// std::runtime_error when a task fails or the matrix is not positive definite (naming the
+  /// column).
+  void factor(double* a, int lda, std::size_t out = 0) {
+    if (as_graph()) {
+      factor_as_graph(a, lda, out);
+    } else {
+      factor_host_tracked(a, lda, out);
+    }
+  }
+
+  /// The blocks start each tile task as soon as its inputs are final, with no round trip
+  /// through the host, the tasks on the critical path (on_critical_path) before the others. A
+  /// matrix that is not positive definite is reported once every task has ended (the tasks
+  /// after the failing POTRF run on its result). Throws std::invalid_argument unless
+  /// as_graph().
+  void factor_as_graph(double* a, int lda, std::size_t out = 0) {
+    if (!as_graph()) {
+      throw std::invalid_argument(
+          "apps::gpu::cholesky_graph_on_pool: " + std::to_string(graph_.tasks().size()) +
+          " tasks, more than the pool's graph_capacity() (" +
+          std::to_string(pool_.graph_capacity()) + ")");
+    }
+    if (shape_.tasks() != graph_.tasks().size()) shape_ = prepare_shape();
+    cholesky_records(graph_, a, lda, records_);
+    pool_.push_graph(shape_, records_, out);
+    done_.resize(records_.size());
+    int bad_column = -1;
+    const char* failure = nullptr;
+    for (std::size_t finished = 0; finished < done_.size();) {
+      const std::size_t got = pool_.pop_batch(std::span<Record>(done_).subspan(finished), out);
+      for (std::size_t d = finished; d < finished + got; ++d) {
+        const Record& r = done_[d];
+        if (!r.ok()) {
+          if (failure == nullptr || r.status != weft::gpu::TaskStatus::cancelled) {
+            failure = weft::gpu::to_string(r.status);  // the cause, not the cancellations after
+          }
+          continue;
+        }
+        const int column = first_bad_column(graph_.tasks()[static_cast<std::size_t>(r.tag)], r);
+        if (column >= 0 && (bad_column < 0 || column < bad_column)) bad_column = column;
+      }
+      finished += got;
+    }
+    if (failure != nullptr) {
+      throw std::runtime_error("apps::gpu::cholesky: a tile task ended " + std::string(failure));
+    }
+    if (bad_column >= 0) throw_not_positive_definite(bad_column);
+  }
+
+  /// A task is pushed as soon as the last task it depends on has been popped. Tasks on the
+  /// critical path (on_critical_path) are pushed with priority 1, the others with 0: in a
+  /// pool of QueueOrder::priority they overtake the queued updates; a FIFO pool ignores
+  /// priorities.
+  void factor_host_tracked(double* a, int lda, std::size_t out = 0) {
+    const auto& tasks = graph_.tasks();
+    waiting_ = graph_.dependencies();
+    cholesky_records(graph_, a, lda, records_);
+    ready_.clear();
+    urgent_.clear();
+    auto make_ready = [&](int t) {
+      const auto i = static_cast<std::size_t>(t);
+      (on_critical_path(tasks[i]) ? urgent_ : ready_).push_back(records_[i]);
+    };
+    for (int t = 0; t < static_cast<int>(tasks.size()); ++t) {
+      if (waiting_[static_cast<std::size_t>(t)] == 0) make_ready(t);
+    }
+    done_.resize(tasks.size());
+    for (std::size_t finished = 0; finished < tasks.size();) {
+      if (!urgent_.empty()) {
+        pool_.push_batch(urgent_, out, 1);
+        urgent_.clear();
+      }
+      if (!ready_.empty()) {
+        pool_.push_batch(ready_, out, 0);
+        ready_.clear();
+      }
+      const std::size_t got = pool_.pop_batch(done_, out);
+      for (std::size_t d = 0; d < got; ++d) {
+        const Record& r = done_[d];
+        const auto t = static_cast<std::size_t>(r.tag);
+        if (!r.ok()) {
+          throw std::runtime_error("apps::gpu::cholesky: a tile task ended " +
+                                   std::string(weft::gpu::to_string(r.status)));
+        }
+        if (const int column = first_bad_column(tasks[t], r); column >= 0) {
+          throw_not_positive_definite(column);
+        }
+        for (const int s : graph_.successors()[t]) {
+          if (--waiting_[static_cast<std::size_t>(s)] == 0) make_ready(s);
+        }
+      }
+      finished += got;
+    }
+  }
+
+ private:
+  weft::gpu::GraphShape prepare_shape() const {
+    return pool_.prepare_graph(graph_.tasks().size(), graph_.edges(), graph_.priorities());
+  }
+  [[noreturn]] static void throw_not_positive_definite(int column) {
+    throw std::runtime_error("apps::gpu::cholesky: the matrix is not positive definite (column " +
+                             std::to_string(column) + ")");
+  }
+
+  Pool& pool_;
+  CholeskyGraph graph_;
+  weft::gpu::GraphShape shape_;
+  std::vector<Record> records_, done_, ready_, urgent_;
+  std::vector<int> waiting_;
+};
+
+/// One factorization, host-tracked (CholeskyPlan::factor_host_tracked): for many matrices of
+/// one size, keep a CholeskyPlan instead.
 template <class Pool>
 void cholesky_on_pool(Pool& pool, double* a, int n, int lda, std::size_t out = 0) {
-  using Record = typename Pool::Record;
-  const CholeskyGraph graph(n);
-  const auto& tasks = graph.tasks();
-  std::vector<int> waiting = graph.dependencies();
-  const std::vector<Record> records = cholesky_records<Record>(graph, a, lda);
-  std::vector<Record> ready, urgent;  // urgent: on the critical path
-  auto make_ready = [&](int t) {
-    const auto i = static_cast<std::size_t>(t);
-    (on_critical_path(tasks[i]) ? urgent : ready).push_back(records[i]);
-  };
-  for (int t = 0; t < static_cast<int>(tasks.size()); ++t) {
-    if (waiting[static_cast<std::size_t>(t)] == 0) make_ready(t);
-  }
-  std::vector<Record> done(tasks.size());
-  for (std::size_t finished = 0; finished < tasks.size();) {
-    if (!urgent.empty()) {
-      pool.push_batch(urgent, out, 1);
-      urgent.clear();
-    }
-    if (!ready.empty()) {
-      pool.push_batch(ready, out, 0);
-      ready.clear();
-    }
-    const std::size_t got = pool.pop_batch(done, out);
-    for (std::size_t d = 0; d < got; ++d) {
-      const Record& r = done[d];
-      const auto t = static_cast<std::size_t>(r.tag);
-      if (!r.ok()) {
-        throw std::runtime_error("apps::gpu::cholesky: a tile task ended " +
-                                 std::string(weft::gpu::to_string(r.status)));
-      }
-      if (tasks[t].kind == CholeskyGraph::Kind::potrf && r.template as<PotrfTile>().info != 0) {
-        throw std::runtime_error(
-            "apps::gpu::cholesky: the matrix is not positive definite (column " +
-            std::to_string(tasks[t].k * CholeskyTile::kTile + r.template as<PotrfTile>().info - 1) +
-            ")");
-      }
-      for (const int s : graph.successors()[t]) {
-        if (--waiting[static_cast<std::size_t>(s)] == 0) make_ready(s);
-      }
-    }
-    finished += got;
-  }
+  CholeskyPlan<Pool>(pool, n).factor_host_tracked(a, lda, out);
 }
 
-/// The same factorization as one task graph (Pool::push_graph): the blocks start each tile
-/// task as soon as its inputs are final, with no round trip through the host, the tasks on
-/// the critical path (on_critical_path) before the others. Needs a pool
-/// whose graph_capacity() holds the graph's tasks (CholeskyGraph(n).tasks().size(); n / 64
-/// tiles t make t (t + 1) (t + 2) / 6). Throws std::invalid_argument when it does not, and
-/// std::runtime_error as cholesky_on_pool does. A matrix that is not positive definite is
-/// reported once every task has ended (the tasks after the failing POTRF run on its result).
+/// One factorization as one task graph (CholeskyPlan::factor_as_graph). Needs a pool whose
+/// graph_capacity() holds the graph's tasks (CholeskyGraph(n).tasks().size(); n / 64 tiles t
+/// make t (t + 1) (t + 2) / 6); throws std::invalid_argument when it does not.
 template <class Pool>
 void cholesky_graph_on_pool(Pool& pool, double* a, int n, int lda, std::size_t out = 0) {
-  using Record = typename Pool::Record;
-  const CholeskyGraph graph(n);
-  const auto& tasks = graph.tasks();
-  if (tasks.size() > pool.graph_capacity()) {
-    throw std::invalid_argument("apps::gpu::cholesky_graph_on_pool: " +
-                                std::to_string(tasks.size()) + " tasks, more than the pool's " +
-                                "graph_capacity() (" + std::to_string(pool.graph_capacity()) + ")");
-  }
-  const std::vector<Record> records = cholesky_records<Record>(graph, a, lda);
-  std::vector<weft::gpu::Edge> edges;
-  std::vector<int> priorities;  // the critical path urgent, as cholesky_on_pool pushes it
-  priorities.reserve(tasks.size());
-  for (std::size_t from = 0; from < tasks.size(); ++from) {
-    for (const int to : graph.successors()[from]) {
-      edges.push_back({static_cast<std::uint32_t>(from), static_cast<std::uint32_t>(to)});
-    }
-    priorities.push_back(on_critical_path(tasks[from]) ? 1 : 0);
-  }
-  pool.push_graph(records, edges, out, priorities);
-  std::vector<Record> done(tasks.size());
-  int first_bad_column = -1;
-  const char* failure = nullptr;
-  for (std::size_t finished = 0; finished < tasks.size();) {
-    const std::size_t got = pool.pop_batch(std::span<Record>(done).subspan(finished), out);
-    for (std::size_t d = finished; d < finished + got; ++d) {
-      const Record& r = done[d];
-      const CholeskyGraph::Task& x = tasks[static_cast<std::size_t>(r.tag)];
-      if (!r.ok()) {
-        if (failure == nullptr || r.status != weft::gpu::TaskStatus::cancelled) {
-          failure = weft::gpu::to_string(r.status);  // the cause, not the cancellations after
-        }
-      } else if (x.kind == CholeskyGraph::Kind::potrf && r.template as<PotrfTile>().info != 0) {
-        const int column = x.k * CholeskyTile::kTile + r.template as<PotrfTile>().info - 1;
-        if (first_bad_column < 0 || column < first_bad_column) first_bad_column = column;
-      }
-    }
-    finished += got;
-  }
-  if (failure != nullptr) {
-    throw std::runtime_error("apps::gpu::cholesky: a tile task ended " + std::string(failure));
-  }
-  if (first_bad_column >= 0) {
-    throw std::runtime_error("apps::gpu::cholesky: the matrix is not positive definite (column " +
-                             std::to_string(first_bad_column) + ")");
-  }
+  CholeskyPlan<Pool>(pool, n).factor_as_graph(a, lda, out);
 }
 
 /// A symmetric positive definite n x n matrix (column-major): 1 / (1 + |i - j|) off the

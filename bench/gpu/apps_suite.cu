@@ -300,10 +300,17 @@ Suite run_gpu_apps_suite(const GpuAppsSuiteOptions& o) {
     }
     pool.pause();  // the buffers' frees synchronize the device
     if (selected("cholesky")) {
+      // A pool of its own, whose blocks run task graphs as large as n = 8192's (128 tiles,
+      // 357,760 tile tasks); the other applications' pool runs none.
+      weft::gpu::PoolOptions options = apps::gpu::device_pool_options({0});
+      options.graph_capacity = std::size_t{1} << 19;
+      AppPool graph_pool(options);
+      graph_pool.pause();
       cholesky_benchmarks(
-          suite, pool,
+          suite, graph_pool,
           o.quick ? std::vector<int>{1024, 2048} : std::vector<int>{1024, 2048, 4096, 8192},
           o.quick ? 2 : 5);
+      graph_pool.pause();
     }
     if (selected("spmv_bs")) spmv_bs_benchmark(suite, pool, o.quick, reps);
     if (selected("tnn")) tnn_benchmarks(suite, pool, o.quick, o.quick ? 2 : 3);

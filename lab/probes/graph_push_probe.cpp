@@ -1,7 +1,8 @@
 // The host's share of a task graph (decision 017, "After step 3": ~0.3 us a task of the graph
 // driver's wall time is spent outside the GPU's span): the tiled Cholesky's graph shape with
 // empty tasks, on the host backend, timed phase by phase: building the graph, the records and
-// the edges (the application's part), push_graph, the first pop, and the rest of the pops.
+// the edges (the application's part), push_graph, the first pop, and the rest of the pops; then
+// the same with the graph's shape prepared once (Pool::prepare_graph) and pushed again.
 // No GPU needed:
 //   g++ -O2 -std=c++20 -Iinclude -Iapps/gpu -Isrc lab/probes/graph_push_probe.cpp \
 //     apps/gpu/cholesky.cpp build/src/libweft.a -lhwloc -lopenblas -llapacke -lpthread \
@@ -50,14 +51,8 @@ int main(int argc, char** argv) {
       records.reserve(tasks.size());
       for (std::size_t t = 0; t < tasks.size(); ++t)
         records.push_back(Pool::Record::make<Empty>({}, t));
-      std::vector<weft::gpu::Edge> edges;
-      std::vector<int> priorities;
-      for (std::size_t from = 0; from < tasks.size(); ++from) {
-        for (const int to : graph.successors()[from]) {
-          edges.push_back({static_cast<std::uint32_t>(from), static_cast<std::uint32_t>(to)});
-        }
-        priorities.push_back(apps::gpu::on_critical_path(tasks[from]) ? 1 : 0);
-      }
+      const std::vector<weft::gpu::Edge> edges = graph.edges();
+      const std::vector<int> priorities = graph.priorities();
       const Clock::time_point t2 = Clock::now();
       pool.push_graph(records, edges, 0, priorities);
       const Clock::time_point t3 = Clock::now();
@@ -71,6 +66,33 @@ int main(int argc, char** argv) {
           "%.0f, first pop %.0f, the other pops %.0f (%.2f us a task)\n",
           n, tasks.size(), edges.size(), us(t0, t1), us(t1, t2), us(t2, t3), us(t3, t4), us(t4, t5),
           us(t4, t5) / static_cast<double>(tasks.size()));
+    }
+    // The same graph as a shape prepared once: each run rewrites the records and pushes them.
+    const apps::gpu::CholeskyGraph graph(n);
+    const auto& tasks = graph.tasks();
+    const Clock::time_point p0 = Clock::now();
+    const weft::gpu::GraphShape shape =
+        pool.prepare_graph(tasks.size(), graph.edges(), graph.priorities());
+    const Clock::time_point p1 = Clock::now();
+    std::printf("n = %d: prepare_graph %.0f us\n", n, us(p0, p1));
+    std::vector<Pool::Record> records, done(tasks.size());
+    for (int rep = 0; rep < 3; ++rep) {
+      const Clock::time_point t0 = Clock::now();
+      records.clear();
+      for (std::size_t t = 0; t < tasks.size(); ++t)
+        records.push_back(Pool::Record::make<Empty>({}, t));
+      const Clock::time_point t1 = Clock::now();
+      pool.push_graph(shape, records);
+      const Clock::time_point t2 = Clock::now();
+      std::size_t got = pool.pop_batch(done);
+      const Clock::time_point t3 = Clock::now();
+      while (got < tasks.size()) got += pool.pop_batch(std::span(done).subspan(got));
+      const Clock::time_point t4 = Clock::now();
+      std::printf(
+          "n = %d, shape: records %.0f us, push_graph %.0f, first pop %.0f, the other pops %.0f "
+          "(%.2f us a task)\n",
+          n, us(t0, t1), us(t1, t2), us(t2, t3), us(t3, t4),
+          us(t3, t4) / static_cast<double>(tasks.size()));
     }
   }
   return 0;

@@ -1,6 +1,6 @@
 // Where the tiled Cholesky's time goes when it runs as one task graph on the pool
-// (cholesky_graph_on_pool): with lab/probes/graph_trace.patch applied, the kernel stamps each
-// graph task's enqueue, take, start, body end and report (global ns) and its SM; this probe
+// (CholeskyPlan::factor_as_graph): with lab/probes/graph_trace.patch applied, the kernel stamps
+// each graph task's enqueue, take, start, body end and report (global ns) and its SM; this probe
 // factors the matrix a few times, then prints, for the last run, the per-kind medians of each
 // phase and the critical path (from the last task back through the input that enqueued each
 // task) split into those phases. Built and run by graph_trace_probe.sh on the GPU machine.
@@ -146,6 +146,41 @@ void analyse(const CholeskyGraph& graph, const unsigned long long* trace, double
 
 }  // namespace
 
+// The plan's graph shape, prepared here too, so that a run can be timed phase by phase.
+weft::gpu::GraphShape shape_of(apps::gpu::AppPool& pool, const CholeskyGraph& graph) {
+  return pool.prepare_graph(graph.tasks().size(), graph.edges(), graph.priorities());
+}
+
+// CholeskyPlan::factor_as_graph's steps, each timed on the host: the records, push_graph, the
+// first pop_batch's return, and the last's.
+void timed_graph_run(apps::gpu::AppPool& pool, const weft::gpu::GraphShape& shape,
+                     const CholeskyGraph& graph, double* a, int n) {
+  using Clock = std::chrono::steady_clock;
+  auto us = [](Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double, std::micro>(to - from).count();
+  };
+  static std::vector<apps::gpu::AppPool::Record> records, done;
+  const Clock::time_point t0 = Clock::now();
+  apps::gpu::cholesky_records(graph, a, n, records);
+  const Clock::time_point t1 = Clock::now();
+  pool.push_graph(shape, records);
+  const Clock::time_point t2 = Clock::now();
+  done.resize(records.size());
+  std::size_t got = pool.pop_batch(done);
+  const Clock::time_point t3 = Clock::now();
+  const std::size_t first = got;
+  std::size_t pops = 1;
+  while (got < done.size()) {
+    got += pool.pop_batch(std::span(done).subspan(got));
+    ++pops;
+  }
+  const Clock::time_point t4 = Clock::now();
+  std::printf(
+      "  host phases: records %.0f us, push_graph %.0f, to the first pop %.0f (%zu tasks), to "
+      "the last %.0f (%zu pops)\n",
+      us(t0, t1), us(t1, t2), us(t2, t3), first, us(t3, t4), pops);
+}
+
 int main(int argc, char** argv) {
   std::vector<int> sizes;
   for (int i = 1; i < argc; ++i) sizes.push_back(std::atoi(argv[i]));
@@ -170,7 +205,9 @@ int main(int argc, char** argv) {
   for (std::size_t s = 0; s < sizes.size(); ++s) {
     const int n = sizes[s];
     const std::vector<double> a = apps::gpu::spd_matrix(n);
-    const CholeskyGraph graph(n);
+    apps::gpu::CholeskyPlan<apps::gpu::AppPool> plan(pool, n);  // one per size, as a user keeps
+    const CholeskyGraph& graph = plan.graph();
+    const weft::gpu::GraphShape shape = shape_of(pool, graph);
     double wall = 0;
     for (int rep = 0; rep < 4; ++rep) {
       pool.pause();
@@ -178,10 +215,12 @@ int main(int argc, char** argv) {
       pool.resume();
       std::fill(trace, trace + graph.tasks().size() * kFields, 0ull);
       const auto t0 = std::chrono::steady_clock::now();
-      if (rep % 2 == 0) {
-        apps::gpu::cholesky_graph_on_pool(pool, matrices[s], n, n);
+      if (rep == 0) {
+        plan.factor_as_graph(matrices[s], n);  // also prepares the plan's shape
+      } else if (rep == 2) {
+        timed_graph_run(pool, shape, graph, matrices[s], n);
       } else {
-        apps::gpu::cholesky_on_pool(pool, matrices[s], n, n);
+        plan.factor_host_tracked(matrices[s], n);
       }
       wall =
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();

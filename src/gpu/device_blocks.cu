@@ -7,6 +7,7 @@
 #include <bit>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -128,7 +129,9 @@ class DeviceGraphTable final : public GraphTable {
     return capacity_ * kEdgesPerTask;
   }
 
-  void load_graph(const GraphLayout& layout, const unsigned char* records) override {
+  void load_graph(const std::shared_ptr<const GraphLayout>& shared,
+                  const unsigned char* records) override {
+    const GraphLayout& layout = *shared;
     const std::size_t tasks = layout.inputs.size();
     if (tasks > capacity_ || layout.successors.size() > edge_capacity()) {
       throw std::logic_error("weft::gpu graph table: a graph larger than the table was loaded");
@@ -145,18 +148,25 @@ class DeviceGraphTable final : public GraphTable {
       WEFT_CUDA_CHECK(cudaMemcpyAsync(device_records_, records_, tasks * stride_,
                                       cudaMemcpyHostToDevice, stream_));
     }
+    // The counts and poison flags are the blocks' to change: written for every graph. The
+    // successors and urgent flags they only read: a layout still in the table (the same
+    // GraphShape pushed again) keeps them.
     copy(inputs_, layout.inputs);
-    copy(successor_start_, layout.successor_start);
-    copy(successors_, layout.successors);
     // Copies only, no memset: a memset may be a kernel, which could not start while the
     // resident kernel holds every SM (its stream would wait forever).
     zeros_.assign(tasks, 0);
     copy(poisoned_, zeros_);
-    levels_.assign(layout.urgent.begin(), layout.urgent.end());
-    levels_.resize(tasks, 0);  // no flags: no task urgent
-    copy(urgent_, levels_);
+    if (shared != loaded_) {
+      loaded_.reset();  // not this layout's until every copy below is done
+      copy(successor_start_, layout.successor_start);
+      copy(successors_, layout.successors);
+      levels_.assign(layout.urgent.begin(), layout.urgent.end());
+      levels_.resize(tasks, 0);  // no flags: no task urgent
+      copy(urgent_, levels_);
+    }
     // Done before the lane loads the roots (their READY stores follow this wait).
     WEFT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    loaded_ = shared;
   }
 
   std::optional<Completion> collect() override {
@@ -234,6 +244,9 @@ class DeviceGraphTable final : public GraphTable {
   unsigned long long collected_ = 0;   // the lane's alone
   std::vector<std::uint32_t> zeros_;   // the poison flags' reset
   std::vector<std::uint32_t> levels_;  // the urgent flags, as words
+  // The layout whose successors and urgent flags the device memory holds (null: none, or a
+  // load that failed part way). Held, so that its address names it until it is replaced.
+  std::shared_ptr<const GraphLayout> loaded_;
 };
 
 // How long the pool waits for its blocks to become resident (other kernels may hold the SMs).

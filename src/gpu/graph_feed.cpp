@@ -6,6 +6,28 @@
 
 namespace weft::gpu::detail {
 
+GraphFeed::Node GraphFeed::make_node(std::shared_ptr<const GraphLayout> layout,
+                                     const unsigned char* records, std::size_t out) {
+  const std::size_t bytes = layout->inputs.size() * stride_;
+  Node node;
+  node.push_back(Graph{std::move(layout), {}, out});
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!spares_.empty()) {
+      node.back().records = std::move(spares_.back());
+      spares_.pop_back();
+    }
+  }
+  node.back().records.assign(records, records + bytes);
+  return node;
+}
+
+void GraphFeed::recycle(std::vector<unsigned char>&& records) {
+  if (records.capacity() == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (spares_.size() < kSpareBuffers) spares_.push_back(std::move(records));
+}
+
 void GraphFeed::add(Node& node) noexcept {
   std::lock_guard<std::mutex> lock(mutex_);
   waiting_.splice(waiting_.end(), node);
@@ -13,13 +35,15 @@ void GraphFeed::add(Node& node) noexcept {
 
 bool GraphFeed::load_next() {
   if (left_ > 0) return false;
+  Graph next;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (waiting_.empty()) return false;
-    current_ = std::move(waiting_.front());
+    next = std::move(waiting_.front());
     waiting_.pop_front();
   }
-  const std::size_t tasks = current_.layout.inputs.size();
+  current_ = std::move(next);
+  const std::size_t tasks = current_.layout->inputs.size();
   table_->load_graph(current_.layout, current_.records.data());
   done_.assign(tasks, 0);
   next_root_ = 0;
@@ -32,7 +56,7 @@ std::size_t GraphFeed::take_roots(RecordBuffer& batch, std::size_t max, const In
   for (; n < max && next_root_ < current_roots(); ++n, ++next_root_) {
     // The roots from the counts the host wrote, never from the live ones
     // (spec/device_graph.pml); loading a root's slot publishes the table to its block.
-    const std::uint32_t r = current_.layout.roots[next_root_];
+    const std::uint32_t r = current_.layout->roots[next_root_];
     input.write_entry(batch.append(), current_.records.data() + r * stride_, current_.out,
                       kGraphTaskFlag | r);
   }
@@ -62,7 +86,9 @@ void GraphFeed::delivered(std::uint32_t t) {
                            " delivered twice or out of the graph");
   }
   done_[t] = 1;
-  --left_;
+  // The graph's records are no longer read once its last task is delivered: their buffer
+  // takes the next push's copy (a graph pushed after the last one ended finds it spare).
+  if (--left_ == 0) recycle(std::move(current_.records));
 }
 
 std::size_t GraphFeed::cancel(Outbox& outbox) {
@@ -90,7 +116,7 @@ std::size_t GraphFeed::cancel_waiting(Outbox& outbox) {
   }
   std::size_t n = 0;
   for (const Graph& g : waiting) {
-    for (std::size_t t = 0; t < g.layout.inputs.size(); ++t) {
+    for (std::size_t t = 0; t < g.layout->inputs.size(); ++t) {
       stage(outbox, g.records.data() + t * stride_, g.out, TaskStatus::cancelled);
       ++n;
     }

@@ -3,8 +3,8 @@
 // table, and the one in it, whose roots the pool's first lane loads into its blocks' rings and
 // whose other tasks' completions it collects from the table, staging both like finished slots.
 //
-//   auto node = GraphFeed::make_node(std::move(graph));  // a pusher, before it is accepted
-//   feed.add(node);                                      // once it is accepted (never throws)
+//   auto node = feed.make_node(layout, records, out);  // a pusher, before it is accepted
+//   feed.add(node);                                    // once it is accepted (never throws)
 //   // the first lane, each round:
 //   ended += feed.collect(lane.outbox, max);     // completions of queue-taken tasks
 //   feed.roots_ended(lane.outbox.graph_roots()); // roots its rings collected
@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -31,20 +32,20 @@ namespace weft::gpu::detail {
 
 class GraphFeed {
  public:
-  /// A graph accepted for output queue `out`: its layout and its tasks' records (TaskRecord
-  /// bytes, record_stride apart, in task order).
+  /// A graph accepted for output queue `out`: its layout (shared by every push of one
+  /// GraphShape) and its tasks' records (TaskRecord bytes, record_stride apart, in task order).
   struct Graph {
-    GraphLayout layout;
+    std::shared_ptr<const GraphLayout> layout;
     std::vector<unsigned char> records;
     std::size_t out = 0;
   };
   /// A graph ready to be added: allocated before it is accepted, so that add() cannot fail.
   using Node = std::list<Graph>;
-  static Node make_node(Graph graph) {
-    Node node;
-    node.push_back(std::move(graph));
-    return node;
-  }
+  /// Any thread: a node holding a copy of the graph's records (layout->inputs.size() of them,
+  /// at least one). The copy goes into the buffer of a graph delivered before, where one is
+  /// spare: a graph pushed again and again touches no fresh pages.
+  Node make_node(std::shared_ptr<const GraphLayout> layout, const unsigned char* records,
+                 std::size_t out);
 
   /// `table`: the blocks' graph table, or null when the backend has none (then present() is
   /// false and nothing else may be called).
@@ -88,14 +89,20 @@ class GraphFeed {
  private:
   static void stage(Outbox& outbox, const unsigned char* record, std::size_t out,
                     TaskStatus status);
-  [[nodiscard]] std::size_t current_roots() const noexcept { return current_.layout.roots.size(); }
+  [[nodiscard]] std::size_t current_roots() const noexcept {
+    return current_.layout == nullptr ? 0 : current_.layout->roots.size();
+  }
+  // Keeps a delivered graph's record buffer for a later make_node (at most kSpareBuffers).
+  void recycle(std::vector<unsigned char>&& records);
+  static constexpr std::size_t kSpareBuffers = 2;
   void delivered(std::uint32_t t);
   std::size_t cancel_waiting(Outbox& outbox);
 
   GraphTable* table_;
   std::size_t stride_;
   std::mutex mutex_;
-  std::list<Graph> waiting_;  // under mutex_
+  std::list<Graph> waiting_;                        // under mutex_
+  std::vector<std::vector<unsigned char>> spares_;  // under mutex_: emptied record buffers
   // The lane's alone: the graph in the table.
   Graph current_;
   std::vector<std::uint8_t> done_;  // per task: delivered

@@ -10,29 +10,29 @@ namespace weft::gpu::detail {
 
 namespace {
 
-[[noreturn]] void refuse(const std::string& why) {
-  throw InvalidArgument("weft::gpu::Pool::push_graph: " + why);
+[[noreturn]] void refuse(const char* who, const std::string& why) {
+  throw InvalidArgument(std::string("weft::gpu::Pool::") + who + ": " + why);
 }
 
-void check_size(std::size_t tasks, std::size_t edges, std::size_t capacity) {
+void check_size(std::size_t tasks, std::size_t edges, std::size_t capacity, const char* who) {
   if (tasks > capacity) {
-    refuse(std::to_string(tasks) +
-           " tasks, more than the graph table holds "
-           "(PoolOptions::graph_capacity " +
-           std::to_string(capacity) + ")");
+    refuse(who, std::to_string(tasks) +
+                    " tasks, more than the graph table holds "
+                    "(PoolOptions::graph_capacity " +
+                    std::to_string(capacity) + ")");
   }
   if (tasks > std::numeric_limits<std::uint32_t>::max() ||
       edges > std::numeric_limits<std::uint32_t>::max()) {
-    refuse("more than 2^32 - 1 tasks or edges");
+    refuse(who, "more than 2^32 - 1 tasks or edges");
   }
 }
 
-void check_ends(std::size_t tasks, std::span<const GraphEdge> edges) {
+void check_ends(std::size_t tasks, std::span<const GraphEdge> edges, const char* who) {
   for (std::size_t e = 0; e < edges.size(); ++e) {
     if (edges[e].from >= tasks || edges[e].to >= tasks) {
-      refuse("edge " + std::to_string(e) + " (" + std::to_string(edges[e].from) + " -> " +
-             std::to_string(edges[e].to) + ") names a task past the last (" +
-             std::to_string(tasks) + " tasks)");
+      refuse(who, "edge " + std::to_string(e) + " (" + std::to_string(edges[e].from) + " -> " +
+                      std::to_string(edges[e].to) + ") names a task past the last (" +
+                      std::to_string(tasks) + " tasks)");
     }
   }
 }
@@ -97,12 +97,12 @@ std::uint32_t task_on_cycle(std::size_t tasks, std::span<const GraphEdge> edges,
 }  // namespace
 
 GraphLayout lay_out_graph(std::size_t tasks, std::span<const GraphEdge> edges, std::size_t capacity,
-                          std::span<const int> priorities) {
-  check_size(tasks, edges.size(), capacity);
-  check_ends(tasks, edges);
+                          std::span<const int> priorities, const char* who) {
+  check_size(tasks, edges.size(), capacity, who);
+  check_ends(tasks, edges, who);
   if (!priorities.empty() && priorities.size() != tasks) {
-    refuse(std::to_string(priorities.size()) + " priorities for " + std::to_string(tasks) +
-           " tasks (give one per task, or none)");
+    refuse(who, std::to_string(priorities.size()) + " priorities for " + std::to_string(tasks) +
+                    " tasks (give one per task, or none)");
   }
   GraphLayout g;
   g.inputs.assign(tasks, 0);
@@ -118,8 +118,8 @@ GraphLayout lay_out_graph(std::size_t tasks, std::span<const GraphEdge> edges, s
   }
   std::vector<std::uint32_t> left;
   if (reachable(g, left) != tasks) {
-    refuse("the edges make a cycle (task " + std::to_string(task_on_cycle(tasks, edges, left)) +
-           " is on one)");
+    refuse(who, "the edges make a cycle (task " +
+                    std::to_string(task_on_cycle(tasks, edges, left)) + " is on one)");
   }
   return g;
 }

@@ -1,7 +1,7 @@
 // src/gpu/graph_layout.hpp - a task graph checked and laid out as a GPU's graph table holds it
 // (docs/decisions/017-gpu-device-dependencies.md): per task the count of inputs it waits for,
-// its successors in CSR form, and the roots. The host half of the coming Pool::push_graph:
-// everything it refuses is refused here, before any task runs.
+// its successors in CSR form, and the roots. The host half of Pool::prepare_graph and
+// push_graph: everything they refuse of the graph itself is refused here, before any task runs.
 //
 //   const auto layout = lay_out_graph(4, edges, capacity);   // throws InvalidArgument
 //   // layout.inputs[t]: edges into t; successors of t: successors[successor_start[t] ..
@@ -36,8 +36,9 @@ struct GraphLayout {
 /// Checks a graph of `tasks` tasks and lays it out. Throws weft::InvalidArgument, naming what
 /// is wrong, for more tasks than `capacity` (the graph table's size), an edge whose end is not
 /// a task, and a cycle (naming a task on it; an edge from a task to itself is one). An empty
-/// graph lays out empty. `priorities`: none, or one per task (else InvalidArgument).
+/// graph lays out empty. `priorities`: none, or one per task (else InvalidArgument). The
+/// messages name Pool::`who`.
 GraphLayout lay_out_graph(std::size_t tasks, std::span<const GraphEdge> edges, std::size_t capacity,
-                          std::span<const int> priorities = {});
+                          std::span<const int> priorities = {}, const char* who = "push_graph");
 
 }  // namespace weft::gpu::detail

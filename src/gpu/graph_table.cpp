@@ -32,21 +32,21 @@ HostGraphTable::HostGraphTable(std::size_t capacity, std::size_t record_stride)
   }
 }
 
-void HostGraphTable::load(const GraphLayout& layout) {
-  if (layout.inputs.size() > capacity_) {
+void HostGraphTable::load(std::shared_ptr<const GraphLayout> layout) {
+  if (layout->inputs.size() > capacity_) {
     throw std::logic_error("weft::gpu graph table: a graph larger than the table was loaded");
   }
-  layout_ = layout;
-  for (std::size_t t = 0; t < layout.inputs.size(); ++t) {
+  layout_ = std::move(layout);
+  for (std::size_t t = 0; t < layout_->inputs.size(); ++t) {
     // relaxed: published to the blocks by the roots' enqueue (release), which they take with
     // acquire before they read or decrement anything of this graph.
-    inputs_[t].store(layout.inputs[t], std::memory_order_relaxed);
+    inputs_[t].store(layout_->inputs[t], std::memory_order_relaxed);
     poisoned_[t].store(0, std::memory_order_relaxed);
   }
 }
 
 void HostGraphTable::enqueue(std::uint32_t t) {
-  enqueue(queues_[layout_.is_urgent(t) ? kUrgent : kNormal], t);
+  enqueue(queues_[layout_->is_urgent(t) ? kUrgent : kNormal], t);
 }
 
 std::optional<std::uint32_t> HostGraphTable::take() {
@@ -106,8 +106,9 @@ void HostGraphTable::cancel_unrun() noexcept {
   cancelled_.store(true, std::memory_order_relaxed);  // relaxed: see runnable()
 }
 
-void HostGraphTable::load_graph(const GraphLayout& layout, const unsigned char* records) {
-  for (std::size_t t = 0; t < layout.inputs.size(); ++t) {
+void HostGraphTable::load_graph(const std::shared_ptr<const GraphLayout>& layout,
+                                const unsigned char* records) {
+  for (std::size_t t = 0; t < layout->inputs.size(); ++t) {
     std::memcpy(record(static_cast<std::uint32_t>(t)), records + t * record_stride_,
                 record_stride_);
   }
@@ -121,8 +122,9 @@ void HostGraphTable::finish(std::uint32_t t, TaskStatus status) {
 
 void HostGraphTable::count_down(std::uint32_t t, TaskStatus status) {
   const bool ok = status == TaskStatus::ok;
-  for (std::uint32_t i = layout_.successor_start[t]; i < layout_.successor_start[t + 1]; ++i) {
-    const std::uint32_t s = layout_.successors[i];
+  const GraphLayout& g = *layout_;
+  for (std::uint32_t i = g.successor_start[t]; i < g.successor_start[t + 1]; ++i) {
+    const std::uint32_t s = g.successors[i];
     // relaxed: published by the decrement's release just after, before the count can reach
     // zero (the poison first: the other order lets s run on a failed input; mutant 2 of
     // spec/device_graph.pml).

@@ -51,8 +51,10 @@ class GraphTable {
     return std::numeric_limits<std::size_t>::max();
   }
   /// Writes a graph: its records (record_stride bytes apart, in task order), counts and
-  /// successors. Only once every completion of the last graph was collected.
-  virtual void load_graph(const GraphLayout& layout, const unsigned char* records) = 0;
+  /// successors. Only once every completion of the last graph was collected. The table may keep
+  /// `layout` (a table that still holds the same layout need not write its successors again).
+  virtual void load_graph(const std::shared_ptr<const GraphLayout>& layout,
+                          const unsigned char* records) = 0;
   /// The next completion of a task taken from the ready queue (never a root), once published.
   virtual std::optional<Completion> collect() = 0;
   /// A collected task's record, its payload holding the task's results.
@@ -75,11 +77,12 @@ class HostGraphTable final : public GraphTable {
     return records_.get() + t * record_stride_;
   }
 
-  void load_graph(const GraphLayout& layout, const unsigned char* records) override;
+  void load_graph(const std::shared_ptr<const GraphLayout>& layout,
+                  const unsigned char* records) override;
   [[nodiscard]] const unsigned char* result(std::uint32_t t) const override { return record(t); }
 
-  /// The host: writes a graph's counts and successors (no block may be taking from it).
-  void load(const GraphLayout& layout);
+  /// The host: writes a graph's counts and keeps its layout (no block may be taking from it).
+  void load(std::shared_ptr<const GraphLayout> layout);
   /// Puts task t into the ready queue of its level (the host for the roots; finish() for the
   /// rest). Wakes no one: a block that found the queues empty looks again (see take()).
   void enqueue(std::uint32_t t);
@@ -132,8 +135,8 @@ class HostGraphTable final : public GraphTable {
   std::size_t slots_;  // cells and entries: a power of two >= capacity
   std::unique_ptr<std::atomic<std::uint32_t>[]> inputs_;
   std::unique_ptr<std::atomic<std::uint8_t>[]> poisoned_;
-  GraphLayout layout_;
-  ReadyQueue queues_[2];  // kNormal, kUrgent
+  std::shared_ptr<const GraphLayout> layout_;  // the graph loaded last (null: none)
+  ReadyQueue queues_[2];                       // kNormal, kUrgent
   std::unique_ptr<Entry[]> entries_;
   struct FreeAligned {
     void operator()(unsigned char* p) const noexcept;

@@ -190,15 +190,36 @@ namespace {
   throw ShutDown(
       "weft::gpu::Pool::push_graph: no_more_tasks() was called; nothing more is accepted");
 }
+[[noreturn]] void throw_too_many_edges(const std::string& prefix, std::size_t edges,
+                                       std::size_t capacity) {
+  throw InvalidArgument(prefix + std::to_string(edges) +
+                        " edges, more than the graph table holds (" + std::to_string(capacity) +
+                        ": 8 a task of PoolOptions::graph_capacity)");
+}
 }  // namespace
 
-// A graph is checked, laid out and allocated before anything is accepted (once its tasks are
-// counted, adding it to the feed cannot fail); it is accepted under the
-// calling thread's input shard lock, so that close() (which takes every shard lock) returns
-// only once every accepted graph is in the feed, where shutdown finds it.
-void Scheduler::Impl::push_graph(const unsigned char* records, std::size_t count, const Edge* edges,
-                                 std::size_t edge_count, std::size_t out,
-                                 std::span<const int> priorities) {
+std::shared_ptr<const GraphLayout> Scheduler::Impl::prepare_graph(std::size_t count,
+                                                                  std::span<const Edge> edges,
+                                                                  std::span<const int> priorities,
+                                                                  const char* who) const {
+  const std::string name = std::string("weft::gpu::Pool::") + who + ": ";
+  if (!graphs_.present()) {
+    throw InvalidArgument(name + "this pool runs no task graphs (" + blocks_->why_no_graphs() +
+                          ")");
+  }
+  if (edges.size() > graphs_.edge_capacity()) {
+    throw_too_many_edges(name, edges.size(), graphs_.edge_capacity());
+  }
+  return std::make_shared<const GraphLayout>(
+      lay_out_graph(count, edges, graphs_.capacity(), priorities, who));
+}
+
+// A graph is checked and its records copied before anything is accepted (once its tasks are
+// counted, adding it to the feed cannot fail); it is accepted under the calling thread's input
+// shard lock, so that close() (which takes every shard lock) returns only once every accepted
+// graph is in the feed, where shutdown finds it.
+void Scheduler::Impl::push_graph(std::shared_ptr<const GraphLayout> layout,
+                                 const unsigned char* records, std::size_t count, std::size_t out) {
   check_out(out, "push_graph");
   if (!graphs_.present()) {
     throw InvalidArgument("weft::gpu::Pool::push_graph: this pool runs no task graphs (" +
@@ -210,21 +231,26 @@ void Scheduler::Impl::push_graph(const unsigned char* records, std::size_t count
         "graph tasks yet; push graphs to a pool without a deadline");
   }
   check_records(records, count, "push_graph");
-  if (edge_count > graphs_.edge_capacity()) {
-    throw InvalidArgument("weft::gpu::Pool::push_graph: " + std::to_string(edge_count) +
-                          " edges, more than the graph table holds (" +
-                          std::to_string(graphs_.edge_capacity()) +
-                          ": 8 a task of "
-                          "PoolOptions::graph_capacity)");
+  const std::size_t tasks = layout == nullptr ? 0 : layout->inputs.size();
+  if (count != tasks) {
+    throw InvalidArgument("weft::gpu::Pool::push_graph: " + std::to_string(count) +
+                          " records for a graph shape of " + std::to_string(tasks) +
+                          " tasks (give one per task, in the shape's order)");
   }
-  GraphFeed::Node graph = GraphFeed::make_node(
-      {lay_out_graph(count, std::span<const Edge>(edges, edge_count), graphs_.capacity(),
-                     priorities),
-       std::vector<unsigned char>(records, records + count * record_stride_), out});
+  if (tasks > graphs_.capacity()) {
+    throw InvalidArgument("weft::gpu::Pool::push_graph: a graph shape of " + std::to_string(tasks) +
+                          " tasks, more than the graph table holds (PoolOptions::graph_capacity " +
+                          std::to_string(graphs_.capacity()) + ")");
+  }
+  if (tasks > 0 && layout->successors.size() > graphs_.edge_capacity()) {
+    throw_too_many_edges("weft::gpu::Pool::push_graph: a graph shape of ",
+                         layout->successors.size(), graphs_.edge_capacity());
+  }
   if (count == 0) {
     if (input_.closed()) throw_graph_refused();
     return;
   }
+  GraphFeed::Node graph = graphs_.make_node(std::move(layout), records, out);
   const std::size_t home = input_.home();
   {
     auto& shard = input_.shard(home);
@@ -584,11 +610,17 @@ void Scheduler::push(const void* records, std::size_t count, std::size_t out, in
   impl_->push(static_cast<const unsigned char*>(records), count, out, priority,
               std::move(callback));
 }
-void Scheduler::push_graph(const void* records, std::size_t count, const Edge* edges,
-                           std::size_t edge_count, std::size_t out, const int* priorities,
-                           std::size_t priority_count) {
-  impl_->push_graph(static_cast<const unsigned char*>(records), count, edges, edge_count, out,
-                    std::span<const int>(priorities, priority_count));
+GraphShape Scheduler::prepare_graph(std::size_t count, const Edge* edges, std::size_t edge_count,
+                                    const int* priorities, std::size_t priority_count,
+                                    const char* who) const {
+  std::shared_ptr<const GraphLayout> layout =
+      impl_->prepare_graph(count, std::span<const Edge>(edges, edge_count),
+                           std::span<const int>(priorities, priority_count), who);
+  return GraphShape(std::move(layout), count, edge_count);
+}
+void Scheduler::push_graph(const GraphShape& shape, const void* records, std::size_t count,
+                           std::size_t out) {
+  impl_->push_graph(shape.layout_, static_cast<const unsigned char*>(records), count, out);
 }
 void Scheduler::pop(std::size_t out, void* record) {
   impl_->pop(out, static_cast<unsigned char*>(record));

@@ -73,8 +73,12 @@ struct Scheduler::Impl {
   // ---- users' threads (scheduler.cpp) ----
   void push(const unsigned char* records, std::size_t count, std::size_t out, int priority,
             RecordCallback callback);
-  void push_graph(const unsigned char* records, std::size_t count, const Edge* edges,
-                  std::size_t edge_count, std::size_t out, std::span<const int> priorities);
+  [[nodiscard]] std::shared_ptr<const GraphLayout> prepare_graph(std::size_t count,
+                                                                 std::span<const Edge> edges,
+                                                                 std::span<const int> priorities,
+                                                                 const char* who) const;
+  void push_graph(std::shared_ptr<const GraphLayout> layout, const unsigned char* records,
+                  std::size_t count, std::size_t out);
   void pop(std::size_t out, unsigned char* record);
   bool try_pop(unsigned char* record, std::size_t out);
   std::size_t pop_batch(unsigned char* records, std::size_t max, std::size_t out);

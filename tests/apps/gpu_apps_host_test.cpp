@@ -68,6 +68,14 @@ TEST(CholeskyGraph, EveryTaskWaitsForWhatItReadsAndWhatWroteItsTileBefore) {
   EXPECT_EQ(g.tasks()[0].kind, CholeskyGraph::Kind::potrf);
   EXPECT_THROW(CholeskyGraph(100), std::invalid_argument);
   EXPECT_THROW(CholeskyGraph(0), std::invalid_argument);
+  // As the pool's edges: one per dependency, each into a task that counts it.
+  std::vector<int> into(g.tasks().size(), 0);
+  for (const weft::gpu::Edge& e : g.edges()) {
+    ASSERT_LT(e.from, g.tasks().size());
+    ASSERT_LT(e.to, g.tasks().size());
+    ++into[e.to];
+  }
+  EXPECT_EQ(into, g.dependencies());
 }
 
 // Factors the SPD matrix of order n with `factor` (a driver: pool, matrix, n) in a FIFO pool and
@@ -128,6 +136,11 @@ TEST(CholeskyGraph, TheCriticalPathIsPotrfAndTheNextPanelsTasks) {
     }
   }
   EXPECT_EQ(urgent, 13u);
+  const std::vector<int> priorities = g.priorities();
+  ASSERT_EQ(priorities.size(), g.tasks().size());
+  for (std::size_t t = 0; t < priorities.size(); ++t) {
+    EXPECT_EQ(priorities[t], on_critical_path(g.tasks()[t]) ? 1 : 0) << "task " << t;
+  }
 }
 
 TEST(Cholesky, AMatrixThatIsNotPositiveDefiniteIsReportedWithItsColumn) {
@@ -159,6 +172,32 @@ TEST(CholeskyAsAGraph, AGraphLargerThanThePoolTakesIsRefusedNamingBoth) {
     EXPECT_NE(std::string(e.what()).find("(19)"), std::string::npos) << e.what();
   }
   EXPECT_EQ(a, spd_matrix(n));  // nothing ran
+}
+
+// One plan, many matrices: each factored right, as a graph (the shape prepared once) and
+// host-tracked, in turn; a bad matrix in between is reported and the next one still factors.
+TEST(CholeskyPlan, FactorsManyMatricesOfOneSizeBothWays) {
+  AppPool pool(host_options());
+  const int n = 4 * CholeskyTile::kTile;
+  CholeskyPlan<AppPool> plan(pool, n);
+  ASSERT_TRUE(plan.as_graph());
+  for (int m = 0; m < 4; ++m) {
+    std::vector<double> a = spd_matrix(n);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] *= 1.0 + 0.25 * m;  // still SPD, new values
+    std::vector<double> f = a;
+    if (m % 2 == 0) {
+      plan.factor(f.data(), n);
+    } else {
+      plan.factor_host_tracked(f.data(), n);
+    }
+    EXPECT_LT(cholesky_residual(a, f, n), 1e-14) << "matrix " << m;
+    if (m == 1) {
+      std::vector<double> bad = spd_matrix(n);
+      bad[70 + 70 * static_cast<std::size_t>(n)] = -1.0;
+      EXPECT_THROW(plan.factor(bad.data(), n), std::runtime_error);
+    }
+  }
+  EXPECT_EQ(pool.unfinished(0), 0u);
 }
 
 // SpMV and Black-Scholes tasks, one kind after the other and mixed: the same results as the

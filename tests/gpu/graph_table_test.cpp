@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <thread>
@@ -24,7 +25,7 @@ using Edges = std::vector<GraphEdge>;
 // Runs every ready task on this thread: a task listed in `fails` ends failed.
 std::vector<HostGraphTable::Completion> run_alone(HostGraphTable& table, const GraphLayout& g,
                                                   const std::vector<std::uint32_t>& fails = {}) {
-  table.load(g);
+  table.load(std::make_shared<const GraphLayout>(g));
   for (const std::uint32_t r : g.roots) table.enqueue(r);
   while (auto t = table.take()) {
     TaskStatus status = TaskStatus::cancelled;
@@ -101,12 +102,13 @@ TEST(HostGraphTable, ATableOfOneTaskRunsGraphAfterGraph) {
 TEST(HostGraphTable, MisuseIsRefused) {
   EXPECT_THROW(HostGraphTable(0), InvalidArgument);
   HostGraphTable table(2);
-  EXPECT_THROW(table.load(lay_out_graph(3, Edges{}, 3)), std::logic_error);
+  EXPECT_THROW(table.load(std::make_shared<const GraphLayout>(lay_out_graph(3, Edges{}, 3))),
+               std::logic_error);
 }
 
 TEST(HostGraphTable, NothingIsCollectedBeforeItIsFinished) {
   HostGraphTable table(4);
-  table.load(lay_out_graph(2, Edges{{0, 1}}, 4));
+  table.load(std::make_shared<const GraphLayout>(lay_out_graph(2, Edges{{0, 1}}, 4)));
   table.enqueue(0);
   EXPECT_FALSE(table.collect().has_value());
   const auto t = table.take();
@@ -187,7 +189,7 @@ TEST(HostGraphTable, StressRandomGraphsOnFourBlocksRunAndDeliverEveryTaskOnce) {
       fails[t] = rng() % 16 == 0 ? 1 : 0;
     }
     for (const GraphEdge& e : edges) inputs_of[e.to].push_back(e.from);
-    table.load(g);
+    table.load(std::make_shared<const GraphLayout>(g));
     for (const std::uint32_t r : g.roots) table.enqueue(r);
     std::vector<int> seen(n, 0);
     for (std::size_t got = 0; got < n;) {

@@ -541,6 +541,37 @@ TEST(GpuPool, TaskGraphsRunEachTaskOnceAfterItsInputs) {
   }
 }
 
+// Prepared shapes pushed again with new records, in turn: a shape still in the table keeps
+// its successors there (only the records and counts are written again), a different one is
+// written whole; every run's tasks come back once, having run after all their inputs.
+TEST(GpuPool, PreparedShapesRunAgainInAnyOrder) {
+  REQUIRE_GPU();
+  const std::vector<int> order{0, 1, 0, 0, 1, 1, 0};
+  const std::uint32_t sizes[2] = {300, 200};
+  const Cells cells(512 * order.size());  // each run its own
+  GpuPool pool(device_options());
+  std::vector<GraphShape> shapes;
+  for (int s = 0; s < 2; ++s) {
+    std::mt19937 rng(21 + s);
+    shapes.push_back(pool.prepare_graph(sizes[s], stamp_graph(rng, sizes[s], cells.at(0)).edges));
+  }
+  for (std::size_t run = 0; run < order.size(); ++run) {
+    const int s = order[run];
+    std::mt19937 rng(21 + s);  // the shape's edges again, over this run's cells
+    const StampGraph g = stamp_graph(rng, sizes[s], cells.at(512 * run));
+    pool.push_graph(shapes[s], g.records);
+    std::vector<int> seen(sizes[s], 0);
+    for (std::uint32_t i = 0; i < sizes[s]; ++i) {
+      const GpuPool::Record r = pool.pop();
+      ASSERT_TRUE(r.ok()) << to_string(r.status);
+      ASSERT_LT(r.tag, sizes[s]);
+      ++seen[r.tag];
+      EXPECT_EQ(r.as<Stamp>().value, g.expected[r.tag]) << "task " << r.tag << ", run " << run;
+    }
+    for (std::uint32_t t = 0; t < sizes[s]; ++t) ASSERT_EQ(seen[t], 1) << "task " << t;
+  }
+}
+
 // A task that fails (an unknown type) cancels the tasks after it, unrun; the others run.
 TEST(GpuPool, AFailedGraphTaskCancelsItsSuccessors) {
   REQUIRE_GPU();

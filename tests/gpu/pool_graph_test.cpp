@@ -308,6 +308,80 @@ TEST(PoolGraph, BadGraphsAreRefusedBeforeAnythingRuns) {
   EXPECT_EQ(pool.unfinished(0), 0u);
 }
 
+// A shape prepared once runs again and again, with new records each time: every run's tasks
+// are delivered once each, after their inputs, from its own records.
+TEST(PoolGraph, APreparedShapeRunsAgainWithNewRecordsEachTime) {
+  GraphPool pool(PoolOptions{.host_blocks = 4, .graph_capacity = 16});
+  const std::vector<Edge> edges{{0, 1}, {1, 2}, {0, 3}, {3, 15}, {2, 15}, {4, 5}, {5, 15}};
+  const GraphShape shape = pool.prepare_graph(16, edges);
+  EXPECT_EQ(shape.tasks(), 16u);
+  EXPECT_EQ(shape.edges(), edges.size());
+  std::vector<std::unique_ptr<StepGraph>> runs;
+  for (int k = 0; k < 10; ++k) {
+    runs.push_back(std::make_unique<StepGraph>(16, edges, 100 * k));
+    pool.push_graph(shape, runs.back()->records);
+  }
+  std::set<std::uint64_t> tags;
+  for (const Record& r : pop_n(pool, 10 * 16)) {
+    EXPECT_TRUE(tags.insert(r.tag).second) << "tag " << r.tag << " twice";
+    runs[r.tag / 100]->check(r, 100 * (r.tag / 100));
+  }
+  for (const auto& g : runs) EXPECT_EQ(g->clock.load(), 16u) << "a run did not run each task once";
+}
+
+std::string shape_refusal(GraphPool& pool, const GraphShape& shape, std::span<const Record> tasks) {
+  try {
+    pool.push_graph(shape, tasks);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(PoolGraph, AShapeIsRefusedWithRecordsNotOnePerTaskOrByAPoolTooSmall) {
+  GraphPool big(PoolOptions{.host_blocks = 1, .graph_capacity = 16});
+  GraphPool small(PoolOptions{.host_blocks = 1, .graph_capacity = 8});
+  GraphPool none(PoolOptions{.host_blocks = 1, .graph_capacity = 0});
+  StepGraph g(9, {{0, 8}, {1, 8}});
+  const GraphShape shape = big.prepare_graph(9, g.edges);
+  EXPECT_EQ(shape_refusal(big, shape, std::span<const Record>(g.records).first(8)),
+            "weft::gpu::Pool::push_graph: 8 records for a graph shape of 9 tasks (give one per "
+            "task, in the shape's order)");
+  EXPECT_EQ(shape_refusal(small, shape, g.records),
+            "weft::gpu::Pool::push_graph: a graph shape of 9 tasks, more than the graph table "
+            "holds (PoolOptions::graph_capacity 8)");
+  EXPECT_EQ(shape_refusal(none, shape, g.records),
+            "weft::gpu::Pool::push_graph: this pool runs no task graphs "
+            "(PoolOptions::graph_capacity is 0)");
+  EXPECT_EQ(shape_refusal(big, GraphShape{}, std::span<const Record>(g.records).first(1)),
+            "weft::gpu::Pool::push_graph: 1 records for a graph shape of 0 tasks (give one per "
+            "task, in the shape's order)");
+  // What prepare_graph refuses, it names.
+  EXPECT_THROW(
+      {
+        try {
+          (void)big.prepare_graph(3, std::vector<Edge>{{0, 1}, {1, 2}, {2, 0}});
+        } catch (const InvalidArgument& e) {
+          EXPECT_EQ(std::string(e.what()).find("weft::gpu::Pool::prepare_graph: the edges make a "
+                                               "cycle"),
+                    0u)
+              << e.what();
+          throw;
+        }
+      },
+      InvalidArgument);
+  EXPECT_THROW((void)big.prepare_graph(3, {}, std::vector<int>{1}), InvalidArgument);
+  EXPECT_THROW((void)none.prepare_graph(1, {}), InvalidArgument);
+  for (GraphPool* pool : {&big, &small, &none}) {
+    EXPECT_EQ(pool->unfinished(0), 0u);
+    EXPECT_EQ(pool->stats().pushed, 0u);
+  }
+  EXPECT_EQ(g.clock.load(), 0u) << "a task of a refused graph ran";
+  // The empty shape with no records is accepted and delivers nothing.
+  EXPECT_EQ(shape_refusal(big, GraphShape{}, {}), "accepted");
+  EXPECT_EQ(big.unfinished(0), 0u);
+}
+
 TEST(PoolGraph, APoolThatRunsNoGraphsOrHasAWatchdogSaysSo) {
   StepGraph g(1, {});
   GraphPool none(PoolOptions{.host_blocks = 1, .graph_capacity = 0});
@@ -513,6 +587,40 @@ TEST(PoolGraph, StressRandomGraphsFromSeveralThreads) {
         }
       }
       EXPECT_EQ(status.size() + (failed < n ? 1 : 0), n);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) threads.emplace_back(pusher, t);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(pool.stats().pushed, pool.stats().completed);
+}
+
+// A few shapes shared by several threads, each pushing them in a random order with records of
+// its own: the table is loaded with one shape after another and the same shape again, and every
+// run's tasks still come back once, after their inputs.
+TEST(PoolGraph, StressShapesSharedByThreadsPushedInTurn) {
+  const int runs_per_thread = 60 * stress_scale();
+  GraphPool pool(PoolOptions{.host_blocks = 4, .output_queues = 3, .graph_capacity = 48});
+  std::mt19937 rng(77);
+  std::vector<std::vector<Edge>> edges;
+  std::vector<GraphShape> shapes;
+  for (int s = 0; s < 4; ++s) {
+    const auto g = random_graph(rng, 48, 0);
+    edges.push_back(g->edges);
+    shapes.push_back(pool.prepare_graph(g->tasks, g->edges));
+  }
+  auto pusher = [&](int thread) {
+    std::mt19937 pick(500 + thread);
+    for (int k = 0; k < runs_per_thread; ++k) {
+      const std::size_t s = pick() % shapes.size();
+      StepGraph g(shapes[s].tasks(), edges[s], 1000 * k);
+      pool.push_graph(shapes[s], g.records, thread);
+      std::set<std::uint64_t> tags;
+      for (const Record& r : pop_n(pool, g.tasks, thread)) {
+        EXPECT_TRUE(tags.insert(r.tag).second) << "tag " << r.tag << " twice";
+        g.check(r, 1000 * k);
+      }
+      EXPECT_EQ(g.clock.load(), g.tasks);
     }
   };
   std::vector<std::thread> threads;

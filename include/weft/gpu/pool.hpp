@@ -26,6 +26,7 @@
 #include "weft/gpu/detail/block_runtime.hpp"
 #include "weft/gpu/detail/pool_core.hpp"
 #include "weft/gpu/device_program.hpp"
+#include "weft/gpu/graph_shape.hpp"
 #include "weft/gpu/record.hpp"
 #include "weft/gpu/scheduler_observer.hpp"
 #include "weft/gpu/task.hpp"
@@ -196,7 +197,24 @@ class Pool {
   /// critical path, which otherwise wait behind every task made ready before them.
   void push_graph(std::span<const Record> tasks, std::span<const Edge> edges, std::size_t out = 0,
                   std::span<const int> priorities = {}) {
-    core_.push_graph(tasks, edges, out, priorities);
+    core_.push_graph(core_.prepare_graph(tasks.size(), edges, priorities, "push_graph"), tasks,
+                     out);
+  }
+  /// Checks and lays out a graph of `tasks` tasks with these edges and priorities once, for
+  /// push_graph(shape, ...) to run any number of times (weft/gpu/graph_shape.hpp). Throws
+  /// weft::InvalidArgument as push_graph does for the graph itself (an edge past the last task,
+  /// a cycle, too many tasks or edges for this pool, priorities not one per task, a pool that
+  /// runs no graphs).
+  [[nodiscard]] GraphShape prepare_graph(std::size_t tasks, std::span<const Edge> edges,
+                                         std::span<const int> priorities = {}) const {
+    return core_.prepare_graph(tasks, edges, priorities, "prepare_graph");
+  }
+  /// push_graph() of a prepared shape: `tasks` holds one record per task of the shape, in its
+  /// task order. Throws weft::InvalidArgument for a record count other than shape.tasks(), a
+  /// shape larger than this pool's graph table, and as push_graph() does for the queue, the
+  /// payloads and the pool; weft::ShutDown after no_more_tasks().
+  void push_graph(const GraphShape& shape, std::span<const Record> tasks, std::size_t out = 0) {
+    core_.push_graph(shape, tasks, out);
   }
 
   /// Waits for a finished task on queue `out`. Many threads may pop one queue. Throws

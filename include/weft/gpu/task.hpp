@@ -97,14 +97,12 @@ constexpr std::size_t shared_bytes_of() {
     return 0;
   }
 }
+// A concept rather than a constexpr function: device code may test it (a plain constexpr
+// function is host code to nvcc).
 template <class T>
-constexpr bool out_of_line() {
-  if constexpr (requires { T::kOutOfLine; }) {
-    return static_cast<bool>(T::kOutOfLine);
-  } else {
-    return false;
-  }
-}
+concept out_of_line = requires {
+  requires static_cast<bool>(T::kOutOfLine);
+};
 // A body called, not inlined into the resident kernel (T::kOutOfLine).
 template <class T>
 WEFT_HD WEFT_NOINLINE void run_out_of_line(void* payload, const BlockContext& b) {
@@ -153,7 +151,7 @@ struct TaskTypes {
   template <class T>
   WEFT_HD static TaskStatus run_one(void* payload, std::uint32_t size, const BlockContext& b) {
     if (size != sizeof(typename T::Payload)) return TaskStatus::bad_payload_size;
-    if constexpr (detail::out_of_line<T>()) {
+    if constexpr (detail::out_of_line<T>) {
       detail::run_out_of_line<T>(payload, b);
     } else {
       T::run(*static_cast<typename T::Payload*>(payload), b);

@@ -44,10 +44,18 @@ class PoolCore {
     scheduler_.push(records, count, out, priority,
                     [cb = std::move(callback)](void* r) { cb(*static_cast<Record*>(r)); });
   }
+  [[nodiscard]] GraphShape prepare_graph(std::size_t tasks, std::span<const Edge> edges,
+                                         std::span<const int> priorities,
+                                         const char* who = "prepare_graph") const {
+    return scheduler_.prepare_graph(tasks, edges.data(), edges.size(), priorities.data(),
+                                    priorities.size(), who);
+  }
+  void push_graph(const GraphShape& shape, std::span<const Record> tasks, std::size_t out) {
+    scheduler_.push_graph(shape, tasks.data(), tasks.size(), out);
+  }
   void push_graph(std::span<const Record> tasks, std::span<const Edge> edges, std::size_t out,
                   std::span<const int> priorities = {}) {
-    scheduler_.push_graph(tasks.data(), tasks.size(), edges.data(), edges.size(), out,
-                          priorities.data(), priorities.size());
+    push_graph(prepare_graph(tasks.size(), edges, priorities, "push_graph"), tasks, out);
   }
   Record pop(std::size_t out) {
     Record r;

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "weft/gpu/detail/block_runtime.hpp"
+#include "weft/gpu/graph_shape.hpp"
 #include "weft/gpu/record.hpp"
 #include "weft/gpu/scheduler_observer.hpp"
 
@@ -63,12 +64,17 @@ class Scheduler {
   /// weft::InvalidArgument for a bad queue or payload size.
   void push(const void* records, std::size_t count, std::size_t out, int priority,
             RecordCallback callback = nullptr);
-  /// Queues a task graph of `count` records (TaskRecord bytes, consecutive) and `edge_count`
-  /// edges, every task for output queue `out`, with `priority_count` priorities (0 or
-  /// `count`; Pool::push_graph). Throws weft::ShutDown once closed, weft::InvalidArgument for
-  /// a bad queue, payload size or graph, or a pool that runs no graphs.
-  void push_graph(const void* records, std::size_t count, const Edge* edges, std::size_t edge_count,
-                  std::size_t out, const int* priorities = nullptr, std::size_t priority_count = 0);
+  /// Checks and lays out a graph of `count` tasks, `edge_count` edges and `priority_count`
+  /// priorities (0 or `count`; Pool::prepare_graph). Throws weft::InvalidArgument for a bad
+  /// graph, one larger than the table, or a pool that runs no graphs, naming Pool::`who`.
+  [[nodiscard]] GraphShape prepare_graph(std::size_t count, const Edge* edges,
+                                         std::size_t edge_count, const int* priorities,
+                                         std::size_t priority_count, const char* who) const;
+  /// Queues a prepared graph's `count` records (TaskRecord bytes, consecutive), every task for
+  /// output queue `out` (Pool::push_graph). Throws weft::ShutDown once closed,
+  /// weft::InvalidArgument for a bad queue or payload size, a count other than the shape's, or a
+  /// shape larger than the table.
+  void push_graph(const GraphShape& shape, const void* records, std::size_t count, std::size_t out);
   /// Waits for a finished record of queue `out` and copies it into `record`.
   void pop(std::size_t out, void* record);
   bool try_pop(void* record, std::size_t out);

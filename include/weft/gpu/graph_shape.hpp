@@ -1,0 +1,42 @@
+// weft/gpu/graph_shape.hpp - a task graph's shape: how many tasks it has, its edges and its
+// priorities, checked and laid out once by Pool::prepare_graph, then pushed with new records
+// any number of times (Pool::push_graph), as a CUDA graph is instantiated once and launched
+// many times. A device pool that runs the same shape again copies only the records and the
+// input counts to the GPU, not the successors.
+//
+//   const weft::gpu::GraphShape shape = pool.prepare_graph(tasks, edges, priorities);
+//   for (const auto& records : runs) pool.push_graph(shape, records, out);
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace weft::gpu {
+
+namespace detail {
+struct GraphLayout;
+class Scheduler;
+}  // namespace detail
+
+/// Immutable and cheap to copy (copies share the layout); usable on any pool whose
+/// graph_capacity() holds it, from any thread.
+class GraphShape {
+ public:
+  /// The empty shape: no tasks (pushing it delivers nothing).
+  GraphShape() = default;
+  [[nodiscard]] std::size_t tasks() const noexcept { return tasks_; }
+  [[nodiscard]] std::size_t edges() const noexcept { return edges_; }
+  [[nodiscard]] bool empty() const noexcept { return tasks_ == 0; }
+
+ private:
+  friend class detail::Scheduler;
+  GraphShape(std::shared_ptr<const detail::GraphLayout> layout, std::size_t tasks,
+             std::size_t edges) noexcept
+      : layout_(std::move(layout)), tasks_(tasks), edges_(edges) {}
+
+  std::shared_ptr<const detail::GraphLayout> layout_;
+  std::size_t tasks_ = 0;
+  std::size_t edges_ = 0;
+};
+
+}  // namespace weft::gpu
