@@ -70,6 +70,8 @@ class DeviceGraphTable final : public GraphTable {
  public:
   // Successors a graph may have per task, on average (the device memory is sized for it).
   static constexpr std::size_t kEdgesPerTask = 8;
+  // The records go to the GPU in pieces of this many bytes (load_graph).
+  static constexpr std::size_t kRecordPiece = std::size_t{1} << 21;
 
   DeviceGraphTable(int device, std::size_t capacity, std::size_t record_stride)
       : device_(device),
@@ -136,18 +138,22 @@ class DeviceGraphTable final : public GraphTable {
     if (tasks > capacity_ || layout.successors.size() > edge_capacity()) {
       throw std::logic_error("weft::gpu graph table: a graph larger than the table was loaded");
     }
-    std::memcpy(records_, records, tasks * stride_);
     const KeepCurrentDevice keep;
     WEFT_CUDA_CHECK(cudaSetDevice(device_));
+    // The records into pinned memory a piece at a time, each piece's copy to the GPU issued as
+    // soon as it is there: the transfer of one piece overlaps the host's copy of the next.
+    const std::size_t bytes = tasks * stride_;
+    for (std::size_t at = 0; at < bytes; at += kRecordPiece) {
+      const std::size_t piece = std::min(kRecordPiece, bytes - at);
+      std::memcpy(records_ + at, records + at, piece);
+      WEFT_CUDA_CHECK(cudaMemcpyAsync(device_records_ + at, records_ + at, piece,
+                                      cudaMemcpyHostToDevice, stream_));
+    }
     auto copy = [&](std::uint32_t* to, const std::vector<std::uint32_t>& from) {
       if (from.empty()) return;
       WEFT_CUDA_CHECK(cudaMemcpyAsync(to, from.data(), from.size() * sizeof(std::uint32_t),
                                       cudaMemcpyHostToDevice, stream_));
     };
-    if (tasks != 0) {
-      WEFT_CUDA_CHECK(cudaMemcpyAsync(device_records_, records_, tasks * stride_,
-                                      cudaMemcpyHostToDevice, stream_));
-    }
     // The counts and poison flags are the blocks' to change: written for every graph. The
     // successors and urgent flags they only read: a layout still in the table (the same
     // GraphShape pushed again) keeps them.

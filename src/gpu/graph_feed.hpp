@@ -95,6 +95,9 @@ class GraphFeed {
   // Keeps a delivered graph's record buffer for a later make_node (at most kSpareBuffers).
   void recycle(std::vector<unsigned char>&& records);
   static constexpr std::size_t kSpareBuffers = 2;
+  // Completions collect() takes before it stages them (their records prefetched meanwhile).
+  static constexpr std::size_t kCollectRun = 16;
+  void prefetch_record(const unsigned char* record) const noexcept;
   void delivered(std::uint32_t t);
   std::size_t cancel_waiting(Outbox& outbox);
 
