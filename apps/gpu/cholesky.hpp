@@ -96,7 +96,7 @@ int first_bad_column(const CholeskyGraph::Task& x, const Record& r) {
 /// Factorizations of one size n, prepared once and run on many matrices through `pool`: the
 /// task graph, the records' and results' buffers, and, where the pool runs task graphs that
 /// large, the graph's GraphShape (prepared on the first factor()). The pool must outlive it.
-/// One thread at a time.
+/// One thread at a time, and the output queue it factors on carries only its tasks meanwhile.
 ///
 ///   apps::gpu::CholeskyPlan plan(pool, n);
 ///   for (double* a : matrices) plan.factor(a, n);
@@ -132,7 +132,7 @@ class CholeskyPlan {
   void factor_as_graph(double* a, int lda, std::size_t out = 0) {
     if (!as_graph()) {
       throw std::invalid_argument(
-          "apps::gpu::cholesky_graph_on_pool: " + std::to_string(graph_.tasks().size()) +
+          "apps::gpu::CholeskyPlan::factor_as_graph: " + std::to_string(graph_.tasks().size()) +
           " tasks, more than the pool's graph_capacity() (" +
           std::to_string(pool_.graph_capacity()) + ")");
     }
@@ -160,13 +160,14 @@ class CholeskyPlan {
     if (failure != nullptr) {
       throw std::runtime_error("apps::gpu::cholesky: a tile task ended " + std::string(failure));
     }
-    if (bad_column >= 0) throw_not_positive_definite(bad_column);
+    if (bad_column >= 0) throw std::runtime_error(not_positive_definite(bad_column));
   }
 
   /// A task is pushed as soon as the last task it depends on has been popped. Tasks on the
   /// critical path (on_critical_path) are pushed with priority 1, the others with 0: in a
   /// pool of QueueOrder::priority they overtake the queued updates; a FIFO pool ignores
-  /// priorities.
+  /// priorities. On a failure nothing more is pushed, and what was pushed is popped before the
+  /// error is thrown: the plan (and its queue) can go on to the next matrix.
   void factor_host_tracked(double* a, int lda, std::size_t out = 0) {
     const auto& tasks = graph_.tasks();
     waiting_ = graph_.dependencies();
@@ -181,41 +182,46 @@ class CholeskyPlan {
       if (waiting_[static_cast<std::size_t>(t)] == 0) make_ready(t);
     }
     done_.resize(tasks.size());
-    for (std::size_t finished = 0; finished < tasks.size();) {
-      if (!urgent_.empty()) {
-        pool_.push_batch(urgent_, out, 1);
-        urgent_.clear();
-      }
-      if (!ready_.empty()) {
-        pool_.push_batch(ready_, out, 0);
-        ready_.clear();
+    std::string error;  // the first failure: from then on the pushed tasks are only drained
+    std::size_t pushed = 0;
+    for (std::size_t finished = 0;
+         finished < pushed || (error.empty() && finished < tasks.size());) {
+      if (error.empty()) {
+        pushed += push_ready(urgent_, out, 1) + push_ready(ready_, out, 0);
       }
       const std::size_t got = pool_.pop_batch(done_, out);
-      for (std::size_t d = 0; d < got; ++d) {
+      for (std::size_t d = 0; d < got && error.empty(); ++d) {
         const Record& r = done_[d];
         const auto t = static_cast<std::size_t>(r.tag);
         if (!r.ok()) {
-          throw std::runtime_error("apps::gpu::cholesky: a tile task ended " +
-                                   std::string(weft::gpu::to_string(r.status)));
-        }
-        if (const int column = first_bad_column(tasks[t], r); column >= 0) {
-          throw_not_positive_definite(column);
-        }
-        for (const int s : graph_.successors()[t]) {
-          if (--waiting_[static_cast<std::size_t>(s)] == 0) make_ready(s);
+          error = "apps::gpu::cholesky: a tile task ended " +
+                  std::string(weft::gpu::to_string(r.status));
+        } else if (const int column = first_bad_column(tasks[t], r); column >= 0) {
+          error = not_positive_definite(column);
+        } else {
+          for (const int s : graph_.successors()[t]) {
+            if (--waiting_[static_cast<std::size_t>(s)] == 0) make_ready(s);
+          }
         }
       }
       finished += got;
     }
+    if (!error.empty()) throw std::runtime_error(error);
   }
 
  private:
   weft::gpu::GraphShape prepare_shape() const {
     return pool_.prepare_graph(graph_.tasks().size(), graph_.edges(), graph_.priorities());
   }
-  [[noreturn]] static void throw_not_positive_definite(int column) {
-    throw std::runtime_error("apps::gpu::cholesky: the matrix is not positive definite (column " +
-                             std::to_string(column) + ")");
+  std::size_t push_ready(std::vector<Record>& tasks, std::size_t out, int priority) {
+    const std::size_t n = tasks.size();
+    if (n > 0) pool_.push_batch(tasks, out, priority);
+    tasks.clear();
+    return n;
+  }
+  static std::string not_positive_definite(int column) {
+    return "apps::gpu::cholesky: the matrix is not positive definite (column " +
+           std::to_string(column) + ")";
   }
 
   Pool& pool_;

@@ -23,7 +23,7 @@ GraphFeed::Node GraphFeed::make_node(std::shared_ptr<const GraphLayout> layout,
   return node;
 }
 
-void GraphFeed::recycle(std::vector<unsigned char>&& records) {
+void GraphFeed::recycle(std::vector<unsigned char>&& records) noexcept {
   if (records.capacity() == 0) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (spares_.size() < kSpareBuffers) spares_.push_back(std::move(records));

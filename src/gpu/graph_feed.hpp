@@ -49,8 +49,9 @@ class GraphFeed {
 
   /// `table`: the blocks' graph table, or null when the backend has none (then present() is
   /// false and nothing else may be called).
-  GraphFeed(GraphTable* table, std::size_t record_stride) noexcept
-      : table_(table), stride_(record_stride) {}
+  GraphFeed(GraphTable* table, std::size_t record_stride) : table_(table), stride_(record_stride) {
+    spares_.reserve(kSpareBuffers);  // recycle() never allocates
+  }
 
   [[nodiscard]] bool present() const noexcept { return table_ != nullptr; }
   /// The most tasks, and edges, one graph may have.
@@ -93,7 +94,7 @@ class GraphFeed {
     return current_.layout == nullptr ? 0 : current_.layout->roots.size();
   }
   // Keeps a delivered graph's record buffer for a later make_node (at most kSpareBuffers).
-  void recycle(std::vector<unsigned char>&& records);
+  void recycle(std::vector<unsigned char>&& records) noexcept;
   static constexpr std::size_t kSpareBuffers = 2;
   // Completions collect() takes before it stages them (their records prefetched meanwhile).
   static constexpr std::size_t kCollectRun = 16;

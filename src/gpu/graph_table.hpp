@@ -4,7 +4,7 @@
 // with std::atomic, for host threads standing in for a GPU's blocks and a scheduler lane.
 //
 //   HostGraphTable table(capacity);
-//   table.load(lay_out_graph(n, edges, capacity));   // the host: counts, successors
+//   table.load(std::make_shared<const GraphLayout>(lay_out_graph(n, edges, capacity)));
 //   for (auto r : layout.roots) table.enqueue(r);    // (the pool loads them into rings instead;
 //                                                    //  their blocks then call count_down)
 //   // a block:  if (auto t = table.take()) { run *t unless !table.runnable(*t); table.finish(*t,

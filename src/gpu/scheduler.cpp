@@ -198,17 +198,31 @@ namespace {
 }
 }  // namespace
 
-std::shared_ptr<const GraphLayout> Scheduler::Impl::prepare_graph(std::size_t count,
-                                                                  std::span<const Edge> edges,
-                                                                  std::span<const int> priorities,
-                                                                  const char* who) const {
+bool Scheduler::Impl::runs_graphs() const noexcept {
+  return graphs_.present() && config_.task_deadline.count() == 0;
+}
+
+void Scheduler::Impl::check_runs_graphs(const char* who) const {
   const std::string name = std::string("weft::gpu::Pool::") + who + ": ";
   if (!graphs_.present()) {
     throw InvalidArgument(name + "this pool runs no task graphs (" + blocks_->why_no_graphs() +
                           ")");
   }
+  if (config_.task_deadline.count() > 0) {
+    throw InvalidArgument(name +
+                          "the watchdog (PoolOptions::task_deadline) does not cover graph tasks "
+                          "yet; use a pool without a deadline");
+  }
+}
+
+std::shared_ptr<const GraphLayout> Scheduler::Impl::prepare_graph(std::size_t count,
+                                                                  std::span<const Edge> edges,
+                                                                  std::span<const int> priorities,
+                                                                  const char* who) const {
+  check_runs_graphs(who);
   if (edges.size() > graphs_.edge_capacity()) {
-    throw_too_many_edges(name, edges.size(), graphs_.edge_capacity());
+    throw_too_many_edges(std::string("weft::gpu::Pool::") + who + ": ", edges.size(),
+                         graphs_.edge_capacity());
   }
   return std::make_shared<const GraphLayout>(
       lay_out_graph(count, edges, graphs_.capacity(), priorities, who));
@@ -221,15 +235,7 @@ std::shared_ptr<const GraphLayout> Scheduler::Impl::prepare_graph(std::size_t co
 void Scheduler::Impl::push_graph(std::shared_ptr<const GraphLayout> layout,
                                  const unsigned char* records, std::size_t count, std::size_t out) {
   check_out(out, "push_graph");
-  if (!graphs_.present()) {
-    throw InvalidArgument("weft::gpu::Pool::push_graph: this pool runs no task graphs (" +
-                          blocks_->why_no_graphs() + ")");
-  }
-  if (config_.task_deadline.count() > 0) {
-    throw InvalidArgument(
-        "weft::gpu::Pool::push_graph: the watchdog (PoolOptions::task_deadline) does not cover "
-        "graph tasks yet; push graphs to a pool without a deadline");
-  }
+  check_runs_graphs("push_graph");
   check_records(records, count, "push_graph");
   const std::size_t tasks = layout == nullptr ? 0 : layout->inputs.size();
   if (count != tasks) {
@@ -653,7 +659,7 @@ std::size_t Scheduler::ring_depth() const { return impl_->layout_.depth; }
 std::size_t Scheduler::num_slots() const { return num_blocks() * ring_depth(); }
 std::size_t Scheduler::num_lanes() const { return impl_->lanes_.size(); }
 std::size_t Scheduler::graph_capacity() const {
-  return impl_->graphs_.present() ? impl_->graphs_.capacity() : 0;
+  return impl_->runs_graphs() ? impl_->graphs_.capacity() : 0;
 }
 
 }  // namespace weft::gpu::detail

@@ -91,6 +91,10 @@ struct Scheduler::Impl {
   [[nodiscard]] PoolStats stats() const;
 
   void check_out(std::size_t out, const char* who) const;
+  // Whether the pool runs task graphs: a table, and no watchdog (which does not cover them).
+  [[nodiscard]] bool runs_graphs() const noexcept;
+  // Throws weft::InvalidArgument, naming Pool::`who`, unless runs_graphs().
+  void check_runs_graphs(const char* who) const;
   void check_records(const unsigned char* records, std::size_t count,
                      const char* who = "push") const;
   std::uint32_t add_callback(RecordCallback cb);

@@ -542,11 +542,14 @@ TEST(GpuPool, TaskGraphsRunEachTaskOnceAfterItsInputs) {
 }
 
 // Prepared shapes pushed again with new records, in turn: a shape still in the table keeps
-// its successors there (only the records and counts are written again), a different one is
-// written whole; every run's tasks come back once, having run after all their inputs.
+// its successors there (only the records, counts and poison flags are written again), a
+// different one is written whole. Every run's tasks come back once, from that run's records
+// (its own tags), having run after all their inputs; a run with a failing task cancels its
+// successors, and the same shape's next run, written over it, runs every task.
 TEST(GpuPool, PreparedShapesRunAgainInAnyOrder) {
   REQUIRE_GPU();
-  const std::vector<int> order{0, 1, 0, 0, 1, 1, 0};
+  const std::vector<int> order{0, 1, 0, 0, 0, 1, 1, 0};
+  constexpr std::size_t kFailingRun = 3;  // shape 0, after a run of itself
   const std::uint32_t sizes[2] = {300, 200};
   const Cells cells(512 * order.size());  // each run its own
   GpuPool pool(device_options());
@@ -558,17 +561,38 @@ TEST(GpuPool, PreparedShapesRunAgainInAnyOrder) {
   for (std::size_t run = 0; run < order.size(); ++run) {
     const int s = order[run];
     std::mt19937 rng(21 + s);  // the shape's edges again, over this run's cells
-    const StampGraph g = stamp_graph(rng, sizes[s], cells.at(512 * run));
+    StampGraph g = stamp_graph(rng, sizes[s], cells.at(512 * run));
+    const std::uint64_t base = 1000 * run;
+    for (auto& r : g.records) r.tag += base;
+    std::uint32_t failing = sizes[s];  // none
+    if (run == kFailingRun) {
+      failing = g.edges.front().from;  // a task with a successor
+      g.records[failing].type = 99;
+    }
     pool.push_graph(shapes[s], g.records);
     std::vector<int> seen(sizes[s], 0);
+    std::size_t cancelled = 0;
     for (std::uint32_t i = 0; i < sizes[s]; ++i) {
       const GpuPool::Record r = pool.pop();
-      ASSERT_TRUE(r.ok()) << to_string(r.status);
-      ASSERT_LT(r.tag, sizes[s]);
-      ++seen[r.tag];
-      EXPECT_EQ(r.as<Stamp>().value, g.expected[r.tag]) << "task " << r.tag << ", run " << run;
+      ASSERT_GE(r.tag, base) << "a record of an earlier run, run " << run;
+      ASSERT_LT(r.tag - base, sizes[s]) << "run " << run;
+      const std::uint64_t t = r.tag - base;
+      ++seen[t];
+      if (t == failing) {
+        EXPECT_EQ(r.status, TaskStatus::unknown_type);
+      } else if (r.status == TaskStatus::cancelled) {
+        ++cancelled;
+      } else {
+        ASSERT_TRUE(r.ok()) << to_string(r.status);
+        EXPECT_EQ(r.as<Stamp>().value, g.expected[t]) << "task " << t << ", run " << run;
+      }
     }
     for (std::uint32_t t = 0; t < sizes[s]; ++t) ASSERT_EQ(seen[t], 1) << "task " << t;
+    if (run == kFailingRun) {
+      EXPECT_GT(cancelled, 0u) << "the failing task's successors ran";
+    } else {
+      EXPECT_EQ(cancelled, 0u) << "run " << run << " kept a poison flag of an earlier run";
+    }
   }
 }
 

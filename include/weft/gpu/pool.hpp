@@ -197,14 +197,13 @@ class Pool {
   /// critical path, which otherwise wait behind every task made ready before them.
   void push_graph(std::span<const Record> tasks, std::span<const Edge> edges, std::size_t out = 0,
                   std::span<const int> priorities = {}) {
-    core_.push_graph(core_.prepare_graph(tasks.size(), edges, priorities, "push_graph"), tasks,
-                     out);
+    core_.push_graph(tasks, edges, out, priorities);
   }
   /// Checks and lays out a graph of `tasks` tasks with these edges and priorities once, for
   /// push_graph(shape, ...) to run any number of times (weft/gpu/graph_shape.hpp). Throws
   /// weft::InvalidArgument as push_graph does for the graph itself (an edge past the last task,
   /// a cycle, too many tasks or edges for this pool, priorities not one per task, a pool that
-  /// runs no graphs).
+  /// runs no graphs or has a watchdog).
   [[nodiscard]] GraphShape prepare_graph(std::size_t tasks, std::span<const Edge> edges,
                                          std::span<const int> priorities = {}) const {
     return core_.prepare_graph(tasks, edges, priorities, "prepare_graph");
@@ -261,7 +260,7 @@ class Pool {
   /// Scheduler threads serving the slots.
   [[nodiscard]] std::size_t num_lanes() const { return core_.num_lanes(); }
   /// The most tasks one push_graph() may have: PoolOptions::graph_capacity, or 0 where the pool
-  /// runs no graphs (a device pool over several GPUs).
+  /// runs no graphs (a device pool over several GPUs, a pool with a watchdog).
   [[nodiscard]] std::size_t graph_capacity() const { return core_.graph_capacity(); }
 
  private:
