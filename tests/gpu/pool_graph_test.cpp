@@ -391,6 +391,14 @@ TEST(PoolGraph, APoolThatRunsNoGraphsOrHasAWatchdogSaysSo) {
   GraphPool watched(
       PoolOptions{.host_blocks = 1, .task_deadline = std::chrono::microseconds(100000)});
   EXPECT_NE(refusal(watched, g.records, {}).find("watchdog"), std::string::npos);
+  EXPECT_EQ(watched.graph_capacity(), 0u);  // as a pool that runs no graphs
+  try {
+    (void)watched.prepare_graph(1, {});
+    ADD_FAILURE() << "a watchdog pool prepared a graph";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("prepare_graph: the watchdog"), std::string::npos)
+        << e.what();
+  }
   EXPECT_THROW(GraphPool(PoolOptions{.graph_capacity = (1u << 24) + 1}), InvalidArgument);
 }
 
