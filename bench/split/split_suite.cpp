@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <set>
 #include <thread>
@@ -122,6 +123,19 @@ int regions_to_converge(const std::vector<ws::RegionReport>& regions, const ws::
     if (std::abs(used[i] - final_split[i]) > 0.02) last_off = static_cast<int>(i + 1);
   }
   return last_off + 1;
+}
+
+// The most regions any one bucket ran until every later region of that bucket ran within 2%
+// of its final split: where regions fall in many buckets (the LU's trailing updates shrink
+// through them), each bucket learns from its own regions only, and regions_to_converge counts
+// the others' too.
+int regions_per_bucket_to_converge(const std::vector<ws::RegionReport>& regions,
+                                   const ws::SplitTables& t) {
+  std::map<std::size_t, std::vector<ws::RegionReport>> by_bucket;
+  for (const ws::RegionReport& r : regions) by_bucket[r.bucket].push_back(r);
+  int most = 0;
+  for (const auto& [bucket, own] : by_bucket) most = std::max(most, regions_to_converge(own, t));
+  return most;
 }
 
 // The GPU's share of the work over a factorisation's regions.
@@ -357,6 +371,8 @@ void run_lu(Suite& suite, Setup& setup, const SplitSuiteOptions& o, int n) {
   add(suite, "gsplit_oracle_" + bench, "share", oracle);
   add(suite, "gsplit_static_peak_" + bench, "share", peak);
   add(suite, "converge_regions_" + bench, "regions", regions_to_converge(cold, s.tables()));
+  add(suite, "converge_regions_per_bucket_" + bench, "regions",
+      regions_per_bucket_to_converge(cold, s.tables()));
   add(suite, "cold_first_run_s_" + bench, "s", cold_seconds);
   save_tables(o, s);
 }
