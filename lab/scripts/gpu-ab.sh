@@ -184,11 +184,13 @@ PY
     nv=(nvcc -O2 -std=c++20 -gencode=arch=compute_90,code=sm_90 "${flags[@]}")
     # The old build finds the old headers first; the probe's own headers (lab/probes/*.cuh)
     # are the tree's, beside the probe.
-    "${nv[@]}" -I"$dir/include" -I"$root/include" "$src" "$dir"/src/gpu/*.cu \
-      "$dir"/src/gpu/host_blocks.cpp -o "$bin/old" &
+    # Every source of the pool (the scheduler is compiled parts since decision 015), less the
+    # stand-in for builds without CUDA.
+    pool_sources() { ls "$1"/src/gpu/*.cu "$1"/src/gpu/*.cpp | grep -v _unavailable; }
+    "${nv[@]}" -I"$dir/include" -I"$root/include" -I"$dir/src" "$src" $(pool_sources "$dir") \
+      -o "$bin/old" &
     old_pid=$!
-    "${nv[@]}" -I"$root/include" "$src" "$root"/src/gpu/device_blocks.cu \
-      "$root"/src/gpu/host_blocks.cpp -o "$bin/new"
+    "${nv[@]}" -I"$root/include" -I"$root/src" "$src" $(pool_sources "$root") -o "$bin/new"
     wait "$old_pid"
     probe_args=("$@")
     run_probe() { "$bin/$1" "${probe_args[@]}"; }  # side, round
