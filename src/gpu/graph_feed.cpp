@@ -36,14 +36,12 @@ void GraphFeed::add(Node& node) noexcept {
 
 bool GraphFeed::load_next() {
   if (left_ > 0) return false;
-  Graph next;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (waiting_.empty()) return false;
-    next = std::move(waiting_.front());
+    current_ = std::move(waiting_.front());
     waiting_.pop_front();
   }
-  current_ = std::move(next);
   const std::size_t tasks = current_.layout->inputs.size();
   table_->load_graph(current_.layout, current_.records.data());
   done_.assign(tasks, 0);

@@ -190,13 +190,21 @@ namespace {
   throw ShutDown(
       "weft::gpu::Pool::push_graph: no_more_tasks() was called; nothing more is accepted");
 }
-[[noreturn]] void throw_too_many_edges(const std::string& prefix, std::size_t edges,
-                                       std::size_t capacity) {
-  throw InvalidArgument(prefix + std::to_string(edges) +
-                        " edges, more than the graph table holds (" + std::to_string(capacity) +
-                        ": 8 a task of PoolOptions::graph_capacity)");
-}
 }  // namespace
+
+void Scheduler::Impl::check_table_holds(std::size_t tasks, std::size_t edges,
+                                        const std::string& prefix) const {
+  if (tasks > graphs_.capacity()) {
+    throw InvalidArgument(prefix + std::to_string(tasks) +
+                          " tasks, more than the graph table holds (PoolOptions::graph_capacity " +
+                          std::to_string(graphs_.capacity()) + ")");
+  }
+  if (edges > graphs_.edge_capacity()) {
+    throw InvalidArgument(
+        prefix + std::to_string(edges) + " edges, more than the graph table holds (" +
+        std::to_string(graphs_.edge_capacity()) + ": 8 a task of PoolOptions::graph_capacity)");
+  }
+}
 
 bool Scheduler::Impl::runs_graphs() const noexcept {
   return graphs_.present() && config_.task_deadline.count() == 0;
@@ -220,10 +228,7 @@ std::shared_ptr<const GraphLayout> Scheduler::Impl::prepare_graph(std::size_t co
                                                                   std::span<const int> priorities,
                                                                   const char* who) const {
   check_runs_graphs(who);
-  if (edges.size() > graphs_.edge_capacity()) {
-    throw_too_many_edges(std::string("weft::gpu::Pool::") + who + ": ", edges.size(),
-                         graphs_.edge_capacity());
-  }
+  check_table_holds(count, edges.size(), std::string("weft::gpu::Pool::") + who + ": ");
   return std::make_shared<const GraphLayout>(
       lay_out_graph(count, edges, graphs_.capacity(), priorities, who));
 }
@@ -243,15 +248,8 @@ void Scheduler::Impl::push_graph(std::shared_ptr<const GraphLayout> layout,
                           " records for a graph shape of " + std::to_string(tasks) +
                           " tasks (give one per task, in the shape's order)");
   }
-  if (tasks > graphs_.capacity()) {
-    throw InvalidArgument("weft::gpu::Pool::push_graph: a graph shape of " + std::to_string(tasks) +
-                          " tasks, more than the graph table holds (PoolOptions::graph_capacity " +
-                          std::to_string(graphs_.capacity()) + ")");
-  }
-  if (tasks > 0 && layout->successors.size() > graphs_.edge_capacity()) {
-    throw_too_many_edges("weft::gpu::Pool::push_graph: a graph shape of ",
-                         layout->successors.size(), graphs_.edge_capacity());
-  }
+  check_table_holds(tasks, tasks == 0 ? 0 : layout->successors.size(),
+                    "weft::gpu::Pool::push_graph: a graph shape of ");
   if (count == 0) {
     if (input_.closed()) throw_graph_refused();
     return;

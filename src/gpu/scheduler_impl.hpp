@@ -95,6 +95,9 @@ struct Scheduler::Impl {
   [[nodiscard]] bool runs_graphs() const noexcept;
   // Throws weft::InvalidArgument, naming Pool::`who`, unless runs_graphs().
   void check_runs_graphs(const char* who) const;
+  // Throws weft::InvalidArgument, its message starting with `prefix`, for a graph of more tasks
+  // or edges than the graph table holds.
+  void check_table_holds(std::size_t tasks, std::size_t edges, const std::string& prefix) const;
   void check_records(const unsigned char* records, std::size_t count,
                      const char* who = "push") const;
   std::uint32_t add_callback(RecordCallback cb);

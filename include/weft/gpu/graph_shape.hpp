@@ -28,7 +28,6 @@ class GraphShape {
   explicit GraphShape() = default;
   [[nodiscard]] std::size_t tasks() const noexcept { return tasks_; }
   [[nodiscard]] std::size_t edges() const noexcept { return edges_; }
-  [[nodiscard]] bool empty() const noexcept { return tasks_ == 0; }
 
  private:
   friend class detail::Scheduler;
