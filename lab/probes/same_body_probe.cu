@@ -73,9 +73,9 @@ __global__ void dgemm64_kernel(const double* a, const double* b, double* c,
   extern __shared__ __align__(16) unsigned char shared[];
   const std::size_t m = static_cast<std::size_t>(blockIdx.x) * Dgemm64::kN * Dgemm64::kN;
   Dgemm64::Payload p{a + m, b + m, c + m, stamps + 3 * blockIdx.x};
-  Dgemm64::run(p, weft::gpu::BlockContext(static_cast<int>(threadIdx.x),
-                                          static_cast<int>(blockDim.x),
-                                          static_cast<int>(blockIdx.x), shared + offset));
+  Dgemm64::run(p,
+               weft::gpu::BlockContext(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
+                                       static_cast<int>(blockIdx.x), shared + offset));
 }
 
 // The last run's stamps: the median and longest body, the spread of the starts, the SMs used.
@@ -98,11 +98,11 @@ void print_stamps(const char* what, const unsigned long long* dev, int batch) {
     sms += k > 0;
     stacked = std::max(stacked, k);
   }
-  std::printf("  %s: body median %.2f max %.2f us; starts spread %.2f us; span %.2f us; %d SMs, "
-              "at most %d a SM\n",
-              what, body[body.size() / 2], body.back(),
-              static_cast<double>(last_start - first) / 1e3,
-              static_cast<double>(last_end - first) / 1e3, sms, stacked);
+  std::printf(
+      "  %s: body median %.2f max %.2f us; starts spread %.2f us; span %.2f us; %d SMs, "
+      "at most %d a SM\n",
+      what, body[body.size() / 2], body.back(), static_cast<double>(last_start - first) / 1e3,
+      static_cast<double>(last_end - first) / 1e3, sms, stacked);
 }
 
 template <class F>
@@ -144,7 +144,8 @@ int main(int argc, char** argv) {
   std::printf("launch_us");
   for (const int offset : {0, 256, 288, 320}) {
     const double us = median_us(reps, [&] {
-      dgemm64_kernel<<<batch, kThreads, Dgemm64::kSharedBytes + offset, stream>>>(a, b, c, stamps, offset);
+      dgemm64_kernel<<<batch, kThreads, Dgemm64::kSharedBytes + offset, stream>>>(a, b, c, stamps,
+                                                                                  offset);
       CHECK(cudaStreamSynchronize(stream));
     });
     std::printf(" off%d=%.2f", offset, us);
