@@ -268,7 +268,6 @@ class DeviceBlocks final : public BlockRuntime {
       : program_(program),
         threads_(threads),
         depth_(depth),
-        shared_bytes_(program.shared_bytes(depth)),
         warm_idle_ns_(static_cast<unsigned long long>(warm_idle.count())),
         watchdog_(watchdog) {
     if (!program.valid() || program.max_blocks_per_sm == nullptr) {
@@ -300,6 +299,11 @@ class DeviceBlocks final : public BlockRuntime {
       for (int d = 0; d < count; ++d) devices.push_back(d);
     }
     if (devices.empty()) throw InvalidArgument("weft::gpu::Pool: no GPU is visible");
+    // Task graphs run on a pool of one GPU (a root must land on a block of the table's GPU,
+    // and the lanes place tasks anywhere in the pool); only such a pool launches the kernel
+    // with the graph code and its extra payload slot.
+    runs_graphs_ = graph_capacity > 0 && devices.size() == 1;
+    shared_bytes_ = program.shared_bytes(depth, runs_graphs_);
     int total = 0;
     for (int d : devices) {
       if (d < 0 || d >= count) {
@@ -310,8 +314,8 @@ class DeviceBlocks final : public BlockRuntime {
       cudaDeviceProp prop{};
       WEFT_CUDA_CHECK(cudaGetDeviceProperties(&prop, d));
       int fit = 0;
-      WEFT_CUDA_CHECK(
-          static_cast<cudaError_t>(program.max_blocks_per_sm(threads, shared_bytes_, &fit)));
+      WEFT_CUDA_CHECK(static_cast<cudaError_t>(
+          program.max_blocks_per_sm(threads, shared_bytes_, runs_graphs_, &fit)));
       if (fit < 1) {
         throw InvalidArgument(
             "weft::gpu::Pool: the resident kernel does not fit on " + std::string(prop.name) +
@@ -378,9 +382,7 @@ class DeviceBlocks final : public BlockRuntime {
           cudaMalloc(reinterpret_cast<void**>(&l.standby), static_cast<std::size_t>(l.blocks)));
       WEFT_CUDA_CHECK(cudaMemset(l.standby, 0, static_cast<std::size_t>(l.blocks)));
     }
-    // Task graphs run on a pool of one GPU (a root must land on a block of the table's GPU,
-    // and the lanes place tasks anywhere in the pool).
-    if (graph_capacity > 0 && launches_.size() == 1) {
+    if (runs_graphs_) {
       graph_ = std::make_unique<DeviceGraphTable>(launches_[0].device, graph_capacity,
                                                   record_stride(capacity));
     } else if (graph_capacity > 0) {
@@ -641,7 +643,8 @@ class DeviceBlocks final : public BlockRuntime {
   DeviceProgram program_;
   int threads_;
   std::size_t depth_;
-  std::size_t shared_bytes_;
+  bool runs_graphs_ = false;  // graph_capacity > 0 and one GPU: the kernel with graph code
+  std::size_t shared_bytes_ = 0;
   unsigned long long warm_idle_ns_;
   bool watchdog_;
   int blocks_ = 0;

@@ -238,8 +238,9 @@ __device__ inline void graph_publish(const DeviceGraphArgs& g, std::uint32_t t, 
 }
 
 // Deep idle (thread 0): an eventcount on this GPU's epoch. Returns the slot's state once it
-// is READY or EXIT. Reads of host memory: one per epoch change, plus the watcher's doorbell
-// polls.
+// is READY or EXIT, or, in a kernel that runs graphs, once a ready queue has a task. Reads of
+// host memory: one per epoch change, plus the watcher's doorbell polls.
+template <bool Graphs>
 __device__ inline std::uint32_t deep_idle(
     cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system>& state, const ResidentArgs& a,
     unsigned long long& polls) {
@@ -261,7 +262,7 @@ __device__ inline std::uint32_t deep_idle(
     a.polls[blockIdx.x] = polls;  // counted while idle too: the idle pool's traffic
     // A graph task in the ready queue (device memory: no read of host memory) wakes it too:
     // it looks at the queue every kDeepIdleSleepNs, so no enqueuer needs to wake it.
-    if (is_ready_or_exit(s) || graph_has_work(a.graph)) {
+    if (is_ready_or_exit(s) || (Graphs && graph_has_work(a.graph))) {
       int mine = me;
       // relaxed: the role is a hint that one block polls the doorbell; a vacancy is filled
       // by another deep-idle block within kDeepIdleSleepNs, and a new watcher compares the
@@ -299,7 +300,7 @@ __device__ inline std::uint32_t deep_idle(
       // acquire: as above.
       if (my_epoch.load(cuda::memory_order_acquire) != e) break;
       if (global_ns() - since >= kDeepIdleSafetyPollNs) break;
-      if (graph_has_work(a.graph)) break;
+      if (Graphs && graph_has_work(a.graph)) break;
     }
   }
 }
@@ -411,7 +412,7 @@ inline constexpr std::uint32_t kGraphWork = 0xFFFFFFFFu;
 // free and a ready queue has a graph task: before it reads the ring, unless `ring_first` (the
 // loader's last take lost the task to another block: the ring is read once first, so that
 // ring tasks are not kept waiting while the blocks race for the queue).
-template <class Busy>
+template <bool Graphs, class Busy>
 __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth, unsigned pos,
                                           unsigned usable, const ResidentArgs& a,
                                           unsigned long long& polls, unsigned first_backoff,
@@ -421,13 +422,14 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
   unsigned long long since = global_ns();
   bool was_busy = busy();
   for (;;) {
-    // Lane 0 looks, in device memory; a pool without a table (records null, the same for the
-    // whole warp) pays nothing here.
-    if (a.graph.records != nullptr && !ring_first && !busy() &&
-        __shfl_sync(0xFFFFFFFFu, lane == 0 && graph_has_work(a.graph) ? 1 : 0, 0) != 0) {
-      return kGraphWork;
+    // Lane 0 looks, in device memory.
+    if constexpr (Graphs) {
+      if (!ring_first && !busy() &&
+          __shfl_sync(0xFFFFFFFFu, lane == 0 && graph_has_work(a.graph) ? 1 : 0, 0) != 0) {
+        return kGraphWork;
+      }
+      ring_first = false;
     }
-    ring_first = false;
     std::uint32_t s = static_cast<std::uint32_t>(SlotState::idle);
     if (lane < usable) {
       // acquire, system scope: pairs with the scheduler's release store of READY (or EXIT);
@@ -451,7 +453,7 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
       backoff = first_backoff;
     }
     if (is_busy) {
-      if (a.graph.records == nullptr) {
+      if constexpr (!Graphs) {
         __nanosleep(backoff);
       } else {
         // In short naps that end when the task threads do: the block may then take the
@@ -469,7 +471,7 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
     if (expired != 0) {
       if (lane == 0) {
         cuda::atomic_ref<std::uint32_t, cuda::thread_scope_system> head(states[pos]);
-        (void)deep_idle(head, a, polls);
+        (void)deep_idle<Graphs>(head, a, polls);
       }
       __syncwarp();
       since = global_ns();
@@ -526,8 +528,9 @@ __device__ inline int place_block(const ResidentArgs& a) {
 }
 
 // Warp 0: loads runs of READY slots into shared memory and hands them to the task threads, in
-// ring order, until it reads EXIT.
-template <std::uint32_t kWords>
+// ring order, until it reads EXIT; in a kernel that runs graphs, also the graph tasks it takes
+// from the ready queues.
+template <std::uint32_t kWords, bool Graphs>
 __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* states,
                           unsigned char* ring, const ResidentArgs& a, unsigned task_threads,
                           bool standby) {
@@ -563,7 +566,7 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
   };
   // Whether the task threads still run the graph task they hold (a test of graph_done).
   auto graph_running = [&] {
-    if (!graph_held) return false;
+    if (!Graphs || !graph_held) return false;
     const int ended = lane == 0 && mbar_test(&sh.graph_done, graph_parity) ? 1 : 0;
     return __shfl_sync(0xFFFFFFFFu, ended, 0) == 0;
   };
@@ -571,7 +574,8 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
   // task not yet ended): no deep idle then, and no graph task taken.
   auto busy = [&] {
     advance();
-    return published != loaded || graph_running();
+    if constexpr (Graphs) return published != loaded || graph_running();
+    return published != loaded;
   };
   // Takes back the graph task the task threads hold (they arrive at kFreeBarrier after it).
   auto take_back_graph_task = [&] {
@@ -586,41 +590,43 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     // it is handed over as a run of its own, each once the task threads gave back what they
     // held (at once: they have ended it).
     bool lost_take = false;  // a ready queue had work, another block took it
-    if (a.graph.records != nullptr && !busy()) {
-      int t = -1;
-      if (lane == 0) t = graph_take(a.graph);
-      t = __shfl_sync(0xFFFFFFFFu, t, 0);
-      lost_take = t < 0 && took_graph_work;
-      took_graph_work = false;
-      if (t >= 0) {
-        __syncwarp();  // lane 0's acquire of the cell happens before every lane's record reads
-        if (graph_held) take_back_graph_task();
-        // From the records' copy in device memory, past L1 (__ldcg: a line of the last graph's
-        // records may still be in it; the host's copy of this graph's ended before its roots
-        // were loaded, which this task's cell acquire follows).
-        const auto* record = reinterpret_cast<const uint4*>(
-            a.graph.device_records + static_cast<std::size_t>(t) * a.graph.record_stride);
-        constexpr unsigned kHeadWords = 2;  // RecordHead, then the payload (kRecordPayloadOffset)
-        for (unsigned i = lane; i < kWords; i += 32)
-          graph_payload[i] = __ldcg(record + kHeadWords + i);
-        const uint4 head = __ldcg(record);  // RecordHead: type, payload_size, ...
-        const bool runs = lane == 0 && graph_runnable(a.graph, static_cast<std::uint32_t>(t));
-        // The run words, these included, only once the task threads gave back the run they
-        // hold: they read them (in one vector load) at the start of every run.
-        if (held != 0) named_sync(kFreeBarrier, pair);
-        held = 0;
-        if (lane == 0) {
-          sh.graph_type = head.x;
-          sh.graph_size = head.y;
-          sh.graph_runs = runs ? 1u : 0u;
-          sh.run_first = pos;
-          sh.run_count = 0;
-          sh.run_exit = 0;
-          sh.run_graph = static_cast<std::uint32_t>(t) + 1;
+    if constexpr (Graphs) {
+      if (!busy()) {
+        int t = -1;
+        if (lane == 0) t = graph_take(a.graph);
+        t = __shfl_sync(0xFFFFFFFFu, t, 0);
+        lost_take = t < 0 && took_graph_work;
+        took_graph_work = false;
+        if (t >= 0) {
+          __syncwarp();  // lane 0's acquire of the cell happens before every lane's record reads
+          if (graph_held) take_back_graph_task();
+          // From the records' copy in device memory, past L1 (__ldcg: a line of the last graph's
+          // records may still be in it; the host's copy of this graph's ended before its roots
+          // were loaded, which this task's cell acquire follows).
+          const auto* record = reinterpret_cast<const uint4*>(
+              a.graph.device_records + static_cast<std::size_t>(t) * a.graph.record_stride);
+          constexpr unsigned kHeadWords = 2;  // RecordHead, then the payload (kRecordPayloadOffset)
+          for (unsigned i = lane; i < kWords; i += 32)
+            graph_payload[i] = __ldcg(record + kHeadWords + i);
+          const uint4 head = __ldcg(record);  // RecordHead: type, payload_size, ...
+          const bool runs = lane == 0 && graph_runnable(a.graph, static_cast<std::uint32_t>(t));
+          // The run words, these included, only once the task threads gave back the run they
+          // hold: they read them (in one vector load) at the start of every run.
+          if (held != 0) named_sync(kFreeBarrier, pair);
+          held = 0;
+          if (lane == 0) {
+            sh.graph_type = head.x;
+            sh.graph_size = head.y;
+            sh.graph_runs = runs ? 1u : 0u;
+            sh.run_first = pos;
+            sh.run_count = 0;
+            sh.run_exit = 0;
+            sh.run_graph = static_cast<std::uint32_t>(t) + 1;
+          }
+          named_arrive(kFullBarrier, pair);  // as for a ring run, below
+          graph_held = true;
+          continue;
         }
-        named_arrive(kFullBarrier, pair);  // as for a ring run, below
-        graph_held = true;
-        continue;
       }
     }
     // Slots not to load: those whose task is not yet published (their state may still read
@@ -638,9 +644,9 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
       continue;
     }
     if (after_tasks) __nanosleep(kFirstBackoffAfterTaskNs);  // see kFirstBackoffAfterTaskNs
-    const std::uint32_t s = poll_ring(states, depth, pos, depth - in_use, a, polls,
-                                      after_tasks ? 256u : 32u, standby, lost_take, busy);
-    if (s == kGraphWork) {  // every lane has it
+    const std::uint32_t s = poll_ring<Graphs>(states, depth, pos, depth - in_use, a, polls,
+                                              after_tasks ? 256u : 32u, standby, lost_take, busy);
+    if (Graphs && s == kGraphWork) {  // every lane has it
       took_graph_work = true;
       continue;
     }
@@ -660,7 +666,7 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
         if (w == 0) {
           sh.type[j] = word.x;  // SlotHeader: type, payload_size, status, graph_task
           sh.size[j] = word.y;
-          sh.graph_task[j] = word.w;
+          if constexpr (Graphs) sh.graph_task[j] = word.w;
         } else {
           payloads[j * kWords + w - 1] = word;
         }
@@ -668,7 +674,7 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     }
     // Take back the run the task threads hold (they arrive when they have ended it): its
     // slots may be loaded again, and the run words below rewritten.
-    if (graph_held) {
+    if (Graphs && graph_held) {
       take_back_graph_task();
     } else if (held != 0) {
       named_sync(kFreeBarrier, pair);
@@ -677,7 +683,7 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
       sh.run_first = pos;
       sh.run_count = count;
       sh.run_exit = count == 0 ? 1u : 0u;  // EXIT at pos: the block ends after the runs before
-      sh.run_graph = 0;
+      if constexpr (Graphs) sh.run_graph = 0;
     }
     // Every lane's shared-memory writes (payloads, headers, run words) happen before the task
     // threads' reads: they wait at this barrier; this warp does not.
@@ -893,7 +899,12 @@ __device__ void run_graph_task(BlockShared& sh, uint4* payload, const DeviceGrap
   named_arrive(kFreeBarrier, threads + 32);
 }
 
-template <class Types, std::size_t Capacity>
+// The resident kernel of a pool. `Graphs`: the pool has a graph table (a.graph.records not
+// null) and the blocks take its ready tasks; a pool without one gets the kernel without that
+// code, whose task bodies ptxas compiles as before graphs were added (inlined beside the graph
+// code, the ring path's bodies ran slower: docs/decisions/017-gpu-device-dependencies.md, "The
+// graph's code out of line").
+template <class Types, std::size_t Capacity, bool Graphs>
 __global__ void resident_kernel(ResidentArgs a) {
   // A payload is a whole number of 16-byte words: copies move uint4s (one PCIe request per
   // 16 bytes, not per byte); bytes past the payload size are copied but never read.
@@ -901,8 +912,9 @@ __global__ void resident_kernel(ResidentArgs a) {
   const unsigned depth = a.ring_depth;
   extern __shared__ __align__(16) unsigned char shared[];
   auto* payloads = reinterpret_cast<uint4*>(shared);  // slot j: kWords words at j*kWords
-  // After the slots' payloads, the extra slot of a graph task's, then the types' own space.
-  unsigned char* task_shared = shared + (depth + 1) * kWords * 16;
+  // After the slots' payloads, the extra slot of a graph task's (with Graphs), then the types'
+  // own space.
+  unsigned char* task_shared = shared + (depth + (Graphs ? 1 : 0)) * kWords * 16;
   __shared__ BlockShared sh;
   __shared__ int placed;  // the ring this block serves (place_block)
 
@@ -931,8 +943,8 @@ __global__ void resident_kernel(ResidentArgs a) {
   }
   __syncthreads();  // the mbarriers are initialised (the last block-wide barrier)
   if (threadIdx.x < 32) {
-    load_loop<kWords>(sh, payloads, states, ring, a, threads,
-                      a.standby != nullptr && a.standby[placed] != 0);
+    load_loop<kWords, Graphs>(sh, payloads, states, ring, a, threads,
+                              a.standby != nullptr && a.standby[placed] != 0);
     return;
   }
   if (threadIdx.x < kRoleThreads) {
@@ -949,9 +961,11 @@ __global__ void resident_kernel(ResidentArgs a) {
       if (me == 0) mbar_arrive(&sh.quit);  // release: after every done arrival before it
       return;
     }
-    if (sh.run_graph != 0u) {
-      run_graph_task<Types, Capacity>(sh, payloads + depth * kWords, a.graph, ctx, me, threads);
-      continue;
+    if constexpr (Graphs) {
+      if (sh.run_graph != 0u) {
+        run_graph_task<Types, Capacity>(sh, payloads + depth * kWords, a.graph, ctx, me, threads);
+        continue;
+      }
     }
     const unsigned first = sh.run_first, count = sh.run_count;
     for (unsigned t = 0; t < count; ++t) {
@@ -971,8 +985,10 @@ __global__ void resident_kernel(ResidentArgs a) {
           reinterpret_cast<SlotHeader*>(slot(j))->status = static_cast<std::uint32_t>(status);
         __syncwarp();  // the lanes' writes happen before lane 0's arrival
         // A graph's root: its successors are counted down before its slot reports it.
-        if (sh.graph_task[j] != 0) {
-          graph_count_down(a.graph, sh.graph_task[j] - 1, uniform(status), me);
+        if constexpr (Graphs) {
+          if (sh.graph_task[j] != 0) {
+            graph_count_down(a.graph, sh.graph_task[j] - 1, uniform(status), me);
+          }
         }
         // release, block scope: pairs with the publisher's wait; with the barrier above, every
         // task thread's writes for this task happen before the publisher's release store.
@@ -995,32 +1011,44 @@ __global__ void resident_kernel(ResidentArgs a) {
 // included). Only a pool that needs it opts in: a pool within the default sets no attribute
 // and keeps the launch configuration it always had.
 inline constexpr std::size_t kDefaultDynamicSharedMax = 48 * 1024;
-template <class Types, std::size_t Capacity>
+template <class Types, std::size_t Capacity, bool Graphs>
 cudaError_t allow_dynamic_shared(std::size_t shared_bytes) {
   if (shared_bytes <= kDefaultDynamicSharedMax) return cudaSuccess;
-  return cudaFuncSetAttribute(&resident_kernel<Types, Capacity>,
+  return cudaFuncSetAttribute(&resident_kernel<Types, Capacity, Graphs>,
                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                               static_cast<int>(shared_bytes));
 }
 
-template <class Types, std::size_t Capacity>
-int launch_resident(const ResidentArgs& args, int blocks, int threads, std::size_t shared_bytes,
-                    void* stream) {
-  auto kernel = &resident_kernel<Types, Capacity>;
-  if (const cudaError_t e = allow_dynamic_shared<Types, Capacity>(shared_bytes); e != cudaSuccess) {
+template <class Types, std::size_t Capacity, bool Graphs>
+int launch_resident_as(const ResidentArgs& args, int blocks, int threads, std::size_t shared_bytes,
+                       void* stream) {
+  if (const cudaError_t e = allow_dynamic_shared<Types, Capacity, Graphs>(shared_bytes);
+      e != cudaSuccess) {
     return static_cast<int>(e);
   }
   // `threads` task threads, plus the loader and publisher warps.
-  kernel<<<blocks, threads + static_cast<int>(kRoleThreads), shared_bytes,
-           static_cast<cudaStream_t>(stream)>>>(args);
+  resident_kernel<Types, Capacity, Graphs>
+      <<<blocks, threads + static_cast<int>(kRoleThreads), shared_bytes,
+         static_cast<cudaStream_t>(stream)>>>(args);
   return static_cast<int>(cudaGetLastError());
 }
 
-// Resident blocks per SM on the current device; 0 when the shared memory asked for, with the
-// kernel's own, is past what the device allows a block (device_blocks.cu then names the
-// limit).
+// The kernel with the graph code for a GPU with a graph table (args.graph.records), the one
+// without it otherwise.
 template <class Types, std::size_t Capacity>
-int resident_occupancy(int threads, std::size_t shared_bytes, int* blocks) {
+int launch_resident(const ResidentArgs& args, int blocks, int threads, std::size_t shared_bytes,
+                    void* stream) {
+  return args.graph.records != nullptr ? launch_resident_as<Types, Capacity, true>(
+                                             args, blocks, threads, shared_bytes, stream)
+                                       : launch_resident_as<Types, Capacity, false>(
+                                             args, blocks, threads, shared_bytes, stream);
+}
+
+// Resident blocks per SM on the current device of the kernel with (`graphs`) or without the
+// graph code; 0 when the shared memory asked for, with the kernel's own, is past what the
+// device allows a block (device_blocks.cu then names the limit).
+template <class Types, std::size_t Capacity, bool Graphs>
+int resident_occupancy_of(int threads, std::size_t shared_bytes, int* blocks) {
   // Past the limit, the answer is 0 blocks, found without asking for the attribute (a refused
   // cudaFuncSetAttribute is an API error that sanitizers and error hooks report).
   int device = 0, optin = 0;
@@ -1029,18 +1057,25 @@ int resident_occupancy(int threads, std::size_t shared_bytes, int* blocks) {
   if (e == cudaSuccess) {
     e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   }
-  if (e == cudaSuccess) e = cudaFuncGetAttributes(&attributes, &resident_kernel<Types, Capacity>);
+  if (e == cudaSuccess) {
+    e = cudaFuncGetAttributes(&attributes, &resident_kernel<Types, Capacity, Graphs>);
+  }
   if (e != cudaSuccess) return static_cast<int>(e);
   if (attributes.sharedSizeBytes + shared_bytes > static_cast<std::size_t>(optin)) {
     *blocks = 0;
     return static_cast<int>(cudaSuccess);
   }
-  if (e = allow_dynamic_shared<Types, Capacity>(shared_bytes); e != cudaSuccess) {
+  if (e = allow_dynamic_shared<Types, Capacity, Graphs>(shared_bytes); e != cudaSuccess) {
     return static_cast<int>(e);
   }
   return static_cast<int>(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      blocks, &resident_kernel<Types, Capacity>, threads + static_cast<int>(kRoleThreads),
+      blocks, &resident_kernel<Types, Capacity, Graphs>, threads + static_cast<int>(kRoleThreads),
       shared_bytes));
+}
+template <class Types, std::size_t Capacity>
+int resident_occupancy(int threads, std::size_t shared_bytes, bool graphs, int* blocks) {
+  return graphs ? resident_occupancy_of<Types, Capacity, true>(threads, shared_bytes, blocks)
+                : resident_occupancy_of<Types, Capacity, false>(threads, shared_bytes, blocks);
 }
 
 }  // namespace detail

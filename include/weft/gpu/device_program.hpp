@@ -75,20 +75,24 @@ struct ResidentArgs {
 /// Made by weft::gpu::device_program<Types, Capacity>() in a .cu file (weft/gpu/device.cuh).
 struct DeviceProgram {
   /// Launches the resident kernel: `blocks` blocks of `threads` threads serving rings
-  /// [args.first_block, args.first_block + blocks). `stream` is a cudaStream_t. Returns a
-  /// cudaError_t (0 = success).
+  /// [args.first_block, args.first_block + blocks); the kernel with the graph code where
+  /// args.graph has a table, the one without it otherwise. `stream` is a cudaStream_t. Returns
+  /// a cudaError_t (0 = success).
   int (*launch)(const ResidentArgs& args, int blocks, int threads, std::size_t shared_bytes,
                 void* stream) = nullptr;
   /// Resident blocks per SM for this block shape (cudaOccupancyMaxActiveBlocksPerMultiprocessor)
-  /// on the current device; returns a cudaError_t, the count in *blocks.
-  int (*max_blocks_per_sm)(int threads, std::size_t shared_bytes, int* blocks) = nullptr;
+  /// on the current device, of the kernel with (`graphs`) or without the graph code; returns a
+  /// cudaError_t, the count in *blocks.
+  int (*max_blocks_per_sm)(int threads, std::size_t shared_bytes, bool graphs,
+                           int* blocks) = nullptr;
   std::size_t payload_capacity = 0;      // must equal the pool's Capacity
   std::size_t payload_shared_bytes = 0;  // dynamic shared memory per ring slot (a payload copy)
   std::size_t task_shared_bytes = 0;     // dynamic shared memory the task types ask for
-  /// Dynamic shared memory per block for a ring of `depth` slots: a payload copy per slot and
-  /// one for a graph task taken from the ready queue, then the task types' own.
-  [[nodiscard]] std::size_t shared_bytes(std::size_t depth) const noexcept {
-    return (depth + 1) * payload_shared_bytes + task_shared_bytes;
+  /// Dynamic shared memory per block for a ring of `depth` slots: a payload copy per slot and,
+  /// in the kernel that runs graphs, one for a graph task taken from the ready queue, then the
+  /// task types' own.
+  [[nodiscard]] std::size_t shared_bytes(std::size_t depth, bool graphs) const noexcept {
+    return (depth + (graphs ? 1 : 0)) * payload_shared_bytes + task_shared_bytes;
   }
   std::size_t idle_bytes = 0;  // device memory per GPU for ResidentArgs::idle
   [[nodiscard]] bool valid() const noexcept { return launch != nullptr; }
