@@ -319,36 +319,42 @@ TEST(GpuPool, DeliversAMillionTasksExactlyOnceFromEightPushers) {
   for (std::uint64_t t = 0; t < total; ++t) ASSERT_EQ(seen[t].load(), 1) << "tag " << t;
 }
 
+// Both resident kernels: with the graph code (a pool with a graph table) and without it.
 TEST(GpuPool, EveryRingDepthDeliversExactlyOnceWithItsOwnResults) {
   REQUIRE_GPU();
-  for (std::size_t depth : {1, 2, 7, 32}) {
-    PoolOptions o = device_options();
-    o.ring_depth = depth;
-    o.blocks_per_sm = 1;  // few blocks, a long backlog: rings fill and blocks take runs
-    GpuPool pool(o);
-    ASSERT_EQ(pool.ring_depth(), depth);
-    const std::uint32_t n = 20'000;
-    std::vector<GpuPool::Record> batch;
-    for (std::uint32_t k = 0; k < n; ++k) batch.push_back(GpuPool::Record::make<Double>({k, 0}, k));
-    pool.push_batch(batch, 0);
-    std::vector<int> seen(n, 0);
-    std::size_t wrong = 0;
-    std::vector<GpuPool::Record> got(512);
-    for (std::uint32_t done = 0; done < n;) {
-      const std::size_t k = pool.pop_batch(got, 0);
-      for (std::size_t i = 0; i < k; ++i) {
-        const auto& r = got[i];
-        if (!r.ok() || r.tag >= n || r.as<Double>().result != 2 * r.tag) {
-          ++wrong;
-          continue;
+  for (const std::size_t graphs : {0, 1024}) {
+    for (std::size_t depth : {1, 2, 7, 32}) {
+      SCOPED_TRACE("graph_capacity " + std::to_string(graphs));
+      PoolOptions o = device_options();
+      o.graph_capacity = graphs;
+      o.ring_depth = depth;
+      o.blocks_per_sm = 1;  // few blocks, a long backlog: rings fill and blocks take runs
+      GpuPool pool(o);
+      ASSERT_EQ(pool.ring_depth(), depth);
+      const std::uint32_t n = 20'000;
+      std::vector<GpuPool::Record> batch;
+      for (std::uint32_t k = 0; k < n; ++k)
+        batch.push_back(GpuPool::Record::make<Double>({k, 0}, k));
+      pool.push_batch(batch, 0);
+      std::vector<int> seen(n, 0);
+      std::size_t wrong = 0;
+      std::vector<GpuPool::Record> got(512);
+      for (std::uint32_t done = 0; done < n;) {
+        const std::size_t k = pool.pop_batch(got, 0);
+        for (std::size_t i = 0; i < k; ++i) {
+          const auto& r = got[i];
+          if (!r.ok() || r.tag >= n || r.as<Double>().result != 2 * r.tag) {
+            ++wrong;
+            continue;
+          }
+          ++seen[r.tag];
         }
-        ++seen[r.tag];
+        done += static_cast<std::uint32_t>(k);
       }
-      done += static_cast<std::uint32_t>(k);
+      EXPECT_EQ(wrong, 0u) << "depth " << depth;
+      for (std::uint32_t k = 0; k < n; ++k)
+        ASSERT_EQ(seen[k], 1) << "depth " << depth << " tag " << k;
     }
-    EXPECT_EQ(wrong, 0u) << "depth " << depth;
-    for (std::uint32_t k = 0; k < n; ++k)
-      ASSERT_EQ(seen[k], 1) << "depth " << depth << " tag " << k;
   }
 }
 
@@ -878,9 +884,8 @@ TEST(GpuPool, APausedPoolLetsOtherKernelsAndDeviceSynchronizeRun) {
 // Copies on a non-blocking stream of the caller's run beside a pool that is not paused (the
 // applications upload their inputs so): host to device, device to device, device to host,
 // each synchronized in a thread of its own so that a hang is reported as a failure; a task
-// then reads what the copies wrote.
-TEST(GpuPool, CopiesOnAStreamOfTheirOwnRunBesideTheRunningPool) {
-  REQUIRE_GPU();
+// then reads what the copies wrote. Both resident kernels: with and without the graph code.
+void copies_beside_the_running_pool(const PoolOptions& options) {
   constexpr int n = 1 << 22;  // 16 MiB of floats: a device-to-device copy of some size
   float *x = nullptr, *y = nullptr, *staged = nullptr;
   ASSERT_EQ(cudaMalloc(&x, n * sizeof(float)), cudaSuccess);
@@ -892,7 +897,7 @@ TEST(GpuPool, CopiesOnAStreamOfTheirOwnRunBesideTheRunningPool) {
   const std::vector<float> ones(n, 1.0f);
   std::vector<float> back(n, 0.0f);
   {
-    GpuPool pool(device_options());
+    GpuPool pool(options);
     pool.push<Saxpy>({1.0f, 1, y, y}, 0);  // the blocks are up and have run a task
     ASSERT_TRUE(pool.pop(0).ok());
     // "" when the copy ended well, else what went wrong.
@@ -921,6 +926,18 @@ TEST(GpuPool, CopiesOnAStreamOfTheirOwnRunBesideTheRunningPool) {
   cudaFree(x);
   cudaFree(y);
   cudaFree(staged);
+}
+
+TEST(GpuPool, CopiesOnAStreamOfTheirOwnRunBesideTheRunningPool) {
+  REQUIRE_GPU();
+  {
+    SCOPED_TRACE("the kernel with the graph code");
+    copies_beside_the_running_pool(device_options());
+  }
+  SCOPED_TRACE("the kernel without it");
+  PoolOptions o = device_options();
+  o.graph_capacity = 0;
+  copies_beside_the_running_pool(o);
 }
 
 TEST(GpuPool, BadDeviceOptionsAreRejected) {
