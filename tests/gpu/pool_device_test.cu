@@ -200,12 +200,22 @@ using Types = TaskTypes<Double, Saxpy, WhereAmI, BlockSum, WaitForHost, GatedWhe
 constexpr std::size_t kCap = 64;
 using GpuPool = Pool<Types, kCap>;
 
+// The device backend's defaults: no graph table, so the resident kernel without the graph
+// code, the one most pools run.
 PoolOptions device_options(std::size_t queues = 1) {
   PoolOptions o;
-  o.graph_capacity = 1024;  // graphs are opt-in on the device backend
   o.backend = Backend::device;
   o.program = device_program<Types, kCap>();
   o.output_queues = queues;
+  return o;
+}
+
+// A pool that runs graphs (opt-in on the device backend): a table on GPU 0 alone, so the
+// kernel with the graph code, also on a machine with several GPUs.
+PoolOptions graph_options(std::size_t capacity = 1024) {
+  PoolOptions o = device_options();
+  o.graph_capacity = capacity;
+  o.devices = {0};
   return o;
 }
 
@@ -325,12 +335,12 @@ TEST(GpuPool, EveryRingDepthDeliversExactlyOnceWithItsOwnResults) {
   for (const std::size_t graphs : {0, 1024}) {
     for (std::size_t depth : {1, 2, 7, 32}) {
       SCOPED_TRACE("graph_capacity " + std::to_string(graphs));
-      PoolOptions o = device_options();
-      o.graph_capacity = graphs;
+      PoolOptions o = graphs == 0 ? device_options() : graph_options(graphs);
       o.ring_depth = depth;
       o.blocks_per_sm = 1;  // few blocks, a long backlog: rings fill and blocks take runs
       GpuPool pool(o);
       ASSERT_EQ(pool.ring_depth(), depth);
+      ASSERT_EQ(pool.graph_capacity(), graphs);
       const std::uint32_t n = 20'000;
       std::vector<GpuPool::Record> batch;
       for (std::uint32_t k = 0; k < n; ++k)
@@ -528,7 +538,7 @@ TEST(GpuPool, TaskGraphsRunEachTaskOnceAfterItsInputs) {
   REQUIRE_GPU();
   constexpr int kRounds = 30;
   const Cells cells(1024 * kRounds);  // each round its own
-  GpuPool pool(device_options());
+  GpuPool pool(graph_options());
   ASSERT_EQ(pool.graph_capacity(), 1024u);
   std::mt19937 rng(5);
   for (int round = 0; round < kRounds; ++round) {
@@ -558,7 +568,7 @@ TEST(GpuPool, PreparedShapesRunAgainInAnyOrder) {
   constexpr std::size_t kFailingRun = 3;  // shape 0, after a run of itself
   const std::uint32_t sizes[2] = {300, 200};
   const Cells cells(512 * order.size());  // each run its own
-  GpuPool pool(device_options());
+  GpuPool pool(graph_options());
   std::vector<GraphShape> shapes;
   for (int s = 0; s < 2; ++s) {
     std::mt19937 rng(21 + s);
@@ -608,7 +618,7 @@ TEST(GpuPool, AFailedGraphTaskCancelsItsSuccessors) {
   const Cells cells(8);
   std::map<std::uint64_t, TaskStatus> status;
   {
-    GpuPool pool(device_options());
+    GpuPool pool(graph_options());
     std::vector<GpuPool::Record> tasks;
     for (std::uint32_t t = 0; t < 5; ++t) {
       tasks.push_back(GpuPool::Record::make<Stamp>({cells.at(0), t, 0, {}, 0}, t));
@@ -637,7 +647,7 @@ TEST(GpuPool, AFailedGraphTaskCancelsItsSuccessors) {
 TEST(GpuPool, GraphsRunAcrossAPause) {
   REQUIRE_GPU();
   const Cells cells(3 * 256);
-  GpuPool pool(device_options());
+  GpuPool pool(graph_options());
   std::mt19937 rng(11);
   for (int round = 0; round < 3; ++round) {
     const StampGraph g = stamp_graph(rng, 200, cells.at(256 * round));
@@ -669,7 +679,7 @@ std::vector<GpuPool::Record> fan_out(std::size_t fan, unsigned long long spin_ns
 // would wait behind it, on the graph's critical path, while other blocks idle).
 TEST(GpuPool, AReadyGraphTaskGoesToAFreeBlockNotBehindARunningOne) {
   REQUIRE_GPU();
-  GpuPool pool(device_options());
+  GpuPool pool(graph_options());
   const std::size_t fan = std::min<std::size_t>(pool.num_blocks() / 4, 1023);
   std::vector<Edge> edges;
   const auto tasks = fan_out(fan, 200'000, edges);
@@ -694,8 +704,7 @@ TEST(GpuPool, AReadyGraphTaskGoesToAFreeBlockNotBehindARunningOne) {
 // task in hand, not for the whole graph.
 TEST(GpuPool, PushedTasksRunWhileAGraphKeepsEveryBlockBusy) {
   REQUIRE_GPU();
-  PoolOptions o = device_options();
-  o.graph_capacity = 16384;
+  PoolOptions o = graph_options(16384);
   o.mailbox = false;  // the lone task through a ring, not the mailbox's own block
   GpuPool pool(o);
   // Eight waves of 400 us: the root's block counts the fan down faster than the blocks take it.
@@ -737,8 +746,7 @@ TEST(GpuPool, PushedTasksRunWhileAGraphKeepsEveryBlockBusy) {
 // (eight waves of 400 us; the root's block counts them down faster than the blocks take them).
 TEST(GpuPool, AnUrgentGraphTaskOvertakesTheOthersReadyWithIt) {
   REQUIRE_GPU();
-  PoolOptions o = device_options();
-  o.graph_capacity = 16384;
+  PoolOptions o = graph_options(16384);
   GpuPool pool(o);
   const std::size_t fan = std::min<std::size_t>(8 * pool.num_blocks(), 16380);
   std::vector<Edge> edges;
@@ -772,7 +780,9 @@ TEST(GpuPool, AnUrgentGraphTaskOvertakesTheOthersReadyWithIt) {
 TEST(GpuPool, APoolOverSeveralGpusRefusesGraphsSayingSo) {
   REQUIRE_GPU();
   if (usable_gpus() < 2) GTEST_SKIP() << "needs 2 GPUs";
-  GpuPool pool(device_options());
+  PoolOptions o = device_options();
+  o.graph_capacity = 1024;  // over every GPU: refused
+  GpuPool pool(o);
   EXPECT_EQ(pool.graph_capacity(), 0u);
   const std::vector<GpuPool::Record> tasks(1, GpuPool::Record::make<Double>({1, 0}));
   try {
@@ -932,12 +942,10 @@ TEST(GpuPool, CopiesOnAStreamOfTheirOwnRunBesideTheRunningPool) {
   REQUIRE_GPU();
   {
     SCOPED_TRACE("the kernel with the graph code");
-    copies_beside_the_running_pool(device_options());
+    copies_beside_the_running_pool(graph_options());
   }
   SCOPED_TRACE("the kernel without it");
-  PoolOptions o = device_options();
-  o.graph_capacity = 0;
-  copies_beside_the_running_pool(o);
+  copies_beside_the_running_pool(device_options());
 }
 
 TEST(GpuPool, BadDeviceOptionsAreRejected) {

@@ -550,7 +550,7 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
   bool graph_held = false;         // the task threads hold a graph task (the extra slot)
   bool took_graph_work = false;    // poll_ring returned kGraphWork
   std::uint32_t graph_parity = 0;  // the parity of graph_done's phase for the task held
-  uint4* graph_payload = payloads + depth * kWords;
+  [[maybe_unused]] uint4* graph_payload = payloads + depth * kWords;  // the extra slot
   // Counts the tasks the publisher has published since (a test of each slot's pub mbarrier,
   // in ring order; acquire, block scope: the publisher's FINISHED store happens before, so a
   // READY read afterwards in that slot is a new task, never the old one still READY).
@@ -574,8 +574,11 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
   // task not yet ended): no deep idle then, and no graph task taken.
   auto busy = [&] {
     advance();
-    if constexpr (Graphs) return published != loaded || graph_running();
-    return published != loaded;
+    if constexpr (Graphs) {
+      return published != loaded || graph_running();
+    } else {
+      return published != loaded;
+    }
   };
   // Takes back the graph task the task threads hold (they arrive at kFreeBarrier after it).
   auto take_back_graph_task = [&] {
