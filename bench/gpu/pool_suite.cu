@@ -89,7 +89,10 @@ using EmptyPool = weft::gpu::Pool<Types, kCap>;
 __global__ void empty_kernel() {}
 
 // pool_vs_launch_same_body's task: one 64x64x64 DGEMM, C = A B (column-major), B staged in
-// shared memory; the same body runs as a pool task and as a plain kernel's block.
+// shared memory; the same body runs as a pool task and as a plain kernel's block. Thread 0
+// stamps the body's start and end (global ns): the pool's excess over the launch is then
+// split into the body's own time, which a change of the resident kernel's code can move, and
+// the rest.
 struct Dgemm64 {
   static constexpr std::uint32_t kId = 1;
   static constexpr int kN = 64;
@@ -98,8 +101,12 @@ struct Dgemm64 {
     const double* a;
     const double* b;
     double* c;
+    unsigned long long* span;  // the body's start and end
   };
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+#if defined(__CUDA_ARCH__)
+    const unsigned long long start = weft::gpu::detail::global_ns();
+#endif
     auto* bs = static_cast<double*>(ctx.shared());
     for (int i = ctx.thread(); i < kN * kN; i += ctx.threads()) bs[i] = p.b[i];
     ctx.sync();
@@ -110,6 +117,12 @@ struct Dgemm64 {
       p.c[i] = acc;
     }
     ctx.sync();  // the next task may overwrite bs
+#if defined(__CUDA_ARCH__)
+    if (ctx.thread() == 0) {
+      p.span[0] = start;
+      p.span[1] = weft::gpu::detail::global_ns();
+    }
+#endif
   }
 };
 using GemmTypes = weft::gpu::TaskTypes<Dgemm64>;
@@ -118,10 +131,11 @@ constexpr int kGemmThreads = 128;
 
 // The same body, one matrix per block (a BlockContext over the whole block: its named barrier
 // then spans every thread).
-__global__ void dgemm64_kernel(const double* a, const double* b, double* c) {
+__global__ void dgemm64_kernel(const double* a, const double* b, double* c,
+                               unsigned long long* spans) {
   extern __shared__ double shared[];
   const std::size_t m = static_cast<std::size_t>(blockIdx.x) * Dgemm64::kN * Dgemm64::kN;
-  Dgemm64::Payload p{a + m, b + m, c + m};
+  Dgemm64::Payload p{a + m, b + m, c + m, spans + 2 * blockIdx.x};
   Dgemm64::run(p,
                weft::gpu::BlockContext(static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
                                        static_cast<int>(blockIdx.x), shared));
@@ -332,11 +346,15 @@ void pool_vs_launch(Suite& suite, int reps, int blocks_per_sm, const std::string
     hb[i] = static_cast<double>(i % 13) * 0.5 - 3.0;
   }
   double *a = nullptr, *b = nullptr, *c_pool = nullptr, *c_kernel = nullptr;
+  unsigned long long *spans_pool = nullptr, *spans_kernel = nullptr;  // each body's start, end
   WEFT_CUDA_CHECK(cudaSetDevice(0));
   WEFT_CUDA_CHECK(cudaMalloc(&a, bytes));
   WEFT_CUDA_CHECK(cudaMalloc(&b, bytes));
   WEFT_CUDA_CHECK(cudaMalloc(&c_pool, bytes));
   WEFT_CUDA_CHECK(cudaMalloc(&c_kernel, bytes));
+  const std::size_t span_bytes = 2 * sizeof(unsigned long long) * static_cast<std::size_t>(batch);
+  WEFT_CUDA_CHECK(cudaMalloc(&spans_pool, span_bytes));
+  WEFT_CUDA_CHECK(cudaMalloc(&spans_kernel, span_bytes));
   WEFT_CUDA_CHECK(cudaMemcpy(a, ha.data(), bytes, cudaMemcpyHostToDevice));
   WEFT_CUDA_CHECK(cudaMemcpy(b, hb.data(), bytes, cudaMemcpyHostToDevice));
   // The reference: every product on the host, in the body's order of summation.
@@ -373,7 +391,8 @@ void pool_vs_launch(Suite& suite, int reps, int blocks_per_sm, const std::string
   std::vector<GemmPool::Record> records;
   for (int m = 0; m < batch; ++m) {
     const std::size_t at = static_cast<std::size_t>(m) * kElems;
-    records.push_back(GemmPool::Record::make<Dgemm64>({a + at, b + at, c_pool + at}));
+    records.push_back(GemmPool::Record::make<Dgemm64>(
+        {a + at, b + at, c_pool + at, spans_pool + 2 * static_cast<std::size_t>(m)}));
   }
   std::vector<GemmPool::Record> got(static_cast<std::size_t>(batch));
   auto weft_run = [&] {
@@ -403,7 +422,8 @@ void pool_vs_launch(Suite& suite, int reps, int blocks_per_sm, const std::string
     std::vector<double> t;
     for (int r = 0; r < reps + 2; ++r) {
       const double dt = time_seconds([&] {
-        dgemm64_kernel<<<batch, kGemmThreads, Dgemm64::kSharedBytes, stream>>>(a, b, c_kernel);
+        dgemm64_kernel<<<batch, kGemmThreads, Dgemm64::kSharedBytes, stream>>>(a, b, c_kernel,
+                                                                               spans_kernel);
         WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
       });
       if (r >= 2) t.push_back(dt * 1e6);
@@ -418,12 +438,29 @@ void pool_vs_launch(Suite& suite, int reps, int blocks_per_sm, const std::string
   std::fprintf(
       stderr, "[bench] pool_vs_launch_same_body%s: pool %.2f us, launch+sync %.2f us: %.3f%s\n",
       suffix.c_str(), cmp.weft, cmp.peer_value, cmp.ratio(), cmp.verified ? "" : " (UNVERIFIED)");
+  // The median body of each contender's last run (the pool's blocks keep their tiles in L1
+  // between runs, a launch starts cold, so the pool's may be the shorter).
+  auto median_body_us = [&](const unsigned long long* spans) {
+    std::vector<unsigned long long> s(2 * static_cast<std::size_t>(batch));
+    WEFT_CUDA_CHECK(cudaMemcpy(s.data(), spans, span_bytes, cudaMemcpyDeviceToHost));
+    std::vector<double> body;
+    for (std::size_t m = 0; m < s.size(); m += 2)
+      body.push_back(static_cast<double>(s[m + 1] - s[m]) / 1e3);
+    return median(body);
+  };
+  const double pool_body = median_body_us(spans_pool), kernel_body = median_body_us(spans_kernel);
+  suite.add_metric(Metric{"same_body_body_us_pool" + suffix, "us", Better::lower, {pool_body}});
+  suite.add_metric(Metric{"same_body_body_us_launch" + suffix, "us", Better::lower, {kernel_body}});
+  std::fprintf(stderr, "[bench] same body%s, its median time alone: pool %.2f us, launch %.2f us\n",
+               suffix.c_str(), pool_body, kernel_body);
   pool.pause();  // (both contenders leave it paused) the frees below synchronize the device
   cudaStreamDestroy(stream);
   cudaFree(a);
   cudaFree(b);
   cudaFree(c_pool);
   cudaFree(c_kernel);
+  cudaFree(spans_pool);
+  cudaFree(spans_kernel);
 }
 
 }  // namespace
