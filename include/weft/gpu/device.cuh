@@ -903,10 +903,9 @@ __device__ void run_graph_task(BlockShared& sh, uint4* payload, const DeviceGrap
 }
 
 // The resident kernel of a pool. `Graphs`: the pool has a graph table (a.graph.records not
-// null) and the blocks take its ready tasks; a pool without one gets the kernel without that
-// code, whose task bodies ptxas compiles as before graphs were added (inlined beside the graph
-// code, the ring path's bodies ran slower: docs/decisions/017-gpu-device-dependencies.md, "The
-// graph's code out of line").
+// null) and the blocks take its ready tasks. A pool without one gets the kernel without that
+// code, so that code cannot change how ptxas compiles the ring path's task bodies, which it
+// made slower (docs/decisions/017-gpu-device-dependencies.md, "The graph's code out of line").
 template <class Types, std::size_t Capacity, bool Graphs>
 __global__ void resident_kernel(ResidentArgs a) {
   // A payload is a whole number of 16-byte words: copies move uint4s (one PCIe request per
