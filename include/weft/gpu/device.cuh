@@ -581,8 +581,16 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     }
   };
   // Takes back the graph task the task threads hold (they arrive at kFreeBarrier after it).
+  // Every phase of graph_done is seen complete before the task threads arrive on the next: a
+  // ring run that takes back the graph task may have tested the phase only while it was still
+  // open. Task thread 0 arrives on it before kFreeBarrier, so after the barrier the wait
+  // returns at once.
   auto take_back_graph_task = [&] {
     named_sync(kFreeBarrier, pair);
+    if (lane == 0) {
+      while (!mbar_try_wait(&sh.graph_done, graph_parity)) {
+      }
+    }
     graph_parity ^= 1u;
     graph_held = false;
   };
