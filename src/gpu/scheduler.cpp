@@ -525,11 +525,15 @@ void Scheduler::Impl::synchronize() {
   // A pause requested (or in force) takes no more input: what is queued then waits for
   // resume(), so the wait ends there instead. seq_cst: pause() stores the request, then
   // notifies idle_cv_ under idle_mutex_.
-  idle_cv_.wait(lock,
-                [&] { return pending() == 0 || pause_requested_.load(std::memory_order_seq_cst); });
+  // The count that ended the wait decides: read again afterwards, it may count tasks that other
+  // threads pushed since, and a synchronize() that saw zero would throw for them.
+  std::uint64_t left = 0;
+  idle_cv_.wait(lock, [&] {
+    left = pending();
+    return left == 0 || pause_requested_.load(std::memory_order_seq_cst);
+  });
   sync_waiters_.fetch_sub(1, std::memory_order_relaxed);  // relaxed: a hint downward
   lock.unlock();
-  const std::uint64_t left = pending();
   if (left == 0) return;
   throw InvalidState("weft::gpu::Pool::synchronize: the pool is paused (or pausing) with " +
                      std::to_string(left) + " task(s) not yet delivered; they run after resume()");

@@ -490,6 +490,40 @@ TEST(Pool, SynchronizeWaitsForEveryPushedTask) {
   EXPECT_EQ(pool.stats().completed, 3000u);
 }
 
+// synchronize() beside threads that keep pushing: it returns each time the pool was drained
+// at some moment, and never says the pool is paused (it is not). Run under ThreadSanitizer in CI.
+TEST(Pool, SynchronizeBesidePushersReturnsAndNeverSaysPaused) {
+  TestPool pool(PoolOptions{.host_blocks = 2});
+  const auto tasks = static_cast<std::uint32_t>(20000 * stress_scale()) + 1000;
+  std::atomic<bool> pushing{true};
+  std::thread pusher([&] {
+    for (std::uint32_t k = 0; k < tasks; ++k) {
+      pool.push<Small>({k, 0}, 0, k);
+      if (k % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+    pushing = false;
+  });
+  std::atomic<std::uint32_t> popped{0};
+  std::thread popper([&] {
+    for (std::uint32_t k = 0; k < tasks; ++k) {
+      if (pool.pop(0).ok()) popped.fetch_add(1);
+    }
+  });
+  int rounds = 0, says_paused = 0;
+  while (pushing.load()) {
+    ++rounds;
+    try {
+      pool.synchronize();
+    } catch (const InvalidState& e) {
+      if (++says_paused == 1) ADD_FAILURE() << "round " << rounds << ": " << e.what();
+    }
+  }
+  pusher.join();
+  popper.join();
+  EXPECT_EQ(says_paused, 0) << "of " << rounds << " synchronize() calls";
+  EXPECT_EQ(popped.load(), tasks);
+}
+
 TEST(Pool, PopBatchTakesSeveral) {
   TestPool pool;
   for (std::uint32_t k = 0; k < 100; ++k) pool.push<Small>({k, 0}, 0, k);
