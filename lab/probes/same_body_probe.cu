@@ -6,6 +6,8 @@
 // pool and for one block per SM. Also the plain kernel with its B tile `offset` bytes into
 // dynamic shared memory, as the pool's task space lies after its payload slots (offsets 0, 256,
 // 288 and 320: whether the tile's alignment moves the body).
+// Where the tree has task graphs, then a pool with a graph table (the kernel with the graph
+// code): the batch through its rings, and as one graph without edges.
 // Built with -DPROBE_OUT_OF_LINE the body is called, not inlined into the resident kernel.
 //   same_body_probe [reps]     (default 20)
 #include <cuda_runtime.h>
@@ -15,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <vector>
 
 #include "cuda_check.cuh"
@@ -179,5 +182,45 @@ int main(int argc, char** argv) {
                 pool.describe().c_str());
     print_stamps("pool", stamps, batch);
   }
+#if __has_include("weft/gpu/graph_shape.hpp")
+  // A pool with a graph table runs the kernel with the graph code: the same batch through its
+  // rings, then as one graph without edges (each task taken from the blocks' ready queue).
+  {
+    weft::gpu::PoolOptions o;
+    o.backend = weft::gpu::Backend::device;
+    o.program = weft::gpu::device_program<GemmTypes, 32>();
+    o.devices = {0};
+    o.threads_per_block = kThreads;
+    o.graph_capacity = static_cast<std::size_t>(batch);
+    GemmPool pool(o);
+    std::vector<GemmPool::Record> records;
+    for (int m = 0; m < batch; ++m) {
+      const std::size_t at = static_cast<std::size_t>(m) * kElems;
+      records.push_back(GemmPool::Record::make<Dgemm64>({a + at, b + at, c + at, stamps + 3 * m}));
+    }
+    std::vector<GemmPool::Record> got(static_cast<std::size_t>(batch));
+    bool ok = true;
+    auto pop_all = [&] {
+      for (int done = 0; done < batch;) {
+        const std::size_t k = pool.pop_batch(got, 0);
+        for (std::size_t j = 0; j < k; ++j) ok = ok && got[j].ok();
+        done += static_cast<int>(k);
+      }
+    };
+    const double ring_us = median_us(reps, [&] {
+      pool.push_batch(records, 0);
+      pop_all();
+    });
+    std::printf("graph_pool ring_us %.2f%s  (%s)\n", ring_us, ok ? "" : " FAILED",
+                pool.describe().c_str());
+    print_stamps("graph pool, ring", stamps, batch);
+    const double graph_us = median_us(reps, [&] {
+      pool.push_graph(std::span<const GemmPool::Record>(records), {}, 0);
+      pop_all();
+    });
+    std::printf("graph_pool graph_us %.2f%s\n", graph_us, ok ? "" : " FAILED");
+    print_stamps("graph pool, graph", stamps, batch);
+  }
+#endif
   return 0;
 }
