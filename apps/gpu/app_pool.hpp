@@ -13,8 +13,9 @@
 
 namespace apps::gpu {
 
+// SpmvRows and BlackScholes have a pool of their own (SpmvBsPool, spmv_bs.hpp).
 using AppTasks = weft::gpu::TaskTypes<DgemmTile, SgemmTile, PotrfTile, TrsmTile, UpdateTile,
-                                      SpmvRows, BlackScholes, KmeansAssign, ReplicatedGemmTile>;
+                                      KmeansAssign, ReplicatedGemmTile>;
 inline constexpr std::size_t kAppCapacity = 128;
 using AppPool = weft::gpu::Pool<AppTasks, kAppCapacity>;
 

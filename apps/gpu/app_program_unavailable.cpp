@@ -3,5 +3,6 @@
 namespace apps::gpu {
 
 weft::gpu::DeviceProgram app_program() { return {}; }
+weft::gpu::DeviceProgram spmv_bs_program() { return {}; }
 
 }  // namespace apps::gpu

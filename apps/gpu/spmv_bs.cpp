@@ -1,10 +1,19 @@
 #include "spmv_bs.hpp"
 
+#include "app_pool.hpp"
+
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace apps::gpu {
+
+weft::gpu::PoolOptions spmv_bs_pool_options(std::vector<int> devices) {
+  weft::gpu::PoolOptions o = device_pool_options(std::move(devices));
+  o.program = spmv_bs_program();
+  return o;
+}
 
 CsrMatrix CsrMatrix::skewed(int rows, int cols, int longest, std::uint64_t seed) {
   if (rows < 1 || cols < 1 || longest < 1) {

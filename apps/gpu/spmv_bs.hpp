@@ -121,6 +121,23 @@ struct Options {
 void reference_black_scholes(const Options& o, float rate, float volatility,
                              std::vector<float>& call, std::vector<float>& put);
 
+/// The mixed job's own pool: its two task types only, so that its resident kernel needs the few
+/// registers they do. In a kernel of every application's types (app_pool.hpp) the FP64 tiles
+/// set 168 registers a thread, which leaves two blocks on an SM: eight task warps to keep
+/// SpMV's loads in flight, where its plain kernel has up to sixty-four
+/// (docs/decisions/018-gpu-app-bodies.md, "Fourth round").
+using SpmvBsTasks = weft::gpu::TaskTypes<SpmvRows, BlackScholes>;
+inline constexpr std::size_t kSpmvBsCapacity = 64;  // both payloads are at most 56 bytes
+using SpmvBsPool = weft::gpu::Pool<SpmvBsTasks, kSpmvBsCapacity>;
+
+/// The resident kernel of SpmvBsTasks, for PoolOptions::program (compiled in
+/// spmv_bs_program.cu; an invalid program in a build without CUDA: a device pool says so).
+weft::gpu::DeviceProgram spmv_bs_program();
+
+/// Options of an SpmvBsPool on the GPUs (`devices`: empty, every one), 128 task threads per
+/// block, as many blocks per SM as fit.
+weft::gpu::PoolOptions spmv_bs_pool_options(std::vector<int> devices = {});
+
 /// Where the pool's blocks reach the mixed job's arrays (device memory on the device backend).
 struct SpmvBsArrays {
   const std::int64_t* row_start;

@@ -47,8 +47,9 @@ void cholesky_benchmarks(Suite& suite, apps::gpu::AppPool& pool, const std::vect
                          int reps);
 /// spmv_bs_mixed: the pool mixing SpMV and Black-Scholes tasks against the same bodies as
 /// kernels one after the other (serial) and on two streams (cke), the pool one kind after the
-/// other (pool_serial), and cuSPARSE's SpMV then the Black-Scholes kernel (cusparse).
-void spmv_bs_benchmark(Suite& suite, apps::gpu::AppPool& pool, bool quick, int reps);
+/// other (pool_serial), and cuSPARSE's SpMV then the Black-Scholes kernel (cusparse). The pool
+/// is the job's own (apps::gpu::SpmvBsPool on GPU 0); no other pool may be running.
+void spmv_bs_benchmark(Suite& suite, bool quick, int reps);
 
 /// tnn_<n>_<d>: the pool's Gram tiles feeding the heaps as they land, against one cuBLAS GEMM
 /// of the whole Gram matrix, then the heaps on the CPU (gemm_then_heaps); both feed the heaps

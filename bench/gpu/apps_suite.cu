@@ -312,7 +312,7 @@ Suite run_gpu_apps_suite(const GpuAppsSuiteOptions& o) {
           o.quick ? 2 : 5);
       graph_pool.pause();
     }
-    if (selected("spmv_bs")) spmv_bs_benchmark(suite, pool, o.quick, reps);
+    if (selected("spmv_bs")) spmv_bs_benchmark(suite, o.quick, reps);  // its own pool
     if (selected("tnn")) tnn_benchmarks(suite, pool, o.quick, o.quick ? 2 : 3);
     if (selected("kmeans")) kmeans_benchmarks(suite, pool, o.quick, o.quick ? 2 : 3);
     pool.pause();

@@ -260,13 +260,10 @@ int main() {
     std::vector<KmeansAssign::Payload> batch;
     for (int i = 0; i < kSms; ++i) batch.push_back({kp, kc, kn, kl, kd, kk, i * 64, 64});
     row<KmeansAssign>("kmeans assign 64pt", pool, {batch[0]}, batch, env);
-    std::vector<SpmvRows::Payload> sbatch;
-    for (int i = 0; i < kSms; ++i) sbatch.push_back({rs, cols, vals, x, y, i * 512, 512});
-    row<SpmvRows>("spmv 512 rows", pool, {sbatch[0]}, sbatch, env);
-    std::vector<BlackScholes::Payload> bbatch;
-    for (int i = 0; i < kSms; ++i)
-      bbatch.push_back({spot, strike, years, call, put, 0.02f, 0.3f, i * 2048, 2048});
-    row<BlackScholes>("black-scholes 2048", pool, {bbatch[0]}, bbatch, env);
+    // SpmvRows and BlackScholes left AppTasks for a pool of their own (SpmvBsPool): the rows
+    // that timed them in the shared pool are gone with them.
+    (void)rs, (void)cols, (void)vals, (void)x, (void)y, (void)spot, (void)strike, (void)years;
+    (void)call, (void)put;
   }
 
   // The Cholesky driver whole.

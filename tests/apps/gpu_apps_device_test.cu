@@ -163,12 +163,12 @@ TEST(SpmvBlackScholesOnGpu, MixedTasksGiveTheReferenceResults) {
   auto* call = to_device(std::vector<float>(call_ref.size()));
   auto* put = to_device(std::vector<float>(put_ref.size()));
   {
-    AppPool pool(device_pool_options({0}));
+    SpmvBsPool pool(spmv_bs_pool_options({0}));
     const SpmvBsArrays arrays{rs,    cols,   vals,  dx,   dy,  m.rows,
                               spot,  strike, years, call, put, static_cast<int>(o.spot.size()),
                               0.02f, 0.30f};
-    const auto tasks = spmv_bs_tasks<kAppCapacity>(arrays, 512, 1024, true);
-    run_tasks(pool, std::span<const AppPool::Record>(tasks));
+    const auto tasks = spmv_bs_tasks<kSpmvBsCapacity>(arrays, 512, 1024, true);
+    run_tasks(pool, std::span<const SpmvBsPool::Record>(tasks));
     pool.pause();
     // The entries are small multiples of powers of two: every sum is exact in any order.
     EXPECT_LE(max_relative_error<float>(to_host(dy, y_ref.size()), y_ref), 1e-5);

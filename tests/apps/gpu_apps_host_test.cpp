@@ -211,7 +211,7 @@ TEST(SpmvBlackScholes, SerialAndMixedOrdersGiveTheReferenceResults) {
   const Options o = Options::random(5000, 9);
   reference_black_scholes(o, 0.02f, 0.30f, call_ref, put_ref);
   for (bool mixed : {false, true}) {
-    AppPool pool(host_options());
+    SpmvBsPool pool(host_options());
     std::vector<float> y(y_ref.size(), -1.0f), call(call_ref.size(), -1.0f),
         put(put_ref.size(), -1.0f);
     const SpmvBsArrays arrays{m.row_start.data(),
@@ -228,7 +228,7 @@ TEST(SpmvBlackScholes, SerialAndMixedOrdersGiveTheReferenceResults) {
                               static_cast<int>(o.spot.size()),
                               0.02f,
                               0.30f};
-    const auto tasks = spmv_bs_tasks<kAppCapacity>(arrays, 256, 512, mixed);
+    const auto tasks = spmv_bs_tasks<kSpmvBsCapacity>(arrays, 256, 512, mixed);
     EXPECT_EQ(tasks.size(), 12u + 10u);
     if (mixed) {  // both kinds spread through the order, not one kind's run after the other's
       std::size_t spmv_in_first_half = 0;
@@ -240,7 +240,7 @@ TEST(SpmvBlackScholes, SerialAndMixedOrdersGiveTheReferenceResults) {
       EXPECT_EQ(tasks[0].type, SpmvRows::kId);
       EXPECT_EQ(tasks.back().type, BlackScholes::kId);
     }
-    run_tasks(pool, std::span<const AppPool::Record>(tasks));
+    run_tasks(pool, std::span<const SpmvBsPool::Record>(tasks));
     EXPECT_EQ(y, y_ref) << (mixed ? "mixed" : "serial");
     EXPECT_LE(max_relative_error<float>(call, call_ref), 1e-6);
     EXPECT_LE(max_relative_error<float>(put, put_ref), 1e-6);
