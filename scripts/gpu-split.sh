@@ -5,7 +5,7 @@
 # WEFT_COMMIT=<hash>, and WEFT_BENCH_ARGS=--quick for the smoke sizes). With WEFT_SPLIT_AB=1,
 # also the memory-bound applications with the seed's overwrite (--window 1) and with equal core
 # shares ($OUT/split-window1.json, $OUT/split-equal.json and their tables): the A/B of
-# docs/decisions/031-split-smoothing.md.
+# docs/decisions/031-split-smoothing-and-alone.md.
 set -uo pipefail
 out=${OUT:-split-out}
 mkdir -p "$out"
