@@ -110,6 +110,25 @@ ws::PeakRates peak_rates(Setup& setup, SplitApp& app) {
   return {gpu, cpu};
 }
 
+// The cold regions' splits in the log, each as the GPU's share it ran with and its time
+// (bucket:share@ms where regions fall in several buckets), so that a convergence count can be
+// read back region by region.
+void log_cold_splits(const std::string& bench, const std::vector<ws::RegionReport>& regions) {
+  bool several = false;
+  for (const ws::RegionReport& r : regions) several = several || r.bucket != regions[0].bucket;
+  std::string line = "[split] " + bench + ": cold regions (GPU share@ms):";
+  char cell[64];
+  for (const ws::RegionReport& r : regions) {
+    if (several) {
+      std::snprintf(cell, sizeof cell, " %zu:%.3f@%.2f", r.bucket, r.gsplit, r.seconds * 1e3);
+    } else {
+      std::snprintf(cell, sizeof cell, " %.3f@%.2f", r.gsplit, r.seconds * 1e3);
+    }
+    line += cell;
+  }
+  std::fprintf(stderr, "%s\n", line.c_str());
+}
+
 // Regions until every later one ran within 2% of its bucket's final split (1: the cold split was
 // already final).
 int regions_to_converge(const std::vector<ws::RegionReport>& regions, const ws::SplitTables& t) {
@@ -182,6 +201,7 @@ void run_app(Suite& suite, Setup& setup, const std::string& app_name, const Spli
     cold.push_back(s.run(app->work(), app->gpu(), app->cpu()));
     cold_ok = cold_ok && app->verify();
   }
+  log_cold_splits(bench, cold);
   const double cold_seconds = cold.front().seconds;
   const std::size_t bucket = cold.back().bucket;
   const double converged = s.tables().gsplit(bucket);
@@ -262,6 +282,7 @@ void run_percore(Suite& suite, Setup& setup, const SplitSuiteOptions& o) {
   ws::Splitter s(*setup.ex, *setup.gpu, bench, prior, so);
   std::vector<ws::RegionReport> cold;
   for (int i = 0; i < kColdRegions; ++i) cold.push_back(s.run(app->work(), app->gpu(), app->cpu()));
+  log_cold_splits(bench, cold);
   const double converged = s.tables().gsplit(cold.back().bucket);
   const std::vector<double> shares = s.tables().csplit();
   std::fprintf(stderr, "[split] %s: converged to %.3f, worker 0's share %.3f of %zu cores\n",
@@ -283,14 +304,18 @@ void run_percore(Suite& suite, Setup& setup, const SplitSuiteOptions& o) {
                        return Outcome{t.seconds * 1e3, t.verified};
                      }};
   };
-  suite.compare(bench, "ms", Better::lower,
-                {contender("weft", -1, {}), contender("oracle", oracle, {}),
-                 contender("equal_shares", converged, equal),
-                 contender("static_peak", s.tables().prior_gsplit(), equal)});
+  // gpu_only and cpu_only as in the other applications (cpu_only with the learned core shares:
+  // the best the cores do alone with one of them slowed).
+  suite.compare(
+      bench, "ms", Better::lower,
+      {contender("weft", -1, {}), contender("gpu_only", 1, {}), contender("cpu_only", 0, {}),
+       contender("oracle", oracle, {}), contender("equal_shares", converged, equal),
+       contender("static_peak", s.tables().prior_gsplit(), equal)});
   add(suite, "slow_core_share_" + app_name, "share", s.tables().csplit()[0]);
   add(suite, "mean_core_share_" + app_name, "share", 1.0 / static_cast<double>(shares.size()));
   add(suite, "converge_regions_percore_" + app_name, "regions",
       regions_to_converge(cold, s.tables()));
+  add(suite, "cold_first_region_ms_percore_" + app_name, "ms", cold.front().seconds * 1e3);
 }
 
 // The HPL-style LU: each contender a whole factorisation, its trailing updates split at a fixed
@@ -328,6 +353,7 @@ void run_lu(Suite& suite, Setup& setup, const SplitSuiteOptions& o, int n) {
     worst_residual = std::max(worst_residual, lu.scaled_residual());
     cold.insert(cold.end(), last.begin(), last.end());
   }
+  log_cold_splits(bench, cold);
   const double converged = work_weighted_split(last, lu);
   std::fprintf(stderr, "[split] %s: converged to %.3f of the work; sweeping the oracle\n",
                bench.c_str(), converged);
