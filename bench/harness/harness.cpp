@@ -195,12 +195,31 @@ std::string Suite::to_markdown(const std::string& command) const {
 // Hand-written: a bar chart is a few dozen lines of SVG text, and no charting library in
 // Debian's packages writes SVG from C++.
 std::string Suite::to_speedup_svg() const {
-  constexpr int kBar = 18, kGap = 6, kLabel = 330, kWidth = 420, kRight = 90;
-  const int rows = static_cast<int>(comparisons_.size());
-  double most = 1.0;
+  std::vector<const Comparison*> all;
+  for (const Comparison& c : comparisons_) all.push_back(&c);
+  return speedup_svg(name_, all);
+}
+
+std::string Suite::to_speedup_svg(const std::string& title,
+                                  const std::vector<std::string>& prefixes) const {
+  std::vector<const Comparison*> rows;
   for (const Comparison& c : comparisons_) {
-    const double r = c.ratio();
-    if (r > 0) most = std::max(most, c.better == Better::lower ? 1.0 / r : r);
+    const bool kept = std::any_of(prefixes.begin(), prefixes.end(), [&c](const std::string& p) {
+      return c.benchmark.compare(0, p.size(), p) == 0;
+    });
+    if (kept) rows.push_back(&c);
+  }
+  return rows.empty() ? std::string() : speedup_svg(name_ + ", " + title, rows);
+}
+
+std::string Suite::speedup_svg(const std::string& title,
+                               const std::vector<const Comparison*>& chart) const {
+  constexpr int kBar = 18, kGap = 6, kLabel = 330, kWidth = 420, kRight = 90;
+  const int rows = static_cast<int>(chart.size());
+  double most = 1.0;
+  for (const Comparison* c : chart) {
+    const double r = c->ratio();
+    if (r > 0) most = std::max(most, c->better == Better::lower ? 1.0 / r : r);
   }
   const int height = 40 + rows * (kBar + kGap) + 30;
   std::string svg = fmt::format(
@@ -208,10 +227,10 @@ std::string Suite::to_speedup_svg() const {
       "font-family=\"sans-serif\" font-size=\"12\">\n"
       "<text x=\"10\" y=\"20\" font-size=\"14\">{}: weft's speed-up over each peer "
       "(peer time / weft time; right of the line: weft faster)</text>\n",
-      kLabel + kWidth + kRight, height, name_);
+      kLabel + kWidth + kRight, height, title);
   auto x_of = [&](double v) { return kLabel + static_cast<int>(kWidth * v / most); };
   for (int i = 0; i < rows; ++i) {
-    const Comparison& c = comparisons_[static_cast<std::size_t>(i)];
+    const Comparison& c = *chart[static_cast<std::size_t>(i)];
     const double r = c.ratio();
     const double up = r <= 0 ? 0 : (c.better == Better::lower ? 1.0 / r : r);
     const int y = 40 + i * (kBar + kGap);

@@ -100,10 +100,17 @@ class Suite {
   [[nodiscard]] std::string to_markdown(const std::string& command) const;
   /// An SVG bar chart of weft's speed-up over each peer, one bar per comparison.
   [[nodiscard]] std::string to_speedup_svg() const;
+  /// The same chart for the comparisons whose benchmark starts with one of `prefixes` (one
+  /// application's), titled with the suite's name and `title`; empty when none does.
+  [[nodiscard]] std::string to_speedup_svg(const std::string& title,
+                                           const std::vector<std::string>& prefixes) const;
   /// Writes <path> (JSON) and the same path with .md (table). Creates the directory.
   void write(const std::string& json_path, const std::string& command) const;
 
  private:
+  [[nodiscard]] std::string speedup_svg(const std::string& title,
+                                        const std::vector<const Comparison*>& rows) const;
+
   std::string name_;
   SuiteOptions options_;
   std::vector<Comparison> comparisons_;

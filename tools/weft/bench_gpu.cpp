@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "commands.hpp"
 
@@ -19,7 +20,8 @@ namespace {
 // the samples, the table on stdout and the files (with `chart`, the speed-up chart beside the
 // JSON too). Returns 1 when there is no GPU or a comparison failed its check.
 int run_gpu_suite(const char* name, const BenchGpuArgs& args, bool chart,
-                  const std::function<bench::Suite(bool quick, int samples)>& run) {
+                  const std::function<bench::Suite(bool quick, int samples)>& run,
+                  const std::vector<ChartGroup>& groups = {}) {
   std::string why;
   if (!bench::gpu::gpu_available(why)) {
     std::fprintf(stderr, "weft bench %s: no usable GPU (%s); nothing measured\n", name,
@@ -34,7 +36,7 @@ int run_gpu_suite(const char* name, const BenchGpuArgs& args, bool chart,
   setenv("WEFT_MACHINE", machine.c_str(), 1);
   const bench::Suite suite =
       run(args.quick, args.samples > 0 ? args.samples : (args.quick ? 3 : 5));
-  return finish_suite(suite, args.json_path, args.command, chart);
+  return finish_suite(suite, args.json_path, args.command, chart, groups);
 }
 #endif
 
@@ -69,13 +71,22 @@ void quiet_openblas_workers(char** argv) {
 
 int run_bench_gpu_apps(const BenchGpuArgs& args) {
 #if WEFT_TOOL_HAVE_CUDA
-  return run_gpu_suite("gpu-apps", args, true, [&args](bool quick, int samples) {
-    bench::gpu::GpuAppsSuiteOptions o;
-    o.quick = quick;
-    o.samples = samples;
-    o.only = args.only;
-    return bench::gpu::run_gpu_apps_suite(o);
-  });
+  // A chart per application beside the suite's (issue: "a speed-up chart per application").
+  const std::vector<ChartGroup> per_app = {{"batched_gemm", {"batched_", "vbatched_"}},
+                                           {"cholesky", {"cholesky_"}},
+                                           {"tnn", {"tnn_"}},
+                                           {"kmeans", {"kmeans_"}},
+                                           {"spmv_bs", {"spmv_bs"}}};
+  return run_gpu_suite(
+      "gpu-apps", args, true,
+      [&args](bool quick, int samples) {
+        bench::gpu::GpuAppsSuiteOptions o;
+        o.quick = quick;
+        o.samples = samples;
+        o.only = args.only;
+        return bench::gpu::run_gpu_apps_suite(o);
+      },
+      per_app);
 #else
   (void)args;
   std::fprintf(stderr, "weft bench gpu-apps: this weft was built without CUDA\n");

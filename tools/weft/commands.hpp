@@ -16,11 +16,19 @@ class Suite;
 
 namespace weft::tools {
 
+/// One application's comparisons (their benchmarks start with one of `prefixes`), charted on
+/// their own as <json stem>-<name>.svg.
+struct ChartGroup {
+  std::string name;
+  std::vector<std::string> prefixes;
+};
+
 /// A suite's end: its table on stdout, and with `json_path` the JSON, the .md table beside it
-/// and (with `chart`) the speed-up chart as .svg. Returns 1 when a comparison failed its
-/// check, else 0.
+/// and (with `chart`) the speed-up chart as .svg, then a chart per group that has comparisons.
+/// Returns 1 when a comparison failed its check, else 0.
 int finish_suite(const bench::Suite& suite, const std::string& json_path,
-                 const std::string& command, bool chart);
+                 const std::string& command, bool chart,
+                 const std::vector<ChartGroup>& groups = {});
 /// Unless `name` is set, sets it to `value` and runs this program again with the same
 /// arguments (`what` names the command in the messages); returns only when that could not be
 /// done, or when `name` was set already.

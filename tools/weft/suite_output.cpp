@@ -15,17 +15,21 @@
 namespace weft::tools {
 
 int finish_suite(const bench::Suite& suite, const std::string& json_path,
-                 const std::string& command, bool chart) {
+                 const std::string& command, bool chart, const std::vector<ChartGroup>& groups) {
   std::printf("%s", suite.to_markdown(command).c_str());
   if (!json_path.empty()) {
     suite.write(json_path, command);
     std::fprintf(stderr, "[bench] wrote %s and its .md table\n", json_path.c_str());
-    if (chart) {
-      std::string svg = json_path;
-      if (const auto dot = svg.rfind(".json"); dot != std::string::npos) svg.erase(dot);
-      svg += ".svg";
-      std::ofstream(svg) << suite.to_speedup_svg();
-      std::fprintf(stderr, "[bench] wrote %s\n", svg.c_str());
+    std::string stem = json_path;
+    if (const auto dot = stem.rfind(".json"); dot != std::string::npos) stem.erase(dot);
+    auto write_svg = [](const std::string& path, const std::string& svg) {
+      std::ofstream(path) << svg;
+      std::fprintf(stderr, "[bench] wrote %s\n", path.c_str());
+    };
+    if (chart) write_svg(stem + ".svg", suite.to_speedup_svg());
+    for (const ChartGroup& g : groups) {
+      const std::string svg = suite.to_speedup_svg(g.name, g.prefixes);
+      if (!svg.empty()) write_svg(stem + "-" + g.name + ".svg", svg);
     }
   }
   for (const auto& c : suite.comparisons()) {
