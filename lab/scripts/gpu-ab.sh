@@ -20,6 +20,10 @@
 #            `weft bench gpu-pool` old, new, old, new ... (<rounds> each), writing
 #            $OUT/bench-{old,new}-<round>.json and a table of the headline metrics per run
 #            to $OUT/bench-ab.txt: the bench's own figures, A/B'd on one instance
+#   device:  lab/scripts/gpu-ab.sh bench-apps <commit> <rounds> [-- bench arguments]
+#            the same with `weft bench gpu-apps` (e.g. -- --only spmv_bs): writes
+#            $OUT/apps-{old,new}-<round>.json and $OUT/apps-ab.txt, every comparison's weft
+#            and peer times per run
 #   device:  lab/scripts/gpu-ab.sh bench-graph <commit> <rounds> [-- bench arguments]
 #            the same with `weft bench graph` (e.g. -- --sizes 4m 32m --samples 9): writes
 #            $OUT/graph-{old,new}-<round>.log and $OUT/graph-ab.txt: each run's [bench]
@@ -33,7 +37,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)  # this script is lab/scripts/gpu-ab.sh
 usage() {
-  sed -n '2,32p' "$0" >&2
+  sed -n '2,36p' "$0" >&2
   exit 2
 }
 [[ $# -ge 2 ]] || usage
@@ -128,6 +132,41 @@ print("metric".ljust(36) + "".join(name.rjust(10) for name, _ in runs))
 for k in keys:
     cells = "".join((f"{m[k]['value']:.4g}" if k in m else "-").rjust(10) for _, m in runs)
     print(k.ljust(36) + cells)
+PY
+    ;;
+  bench-apps)
+    [[ $# -ge 3 ]] || usage
+    build_old_and_new "$3"
+    shift 3
+    [[ $# -gt 0 && $1 == "--" ]] && shift
+    bench_args=("$@")
+    apps_bench() {  # side, round
+      local status=0
+      "$work/$1/tools/weft/weft" bench gpu-apps "${bench_args[@]}" \
+        --json "$work/apps-$1-$2.json" > "$work/apps-$1-$2.log" 2>&1 || status=$?
+      cp "$work/apps-$1-$2.json" "$out/" 2>/dev/null || true
+      return "$status"
+    }
+    alternate apps_bench
+    python3 - "$work" "$rounds" <<'PY' | tee "$out/apps-ab.txt"
+import json, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+runs, rows = [], {}
+for r in range(1, rounds + 1):
+    for side in ("old", "new"):
+        run = f"{side} {r}"
+        runs.append(run)
+        try:
+            comparisons = json.load(open(f"{work}/apps-{side}-{r}.json"))["comparisons"]
+        except (OSError, ValueError, KeyError):
+            comparisons = []
+        for c in comparisons:
+            rows.setdefault((c["benchmark"], "weft"), {})[run] = c["weft"]
+            rows.setdefault((c["benchmark"], c["peer"]), {})[run] = c["peer_value"]
+print("us".ljust(40) + "".join(run.rjust(11) for run in runs))
+for (bench, who), by in rows.items():
+    print(f"{bench} {who}".ljust(40) + "".join(
+        (f"{by[run]:.4g}" if run in by else "-").rjust(11) for run in runs))
 PY
     ;;
   bench-graph)
