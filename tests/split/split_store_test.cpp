@@ -165,6 +165,33 @@ TEST_F(SplitStoreTest, TablesOfAnOlderFormatAreCountedNotShown) {
 #endif
 }
 
+// A machine that keeps its name but not its CPU (a cloud instance on other hardware): the
+// tables learned on the other CPU are not used.
+TEST_F(SplitStoreTest, TablesLearnedOnAnotherCpuAreNotUsed) {
+  ws::SplitTables t(2, {100, 10}, opts());
+  t.update(3, timing(50, 5, 2));
+  EXPECT_NE(ws::fingerprint_of(t).find(" cpu=\""), std::string::npos) << ws::fingerprint_of(t);
+  ws::SplitStore store(path_);
+  store.save(kKey, t);
+#if WEFT_TEST_SQLITE_DIRECT
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "UPDATE split_tables SET fingerprint = substr(fingerprint, 1, "
+                           "instr(fingerprint, ' cpu=') - 1) || ' cpu=\"Another CPU\"'",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  ws::SplitTables back(2, {100, 10}, opts());
+  EXPECT_EQ(store.load(kKey, back), ws::SplitStore::Load::invalidated);
+  EXPECT_EQ(back.buckets()[3].regions, 0u);  // left at the prior
+#else
+  GTEST_SKIP() << "needs SQLite's header to write a row from another CPU";
+#endif
+}
+
 TEST_F(SplitStoreTest, EmptyKeysAndMissingDirectoriesAreNamed) {
   ws::SplitStore store(path_);
   ws::SplitTables t(1, {1, 1}, opts());
