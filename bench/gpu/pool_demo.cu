@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pool_demo.hpp"
+#include "segment_dots.hpp"
 #include "weft/gpu/detail/cuda_check.cuh"
 #include "weft/gpu/device.cuh"
 #include "weft/gpu/pool.hpp"
@@ -23,48 +24,7 @@ namespace weft::bench::gpu {
 
 namespace {
 
-// Dot product of x[begin, begin + n) and y[same] by the task's threads (a power of two, at
-// most 1024); thread 0 stores it. Through the BlockContext: a resident block has two warps
-// that do not run tasks, so threadIdx.x, blockDim.x and __syncthreads() are not the task's.
-__device__ void block_dot(const float* x, const float* y, int begin, int n, float* out,
-                          const weft::gpu::BlockContext& b) {
-  __shared__ float partial[1024];
-  const int me = b.thread();
-  float s = 0.0f;
-  for (int i = me; i < n; i += b.threads()) s += x[begin + i] * y[begin + i];
-  partial[me] = s;
-  b.sync();
-  for (int w = b.threads() / 2; w > 0; w /= 2) {
-    if (me < w) partial[me] += partial[me + w];
-    b.sync();
-  }
-  if (me == 0) *out = partial[0];
-}
-
-struct SegmentDot {
-  static constexpr std::uint32_t kId = 1;
-  struct Payload {
-    const float* x;
-    const float* y;
-    int begin;
-    int n;
-    float result;
-  };
-  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& b) {
-#if defined(__CUDA_ARCH__)
-    block_dot(p.x, p.y, p.begin, p.n, &p.result, b);
-    b.sync();
-#else
-    (void)b;
-    float s = 0.0f;
-    for (int i = 0; i < p.n; ++i) s += p.x[p.begin + i] * p.y[p.begin + i];
-    p.result = s;
-#endif
-  }
-};
-using DemoTypes = weft::gpu::TaskTypes<SegmentDot>;
-constexpr std::size_t kCap = 32;
-using DemoPool = weft::gpu::Pool<DemoTypes, kCap>;
+using DemoPool = weft::gpu::Pool<DemoTypes, kDemoCapacity>;
 
 __global__ void segment_dot_kernel(const float* x, const float* y, int begin, int n, float* out) {
   // The same body as the pool's task, in a kernel of its own (bar.sync 1 over the whole block).
@@ -76,7 +36,7 @@ __global__ void segment_dot_kernel(const float* x, const float* y, int begin, in
 weft::gpu::PoolOptions demo_options() {
   weft::gpu::PoolOptions o;
   o.backend = weft::gpu::Backend::device;
-  o.program = weft::gpu::device_program<DemoTypes, kCap>();
+  o.program = weft::gpu::device_program<DemoTypes, kDemoCapacity>();
   return o;
 }
 
@@ -105,41 +65,17 @@ std::string describe_default_pool(std::string& why) {
 }
 
 bool run_gpu_demo(bool quick) {
-  const int tasks = quick ? 20'000 : 200'000;
-  // Segment lengths 32..2048, log-uniform: most tasks are tiny, a few are 64x larger.
-  std::mt19937_64 rng(42);
-  std::vector<int> begin(tasks), len(tasks);
-  int total = 0;
-  for (int t = 0; t < tasks; ++t) {
-    len[t] = static_cast<int>(std::exp2(5.0 + 6.0 * std::uniform_real_distribution<>(0, 1)(rng)));
-    begin[t] = total;
-    total += len[t];
-  }
-  std::vector<float> x(total), y(total);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (int i = 0; i < total; ++i) {
-    x[i] = u(rng);
-    y[i] = u(rng);
-  }
-  // CPU reference.
-  const auto c0 = std::chrono::steady_clock::now();
-  std::vector<float> ref(tasks);
-  for (int t = 0; t < tasks; ++t) {
-    double s = 0;
-    for (int i = 0; i < len[t]; ++i) s += double(x[begin[t] + i]) * double(y[begin[t] + i]);
-    ref[t] = static_cast<float>(s);
-  }
-  const double cpu_s = seconds_since(c0);
-  auto close = [&](float got, int t) {
-    return std::fabs(got - ref[t]) <= 1e-3f * (1.0f + std::sqrt(static_cast<float>(len[t])));
-  };
+  const SegmentDots d = SegmentDots::make(quick ? 20'000 : 200'000);
+  const int tasks = d.tasks, total = d.total;
+  const double cpu_s = d.cpu_seconds;
+  auto close = [&d](float got, int t) { return d.close(got, t); };
 
   float *dx = nullptr, *dy = nullptr, *dout = nullptr;
   WEFT_CUDA_CHECK(cudaMalloc(&dx, sizeof(float) * total));
   WEFT_CUDA_CHECK(cudaMalloc(&dy, sizeof(float) * total));
   WEFT_CUDA_CHECK(cudaMalloc(&dout, sizeof(float) * tasks));
-  WEFT_CUDA_CHECK(cudaMemcpy(dx, x.data(), sizeof(float) * total, cudaMemcpyHostToDevice));
-  WEFT_CUDA_CHECK(cudaMemcpy(dy, y.data(), sizeof(float) * total, cudaMemcpyHostToDevice));
+  WEFT_CUDA_CHECK(cudaMemcpy(dx, d.x.data(), sizeof(float) * total, cudaMemcpyHostToDevice));
+  WEFT_CUDA_CHECK(cudaMemcpy(dy, d.y.data(), sizeof(float) * total, cudaMemcpyHostToDevice));
 
   // One kernel launch per task (a stream, back to back), before any pool exists: the pool's
   // resident kernel would keep other kernels waiting.
@@ -147,7 +83,7 @@ bool run_gpu_demo(bool quick) {
   WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const auto l0 = std::chrono::steady_clock::now();
   for (int t = 0; t < tasks; ++t) {
-    segment_dot_kernel<<<1, 128, 0, stream>>>(dx, dy, begin[t], len[t], dout + t);
+    segment_dot_kernel<<<1, 128, 0, stream>>>(dx, dy, d.begin[t], d.len[t], dout + t);
   }
   WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
   const double launch_s = seconds_since(l0);
@@ -159,16 +95,16 @@ bool run_gpu_demo(bool quick) {
 
   double pool_s = 0;
   int pool_wrong = 0, pool_missing = 0;
+  std::vector<int> seen(static_cast<std::size_t>(d.tasks), 0);  // deliveries of each task
   std::string described;
   {
     DemoPool pool(demo_options());
     described = pool.describe();
     std::vector<DemoPool::Record> records(tasks);
     for (int t = 0; t < tasks; ++t) {
-      records[t] = DemoPool::Record::make<SegmentDot>({dx, dy, begin[t], len[t], 0.0f},
+      records[t] = DemoPool::Record::make<SegmentDot>({dx, dy, d.begin[t], d.len[t], 0.0f},
                                                       static_cast<std::uint64_t>(t));
     }
-    std::vector<int> seen(tasks, 0);
     std::vector<DemoPool::Record> got(4096);
     const auto p0 = std::chrono::steady_clock::now();
     pool.push_batch(records);
@@ -176,8 +112,8 @@ bool run_gpu_demo(bool quick) {
       const std::size_t k = pool.pop_batch(got);
       for (std::size_t i = 0; i < k; ++i) {
         const auto& r = got[i];
-        const int t = static_cast<int>(r.tag);
-        ++seen[t];
+        const auto t = static_cast<int>(r.tag);
+        ++seen.at(r.tag);  // a tag past the last task would be a lost or invented one
         if (!r.ok() || !close(r.as<SegmentDot>().result, t)) ++pool_wrong;
       }
       done += static_cast<int>(k);
