@@ -46,4 +46,9 @@ std::string fingerprint_of(const SplitTables& t) {
   return f;
 }
 
+std::string fingerprint_without_cpu(const std::string& fingerprint) {
+  const auto at = fingerprint.find(" cpu=\"");
+  return at == std::string::npos ? fingerprint : fingerprint.substr(0, at);
+}
+
 }  // namespace weft::split

@@ -257,9 +257,11 @@ std::vector<StoredSplit> SplitStore::list(const std::string& machine, std::size_
     SplitKey key{s.column_text(0), s.column_text(1), s.column_text(2)};
     // A row is current when its fingerprint is the one its own columns give: a row stored by a
     // weft whose rows held something else is not shown (load() would not use it either), and
-    // the caller may say how many there were.
+    // the caller may say how many there were. Whichever CPU learned it: a store shared by
+    // machines lists theirs too (each row's fingerprint names its CPU; load() on another CPU
+    // does not use it).
     SplitTables t = tables_of(s);
-    if (s.column_text(3) != fingerprint_of(t)) {
+    if (fingerprint_without_cpu(s.column_text(3)) != fingerprint_without_cpu(fingerprint_of(t))) {
       if (stale != nullptr) ++*stale;
       continue;
     }

@@ -30,7 +30,11 @@ struct SplitKey {
 };
 
 /// What a set of tables was learned for: tables stored under another fingerprint are not used.
+/// It ends with the CPU's model (` cpu="..."`) of the machine that computes it.
 std::string fingerprint_of(const SplitTables& tables);
+/// A fingerprint without its CPU part: what the row's format and options say, whichever CPU
+/// learned it (a store shared by several machines lists every machine's tables).
+std::string fingerprint_without_cpu(const std::string& fingerprint);
 
 /// One stored set of tables.
 struct StoredSplit {
