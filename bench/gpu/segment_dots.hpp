@@ -46,11 +46,11 @@ struct SegmentDots {
     d.ref.resize(tasks);
     for (int t = 0; t < tasks; ++t) {
       double s = 0;
-      for (int i = 0; i < d.len[t]; ++i) s += double(d.x[d.begin[t] + i]) * double(d.y[d.begin[t] + i]);
+      for (int i = 0; i < d.len[t]; ++i)
+        s += double(d.x[d.begin[t] + i]) * double(d.y[d.begin[t] + i]);
       d.ref[t] = static_cast<float>(s);
     }
-    d.cpu_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    d.cpu_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return d;
   }
   /// Whether a float sum of segment t is the reference's to rounding.

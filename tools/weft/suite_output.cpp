@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -29,7 +30,13 @@ int finish_suite(const bench::Suite& suite, const std::string& json_path,
     if (chart) write_svg(stem + ".svg", suite.to_speedup_svg());
     for (const ChartGroup& g : groups) {
       const std::string svg = suite.to_speedup_svg(g.name, g.prefixes);
-      if (!svg.empty()) write_svg(stem + "-" + g.name + ".svg", svg);
+      const std::string path = stem + "-" + g.name + ".svg";
+      if (!svg.empty()) {
+        write_svg(path, svg);
+      } else {
+        std::error_code ignored;  // an earlier run's chart of an application not run now
+        std::filesystem::remove(path, ignored);
+      }
     }
   }
   for (const auto& c : suite.comparisons()) {
