@@ -591,6 +591,7 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
       while (!mbar_try_wait(&sh.graph_done, graph_parity)) {
       }
     }
+    __syncwarp();  // the warp together again before its next barrier
     graph_parity ^= 1u;
     graph_held = false;
   };
