@@ -128,7 +128,11 @@ std::string current_commit() {
   if (!got) return "unknown";
   std::string s(buf);
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  return s.empty() ? "unknown" : s;
+  if (s.empty()) return "unknown";
+  // Tracked files that differ from that commit: the results are not that commit's. (A copy of
+  // the tree with an older .git, as a machine that was sent the tree may hold, shows so too.)
+  if (std::system("git diff --quiet HEAD -- 2>/dev/null") != 0) s += "+dirty";
+  return s;
 }
 
 std::string Suite::to_json(const std::string& command) const {
