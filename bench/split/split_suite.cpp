@@ -72,6 +72,7 @@ ws::SplitOptions split_options(const SplitSuiteOptions& o, const Setup& setup) {
   ws::SplitOptions so;
   so.buckets = 100;
   so.window = static_cast<std::size_t>(o.window);
+  so.take_tail = o.take_tail;
   if (o.equal_core_shares) {  // one class: DB2 stays equal
     so.core_shares = ws::CoreShares::per_class;
     so.core_class.assign(setup.ex->num_workers(), 0);
@@ -417,10 +418,10 @@ Suite run_split_suite(const SplitSuiteOptions& o) {
   Suite suite("split", so);
   Setup setup = make_setup();
   if (!setup.gpu->is_emulated()) suite.set_gpu(setup.gpu->description(), 1);
-  std::fprintf(stderr,
-               "[split] %zu workers for the CPU's part, GPU side: %s; window %d, %s core shares\n",
-               setup.ex->num_workers(), setup.gpu->description().c_str(), o.window,
-               o.equal_core_shares ? "equal" : "per-core");
+  std::fprintf(
+      stderr, "[split] %zu workers for the CPU's part, GPU side: %s; window %d, %s core shares%s\n",
+      setup.ex->num_workers(), setup.gpu->description().c_str(), o.window,
+      o.equal_core_shares ? "equal" : "per-core", o.take_tail ? ", idle cores take the tail" : "");
   for (const std::string& name : split_app_names()) {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), name) == o.only.end()) continue;
     if (name == "hpl_lu") {

@@ -23,6 +23,8 @@ struct SplitSuiteOptions {
   int window = 5;
   /// DB2 kept equal (one class) instead of learned per core.
   bool equal_core_shares = false;
+  /// Idle cores take pieces of the ranges still running (SplitOptions::take_tail).
+  bool take_tail = false;
   /// Also the per-core case (a slowed core) after the triad.
   bool percore = true;
   /// The LU's orders (empty: 16384, 1024 with quick). Above 16384 `cpu_only` is left out: it

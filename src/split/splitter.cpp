@@ -2,6 +2,7 @@
 // GPU part on the calling thread and the CPU's shares on the executor's workers at once, times
 // each from the region's common start, and learns.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -107,6 +108,62 @@ std::unique_ptr<GpuSide> GpuSide::best_available() {
   }
 }
 
+namespace {
+
+// The CPU's ranges as the cores claim them. Without tail-taking a core claims its own range
+// whole, once. With it, each range is cut into pieces (about kPiecesPerRange, on the grain)
+// claimed from the front by a cursor per range; a core out of its own takes from the range
+// with the most items left. A piece is claimed by one fetch_add, so it runs once; relaxed: a
+// claim orders nothing else (what the pieces write is the parts' business, and the region's
+// end joins every core).
+class TailPieces {
+ public:
+  TailPieces(const RegionWork& w, const std::vector<Range>& ranges, bool take_tail)
+      : ranges_(ranges), take_tail_(take_tail), next_(ranges.size()), piece_(ranges.size()) {
+    for (std::size_t j = 0; j < ranges.size(); ++j) {
+      next_[j].store(ranges[j].begin, std::memory_order_relaxed);
+      const std::int64_t size = ranges[j].size();
+      const std::int64_t pieces = take_tail ? kPiecesPerRange : 1;
+      const std::int64_t rough = std::max<std::int64_t>(1, (size + pieces - 1) / pieces);
+      piece_[j] = std::max<std::int64_t>(w.grain, (rough + w.grain - 1) / w.grain * w.grain);
+    }
+  }
+  // The next piece for `core` into `out`; false when it has none left to run.
+  bool claim(std::size_t core, Range& out) {
+    if (claim_from(core, out)) return true;
+    if (!take_tail_) return false;
+    for (;;) {
+      std::size_t most = core;
+      std::int64_t most_left = 0;
+      for (std::size_t j = 0; j < ranges_.size(); ++j) {
+        const std::int64_t left = ranges_[j].end - next_[j].load(std::memory_order_relaxed);
+        if (left > most_left) {
+          most_left = left;
+          most = j;
+        }
+      }
+      if (most_left <= 0) return false;
+      if (claim_from(most, out)) return true;
+    }
+  }
+
+ private:
+  static constexpr std::int64_t kPiecesPerRange = 8;
+  bool claim_from(std::size_t j, Range& out) {
+    const std::int64_t begin = next_[j].fetch_add(piece_[j], std::memory_order_relaxed);
+    if (begin >= ranges_[j].end) return false;
+    out = {begin, std::min(begin + piece_[j], ranges_[j].end)};
+    return true;
+  }
+
+  const std::vector<Range>& ranges_;
+  bool take_tail_;
+  std::vector<std::atomic<std::int64_t>> next_;
+  std::vector<std::int64_t> piece_;
+};
+
+}  // namespace
+
 double work_in(const RegionWork& w, Range r) {
   return w.work * (fraction_before(w, r.end) - fraction_before(w, r.begin));
 }
@@ -159,7 +216,7 @@ RegionReport Splitter::run(const RegionWork& work, const GpuPart& gpu, const Cpu
   timing.gpu_work = work_in(work, report.gpu);
   timing.gpu_seconds = report.gpu_seconds;
   for (std::size_t j = 0; j < report.cores.size(); ++j) {
-    timing.core_work.push_back(work_in(work, report.cores[j]));
+    timing.core_work.push_back(report.core_work[j]);
     timing.core_seconds.push_back(report.core_seconds[j]);
   }
   tables_.update(bucket, timing);
@@ -213,6 +270,8 @@ RegionReport Splitter::run_split(const RegionWork& work, std::size_t bucket, dou
   report.gpu = ranges.gpu;
   report.cores = ranges.cores;
   report.core_seconds.assign(cores, 0);
+  report.core_work.assign(cores, 0);
+  TailPieces pieces(work, ranges.cores, tables_.options().take_tail);
 
   std::mutex error_mutex;
   std::exception_ptr first_error;
@@ -231,14 +290,16 @@ RegionReport Splitter::run_split(const RegionWork& work, std::size_t bucket, dou
       cpu::run_team(ex_, cores, [&](cpu::Team& team) {
         team.barrier();
         const auto core = static_cast<std::size_t>(ex_.this_worker_index());
-        const Range r = ranges.cores[core];
-        if (!r.empty()) {
-          try {
-            cpu(r, core);
-          } catch (...) {
-            keep_error();
+        double done = 0;
+        try {
+          for (Range p; pieces.claim(core, p);) {
+            cpu(p, core);
+            done += work_in(work, p);
           }
+        } catch (...) {
+          keep_error();
         }
+        report.core_work[core] = done;
         report.core_seconds[core] = seconds_since(t0);
       });
     });

@@ -196,6 +196,57 @@ TEST(Splitter, AFirstRegionOfSizeZeroLeavesTheBucketsForLaterSizes) {
   EXPECT_EQ(s.run(region(10, 500), g, c).bucket, 5u);  // [0, 1000] from this one
 }
 
+// Without take_tail each core runs its own range, whole, in one call, and its work is that
+// range's.
+TEST(Splitter, EachCoreRunsItsOwnRangeInOneCallByDefault) {
+  auto ex = make_executor(3);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "own", {1, 1}, {.min_share = 0});
+  std::vector<std::atomic<int>> calls(3);
+  std::vector<ws::Range> seen(3);
+  const ws::RegionReport rep = s.run_fixed(
+      region(900), 0, [](ws::Range, const ws::GpuContext&) {},
+      [&](ws::Range r, std::size_t core) {
+        calls[core]++;
+        seen[core] = r;  // one call per core: no other thread writes this core's entry
+      },
+      {1.0 / 3, 1.0 / 3, 1.0 / 3});
+  for (std::size_t j = 0; j < 3; ++j) {
+    EXPECT_EQ(calls[j].load(), 1) << "core " << j;
+    EXPECT_EQ(seen[j], rep.cores[j]) << "core " << j;
+    EXPECT_DOUBLE_EQ(rep.core_work[j], static_cast<double>(rep.cores[j].size()));
+  }
+}
+
+// With take_tail, cores that finish their range take pieces of a slow core's: every item still
+// runs once, some of the slow core's items run elsewhere, and each core's work is what it did.
+TEST(Splitter, IdleCoresTakeTheTailOfASlowCore) {
+  auto ex = make_executor(3);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "tail", {1, 1}, {.min_share = 0, .take_tail = true});
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::atomic<int>> runs(960);
+    std::vector<std::atomic<int>> ran_on(960);
+    const ws::RegionReport rep = s.run_fixed(
+        region(960), 0, [](ws::Range, const ws::GpuContext&) {},
+        [&](ws::Range r, std::size_t core) {
+          if (core == 0) std::this_thread::sleep_for(20ms);  // the slow core, per piece
+          for (auto i = r.begin; i < r.end; ++i) {
+            runs[static_cast<std::size_t>(i)]++;
+            ran_on[static_cast<std::size_t>(i)] = static_cast<int>(core);
+          }
+        },
+        {1.0 / 3, 1.0 / 3, 1.0 / 3});
+    for (auto& r : runs) ASSERT_EQ(r.load(), 1);
+    int taken = 0;
+    for (auto i = rep.cores[0].begin; i < rep.cores[0].end; ++i)
+      taken += ran_on[static_cast<std::size_t>(i)] != 0 ? 1 : 0;
+    EXPECT_GT(taken, 0) << "round " << round << ": no piece of core 0's range ran elsewhere";
+    EXPECT_LT(rep.core_work[0], static_cast<double>(rep.cores[0].size()));
+    EXPECT_DOUBLE_EQ(rep.core_work[0] + rep.core_work[1] + rep.core_work[2], 960.0);
+  }
+}
+
 TEST(Splitter, RunFixedUsesTheGivenSplitAndLearnsNothing) {
   auto ex = make_executor(2);
   auto gpu = ws::GpuSide::emulated();

@@ -102,7 +102,9 @@ struct RegionWork {
 };
 
 using GpuPart = std::function<void(Range, const GpuContext&)>;
-/// The CPU's part for one core: the items and that core's index (its worker's index).
+/// The CPU's part for one core: the items and that core's index (its worker's index). Called
+/// once per core and region, with the core's range; with SplitOptions::take_tail, once per
+/// piece instead, on pieces of its own range and then of other cores' ranges still running.
 using CpuPart = std::function<void(Range, std::size_t core)>;
 
 /// What a region did.
@@ -110,12 +112,13 @@ struct RegionReport {
   std::size_t bucket = 0;
   double gsplit = 0;  // the GPU's share of the work it ran with (the one asked for, on the grain)
   Range gpu;
-  std::vector<Range> cores;  // per core
+  std::vector<Range> cores;  // per core, as split (with take_tail, others may take a part)
   double gpu_seconds = 0;    // from the region's start until the GPU part was complete
   double cpu_seconds = 0;    // from the region's start until the last core was done
   std::vector<double> core_seconds;
-  double seconds = 0;      // the whole region
-  double next_gsplit = 0;  // the bucket's split after learning from this region
+  std::vector<double> core_work;  // per core, the work it did
+  double seconds = 0;             // the whole region
+  double next_gsplit = 0;         // the bucket's split after learning from this region
   /// Why the attached store could not save the tables after this region (empty: saved, or no
   /// store). The region itself succeeded and the tables in memory learned from it.
   std::string store_error;

@@ -70,6 +70,11 @@ struct SplitOptions {
   /// A bucket's split regions keep the split they last ran at while the balanced split stays
   /// within this of it. In [0, 0.5).
   double deadband = 0.01;
+  /// Cores that finish their own range take pieces of the ranges still running (CALDGEMM's
+  /// remedy for the slowest core deciding the CPU's time): each core's range then runs in
+  /// pieces, the CPU part is called once per piece, and each core's rate is learned from the
+  /// work it did. Off: each core runs its own range in one call.
+  bool take_tail = false;
 };
 
 /// The prior: peak rates, in the region's units of work per second, of the GPU and of all the
