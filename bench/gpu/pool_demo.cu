@@ -93,37 +93,12 @@ bool run_gpu_demo(bool quick) {
   int launch_wrong = 0;
   for (int t = 0; t < tasks; ++t) launch_wrong += close(launched[t], t) ? 0 : 1;
 
-  double pool_s = 0;
-  int pool_wrong = 0, pool_missing = 0;
-  std::vector<int> seen(static_cast<std::size_t>(d.tasks), 0);  // deliveries of each task
+  PoolRun pooled;
   std::string described;
   {
     DemoPool pool(demo_options());
     described = pool.describe();
-    std::vector<DemoPool::Record> records(tasks);
-    for (int t = 0; t < tasks; ++t) {
-      records[t] = DemoPool::Record::make<SegmentDot>({dx, dy, d.begin[t], d.len[t], 0.0f},
-                                                      static_cast<std::uint64_t>(t));
-    }
-    std::vector<DemoPool::Record> got(4096);
-    const auto p0 = std::chrono::steady_clock::now();
-    pool.push_batch(records);
-    for (int done = 0; done < tasks;) {
-      const std::size_t k = pool.pop_batch(got);
-      for (std::size_t i = 0; i < k; ++i) {
-        const auto& r = got[i];
-        if (r.tag >= seen.size()) {  // a tag no task was pushed with
-          ++pool_wrong;
-          continue;
-        }
-        const auto t = static_cast<int>(r.tag);
-        ++seen[r.tag];
-        if (!r.ok() || !close(r.as<SegmentDot>().result, t)) ++pool_wrong;
-      }
-      done += static_cast<int>(k);
-    }
-    pool_s = seconds_since(p0);
-    for (int t = 0; t < tasks; ++t) pool_missing += seen[t] == 1 ? 0 : 1;
+    pooled = run_segments(pool, d, dx, dy);
   }
   cudaFree(dx);
   cudaFree(dy);
@@ -140,9 +115,11 @@ bool run_gpu_demo(bool quick) {
   };
   row("CPU, one thread (reference)", cpu_s, true);
   row("kernel launch per task", launch_s, launch_wrong == 0);
-  row("weft GPU pool", pool_s, pool_wrong == 0 && pool_missing == 0);
-  if (pool_missing != 0) std::printf("pool: %d task(s) not delivered exactly once\n", pool_missing);
-  return launch_wrong == 0 && pool_wrong == 0 && pool_missing == 0;
+  row("weft GPU pool", pooled.seconds, pooled.ok());
+  if (pooled.missing != 0) {
+    std::printf("pool: %d task(s) not delivered exactly once\n", pooled.missing);
+  }
+  return launch_wrong == 0 && pooled.ok();
 }
 
 }  // namespace weft::bench::gpu

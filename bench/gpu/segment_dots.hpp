@@ -104,4 +104,46 @@ struct SegmentDot {
 using DemoTypes = weft::gpu::TaskTypes<SegmentDot>;
 inline constexpr std::size_t kDemoCapacity = 32;
 
+/// How a pool ran the segments: its time from the push to the last pop, the results that were
+/// wrong (or came back with a tag no task had), and the tasks not delivered exactly once.
+struct PoolRun {
+  double seconds = 0;
+  int wrong = 0;
+  int missing = 0;
+  [[nodiscard]] bool ok() const { return wrong == 0 && missing == 0; }
+};
+
+/// Pushes every segment of `d` to `pool` as one batch, the vectors at `x` and `y` (where the
+/// pool's blocks reach them), pops them all and checks each against the reference.
+template <class Pool>
+PoolRun run_segments(Pool& pool, const SegmentDots& d, const float* x, const float* y) {
+  using Record = typename Pool::Record;
+  std::vector<Record> records(static_cast<std::size_t>(d.tasks));
+  for (int t = 0; t < d.tasks; ++t) {
+    records[t] = Record::template make<SegmentDot>({x, y, d.begin[t], d.len[t], 0.0f},
+                                                   static_cast<std::uint64_t>(t));
+  }
+  std::vector<int> seen(static_cast<std::size_t>(d.tasks), 0);  // deliveries of each task
+  std::vector<Record> got(4096);
+  PoolRun run;
+  const auto t0 = std::chrono::steady_clock::now();
+  pool.push_batch(records);
+  for (int done = 0; done < d.tasks;) {
+    const std::size_t k = pool.pop_batch(got);
+    for (std::size_t i = 0; i < k; ++i) {
+      if (got[i].tag >= seen.size()) {  // a tag no task was pushed with
+        ++run.wrong;
+        continue;
+      }
+      const auto t = static_cast<int>(got[i].tag);
+      ++seen[got[i].tag];
+      if (!got[i].ok() || !d.close(got[i].template as<SegmentDot>().result, t)) ++run.wrong;
+    }
+    done += static_cast<int>(k);
+  }
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const int n : seen) run.missing += n == 1 ? 0 : 1;
+  return run;
+}
+
 }  // namespace weft::bench::gpu

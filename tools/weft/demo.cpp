@@ -49,42 +49,16 @@ double best_of(int runs, const std::function<void()>& f) {
 // each checked against the CPU reference and delivered once; its time is the CPU's, not a
 // GPU's, and is printed as such.
 bool run_pool_demo_on_host(bool quick) {
-  using bench::gpu::SegmentDot;
   const bench::gpu::SegmentDots d = bench::gpu::SegmentDots::make(quick ? 20'000 : 200'000);
   weft::gpu::Pool<bench::gpu::DemoTypes, bench::gpu::kDemoCapacity> pool{weft::gpu::PoolOptions{}};
-  using Record = decltype(pool)::Record;
-  std::vector<Record> records(static_cast<std::size_t>(d.tasks));
-  for (int t = 0; t < d.tasks; ++t) {
-    records[t] = Record::make<SegmentDot>({d.x.data(), d.y.data(), d.begin[t], d.len[t], 0.0f},
-                                          static_cast<std::uint64_t>(t));
-  }
-  std::vector<int> seen(static_cast<std::size_t>(d.tasks), 0);
-  int wrong = 0;
-  const double seconds = bench::time_seconds([&] {
-    pool.push_batch(records);
-    std::vector<Record> got(4096);
-    for (int done = 0; done < d.tasks;) {
-      const std::size_t k = pool.pop_batch(got);
-      for (std::size_t i = 0; i < k; ++i) {
-        if (got[i].tag >= seen.size()) {  // a tag no task was pushed with
-          ++wrong;
-          continue;
-        }
-        const auto t = static_cast<int>(got[i].tag);
-        ++seen[t];
-        if (!got[i].ok() || !d.close(got[i].as<SegmentDot>().result, t)) ++wrong;
-      }
-      done += static_cast<int>(k);
-    }
-  });
-  const auto missing = std::count_if(seen.begin(), seen.end(), [](int n) { return n != 1; });
+  const bench::gpu::PoolRun run = bench::gpu::run_segments(pool, d, d.x.data(), d.y.data());
   std::printf(
       "%d segmented dot products (segments of 32..2048 floats) through the pool's host backend "
       "(%s): %.4f s, %s\n(the CPU reference, one thread: %.4f s; on a GPU this section times "
       "the pool against a kernel launch per task)\n",
-      d.tasks, pool.describe().c_str(), seconds,
-      wrong == 0 && missing == 0 ? "verified, each delivered once" : "WRONG", d.cpu_seconds);
-  return wrong == 0 && missing == 0;
+      d.tasks, pool.describe().c_str(), run.seconds,
+      run.ok() ? "verified, each delivered once" : "WRONG", d.cpu_seconds);
+  return run.ok();
 }
 
 // Batched DGEMM (equal 64x64 products) through the applications' pool: on the GPU with
