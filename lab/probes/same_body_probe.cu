@@ -121,6 +121,33 @@ double median_us(int reps, F&& f) {
   return t[t.size() / 2];
 }
 
+// The probe's pool on GPU 0: 128 task threads a block, `blocks_per_sm` (0: as many as fit),
+// and a graph table of `graph_capacity` tasks (0: none, the kernel without the graph code).
+GemmPool make_pool(int blocks_per_sm, std::size_t graph_capacity) {
+  weft::gpu::PoolOptions o;
+  o.backend = weft::gpu::Backend::device;
+  o.program = weft::gpu::device_program<GemmTypes, 32>();
+  o.devices = {0};
+  o.threads_per_block = kThreads;
+  o.blocks_per_sm = blocks_per_sm;
+#if __has_include("weft/gpu/graph_shape.hpp")
+  o.graph_capacity = graph_capacity;
+#else
+  (void)graph_capacity;
+#endif
+  return GemmPool(o);
+}
+
+// Pops `batch` results; clears `ok` when one did not end well.
+void pop_all(GemmPool& pool, int batch, bool& ok) {
+  std::vector<GemmPool::Record> got(static_cast<std::size_t>(batch));
+  for (int done = 0; done < batch;) {
+    const std::size_t k = pool.pop_batch(got, 0);
+    for (std::size_t j = 0; j < k; ++j) ok = ok && got[j].ok();
+    done += static_cast<int>(k);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -155,28 +182,17 @@ int main(int argc, char** argv) {
   }
   std::printf("\n");
   print_stamps("kernel", stamps, batch);
+  std::vector<GemmPool::Record> records;
+  for (int m = 0; m < batch; ++m) {
+    const std::size_t at = static_cast<std::size_t>(m) * kElems;
+    records.push_back(GemmPool::Record::make<Dgemm64>({a + at, b + at, c + at, stamps + 3 * m}));
+  }
   for (const int blocks_per_sm : {0, 1}) {
-    weft::gpu::PoolOptions o;
-    o.backend = weft::gpu::Backend::device;
-    o.program = weft::gpu::device_program<GemmTypes, 32>();
-    o.devices = {0};
-    o.threads_per_block = kThreads;
-    o.blocks_per_sm = blocks_per_sm;
-    GemmPool pool(o);
-    std::vector<GemmPool::Record> records;
-    for (int m = 0; m < batch; ++m) {
-      const std::size_t at = static_cast<std::size_t>(m) * kElems;
-      records.push_back(GemmPool::Record::make<Dgemm64>({a + at, b + at, c + at, stamps + 3 * m}));
-    }
-    std::vector<GemmPool::Record> got(static_cast<std::size_t>(batch));
+    GemmPool pool = make_pool(blocks_per_sm, 0);
     bool ok = true;
     const double us = median_us(reps, [&] {
       pool.push_batch(records, 0);
-      for (int done = 0; done < batch;) {
-        const std::size_t k = pool.pop_batch(got, 0);
-        for (std::size_t j = 0; j < k; ++j) ok = ok && got[j].ok();
-        done += static_cast<int>(k);
-      }
+      pop_all(pool, batch, ok);
     });
     std::printf("pool_us blocks_per_sm=%d %.2f%s  (%s)\n", blocks_per_sm, us, ok ? "" : " FAILED",
                 pool.describe().c_str());
@@ -186,37 +202,18 @@ int main(int argc, char** argv) {
   // A pool with a graph table runs the kernel with the graph code: the same batch through its
   // rings, then as one graph without edges (each task taken from the blocks' ready queue).
   {
-    weft::gpu::PoolOptions o;
-    o.backend = weft::gpu::Backend::device;
-    o.program = weft::gpu::device_program<GemmTypes, 32>();
-    o.devices = {0};
-    o.threads_per_block = kThreads;
-    o.graph_capacity = static_cast<std::size_t>(batch);
-    GemmPool pool(o);
-    std::vector<GemmPool::Record> records;
-    for (int m = 0; m < batch; ++m) {
-      const std::size_t at = static_cast<std::size_t>(m) * kElems;
-      records.push_back(GemmPool::Record::make<Dgemm64>({a + at, b + at, c + at, stamps + 3 * m}));
-    }
-    std::vector<GemmPool::Record> got(static_cast<std::size_t>(batch));
+    GemmPool pool = make_pool(0, static_cast<std::size_t>(batch));
     bool ok = true;
-    auto pop_all = [&] {
-      for (int done = 0; done < batch;) {
-        const std::size_t k = pool.pop_batch(got, 0);
-        for (std::size_t j = 0; j < k; ++j) ok = ok && got[j].ok();
-        done += static_cast<int>(k);
-      }
-    };
     const double ring_us = median_us(reps, [&] {
       pool.push_batch(records, 0);
-      pop_all();
+      pop_all(pool, batch, ok);
     });
     std::printf("graph_pool ring_us %.2f%s  (%s)\n", ring_us, ok ? "" : " FAILED",
                 pool.describe().c_str());
     print_stamps("graph pool, ring", stamps, batch);
     const double graph_us = median_us(reps, [&] {
       pool.push_graph(std::span<const GemmPool::Record>(records), {}, 0);
-      pop_all();
+      pop_all(pool, batch, ok);
     });
     std::printf("graph_pool graph_us %.2f%s\n", graph_us, ok ? "" : " FAILED");
     print_stamps("graph pool, graph", stamps, batch);
