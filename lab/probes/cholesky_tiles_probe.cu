@@ -6,6 +6,7 @@
 // trips replaced by kernel boundaries. Standalone (headers only):
 //   nvcc -O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -Iinclude -Iapps/gpu \
 //     lab/probes/cholesky_tiles_probe.cu -o /tmp/ctp && /tmp/ctp
+//   /tmp/ctp carveout 66048 -1 72 100   # the bodies at the pool's shared size, per carveout
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -68,9 +69,16 @@ __global__ void batch_body(const typename T::Payload* ps) {
                                     static_cast<int>(blockIdx.x), smem));
 }
 
+// The "carveout" mode (decision 018, third round): every timed body asks for at least the
+// applications' pool's shared memory per block (g_min_shared) and the SM's split between shared
+// memory and L1 is set to g_carveout percent of the most shared memory (-1: the driver's
+// choice), to tell whether the L1 that a pool of two such blocks an SM leaves slows the bodies.
+std::size_t g_min_shared = 0;
+int g_carveout = -1;
+
 template <class T>
 std::size_t shared_bytes() {
-  return T::kSharedBytes;
+  return std::max<std::size_t>(T::kSharedBytes, g_min_shared);
 }
 
 template <class T>
@@ -79,6 +87,8 @@ void allow_shared() {
                              static_cast<int>(shared_bytes<T>())));
   CHECK(cudaFuncSetAttribute(batch_body<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(shared_bytes<T>())));
+  CHECK(cudaFuncSetAttribute(timed_body<T>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                             g_carveout));
 }
 
 std::vector<double> spd(int n) {
@@ -250,6 +260,7 @@ double factor_us(int n, bool check) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   g_warm = !(argc > 1 && std::string(argv[1]) == "cold");
+  const bool carveout_mode = argc > 1 && std::string(argv[1]) == "carveout";
   CHECK(cudaMalloc(&g_sink, sizeof(int)));
   std::printf("GPU warmed before each timing: %s\n", g_warm ? "yes" : "no");
   auto potrf = [](double* d, int n) { return PotrfTile::Payload{d, n, 0, 0}; };
@@ -258,6 +269,17 @@ int main(int argc, char** argv) {
   std::printf(
       "| body | threads | median us | min us | SM MHz | max diff |\n"
       "|---|---:|---:|---:|---:|---:|\n");
+  if (carveout_mode) {  // usage: ctp carveout <pool shared bytes a block> <percent>...
+    g_min_shared = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 0;
+    for (int i = 3; i < argc; ++i) {
+      g_carveout = std::atoi(argv[i]);
+      std::printf("| carveout %d%%, %zu bytes a block | | | | | |\n", g_carveout, g_min_shared);
+      time_tile<PotrfTile>("potrf (window)", 128, potrf, 0, 0, true);
+      time_tile<TrsmTile>("trsm (window)", 128, trsm, kN, 0, false);
+      time_tile<UpdateTile>("update (syrk)", 128, update, kN, kN, false);
+    }
+    return 0;
+  }
   time_tile<PotrfTile>("potrf (window)", 128, potrf, 0, 0, true);
   time_tile<PotrfTile>("potrf (shared)", 64, potrf, 0, 0, true);
   time_tile<TrsmTile>("trsm (window)", 128, trsm, kN, 0, false);
