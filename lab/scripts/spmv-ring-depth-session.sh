@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# One device call (one H200): the mixed SpMV + Black-Scholes job with its pool's ring depth
+# set by LAB_RING_DEPTH (the tree's spmv_bs_pool_options patched on the GPU machine only, once),
+# to time depth 2 and 4 against the default 8, and to find out whether depth 1 hangs or is slow
+# (in the call of spmv-ring-split-session.sh, depth 1 had not finished a contender in about two
+# minutes). A run that outlives its limit gets a stack of every thread (gdb, if the machine has
+# it) before it is killed. Everything goes into $OUT/session.tar.gz.
+set -uo pipefail
+out=${OUT:-session-out}
+mkdir -p "$out"
+work=$(mktemp -d)
+pack() { tar czf "$out/session.tar.gz" -C "$work" . ; }
+trap pack EXIT
+cp apps/gpu/spmv_bs.cpp "$work/spmv_bs.cpp.orig"
+sed -i 's|  o.program = spmv_bs_program();|  o.program = spmv_bs_program();\n  if (const char* d = std::getenv("LAB_RING_DEPTH")) o.ring_depth = std::strtoul(d, nullptr, 10);|' apps/gpu/spmv_bs.cpp
+sed -i 's|#include <random>|#include <cstdlib>\n#include <random>|' apps/gpu/spmv_bs.cpp
+grep -q LAB_RING_DEPTH apps/gpu/spmv_bs.cpp || { echo "patch failed"; exit 1; }
+scripts/gpu-build.sh "$work/build-logs" weft_cli || exit 1
+cp "$work/spmv_bs.cpp.orig" apps/gpu/spmv_bs.cpp
+weft=build-gpu/tools/weft/weft
+which gdb > /dev/null && echo "gdb: yes" || echo "gdb: no"
+run() {  # name, limit (s), LAB_RING_DEPTH, bench arguments...
+  local name=$1 limit=$2 depth=$3
+  shift 3
+  mkdir -p "$work/$name"
+  LAB_RING_DEPTH=$depth $weft bench gpu-apps --only spmv_bs "$@" --json "$work/$name/gpu-apps.json" \
+    > "$work/$name.log" 2>&1 &
+  local pid=$! t=0
+  while kill -0 $pid 2> /dev/null && [ $t -lt "$limit" ]; do sleep 1; t=$((t + 1)); done
+  if kill -0 $pid 2> /dev/null; then
+    echo "== $name: still running after ${limit}s"
+    gdb -p $pid -batch -ex "thread apply all bt 12" > "$work/$name.stacks" 2>&1
+    grep -E '^Thread|^#[0-9] ' "$work/$name.stacks" | grep -v '^#[3-9]' | head -60
+    nvidia-smi --query-gpu=utilization.gpu,power.draw --format=csv >> "$work/$name.stacks"
+    kill -9 $pid
+  fi
+  echo "== $name ($t s)"; grep -E '^\[bench\] spmv' "$work/$name.log"
+}
+run depth8 60 8 --samples 5
+run depth2 60 2 --samples 5
+run depth4 60 4 --samples 5
+run depth1-quick 40 1 --quick
+run depth1 40 1 --samples 3
