@@ -21,6 +21,10 @@ timeout 60 build-gpu/tests/weft_gpu_device_tests --gtest_filter='GpuPool.ABatchO
   --gtest_repeat=100 > "$work/one-per-sm.log" 2>&1
 grep -E -A8 'Failure' "$work/one-per-sm.log" | head -30
 echo "one-per-SM runs passed: $(grep -c '\[       OK \]' "$work/one-per-sm.log")"
+timeout 90 build-gpu/tests/weft_gpu_device_tests --gtest_repeat=10 --gtest_brief=1 \
+  > "$work/device-suite-x10.log" 2>&1
+grep -E -A8 'Failure' "$work/device-suite-x10.log" | head -30
+echo "device suite x10: $(grep -c 'FAILED  \] GpuPool' "$work/device-suite-x10.log") failure lines"
 cp "$work/spmv_bs.cpp.orig" apps/gpu/spmv_bs.cpp
 weft=build-gpu/tools/weft/weft
 which gdb > /dev/null && echo "gdb: yes" || echo "gdb: no"
