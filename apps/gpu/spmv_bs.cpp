@@ -12,6 +12,12 @@ namespace apps::gpu {
 weft::gpu::PoolOptions spmv_bs_pool_options(std::vector<int> devices) {
   weft::gpu::PoolOptions o = device_pool_options(std::move(devices));
   o.program = spmv_bs_program();
+  // One slot a block: the job queues far more tasks than the pool has blocks, and a deeper ring
+  // fixes at push time which block runs which task. SpMV tasks over skewed rows and the short
+  // Black-Scholes ones then add up to unequal sums per block, and the run waits for the
+  // fullest ring. With one slot a free block takes the next task, and the round trip per task
+  // is small against these tasks' times (docs/decisions/018-gpu-app-bodies.md, "Fifth round").
+  o.ring_depth = 1;
   return o;
 }
 

@@ -135,7 +135,7 @@ using SpmvBsPool = weft::gpu::Pool<SpmvBsTasks, kSpmvBsCapacity>;
 weft::gpu::DeviceProgram spmv_bs_program();
 
 /// Options of an SpmvBsPool on the GPUs (`devices`: empty, every one), 128 task threads per
-/// block, as many blocks per SM as fit.
+/// block, as many blocks per SM as fit, one slot per block (a free block takes the next task).
 weft::gpu::PoolOptions spmv_bs_pool_options(std::vector<int> devices = {});
 
 /// Where the pool's blocks reach the mixed job's arrays (device memory on the device backend).
