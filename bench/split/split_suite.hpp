@@ -24,7 +24,7 @@ struct SplitSuiteOptions {
   /// DB2 kept equal (one class) instead of learned per core.
   bool equal_core_shares = false;
   /// Idle cores take pieces of the ranges still running (SplitOptions::take_tail).
-  bool take_tail = false;
+  bool take_tail = true;
   /// Also the per-core case (a slowed core) after the triad.
   bool percore = true;
   /// The LU's orders (empty: 16384, 1024 with quick). Above 16384 `cpu_only` is left out: it

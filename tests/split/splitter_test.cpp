@@ -198,10 +198,10 @@ TEST(Splitter, AFirstRegionOfSizeZeroLeavesTheBucketsForLaterSizes) {
 
 // Without take_tail each core runs its own range, whole, in one call, and its work is that
 // range's.
-TEST(Splitter, EachCoreRunsItsOwnRangeInOneCallByDefault) {
+TEST(Splitter, WithoutTakeTailEachCoreRunsItsOwnRangeInOneCall) {
   auto ex = make_executor(3);
   auto gpu = ws::GpuSide::emulated();
-  ws::Splitter s(ex, *gpu, "own", {1, 1}, {.min_share = 0});
+  ws::Splitter s(ex, *gpu, "own", {1, 1}, {.min_share = 0, .take_tail = false});
   std::vector<std::atomic<int>> calls(3);
   std::vector<ws::Range> seen(3);
   const ws::RegionReport rep = s.run_fixed(
@@ -264,7 +264,8 @@ TEST(Splitter, RunFixedUsesTheGivenSplitAndLearnsNothing) {
 TEST(Splitter, AFailingPartFailsTheRegionAfterEveryPartFinished) {
   auto ex = make_executor(2);
   auto gpu = ws::GpuSide::emulated();
-  ws::Splitter s(ex, *gpu, "errors", {1, 1}, {.min_share = 0});
+  // Each core its own range in one call, so that the core part's calls can be counted.
+  ws::Splitter s(ex, *gpu, "errors", {1, 1}, {.min_share = 0, .take_tail = false});
   std::atomic<int> cores_done{0};
   EXPECT_THROW(
       s.run(
@@ -295,6 +296,41 @@ TEST(Splitter, AFailingPartFailsTheRegionAfterEveryPartFinished) {
   // The splitter is still usable.
   EXPECT_NO_THROW(s.run(
       region(100), [](ws::Range, const ws::GpuContext&) {}, [](ws::Range, std::size_t) {}));
+}
+
+// With take_tail the CPU part runs in pieces: a piece that throws fails the region once every
+// piece already started has ended (none is still running when the error comes back), the GPU
+// part finished, and nothing is learned.
+TEST(Splitter, AFailingPieceFailsTheRegionAfterEveryRunningPieceEnded) {
+  auto ex = make_executor(3);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "piece errors", {1, 1}, {.min_share = 0, .take_tail = true});
+  for (int round = 0; round < 5; ++round) {
+    std::atomic<int> running{0};
+    std::atomic<int> running_at_error{-1};
+    std::atomic<bool> gpu_done{false};
+    try {
+      s.run(
+          region(960),
+          [&](ws::Range, const ws::GpuContext&) {
+            std::this_thread::sleep_for(10ms);
+            gpu_done = true;
+          },
+          [&](ws::Range r, std::size_t) {
+            running++;
+            std::this_thread::sleep_for(2ms);
+            running--;
+            if (r.begin <= 900 && 900 < r.end) throw std::out_of_range("piece with item 900");
+          });
+      ADD_FAILURE() << "no error";
+    } catch (const std::out_of_range& e) {
+      running_at_error = running.load();
+      EXPECT_STREQ(e.what(), "piece with item 900");
+    }
+    EXPECT_EQ(running_at_error.load(), 0) << "round " << round;
+    EXPECT_TRUE(gpu_done.load()) << "round " << round;
+  }
+  for (const ws::Bucket& b : s.tables().buckets()) EXPECT_EQ(b.regions, 0u);  // nothing learned
 }
 
 TEST(Splitter, RefusesBadRegionsAndWorkerCallers) {

@@ -73,8 +73,9 @@ struct SplitOptions {
   /// Cores that finish their own range take pieces of the ranges still running (CALDGEMM's
   /// remedy for the slowest core deciding the CPU's time): each core's range then runs in
   /// pieces, the CPU part is called once per piece, and each core's rate is learned from the
-  /// work it did. Off: each core runs its own range in one call.
-  bool take_tail = false;
+  /// work it did (on by default: docs/decisions/033-idle-cores-take-the-tail.md). Off: each
+  /// core runs its own range in one call.
+  bool take_tail = true;
 };
 
 /// The prior: peak rates, in the region's units of work per second, of the GPU and of all the
