@@ -96,7 +96,7 @@ void Scheduler::Impl::lane_main(Lane& lane) {
       // A lane with many blocks gives each block it picks its whole free ring, so that a round
       // touches fewer blocks (docs/decisions/003-gpu-ring-loading.md).
       whole_rings = backlog && listed > config_.whole_ring_blocks;
-      stopping = take_batch(lane, want, true, queued);
+      stopping = take_batch(lane, want, true);
     } else {
       // acquire: pairs with shutdown's release store.
       stopping = stop_flag_.load(std::memory_order_acquire);
@@ -218,10 +218,12 @@ void Scheduler::Impl::wake_for_own_shards(const Lane& lane) {
 
 // Tells the other lanes how many of this lane's blocks are idle.
 void Scheduler::Impl::publish_idle(Lane& lane) {
-  // relaxed: hints (see Lane::idle_units); written only when they change.
+  // Hints (see Lane::idle_units), written only when they change. release (idle_units): pairs
+  // with take_batch's acquire, which then sees the take (the input queue's size) behind the
+  // units this lane loaded since. relaxed (the own load): only this lane writes it.
   const std::size_t units = lane.rings.idle_units();
   if (lane.idle_units.load(std::memory_order_relaxed) != units) {
-    lane.idle_units.store(units, std::memory_order_relaxed);
+    lane.idle_units.store(units, std::memory_order_release);
   }
   const std::size_t blocks = lane.rings.idle_blocks();
   if (lane.idle_blocks.load(std::memory_order_relaxed) != blocks) {
@@ -230,9 +232,8 @@ void Scheduler::Impl::publish_idle(Lane& lane) {
 }
 
 // Moves up to `max` queued entries into lane.batch. Returns whether the pool is stopping.
-// `to_load`: the entries go into slots (not to cancellation), so they are spread; `queued`:
-// how many tasks the lane saw queued (a hint).
-bool Scheduler::Impl::take_batch(Lane& lane, std::size_t max, bool to_load, std::size_t queued) {
+// `to_load`: the entries go into slots (not to cancellation), so they are spread.
+bool Scheduler::Impl::take_batch(Lane& lane, std::size_t max, bool to_load) {
   // While another lane has most of its units (SMs) idle (it may be asleep, and the push that
   // queued these tasks woke it, or busy elsewhere for a moment), and what is queued fits the
   // idle SMs of all lanes at q tasks each with q no more than the blocks of an SM, this lane
@@ -246,10 +247,17 @@ bool Scheduler::Impl::take_batch(Lane& lane, std::size_t max, bool to_load, std:
       const std::size_t mine = lane.rings.idle_units();
       std::size_t idle = mine;
       for (const auto& other : lanes_) {
-        // relaxed: a hint (see Lane::idle_units).
-        if (other.get() != &lane) idle += other->idle_units.load(std::memory_order_relaxed);
+        // acquire: pairs with publish_idle's release, so that the size read below counts the
+        // take of every lane whose hint already shows the units it loaded from that take.
+        if (other.get() != &lane) idle += other->idle_units.load(std::memory_order_acquire);
       }
-      const std::size_t q = idle == 0 ? 0 : (queued + idle - 1) / idle;
+      // What is queued now, read after the hints: the round's first look at the queue may be
+      // older than a hint, and counting tasks another lane has since placed against that
+      // lane's units, no longer idle, doubled q. Read in this order a hint can only be older
+      // than the size (a lane that took and has not yet published counts as idle), which
+      // makes q smaller, never larger: the lane leaves more for a later round.
+      const std::size_t queued_now = input_.size();
+      const std::size_t q = idle == 0 ? 0 : (queued_now + idle - 1) / idle;
       if (q <= lane.rings.blocks_per_unit()) max = std::min(max, mine * q);
     }
     if (others_mostly_idle(lane, false)) max = std::min(max, lane.rings.idle_blocks());

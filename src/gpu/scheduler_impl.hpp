@@ -122,7 +122,7 @@ struct Scheduler::Impl {
 
   // ---- the lanes' threads (lane.cpp) ----
   void lane_main(Lane& lane);
-  bool take_batch(Lane& lane, std::size_t max, bool to_load, std::size_t queued = 0);
+  bool take_batch(Lane& lane, std::size_t max, bool to_load);
   bool others_mostly_idle(const Lane& lane, bool by_units) const;
   void wake_for_own_shards(const Lane& lane);
   bool home_takes(std::size_t shard, std::size_t size) const;

@@ -1299,6 +1299,38 @@ TEST(Placement, ABatchOfOneTaskPerUnitRunsOnePerUnitAcrossLanes) {
   }
 }
 
+// The same with 8 lanes over 16 units of 2 blocks, 100 batches: while some lanes take their
+// share, another lane's look at the queue is older than their hints. Computed from that
+// older look, its share of the queue per idle unit came out at 2, and it stacked two tasks on
+// each of its units (a failure in about one batch of twenty before the fix).
+TEST(Placement, ABatchOfOneTaskPerUnitRunsOnePerUnitAcrossEightLanes) {
+  using Core = detail::PoolCore<256>;
+  constexpr auto dispatch = [](std::uint32_t type, void* payload, std::uint32_t size,
+                               const BlockContext& block) {
+    return Types::dispatch(type, payload, size, block);
+  };
+  constexpr int kUnits = 16, kBlocksPerUnit = 2;
+  detail::SchedulerConfig config;
+  config.lanes = 8;
+  Core core(detail::make_host_blocks(kUnits * kBlocksPerUnit, 1, 256, Types::kSharedBytes,
+                                     +dispatch, false, kBlocksPerUnit),
+            1, QueueOrder::fifo, config);
+  for (int round = 0; round < 100; ++round) {
+    g_gate_open = false;
+    g_gate_where_started = 0;
+    std::vector<Core::Record> batch(kUnits, Core::Record::make<GateWhere>({-1}));
+    core.push(batch.data(), batch.size(), 0, 0);
+    while (g_gate_where_started.load() < kUnits) std::this_thread::yield();
+    g_gate_open = true;
+    std::set<int> units;
+    for (int k = 0; k < kUnits; ++k) {
+      units.insert(core.pop(0).as<GateWhere>().block / kBlocksPerUnit);
+    }
+    EXPECT_EQ(units.size(), static_cast<std::size_t>(kUnits))
+        << "round " << round << ": tasks shared a unit";
+  }
+}
+
 // ---- pause() and resume() ----
 
 PoolOptions pausable_options(bool mailbox) {
