@@ -61,7 +61,9 @@ std::size_t InputQueue::take_ranked(RecordBuffer& out, std::size_t max) {
     ranked_entries_.clear();
     free_at_.clear();
   }
-  heap_size_.store(heap_.size(), std::memory_order_relaxed);  // relaxed: under heap_mutex_
+  // release: as a shard's size after a take (input_queue.hpp); ordered with the pushes by
+  // heap_mutex_.
+  heap_size_.store(heap_.size(), std::memory_order_release);
   return taken;
 }
 

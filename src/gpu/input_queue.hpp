@@ -171,8 +171,11 @@ class InputQueue {
         lock.lock();
       }
       taken += sh.queue.take(out, max - taken);
-      // relaxed: ordered with the pushers' stores by the mutex; see Shard::size.
-      sh.size.store(sh.queue.size(), std::memory_order_relaxed);
+      // Ordered with the pushers' stores by the mutex; see Shard::size. release: a lane whose
+      // look at the sizes (seq_cst) reads this store instead of the push's before it still
+      // sees what the pusher saw (the other lanes' idle hints, stored before it popped):
+      // the push happened before this take through the mutex.
+      sh.size.store(sh.queue.size(), std::memory_order_release);
       cursor = (s + 1) % n;
     }
     return taken;

@@ -63,8 +63,8 @@ void Scheduler::Impl::lane_main(Lane& lane) {
     const auto [ended, graph_ended] = collect_ended(lane, now, false);
     // The hints before the deliveries: a thread that pops this round's last task and then
     // pushes a batch has its push's size store (seq_cst) after them, so a lane that sees the
-    // batch queued (InputQueue::size, seq_cst) sees this lane's units idle, and spreads the
-    // batch instead of taking it whole.
+    // batch queued (InputQueue::size, seq_cst; or a take's release store of the size after
+    // that push) sees this lane's units idle, and spreads the batch instead of taking it whole.
     if (ended > 0) publish_idle(lane);
     timer.mark(Phase::collect);
     flush(lane, ended);
@@ -253,9 +253,11 @@ bool Scheduler::Impl::take_batch(Lane& lane, std::size_t max, bool to_load) {
       }
       // What is queued now, read after the hints: the round's first look at the queue may be
       // older than a hint, and counting tasks another lane has since placed against that
-      // lane's units, no longer idle, doubled q. Read in this order a hint can only be older
-      // than the size (a lane that took and has not yet published counts as idle), which
-      // makes q smaller, never larger: the lane leaves more for a later round.
+      // lane's units, no longer idle, doubled q. Read in this order, a lane's take and its
+      // hint can only disagree one way (taken and not yet published: its units count as
+      // idle), which makes q smaller, not larger: the lane leaves more for a later round. A
+      // hint that has not yet caught up with its lane's finished tasks still counts too few
+      // idle units, as any hint may.
       const std::size_t queued_now = input_.size();
       const std::size_t q = idle == 0 ? 0 : (queued_now + idle - 1) / idle;
       if (q <= lane.rings.blocks_per_unit()) max = std::min(max, mine * q);

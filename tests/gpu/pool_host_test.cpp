@@ -1320,7 +1320,13 @@ TEST(Placement, ABatchOfOneTaskPerUnitRunsOnePerUnitAcrossEightLanes) {
     g_gate_where_started = 0;
     std::vector<Core::Record> batch(kUnits, Core::Record::make<GateWhere>({-1}));
     core.push(batch.data(), batch.size(), 0, 0);
-    while (g_gate_where_started.load() < kUnits) std::this_thread::yield();
+    // All sixteen start (32 blocks: none waits behind another), then the gate opens; after
+    // 2 s it opens anyway, so that a task left queued fails the check below instead of
+    // hanging the test.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (g_gate_where_started.load() < kUnits && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
     g_gate_open = true;
     std::set<int> units;
     for (int k = 0; k < kUnits; ++k) {
