@@ -101,10 +101,18 @@ double median_seconds(ws::Splitter& s, SplitApp& app, double gsplit, int runs) {
   return median(t);
 }
 
+// The splitter that measures a prior: the defaults, but the tail taken or not as the suite's
+// splitters take it, so that both arms of an A/B start from rates measured their own way.
+ws::SplitOptions probe_options(const SplitSuiteOptions& o) {
+  ws::SplitOptions so;
+  so.take_tail = o.take_tail;
+  return so;
+}
+
 // The peak prior: the GPU's rate with its data in device memory, the cores' rate together on
 // host memory (a CPU-only region). On the emulated device the "GPU" is one more core.
-ws::PeakRates peak_rates(Setup& setup, SplitApp& app) {
-  ws::Splitter probe(*setup.ex, *setup.gpu, app.name() + "-probe", {1, 1});
+ws::PeakRates peak_rates(Setup& setup, SplitApp& app, const SplitSuiteOptions& o) {
+  ws::Splitter probe(*setup.ex, *setup.gpu, app.name() + "-probe", {1, 1}, probe_options(o));
   const double cpu = app.work().work / median_seconds(probe, app, 0.0, 3);
   const double gpu = setup.gpu->is_emulated() ? cpu / static_cast<double>(setup.ex->num_workers())
                                               : app.gpu_local_rate(0);
@@ -190,7 +198,7 @@ void run_app(Suite& suite, Setup& setup, const std::string& app_name, const Spli
   std::unique_ptr<SplitApp> app = make_app(app_name, o.quick);
   const std::string bench = benchmark_name(app_name, o.quick);
   std::fprintf(stderr, "[split] %s: peak rates\n", bench.c_str());
-  const ws::PeakRates prior = peak_rates(setup, *app);
+  const ws::PeakRates prior = peak_rates(setup, *app, o);
   ws::Splitter s(*setup.ex, *setup.gpu, bench, prior, split_options(o, setup));
 
   std::fprintf(stderr, "[split] %s: cold run from the peak split %.3f\n", bench.c_str(),
@@ -276,7 +284,7 @@ void run_percore(Suite& suite, Setup& setup, const SplitSuiteOptions& o) {
                  bench.c_str());
     return;
   }
-  const ws::PeakRates prior = peak_rates(setup, *app);
+  const ws::PeakRates prior = peak_rates(setup, *app, o);
   ws::SplitOptions so = split_options(o, setup);
   so.core_shares = ws::CoreShares::per_core;
   so.core_class.clear();
@@ -334,7 +342,7 @@ void run_lu(Suite& suite, Setup& setup, const SplitSuiteOptions& o, int n) {
   }
   apps::split::HplLu& lu = *made;
   std::fprintf(stderr, "[split] %s: peak rates\n", bench.c_str());
-  ws::Splitter probe(*setup.ex, *setup.gpu, bench + "-probe", {1, 1});
+  ws::Splitter probe(*setup.ex, *setup.gpu, bench + "-probe", {1, 1}, probe_options(o));
   const ws::PeakRates prior = lu.peak_rates(probe, *setup.gpu);
   ws::SplitOptions so = split_options(o, setup);
   so.size_min = 0;

@@ -12,7 +12,11 @@ work=$(mktemp -d)
 pack() { tar czf "$out/session.tar.gz" -C "$work" . ; }
 trap pack EXIT
 cp apps/gpu/spmv_bs.cpp "$work/spmv_bs.cpp.orig"
-sed -i 's|  o.program = spmv_bs_program();|  o.program = spmv_bs_program();\n  if (const char* d = std::getenv("LAB_RING_DEPTH")) o.ring_depth = std::strtoul(d, nullptr, 10);|' apps/gpu/spmv_bs.cpp
+# After the line that sets the depth (or, in a tree from before it, after the program's), so
+# that the environment's depth is the one that holds.
+anchor='  o.program = spmv_bs_program();'
+grep -q '  o.ring_depth = 1;' apps/gpu/spmv_bs.cpp && anchor='  o.ring_depth = 1;'
+sed -i "s|^$anchor\$|$anchor\n  if (const char* d = std::getenv(\"LAB_RING_DEPTH\")) o.ring_depth = std::strtoul(d, nullptr, 10);|" apps/gpu/spmv_bs.cpp
 sed -i 's|#include <random>|#include <cstdlib>\n#include <random>|' apps/gpu/spmv_bs.cpp
 grep -q LAB_RING_DEPTH apps/gpu/spmv_bs.cpp || { echo "patch failed"; exit 1; }
 scripts/gpu-build.sh "$work/build-logs" weft_cli weft_gpu_device_tests || exit 1

@@ -21,7 +21,9 @@ grep -c '\[       OK \]' "$work/one-per-sm.log"
 weft=build-gpu/tools/weft/weft
 for r in 1 2; do
   for variant in plain tail; do
-    args=()
+    # Since the tail is taken by default, the plain arm says --no-take-tail (at 6e19e37, where
+    # these runs were made, no flag was the plain arm and --no-take-tail did not exist).
+    args=(--no-take-tail)
     [ "$variant" = tail ] && args=(--take-tail)
     run=split-$variant-$r
     mkdir -p "$work/$run"
@@ -34,7 +36,10 @@ done
 cp apps/gpu/spmv_bs.cpp "$work/spmv_bs.cpp.orig"
 for depth in 1 2 4 8; do
   cp "$work/spmv_bs.cpp.orig" apps/gpu/spmv_bs.cpp
-  sed -i "s|  o.program = spmv_bs_program();|  o.program = spmv_bs_program();\n  o.ring_depth = $depth;|" apps/gpu/spmv_bs.cpp
+  # After the line that sets the depth, where the tree has one, so that this depth holds.
+  anchor='  o.program = spmv_bs_program();'
+  grep -q '  o.ring_depth = 1;' apps/gpu/spmv_bs.cpp && anchor='  o.ring_depth = 1;'
+  sed -i "s|^$anchor\$|$anchor\n  o.ring_depth = $depth;|" apps/gpu/spmv_bs.cpp
   grep -q "ring_depth = $depth" apps/gpu/spmv_bs.cpp || { echo "patch failed"; exit 1; }
   scripts/gpu-build.sh "$work/build-logs-$depth" weft_cli || exit 1
   mkdir -p "$work/spmv-depth-$depth"

@@ -275,7 +275,11 @@ RegionReport Splitter::run_split(const RegionWork& work, std::size_t bucket, dou
 
   std::mutex error_mutex;
   std::exception_ptr first_error;
+  // Once a part has failed, the cores claim no more pieces (the region fails anyway); the
+  // pieces running then finish. relaxed: a hint, read before each claim.
+  std::atomic<bool> failed{false};
   auto keep_error = [&] {
+    failed.store(true, std::memory_order_relaxed);
     const std::lock_guard lock(error_mutex);
     if (!first_error) first_error = std::current_exception();
   };
@@ -292,7 +296,7 @@ RegionReport Splitter::run_split(const RegionWork& work, std::size_t bucket, dou
         const auto core = static_cast<std::size_t>(ex_.this_worker_index());
         double done = 0;
         try {
-          for (Range p; pieces.claim(core, p);) {
+          for (Range p; !failed.load(std::memory_order_relaxed) && pieces.claim(core, p);) {
             cpu(p, core);
             done += work_in(work, p);
           }
