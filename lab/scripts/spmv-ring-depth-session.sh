@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One device call (one H200): the mixed SpMV + Black-Scholes job with its pool's ring depth
 # set by LAB_RING_DEPTH (the tree's spmv_bs_pool_options patched on the GPU machine only, once),
-# to time depth 2 and 4 against the default 8, and to find out whether depth 1 hangs or is slow
-# (in the call of spmv-ring-split-session.sh, depth 1 had not finished a contender in about two
-# minutes), and GpuPool.ABatchOfOneTaskPerSmRunsOnePerSm 100 times. A run that outlives its limit gets a stack of every thread (gdb, if the machine has
+# to time depth 1, 2 and 4 against the default 8 (the call of spmv-ring-split-session.sh
+# reached its 600 s limit some 15 s into the depth-1 run, which had not yet printed a figure;
+# this call runs it with a stall check), and GpuPool.ABatchOfOneTaskPerSmRunsOnePerSm 100 times. A run that outlives its limit gets a stack of every thread (gdb, if the machine has
 # it) before it is killed. Everything goes into $OUT/session.tar.gz.
 set -uo pipefail
 out=${OUT:-session-out}
