@@ -3,7 +3,8 @@
 # set by LAB_RING_DEPTH (the tree's spmv_bs_pool_options patched on the GPU machine only, once),
 # to time depth 1, 2 and 4 against the default 8 (the call of spmv-ring-split-session.sh
 # reached its 600 s limit some 15 s into the depth-1 run, which had not yet printed a figure;
-# this call runs it with a stall check), and GpuPool.ABatchOfOneTaskPerSmRunsOnePerSm 100 times. A run that outlives its limit gets a stack of every thread (gdb, if the machine has
+# this call runs it with a stall check), and GpuPool.ABatchOfOneTaskPerSmRunsOnePerSm 100
+# times. A run that outlives its limit gets a stack of every thread (gdb, if the machine has
 # it) before it is killed. Everything goes into $OUT/session.tar.gz.
 set -uo pipefail
 out=${OUT:-session-out}
