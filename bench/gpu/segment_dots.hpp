@@ -6,6 +6,8 @@
 
 #include <weft/gpu/task.hpp>
 
+#include "harness/harness.hpp"
+
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -126,22 +128,22 @@ PoolRun run_segments(Pool& pool, const SegmentDots& d, const float* x, const flo
   std::vector<int> seen(static_cast<std::size_t>(d.tasks), 0);  // deliveries of each task
   std::vector<Record> got(4096);
   PoolRun run;
-  const auto t0 = std::chrono::steady_clock::now();
-  pool.push_batch(records);
-  for (int done = 0; done < d.tasks;) {
-    const std::size_t k = pool.pop_batch(got);
-    for (std::size_t i = 0; i < k; ++i) {
-      if (got[i].tag >= seen.size()) {  // a tag no task was pushed with
-        ++run.wrong;
-        continue;
+  run.seconds = time_seconds([&] {
+    pool.push_batch(records);
+    for (int done = 0; done < d.tasks;) {
+      const std::size_t k = pool.pop_batch(got);
+      for (std::size_t i = 0; i < k; ++i) {
+        if (got[i].tag >= seen.size()) {  // a tag no task was pushed with
+          ++run.wrong;
+          continue;
+        }
+        const auto t = static_cast<int>(got[i].tag);
+        ++seen[got[i].tag];
+        if (!got[i].ok() || !d.close(got[i].template as<SegmentDot>().result, t)) ++run.wrong;
       }
-      const auto t = static_cast<int>(got[i].tag);
-      ++seen[got[i].tag];
-      if (!got[i].ok() || !d.close(got[i].template as<SegmentDot>().result, t)) ++run.wrong;
+      done += static_cast<int>(k);
     }
-    done += static_cast<int>(k);
-  }
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
   for (const int n : seen) run.missing += n == 1 ? 0 : 1;
   return run;
 }

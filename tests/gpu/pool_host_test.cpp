@@ -1272,69 +1272,51 @@ namespace {
 
 // ---- placement: units (SMs) across lanes ----
 
-// 8 host blocks in 4 units of 2 (as blocks share an SM), 2 lanes of 2 units each: a batch of
-// as many held tasks as units runs one per unit, split over both lanes, however often it is
-// pushed (with each block its own unit, the first lane would take it all, two per unit).
-TEST(Placement, ABatchOfOneTaskPerUnitRunsOnePerUnitAcrossLanes) {
+// `lanes` lanes over `units` units of `per_unit` host blocks (as blocks share an SM), ring depth
+// 1: a batch of as many held tasks as units, pushed `rounds` times, runs one per unit each time.
+// The tasks hold their blocks until all have started (there are blocks for all of them), or
+// for 2 s at most, so that a task left queued fails the check instead of hanging the test.
+void expect_one_task_per_unit(std::size_t lanes, int units, int per_unit, int rounds) {
   using Core = detail::PoolCore<256>;
   constexpr auto dispatch = [](std::uint32_t type, void* payload, std::uint32_t size,
                                const BlockContext& block) {
     return Types::dispatch(type, payload, size, block);
   };
   detail::SchedulerConfig config;
-  config.lanes = 2;
-  Core core(detail::make_host_blocks(8, 1, 256, Types::kSharedBytes, +dispatch, false, 2), 1,
-            QueueOrder::fifo, config);
-  for (int round = 0; round < 20; ++round) {
-    g_gate_open = false;
-    g_gate_where_started = 0;
-    std::vector<Core::Record> batch(4, Core::Record::make<GateWhere>({-1}));
-    core.push(batch.data(), batch.size(), 0, 0);
-    // All four start (eight blocks), then the gate opens.
-    while (g_gate_where_started.load() < 4) std::this_thread::yield();
-    g_gate_open = true;
-    std::set<int> units;
-    for (int k = 0; k < 4; ++k) units.insert(core.pop(0).as<GateWhere>().block / 2);
-    EXPECT_EQ(units.size(), 4u) << "round " << round << ": tasks shared a unit";
-  }
-}
-
-// The same with 8 lanes over 16 units of 2 blocks, 100 batches: while some lanes take their
-// share, another lane's look at the queue is older than their hints. Computed from that
-// older look, its share of the queue per idle unit came out at 2, and it stacked two tasks on
-// each of its units (a failure in about one batch of twenty before the fix).
-TEST(Placement, ABatchOfOneTaskPerUnitRunsOnePerUnitAcrossEightLanes) {
-  using Core = detail::PoolCore<256>;
-  constexpr auto dispatch = [](std::uint32_t type, void* payload, std::uint32_t size,
-                               const BlockContext& block) {
-    return Types::dispatch(type, payload, size, block);
-  };
-  constexpr int kUnits = 16, kBlocksPerUnit = 2;
-  detail::SchedulerConfig config;
-  config.lanes = 8;
-  Core core(detail::make_host_blocks(kUnits * kBlocksPerUnit, 1, 256, Types::kSharedBytes,
-                                     +dispatch, false, kBlocksPerUnit),
+  config.lanes = lanes;
+  Core core(detail::make_host_blocks(static_cast<std::size_t>(units * per_unit), 1, 256,
+                                     Types::kSharedBytes, +dispatch, false,
+                                     static_cast<std::size_t>(per_unit)),
             1, QueueOrder::fifo, config);
-  for (int round = 0; round < 100; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     g_gate_open = false;
     g_gate_where_started = 0;
-    std::vector<Core::Record> batch(kUnits, Core::Record::make<GateWhere>({-1}));
+    std::vector<Core::Record> batch(static_cast<std::size_t>(units),
+                                    Core::Record::make<GateWhere>({-1}));
     core.push(batch.data(), batch.size(), 0, 0);
-    // All sixteen start (32 blocks: none waits behind another), then the gate opens; after
-    // 2 s it opens anyway, so that a task left queued fails the check below instead of
-    // hanging the test.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (g_gate_where_started.load() < kUnits && std::chrono::steady_clock::now() < deadline) {
+    while (g_gate_where_started.load() < units && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::yield();
     }
     g_gate_open = true;
-    std::set<int> units;
-    for (int k = 0; k < kUnits; ++k) {
-      units.insert(core.pop(0).as<GateWhere>().block / kBlocksPerUnit);
-    }
-    EXPECT_EQ(units.size(), static_cast<std::size_t>(kUnits))
+    std::set<int> used;
+    for (int k = 0; k < units; ++k) used.insert(core.pop(0).as<GateWhere>().block / per_unit);
+    EXPECT_EQ(used.size(), static_cast<std::size_t>(units))
         << "round " << round << ": tasks shared a unit";
   }
+}
+
+// 8 host blocks in 4 units of 2, 2 lanes of 2 units each: the batch is split over both lanes
+// (with each block its own unit, the first lane would take it all, two per unit).
+TEST(Placement, ABatchOfOneTaskPerUnitRunsOnePerUnitAcrossLanes) {
+  expect_one_task_per_unit(2, 4, 2, 20);
+}
+
+// 8 lanes over 16 units of 2 blocks: while some lanes take their share, another lane's first
+// look at the queue is older than their hints; a share per idle unit computed from that look
+// came out at 2, and that lane stacked two tasks on each of its units.
+TEST(Placement, ABatchOfOneTaskPerUnitRunsOnePerUnitAcrossEightLanes) {
+  expect_one_task_per_unit(8, 16, 2, 100);
 }
 
 // ---- pause() and resume() ----
