@@ -7,19 +7,11 @@
 # times. A run that outlives its limit gets a stack of every thread (gdb, if the machine has
 # it) before it is killed. Everything goes into $OUT/session.tar.gz.
 set -uo pipefail
-out=${OUT:-session-out}
-mkdir -p "$out"
-work=$(mktemp -d)
-pack() { tar czf "$out/session.tar.gz" -C "$work" . ; }
-trap pack EXIT
+source lab/scripts/session-lib.sh
+start_session
 cp apps/gpu/spmv_bs.cpp "$work/spmv_bs.cpp.orig"
-# After the line that sets the depth (or, in a tree from before it, after the program's), so
-# that the environment's depth is the one that holds.
-anchor='  o.program = spmv_bs_program();'
-grep -q '  o.ring_depth = 1;' apps/gpu/spmv_bs.cpp && anchor='  o.ring_depth = 1;'
-sed -i "s|^$anchor\$|$anchor\n  if (const char* d = std::getenv(\"LAB_RING_DEPTH\")) o.ring_depth = std::strtoul(d, nullptr, 10);|" apps/gpu/spmv_bs.cpp
+set_spmv_ring_depth 'if (const char* d = std::getenv("LAB_RING_DEPTH")) o.ring_depth = std::strtoul(d, nullptr, 10);' || exit 1
 sed -i 's|#include <random>|#include <cstdlib>\n#include <random>|' apps/gpu/spmv_bs.cpp
-grep -q LAB_RING_DEPTH apps/gpu/spmv_bs.cpp || { echo "patch failed"; exit 1; }
 scripts/gpu-build.sh "$work/build-logs" weft_cli weft_gpu_device_tests || exit 1
 # The one-per-SM test failed once in 21 runs on this kind of machine: more runs, failures whole.
 timeout 60 build-gpu/tests/weft_gpu_device_tests --gtest_filter='GpuPool.ABatchOfOneTaskPerSm*' \

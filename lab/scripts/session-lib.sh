@@ -1,0 +1,45 @@
+# Shared by the lab's one-call device scripts (source it from the repository root).
+#
+# start_session: sets $out ($OUT, or ./session-out) and $work (a fresh folder), and packs $work
+# into $out/session.tar.gz when the script exits (the device tool brings back eight files at
+# most, so each step writes into $work).
+start_session() {
+  out=${OUT:-session-out}
+  mkdir -p "$out"
+  work=$(mktemp -d)
+  trap 'tar czf "$out/session.tar.gz" -C "$work" .' EXIT
+}
+
+# split_tail_ab WEFT ROUNDS APP...: `weft bench split --only APP...` with idle cores taking the
+# tail and without, alternated, ROUNDS rounds, each run with tables of its own (so that every
+# run starts cold), into $work/split-{plain,tail}-R/ and $work/split-{plain,tail}-R.log; prints
+# each run's comparison rows. (At 6e19e37, where decision 033's runs were made, no flag was the
+# plain arm: the tail became the default after them.)
+split_tail_ab() {
+  local weft=$1 rounds=$2
+  shift 2
+  local only=() app r variant flag run
+  for app in "$@"; do only+=(--only "$app"); done
+  for ((r = 1; r <= rounds; ++r)); do
+    for variant in plain tail; do
+      flag=--no-take-tail
+      [ "$variant" = tail ] && flag=--take-tail
+      run=split-$variant-$r
+      mkdir -p "$work/$run"
+      timeout 150 "$weft" bench split "${only[@]}" --db "$work/$run/tables.db" "$flag" \
+        --json "$work/$run/split.json" > "$work/$run.log" 2>&1
+      echo "== $run"
+      grep -E '^\| (triad|percore|spmv)[a-z_]* \| [a-z_]+ \|' "$work/$run/split.md" | head -24
+    done
+  done
+}
+
+# set_spmv_ring_depth LINE: puts LINE (C++ that sets o.ring_depth) into spmv_bs_pool_options
+# (apps/gpu/spmv_bs.cpp) after the line that sets the depth, or, in a tree from before that
+# line, after the program's, so that LINE's depth holds. Fails when the file did not change.
+set_spmv_ring_depth() {
+  local anchor='  o.program = spmv_bs_program();'
+  grep -q '  o.ring_depth = 1;' apps/gpu/spmv_bs.cpp && anchor='  o.ring_depth = 1;'
+  sed -i "s|^$anchor\$|$anchor\n  $1|" apps/gpu/spmv_bs.cpp
+  grep -qF "$1" apps/gpu/spmv_bs.cpp || { echo "set_spmv_ring_depth: patch failed" >&2; return 1; }
+}
