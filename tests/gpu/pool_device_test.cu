@@ -838,13 +838,21 @@ TEST(GpuPool, ABatchOfOneTaskPerSmRunsOnePerSm) {
     std::vector<GpuPool::Record> batch(sms, GpuPool::Record::make<OnWhichSm>({200'000, ~0u}));
     pool.push_batch(batch, 0);
     std::multiset<unsigned> on;
+    std::multimap<unsigned, int> rings_on;  // SM -> the rings (blocks) that ran there
     for (std::size_t k = 0; k < sms; ++k) {
       const auto r = pool.pop(0);
       ASSERT_TRUE(r.ok());
       on.insert(r.as<OnWhichSm>().sm);
+      rings_on.emplace(r.as<OnWhichSm>().sm, r.as<OnWhichSm>().block);
+    }
+    std::string doubled;  // where two tasks met: the SM and its rings, for the lanes' ranges
+    for (auto it = rings_on.begin(); it != rings_on.end(); ++it) {
+      if (rings_on.count(it->first) > 1) {
+        doubled += " SM " + std::to_string(it->first) + " ring " + std::to_string(it->second);
+      }
     }
     EXPECT_EQ(std::set<unsigned>(on.begin(), on.end()).size(), sms)
-        << "round " << round << ": " << sms << " tasks ran on fewer SMs";
+        << "round " << round << ": " << sms << " tasks ran on fewer SMs;" << doubled;
   }
 }
 
