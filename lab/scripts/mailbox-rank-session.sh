@@ -4,8 +4,8 @@
 #      when the mailbox's block is not on the last SM: most launches);
 #   2. scripts/gpu-check.sh on the working tree (the fix): every GPU test and the sanitizers;
 #   3. the one-per-SM and placement tests 100 and 20 times on the fix.
-# Here first: lab/scripts/gpu-ab.sh prepare-tree f0d2c63   (carry "ab" to the device)
-#   WEFT_COMMIT=<hash> bash lab/scripts/mailbox-rank-session.sh f0d2c63
+# Here first: lab/scripts/gpu-ab.sh prepare-tree 4fc46d5   (carry "ab" to the device)
+#   WEFT_COMMIT=<hash> bash lab/scripts/mailbox-rank-session.sh 4fc46d5
 set -uo pipefail
 before=$1
 out=${OUT:-session-out}

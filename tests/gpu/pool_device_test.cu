@@ -869,6 +869,7 @@ TEST(GpuPool, TheRingsOfOneSmAreOneAlignedRunWithTheMailboxOn) {
   for (int launch = 0; launch < 5; ++launch) {  // the placement differs from launch to launch
     PoolOptions o = device_options();
     o.devices = {0};
+    o.mailbox = true;
     GpuPool pool(o);
     const std::size_t rings = pool.num_blocks();
     ASSERT_EQ((rings + 1) % sms, 0u) << pool.describe();  // the mailbox's block is the one more
@@ -891,8 +892,8 @@ TEST(GpuPool, TheRingsOfOneSmAreOneAlignedRunWithTheMailboxOn) {
       const std::size_t run = static_cast<std::size_t>(ring) / per_sm;
       const auto [a, fresh_run] = sm_of_run.emplace(run, sm);
       EXPECT_EQ(a->second, sm) << "launch " << launch << ": rings " << run * per_sm << ".."
-                               << run * per_sm + per_sm - 1 << " span SMs " << a->second
-                               << " and " << sm << " (ring " << ring << ")";
+                               << run * per_sm + per_sm - 1 << " span SMs " << a->second << " and "
+                               << sm << " (ring " << ring << ")";
       const auto [b, fresh_sm] = run_of_sm.emplace(sm, run);
       EXPECT_EQ(b->second, run) << "launch " << launch << ": SM " << sm << " has rings in runs "
                                 << b->second << " and " << run;

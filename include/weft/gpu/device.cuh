@@ -520,7 +520,7 @@ __device__ inline int place_block(const ResidentArgs& a) {
     if (s < static_cast<int>(smid) || (s == static_cast<int>(smid) && j < me)) ++before;
   }
   const int ring = __reduce_add_sync(0xFFFFFFFFu, before);
-  if (a.mailbox_block >= 0 && ring == blocks - 1) return -1;
+  if (ring == a.mailbox_block) return -1;  // the launch's rings: blocks - 1 with a mailbox
   if (lane == 0 && a.ring_sms != nullptr) {
     // release, system scope: pairs with the host's acquire loads while it waits for every
     // block's report.
