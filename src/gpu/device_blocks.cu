@@ -48,7 +48,7 @@ struct DeviceLaunch {
   int device = 0;
   int first_block = 0;
   int blocks = 0;  // launched
-  int rings = 0;   // of them serving rings: all but the mailbox server (the last GPU's last)
+  int rings = 0;   // of them serving rings: all but the mailbox server (on the last GPU)
   cudaStream_t stream = nullptr;        // the resident kernel's
   cudaStream_t aux = nullptr;           // reads of the poll counters while the kernel runs
   void* idle = nullptr;                 // DeviceIdle (device memory)
@@ -343,8 +343,10 @@ class DeviceBlocks final : public BlockRuntime {
       per_sm_ = per_sm;  // the lanes' grain: the last GPU's (GPUs of other models may differ)
       launches_.push_back(l);
     }
-    // The mailbox's server is one of the blocks that fit (all must be co-resident): the last
-    // GPU's last block, so ring indices stay contiguous and the server's is num_blocks().
+    // The mailbox's server is one of the blocks that fit (all must be co-resident): on the last
+    // GPU, the last block in the placement's (SM, block index) order (place_block), so ring
+    // indices stay contiguous, its SM is the one with a ring fewer, and the server's index is
+    // num_blocks().
     if (mailbox) {
       if (total < 2) {
         throw InvalidArgument(

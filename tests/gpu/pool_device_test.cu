@@ -143,11 +143,12 @@ struct WriteHost {  // the last task thread writes `value` to host memory, then 
   }
 };
 
-struct OnWhichSm {  // reports the SM that ran it, after every task thread worked for work_ns
+struct OnWhichSm {  // reports the SM and block that ran it, after its threads worked work_ns
   static constexpr std::uint32_t kId = 8;
   struct Payload {
     unsigned long long work_ns;
     unsigned sm;
+    int block = -1;
   };
   WEFT_HD static void run(Payload& p, const BlockContext& b) {
 #if defined(__CUDA_ARCH__)
@@ -159,9 +160,9 @@ struct OnWhichSm {  // reports the SM that ran it, after every task thread worke
     if (x == 12345.0f) p.work_ns = 0;  // keeps the arithmetic; never true
     if (b.thread() == 0) asm volatile("mov.u32 %0, %%smid;" : "=r"(p.sm));
 #else
-    (void)b;
     p.sm = 0;
 #endif
+    if (b.thread() == 0) p.block = b.block();
   }
 };
 
@@ -837,13 +838,66 @@ TEST(GpuPool, ABatchOfOneTaskPerSmRunsOnePerSm) {
     std::vector<GpuPool::Record> batch(sms, GpuPool::Record::make<OnWhichSm>({200'000, ~0u}));
     pool.push_batch(batch, 0);
     std::multiset<unsigned> on;
+    std::multimap<unsigned, int> rings_on;  // SM -> the rings (blocks) that ran there
     for (std::size_t k = 0; k < sms; ++k) {
       const auto r = pool.pop(0);
       ASSERT_TRUE(r.ok());
       on.insert(r.as<OnWhichSm>().sm);
+      rings_on.emplace(r.as<OnWhichSm>().sm, r.as<OnWhichSm>().block);
+    }
+    std::string doubled;  // where two tasks met: the SM and its rings, for the lanes' ranges
+    for (auto it = rings_on.begin(); it != rings_on.end(); ++it) {
+      if (rings_on.count(it->first) > 1) {
+        doubled += " SM " + std::to_string(it->first) + " ring " + std::to_string(it->second);
+      }
     }
     EXPECT_EQ(std::set<unsigned>(on.begin(), on.end()).size(), sms)
-        << "round " << round << ": " << sms << " tasks ran on fewer SMs";
+        << "round " << round << ": " << sms << " tasks ran on fewer SMs;" << doubled;
+  }
+}
+
+// Placement (docs/gpu.md "Placement"): the rings of one SM are one run of blocks-per-SM
+// adjacent ranks starting at a multiple of it, so that the lanes' ranges (whole multiples)
+// never split an SM; with the mailbox on, its block is the last SM's, the one SM with a ring
+// fewer. Every block runs a task of a batch of one per block; each task reports its block
+// (ring) and SM.
+TEST(GpuPool, TheRingsOfOneSmAreOneAlignedRunWithTheMailboxOn) {
+  REQUIRE_GPU();
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  const auto sms = static_cast<std::size_t>(prop.multiProcessorCount);
+  for (int launch = 0; launch < 5; ++launch) {  // the placement differs from launch to launch
+    PoolOptions o = device_options();
+    o.devices = {0};
+    o.mailbox = true;
+    GpuPool pool(o);
+    const std::size_t rings = pool.num_blocks();
+    ASSERT_EQ((rings + 1) % sms, 0u) << pool.describe();  // the mailbox's block is the one more
+    const std::size_t per_sm = (rings + 1) / sms;
+    std::vector<GpuPool::Record> batch(rings, GpuPool::Record::make<OnWhichSm>({20'000, ~0u}));
+    pool.push_batch(batch, 0);
+    std::map<int, unsigned> sm_of_ring;
+    for (std::size_t k = 0; k < rings; ++k) {
+      const auto r = pool.pop(0);
+      ASSERT_TRUE(r.ok());
+      const auto& p = r.as<OnWhichSm>();
+      ASSERT_GE(p.block, 0);
+      ASSERT_LT(static_cast<std::size_t>(p.block), rings);
+      const auto [at, fresh] = sm_of_ring.emplace(p.block, p.sm);
+      EXPECT_EQ(at->second, p.sm) << "ring " << p.block << " ran on two SMs";
+    }
+    std::map<std::size_t, unsigned> sm_of_run;  // run of per_sm ranks -> its SM
+    std::map<unsigned, std::size_t> run_of_sm;
+    for (const auto& [ring, sm] : sm_of_ring) {
+      const std::size_t run = static_cast<std::size_t>(ring) / per_sm;
+      const auto [a, fresh_run] = sm_of_run.emplace(run, sm);
+      EXPECT_EQ(a->second, sm) << "launch " << launch << ": rings " << run * per_sm << ".."
+                               << run * per_sm + per_sm - 1 << " span SMs " << a->second << " and "
+                               << sm << " (ring " << ring << ")";
+      const auto [b, fresh_sm] = run_of_sm.emplace(sm, run);
+      EXPECT_EQ(b->second, run) << "launch " << launch << ": SM " << sm << " has rings in runs "
+                                << b->second << " and " << run;
+    }
   }
 }
 

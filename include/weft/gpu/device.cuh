@@ -484,12 +484,16 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
 }
 
 // Placement (warp 0 of every block, before anything else): the ring a block serves is its
-// rank among the launch's ring blocks ordered by (SM, block index), so that the rings of one
-// SM are adjacent and a scheduler lane, which owns a contiguous range of rings, owns whole
-// SMs; then it tells the host its SM. The pool launches no more blocks than fit, so the wait
-// ends once they are all resident: at once on an idle GPU, later while other kernels hold SMs
-// (the host gives up after a while: DeviceBlocks::wait_for_placement). Returns the ring (this
-// GPU's numbering), or -1 for the mailbox's block.
+// rank among the launch's blocks ordered by (SM, block index), so that the rings of one SM are
+// adjacent and a scheduler lane, which owns a contiguous range of rings, owns whole SMs; then
+// it tells the host its SM. With a mailbox, the last block in that order serves it, so that
+// the rings keep ranks 0 .. blocks - 2 and only the last SM has a ring fewer (were it any other
+// block, every SM after its own would start one rank early, and the lanes' ranges, whole
+// multiples of the blocks per SM, would each split an SM between two lanes). The pool
+// launches no more blocks than fit, so the wait ends once they are all resident: at once on
+// an idle GPU, later while other kernels hold SMs (the host gives up after a while:
+// DeviceBlocks::wait_for_placement). Returns the ring (this GPU's numbering), or -1 for the
+// mailbox's block.
 __device__ inline int place_block(const ResidentArgs& a) {
   const unsigned lane = threadIdx.x;  // warp 0
   const int me = static_cast<int>(blockIdx.x);
@@ -508,16 +512,15 @@ __device__ inline int place_block(const ResidentArgs& a) {
     while (arrived.load(cuda::memory_order_acquire) < blocks) __nanosleep(256);
   }
   __syncwarp();  // lane 0's acquire happens before the other lanes' loads below
-  if (me == a.mailbox_block) return -1;
   int before = 0;
   for (int j = static_cast<int>(lane); j < blocks; j += 32) {
-    if (j == a.mailbox_block) continue;
     // relaxed: made visible by lane 0's acquire above.
     const int s = cuda::atomic_ref<int, cuda::thread_scope_device>(a.placement[j])
                       .load(cuda::memory_order_relaxed);
     if (s < static_cast<int>(smid) || (s == static_cast<int>(smid) && j < me)) ++before;
   }
   const int ring = __reduce_add_sync(0xFFFFFFFFu, before);
+  if (ring == a.mailbox_block) return -1;  // the launch's rings: blocks - 1 with a mailbox
   if (lane == 0 && a.ring_sms != nullptr) {
     // release, system scope: pairs with the host's acquire loads while it waits for every
     // block's report.
@@ -934,7 +937,7 @@ __global__ void resident_kernel(ResidentArgs a) {
     if (threadIdx.x == 0) placed = ring;
   }
   __syncthreads();  // the ring is known to every thread
-  if (static_cast<int>(blockIdx.x) == a.mailbox_block) {
+  if (placed < 0) {
     // Its index for the task: one past the pool's ring blocks (it is the last GPU's last).
     mailbox_loop<Types, Capacity>(a, payloads, task_shared, a.first_block + a.mailbox_block);
     return;

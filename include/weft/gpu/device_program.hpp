@@ -64,9 +64,10 @@ struct ResidentArgs {
   int* placement = nullptr;
   std::uint32_t* ring_sms = nullptr;
   bool watchdog = false;  // FINISHED by CAS (an EXIT stored over a lost task must stay)
-  // The lone-task mailbox (detail/mailbox_record.hpp; mapped host memory; null: none) and the block
-  // of this launch that serves it instead of a ring (-1: none): the last block of the last
-  // GPU, so the other blocks serve rings first_block + blockIdx.x as without it.
+  // The lone-task mailbox (detail/mailbox_record.hpp; mapped host memory; null: none), and
+  // whether a block of this launch serves it instead of a ring (-1: none; else the launch's
+  // rings, which is also the mailbox's block index for its tasks past first_block): the last
+  // block in the placement's (SM, block index) order, on the last GPU only.
   unsigned long long* mailbox = nullptr;
   int mailbox_block = -1;
   DeviceGraphArgs graph{};  // this GPU's graph table (records null: none)
