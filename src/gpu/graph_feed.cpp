@@ -24,7 +24,10 @@ GraphFeed::Node GraphFeed::make_node(std::shared_ptr<const GraphLayout> layout,
   node.back().records.assign(records, records + bytes);
   if (fan_out) {  // the fan-out task's record: the pool's type id, no payload
     node.back().records.resize(bytes + stride_, 0);
-    const RecordHead head{kGraphFanOutTypeId, 0, 0, TaskStatus::ok};
+    RecordHead head;
+    std::memset(&head, 0, sizeof head);  // no stray padding bytes on their way to the GPU
+    head.type = kGraphFanOutTypeId;
+    head.status = TaskStatus::ok;
     std::memcpy(node.back().records.data() + bytes, &head, sizeof head);
   }
   return node;

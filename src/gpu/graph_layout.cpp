@@ -141,4 +141,19 @@ GraphLayout lay_out_graph(std::size_t tasks, std::span<const GraphEdge> edges, s
   return g;
 }
 
+GraphLayout without_fan_out(const GraphLayout& g) {
+  GraphLayout out = g;
+  if (g.fan_out == GraphLayout::kNoFanOut) return out;
+  const std::uint32_t f = g.fan_out;
+  out.roots.assign(g.successors.begin() + g.successor_start[f],
+                   g.successors.begin() + g.successor_start[f + 1]);
+  for (const std::uint32_t r : out.roots) out.inputs[r] = 0;
+  out.inputs.pop_back();
+  out.successors.resize(g.successor_start[f]);
+  out.successor_start.pop_back();
+  if (!out.urgent.empty()) out.urgent.pop_back();
+  out.fan_out = GraphLayout::kNoFanOut;
+  return out;
+}
+
 }  // namespace weft::gpu::detail

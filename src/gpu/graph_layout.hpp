@@ -59,4 +59,8 @@ GraphLayout lay_out_graph(std::size_t tasks, std::span<const GraphEdge> edges, s
                           std::span<const int> priorities = {}, const char* who = "push_graph",
                           FanOutRule fan_out = {});
 
+/// The same graph without its fan-out task (a copy of `g` where it has none): its successors
+/// are the roots again.
+GraphLayout without_fan_out(const GraphLayout& g);
+
 }  // namespace weft::gpu::detail

@@ -424,7 +424,8 @@ void Scheduler::Impl::stop_lane(Lane& lane) {
   // Graphs likewise: those waiting for the table are cancelled, and the one in it drains, its
   // tasks taken from now on ending as cancelled, through the blocks (this lane's, running
   // until it writes their EXIT below); its roots not yet loaded still go through the rings,
-  // so that their successors are counted down.
+  // so that their successors are counted down (a fan-out task's roots are its successors:
+  // taken from the ready queue, they end cancelled).
   if (serves_graphs(lane)) {
     const std::size_t n = graphs_.cancel(lane.outbox);
     flush(lane, n);

@@ -66,8 +66,13 @@ class Outbox {
   /// the lanes' per-task loops; the rare callback case is out of line.
   [[gnu::always_inline]] inline void stage(const SlotMeta& m, TaskStatus status,
                                            const unsigned char* results) {
-    unsigned char* r = m.callback != 0 ? stage_callback(m) : staged_[m.out].append();
-    if (r == nullptr) return;  // the graph's fan-out task: the pool's own, never delivered
+    unsigned char* r;
+    if (m.callback == 0) {
+      r = staged_[m.out].append();
+    } else {
+      r = stage_callback(m);
+      if (r == nullptr) return;  // the graph's fan-out task: the pool's own, never delivered
+    }
     write_record(r, m, status, results, room_);
     failed_ += status != TaskStatus::ok;  // counted here: the delivery need not re-read
   }

@@ -92,6 +92,10 @@ void Scheduler::Impl::start_blocks() {
   const std::vector<std::uint32_t> units = blocks_->block_units();
   for (auto& lane : lanes_) {
     lane->rings.set_units(units.data() + lane->rings.first_block());
+    // relaxed: read by prepare_graph as a hint (where a graph gets a fan-out task).
+    if (lane == lanes_.front()) {
+      first_lane_units_.store(lane->rings.num_units(), std::memory_order_relaxed);
+    }
     // relaxed: published to the lanes by their start (thread creation or the resume's lock).
     lane->idle_units.store(lane->rings.idle_units(), std::memory_order_relaxed);
     lane->idle_blocks.store(lane->rings.idle_blocks(), std::memory_order_relaxed);
@@ -245,8 +249,13 @@ std::shared_ptr<const GraphLayout> Scheduler::Impl::prepare_graph(std::size_t co
   check_table_holds(count, edges.size(), std::string("weft::gpu::Pool::") + who + ": ");
   // A graph with more roots than the lane that loads them has units (SMs) gets a fan-out task
   // (GraphLayout::fan_out): its roots then start on whichever blocks are free, not in that
-  // lane's rings only (docs/decisions/017-gpu-device-dependencies.md).
-  const FanOutRule fan_out{lanes_.front()->rings.num_units(), graphs_.edge_capacity()};
+  // lane's rings only (docs/decisions/017-gpu-device-dependencies.md). With one lane, that
+  // lane has every unit: no fan-out. relaxed (the count): start_blocks stores it while no
+  // lane runs; a stale count only moves where the rule draws its line.
+  FanOutRule fan_out;
+  if (lanes_.size() > 1) {
+    fan_out = {first_lane_units_.load(std::memory_order_relaxed), graphs_.edge_capacity()};
+  }
   return std::make_shared<const GraphLayout>(
       lay_out_graph(count, edges, graphs_.capacity(), priorities, who, fan_out));
 }
@@ -275,10 +284,9 @@ void Scheduler::Impl::push_graph(std::shared_ptr<const GraphLayout> layout,
                     "weft::gpu::Pool::push_graph: a graph shape of ");
   if (fan_out &&
       (tasks + 1 > graphs_.capacity() || layout->successors.size() > graphs_.edge_capacity())) {
-    throw InvalidArgument(
-        "weft::gpu::Pool::push_graph: a graph shape of " + std::to_string(tasks) +
-        " tasks was prepared with a fan-out task for its roots, and this pool's graph table "
-        "has no room for it: prepare the shape on the pool that runs it");
+    // Prepared on a pool with room for its fan-out task: this one runs it without (the roots
+    // through the rings), as a shape prepared here would be.
+    layout = std::make_shared<const GraphLayout>(without_fan_out(*layout));
   }
   if (count == 0) {
     if (input_.closed()) throw_graph_refused();

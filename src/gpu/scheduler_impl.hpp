@@ -240,6 +240,9 @@ struct Scheduler::Impl {
   // Graph tasks accepted by push_graph and not yet delivered (the first lane's reason to stay
   // awake).
   alignas(64) std::atomic<std::uint64_t> graph_open_{0};
+  // The first lane's units (SMs) at the last launch: where prepare_graph gives a graph a
+  // fan-out task.
+  std::atomic<std::size_t> first_lane_units_{0};
 
   // Sleeping lanes.
   alignas(64) mutable std::mutex in_mutex_;  // lanes sleep under it

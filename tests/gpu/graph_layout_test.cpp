@@ -79,6 +79,22 @@ TEST(GraphLayout, MoreRootsThanTheRuleAllowsGetAFanOutTaskAsTheirOneRoot) {
   EXPECT_EQ(p.urgent, (std::vector<std::uint8_t>{0, 1, 0, 0}));
 }
 
+TEST(GraphLayout, WithoutItsFanOutTaskAGraphIsLaidOutAsIfItNeverHadOne) {
+  const Edges edges{{0, 1}, {3, 1}};  // roots 0, 2, 3, 4
+  const GraphLayout plain = lay_out_graph(5, edges, 8, std::vector<int>{1, 0, 0, 1, 0});
+  const GraphLayout fanned =
+      lay_out_graph(5, edges, 8, std::vector<int>{1, 0, 0, 1, 0}, "push_graph", FanOutRule{1});
+  ASSERT_EQ(fanned.fan_out, 5u);
+  const GraphLayout back = without_fan_out(fanned);
+  EXPECT_EQ(back.fan_out, GraphLayout::kNoFanOut);
+  EXPECT_EQ(back.inputs, plain.inputs);
+  EXPECT_EQ(back.successor_start, plain.successor_start);
+  EXPECT_EQ(back.successors, plain.successors);
+  EXPECT_EQ(back.roots, plain.roots);
+  EXPECT_EQ(back.urgent, plain.urgent);
+  EXPECT_EQ(without_fan_out(plain).roots, plain.roots);  // a copy where there is none
+}
+
 TEST(GraphLayout, NoFanOutTaskWithinTheRuleOrWithoutRoomForIt) {
   const Edges one_edge{{0, 1}};  // roots 0, 2, 3, 4
   // Roots not above the rule's count.

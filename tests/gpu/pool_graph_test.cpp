@@ -297,6 +297,24 @@ TEST(PoolGraph, AWideGraphsRootsStartOnTheBlocksOfEveryLane) {
   EXPECT_EQ(st.failed, 0u);
 }
 
+// A shape prepared with a fan-out task runs on a pool without room for it, as a graph without
+// one; a pool of one lane gives no graph one (that lane has every block).
+TEST(PoolGraph, AShapeWithAFanOutTaskRunsWithoutItWhereThereIsNoRoom) {
+  GraphPool roomy(PoolOptions{.host_blocks = 4, .scheduler_lanes = 2, .graph_capacity = 16});
+  GraphPool tight(PoolOptions{.host_blocks = 4, .scheduler_lanes = 2, .graph_capacity = 8});
+  StepGraph g(8, {});
+  const GraphShape shape = roomy.prepare_graph(8, g.edges);  // 8 roots, 2 units: a fan-out
+  for (GraphPool* pool : {&roomy, &tight, &roomy}) {
+    pool->push_graph(shape, g.records);
+    for (const Record& r : pop_n(*pool, 8)) g.check(r);
+    EXPECT_EQ(pool->unfinished(0), 0u);
+    std::fill(g.stamps.begin(), g.stamps.end(), 0);
+  }
+  GraphPool one_lane(PoolOptions{.host_blocks = 2, .graph_capacity = 16});
+  one_lane.push_graph(g.records, g.edges);
+  for (const Record& r : pop_n(one_lane, 8)) g.check(r);
+}
+
 // The fan-out task's type id is the pool's: a graph task may not have it.
 TEST(PoolGraph, AGraphTaskWithThePoolsOwnTypeIdIsRefused) {
   GraphPool pool(PoolOptions{.host_blocks = 2});
