@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <stdexcept>
 #include <utility>
 
@@ -9,7 +10,8 @@ namespace weft::gpu::detail {
 
 GraphFeed::Node GraphFeed::make_node(std::shared_ptr<const GraphLayout> layout,
                                      const unsigned char* records, std::size_t out) {
-  const std::size_t bytes = layout->inputs.size() * stride_;
+  const std::size_t bytes = layout->tasks() * stride_;
+  const bool fan_out = layout->fan_out != GraphLayout::kNoFanOut;
   Node node;
   node.push_back(Graph{std::move(layout), {}, out});
   {
@@ -20,6 +22,14 @@ GraphFeed::Node GraphFeed::make_node(std::shared_ptr<const GraphLayout> layout,
     }
   }
   node.back().records.assign(records, records + bytes);
+  if (fan_out) {  // the fan-out task's record: the pool's type id, no payload
+    node.back().records.resize(bytes + stride_, 0);
+    RecordHead head;
+    std::memset(&head, 0, sizeof head);  // no stray padding bytes on their way to the GPU
+    head.type = kGraphFanOutTypeId;
+    head.status = TaskStatus::ok;
+    std::memcpy(node.back().records.data() + bytes, &head, sizeof head);
+  }
   return node;
 }
 
@@ -91,9 +101,14 @@ void GraphFeed::prefetch_record(const unsigned char* record) const noexcept {
   for (std::size_t at = 0; at < stride_; at += 64) __builtin_prefetch(record + at);
 }
 
-void GraphFeed::roots_ended(std::vector<std::uint32_t>& roots) {
-  for (const std::uint32_t r : roots) delivered(r);
+std::size_t GraphFeed::roots_ended(std::vector<std::uint32_t>& roots) {
+  std::size_t fan_outs = 0;
+  for (const std::uint32_t r : roots) {
+    fan_outs += r == fan_out() ? 1 : 0;
+    delivered(r);
+  }
   roots.clear();
+  return fan_outs;
 }
 
 void GraphFeed::delivered(std::uint32_t t) {
@@ -116,9 +131,11 @@ std::size_t GraphFeed::fail(Outbox& outbox, TaskStatus status) {
   std::size_t n = 0;
   for (std::uint32_t t = 0; t < done_.size() && left_ > 0; ++t) {
     if (done_[t] != 0) continue;
-    stage(outbox, current_.records.data() + t * stride_, current_.out, status);
+    if (t != fan_out()) {  // the pool's own task ends unseen
+      stage(outbox, current_.records.data() + t * stride_, current_.out, status);
+      ++n;
+    }
     delivered(t);
-    ++n;
   }
   next_root_ = current_roots();
   return n + cancel_waiting(outbox);
@@ -132,7 +149,7 @@ std::size_t GraphFeed::cancel_waiting(Outbox& outbox) {
   }
   std::size_t n = 0;
   for (const Graph& g : waiting) {
-    for (std::size_t t = 0; t < g.layout->inputs.size(); ++t) {
+    for (std::size_t t = 0; t < g.layout->tasks(); ++t) {
       stage(outbox, g.records.data() + t * stride_, g.out, TaskStatus::cancelled);
       ++n;
     }

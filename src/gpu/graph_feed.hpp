@@ -41,9 +41,10 @@ class GraphFeed {
   };
   /// A graph ready to be added: allocated before it is accepted, so that add() cannot fail.
   using Node = std::list<Graph>;
-  /// Any thread: a node holding a copy of the graph's records (layout->inputs.size() of them,
-  /// at least one). The copy goes into the buffer of a graph delivered before, where one is
-  /// spare: a graph pushed again and again touches no fresh pages.
+  /// Any thread: a node holding a copy of the graph's records (layout->tasks() of them, at
+  /// least one), and the fan-out task's where the layout has one. The copy goes into the buffer of
+  /// a graph delivered before, where one is spare: a graph pushed again and again touches no fresh
+  /// pages.
   Node make_node(std::shared_ptr<const GraphLayout> layout, const unsigned char* records,
                  std::size_t out);
 
@@ -71,9 +72,14 @@ class GraphFeed {
   /// Stages up to `max` of the completions the table published so far for its output queue,
   /// with the task's results. Returns how many.
   std::size_t collect(Outbox& outbox, std::size_t max);
-  /// The roots whose slots the lane's rings collected (staged by them): counted delivered.
-  /// Clears `roots`.
-  void roots_ended(std::vector<std::uint32_t>& roots);
+  /// The roots whose slots the lane's rings collected (staged by them, but the fan-out task,
+  /// which the outbox kept out of its queues): counted delivered. Clears `roots`. Returns how
+  /// many of them were the fan-out task (0 or 1), which the lane does not count as a task.
+  std::size_t roots_ended(std::vector<std::uint32_t>& roots);
+  /// The loaded graph's fan-out task (GraphLayout::fan_out), or GraphLayout::kNoFanOut.
+  [[nodiscard]] std::uint32_t fan_out() const noexcept {
+    return current_.layout == nullptr ? GraphLayout::kNoFanOut : current_.layout->fan_out;
+  }
   /// Whether a graph is in the table with tasks not yet delivered.
   [[nodiscard]] bool in_table() const noexcept { return left_ > 0; }
   /// Whether roots of the graph in the table wait to be loaded.
@@ -84,7 +90,7 @@ class GraphFeed {
   std::size_t cancel(Outbox& outbox);
   /// The blocks died: every task of the graph in the table not yet delivered is staged as
   /// `status` (after roots_ended() for the roots the rings failed), and every waiting graph's
-  /// as cancelled. Returns how many.
+  /// as cancelled; the fan-out task is counted delivered, unstaged. Returns how many staged.
   std::size_t fail(Outbox& outbox, TaskStatus status);
 
  private:

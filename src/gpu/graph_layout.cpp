@@ -94,10 +94,23 @@ std::uint32_t task_on_cycle(std::size_t tasks, std::span<const GraphEdge> edges,
   return t;
 }
 
+// Task `tasks` becomes the one root: its successors are the roots, each of which now waits for
+// it (one input).
+void add_fan_out(GraphLayout& g) {
+  const auto f = static_cast<std::uint32_t>(g.inputs.size());
+  for (const std::uint32_t r : g.roots) g.inputs[r] = 1;
+  g.inputs.push_back(0);
+  g.successors.insert(g.successors.end(), g.roots.begin(), g.roots.end());
+  g.successor_start.push_back(static_cast<std::uint32_t>(g.successors.size()));
+  if (!g.urgent.empty()) g.urgent.push_back(0);
+  g.roots.assign(1, f);
+  g.fan_out = f;
+}
+
 }  // namespace
 
 GraphLayout lay_out_graph(std::size_t tasks, std::span<const GraphEdge> edges, std::size_t capacity,
-                          std::span<const int> priorities, const char* who) {
+                          std::span<const int> priorities, const char* who, FanOutRule fan_out) {
   check_size(tasks, edges.size(), capacity, who);
   check_ends(tasks, edges, who);
   if (!priorities.empty() && priorities.size() != tasks) {
@@ -121,7 +134,26 @@ GraphLayout lay_out_graph(std::size_t tasks, std::span<const GraphEdge> edges, s
     refuse(who, "the edges make a cycle (task " +
                     std::to_string(task_on_cycle(tasks, edges, left)) + " is on one)");
   }
+  if (g.roots.size() > fan_out.roots_above && tasks + 1 <= capacity &&
+      edges.size() + g.roots.size() <= fan_out.edge_capacity) {
+    add_fan_out(g);
+  }
   return g;
+}
+
+GraphLayout without_fan_out(const GraphLayout& g) {
+  GraphLayout out = g;
+  if (g.fan_out == GraphLayout::kNoFanOut) return out;
+  const std::uint32_t f = g.fan_out;
+  out.roots.assign(g.successors.begin() + g.successor_start[f],
+                   g.successors.begin() + g.successor_start[f + 1]);
+  for (const std::uint32_t r : out.roots) out.inputs[r] = 0;
+  out.inputs.pop_back();
+  out.successors.resize(g.successor_start[f]);
+  out.successor_start.pop_back();
+  if (!out.urgent.empty()) out.urgent.pop_back();
+  out.fan_out = GraphLayout::kNoFanOut;
+  return out;
 }
 
 }  // namespace weft::gpu::detail

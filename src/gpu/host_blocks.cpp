@@ -147,10 +147,12 @@ class HostBlocks final : public BlockRuntime {
       for (std::size_t t = 0; t < n; ++t) {
         const std::size_t j = (pos + t) % depth;
         auto* header = reinterpret_cast<SlotHeader*>(layout_.slot(b, j));
-        TaskStatus status;
+        TaskStatus status = TaskStatus::ok;  // the fan-out task of a graph: empty
         try {
-          status = dispatch_(header->type, layout_.slot(b, j) + kSlotHeaderBytes,
-                             header->payload_size, ctx);
+          if (header->graph_task == 0 || header->type != kGraphFanOutTypeId) {
+            status = dispatch_(header->type, layout_.slot(b, j) + kSlotHeaderBytes,
+                               header->payload_size, ctx);
+          }
         } catch (...) {
           // A host body that throws is the host's analogue of a device trap; the GPU cannot
           // throw, so the status the task reports is the one a faulting device task gets.

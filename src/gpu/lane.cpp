@@ -367,7 +367,9 @@ bool Scheduler::Impl::check_failure(Lane& lane) {
   // blocks, the waiting graphs are cancelled.
   std::size_t graph_n = 0;
   if (serves_graphs(lane)) {
-    graph_n = graph_roots_ended(lane);
+    const RootsEnded roots = graph_roots_ended(lane);
+    n -= roots.fan_outs;
+    graph_n = roots.roots;
     const std::size_t failed = graphs_.fail(lane.outbox, TaskStatus::device_failed);
     graph_n += failed;
     n += failed;
@@ -422,7 +424,8 @@ void Scheduler::Impl::stop_lane(Lane& lane) {
   // Graphs likewise: those waiting for the table are cancelled, and the one in it drains, its
   // tasks taken from now on ending as cancelled, through the blocks (this lane's, running
   // until it writes their EXIT below); its roots not yet loaded still go through the rings,
-  // so that their successors are counted down.
+  // so that their successors are counted down (a fan-out task's roots are its successors:
+  // taken from the ready queue, they end cancelled).
   if (serves_graphs(lane)) {
     const std::size_t n = graphs_.cancel(lane.outbox);
     flush(lane, n);
@@ -454,7 +457,7 @@ void Scheduler::Impl::stop_lane(Lane& lane) {
 // loaded any root.
 bool Scheduler::Impl::load_graph_roots(Lane& lane, Clock::time_point now, bool may_load_graph) {
   if (!serves_graphs(lane)) return false;
-  if (may_load_graph) graphs_.load_next();
+  if (may_load_graph && graphs_.load_next()) lane.outbox.set_fan_out(graphs_.fan_out());
   const std::size_t free = lane.rings.free_capacity();
   if (free == 0 || !graphs_.roots_waiting()) return false;
   lane.roots.clear();
@@ -471,8 +474,9 @@ Scheduler::Impl::Ended Scheduler::Impl::collect_ended(Lane& lane, Clock::time_po
                                                       bool now_or_never) {
   const std::size_t ring_ended = lane.rings.collect(lane.outbox, now);
   const std::size_t table_ended = graph_round(lane);
-  return {ring_ended + mailbox_round(lane, now, now_or_never) + table_ended,
-          table_ended + graph_roots_ended(lane)};
+  const RootsEnded roots = graph_roots_ended(lane);
+  return {ring_ended - roots.fan_outs + mailbox_round(lane, now, now_or_never) + table_ended,
+          table_ended + roots.roots};
 }
 
 }  // namespace weft::gpu::detail

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpu/graph_layout.hpp"
 #include "gpu/input_queue.hpp"
 #include "gpu/record_buffer.hpp"
 #include "weft/gpu/record.hpp"
@@ -65,7 +66,13 @@ class Outbox {
   /// the lanes' per-task loops; the rare callback case is out of line.
   [[gnu::always_inline]] inline void stage(const SlotMeta& m, TaskStatus status,
                                            const unsigned char* results) {
-    unsigned char* r = m.callback != 0 ? stage_callback(m) : staged_[m.out].append();
+    unsigned char* r;
+    if (m.callback == 0) {
+      r = staged_[m.out].append();
+    } else {
+      r = stage_callback(m);
+      if (r == nullptr) return;  // the graph's fan-out task: the pool's own, never delivered
+    }
     write_record(r, m, status, results, room_);
     failed_ += status != TaskStatus::ok;  // counted here: the delivery need not re-read
   }
@@ -80,13 +87,17 @@ class Outbox {
   /// The graph table indices of the graph roots staged (kGraphTaskFlag), since the last call
   /// (the caller clears it).
   [[nodiscard]] std::vector<std::uint32_t>& graph_roots() noexcept { return graph_roots_; }
+  /// The loaded graph's fan-out task (GraphLayout::fan_out, kNoFanOut: none): listed among
+  /// the graph roots when its slot ends, but not staged for any queue, nor counted failed.
+  void set_fan_out(std::uint32_t task) noexcept { fan_out_ = task; }
 
  private:
   // A callback's task, or a graph root (which goes to its queue).
   [[gnu::noinline]] unsigned char* stage_callback(const SlotMeta& m) {
     if ((m.callback & kGraphTaskFlag) != 0) {
-      graph_roots_.push_back(m.callback & ~kGraphTaskFlag);
-      return staged_[m.out].append();
+      const std::uint32_t task = m.callback & ~kGraphTaskFlag;
+      graph_roots_.push_back(task);
+      return task == fan_out_ ? nullptr : staged_[m.out].append();
     }
     callback_ids_.push_back(m.callback);
     return callback_records_.append();
@@ -97,6 +108,7 @@ class Outbox {
   RecordBuffer callback_records_;
   std::vector<std::uint32_t> callback_ids_;
   std::vector<std::uint32_t> graph_roots_;
+  std::uint32_t fan_out_ = GraphLayout::kNoFanOut;
   std::uint64_t failed_ = 0;
 };
 

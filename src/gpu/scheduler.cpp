@@ -92,6 +92,10 @@ void Scheduler::Impl::start_blocks() {
   const std::vector<std::uint32_t> units = blocks_->block_units();
   for (auto& lane : lanes_) {
     lane->rings.set_units(units.data() + lane->rings.first_block());
+    // relaxed: read by prepare_graph as a hint (where a graph gets a fan-out task).
+    if (lane == lanes_.front()) {
+      first_lane_units_.store(lane->rings.num_units(), std::memory_order_relaxed);
+    }
     // relaxed: published to the lanes by their start (thread creation or the resume's lock).
     lane->idle_units.store(lane->rings.idle_units(), std::memory_order_relaxed);
     lane->idle_blocks.store(lane->rings.idle_blocks(), std::memory_order_relaxed);
@@ -117,6 +121,20 @@ void Scheduler::Impl::check_records(const unsigned char* records, std::size_t co
       throw InvalidArgument(std::string("weft::gpu::Pool::") + who + ": payload_size " +
                             std::to_string(r.payload_size) + " exceeds the capacity " +
                             std::to_string(capacity_));
+    }
+  }
+}
+
+// A graph's task may not have the fan-out task's type id: a root of that id would run as the
+// pool's own, empty. (Elsewhere the id is unknown to the blocks, like any other.)
+void Scheduler::Impl::check_graph_types(const unsigned char* records, std::size_t count) const {
+  for (std::size_t k = 0; k < count; ++k) {
+    RecordHead r;
+    std::memcpy(&r, records + k * record_stride_, sizeof r);
+    if (r.type == kGraphFanOutTypeId) {
+      throw InvalidArgument("weft::gpu::Pool::push_graph: task " + std::to_string(k) +
+                            " has the type id the pool keeps for itself (kGraphFanOutTypeId, "
+                            "0xFFFFFFFF)");
     }
   }
 }
@@ -229,8 +247,17 @@ std::shared_ptr<const GraphLayout> Scheduler::Impl::prepare_graph(std::size_t co
                                                                   const char* who) const {
   check_runs_graphs(who);
   check_table_holds(count, edges.size(), std::string("weft::gpu::Pool::") + who + ": ");
+  // A graph with more roots than the lane that loads them has units (SMs) gets a fan-out task
+  // (GraphLayout::fan_out): its roots then start on whichever blocks are free, not in that
+  // lane's rings only (docs/decisions/017-gpu-device-dependencies.md). With one lane, that
+  // lane has every unit: no fan-out. relaxed (the count): start_blocks stores it while no
+  // lane runs; a stale count only moves where the rule draws its line.
+  FanOutRule fan_out;
+  if (lanes_.size() > 1) {
+    fan_out = {first_lane_units_.load(std::memory_order_relaxed), graphs_.edge_capacity()};
+  }
   return std::make_shared<const GraphLayout>(
-      lay_out_graph(count, edges, graphs_.capacity(), priorities, who));
+      lay_out_graph(count, edges, graphs_.capacity(), priorities, who, fan_out));
 }
 
 // A graph is checked and its records copied before anything is accepted (once its tasks are
@@ -242,14 +269,25 @@ void Scheduler::Impl::push_graph(std::shared_ptr<const GraphLayout> layout,
   check_out(out, "push_graph");
   check_runs_graphs("push_graph");
   check_records(records, count, "push_graph");
-  const std::size_t tasks = layout == nullptr ? 0 : layout->inputs.size();
+  check_graph_types(records, count);
+  const std::size_t tasks = layout == nullptr ? 0 : layout->tasks();
   if (count != tasks) {
     throw InvalidArgument("weft::gpu::Pool::push_graph: " + std::to_string(count) +
                           " records for a graph shape of " + std::to_string(tasks) +
                           " tasks (give one per task, in the shape's order)");
   }
-  check_table_holds(tasks, tasks == 0 ? 0 : layout->successors.size(),
+  const bool fan_out = tasks > 0 && layout->fan_out != GraphLayout::kNoFanOut;
+  const std::size_t fan_out_edges = fan_out ? layout->successor_start[layout->fan_out + 1] -
+                                                  layout->successor_start[layout->fan_out]
+                                            : 0;
+  check_table_holds(tasks, tasks == 0 ? 0 : layout->successors.size() - fan_out_edges,
                     "weft::gpu::Pool::push_graph: a graph shape of ");
+  if (fan_out &&
+      (tasks + 1 > graphs_.capacity() || layout->successors.size() > graphs_.edge_capacity())) {
+    // Prepared on a pool with room for its fan-out task: this one runs it without (the roots
+    // through the rings), as a shape prepared here would be.
+    layout = std::make_shared<const GraphLayout>(without_fan_out(*layout));
+  }
   if (count == 0) {
     if (input_.closed()) throw_graph_refused();
     return;

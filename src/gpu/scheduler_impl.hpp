@@ -100,6 +100,7 @@ struct Scheduler::Impl {
   void check_table_holds(std::size_t tasks, std::size_t edges, const std::string& prefix) const;
   void check_records(const unsigned char* records, std::size_t count,
                      const char* who = "push") const;
+  void check_graph_types(const unsigned char* records, std::size_t count) const;
   std::uint32_t add_callback(RecordCallback cb);
   RecordCallback take_callback(std::uint32_t handle);
   void count_accepted(std::size_t shard, std::size_t out, std::size_t count, std::uint32_t cb);
@@ -159,13 +160,20 @@ struct Scheduler::Impl {
   std::size_t graph_round(Lane& lane) {
     return serves_graphs(lane) ? graphs_.collect(lane.outbox, kGraphRoundMax) : 0;
   }
-  // Tells the feed of the roots the lane's rings staged (they count among the ring's ended
-  // tasks). Returns how many.
-  std::size_t graph_roots_ended(Lane& lane) {
+  // Tells the feed of the roots the lane's rings collected (they count among the rings'
+  // ended slots). `roots`: the graph's own roots among them; `fan_outs`: the fan-out task
+  // (0 or 1), the pool's own, which the outbox staged for no queue and which is no task of
+  // the pool's counts.
+  struct RootsEnded {
+    std::size_t roots = 0;
+    std::size_t fan_outs = 0;
+  };
+  RootsEnded graph_roots_ended(Lane& lane) {
     std::vector<std::uint32_t>& roots = lane.outbox.graph_roots();
     const std::size_t n = roots.size();
-    if (n > 0) graphs_.roots_ended(roots);
-    return n;
+    if (n == 0) return {};
+    const std::size_t fan_outs = graphs_.roots_ended(roots);
+    return {n - fan_outs, fan_outs};
   }
   bool load_graph_roots(Lane& lane, Clock::time_point now, bool may_load_graph);
   struct Ended {
@@ -232,6 +240,9 @@ struct Scheduler::Impl {
   // Graph tasks accepted by push_graph and not yet delivered (the first lane's reason to stay
   // awake).
   alignas(64) std::atomic<std::uint64_t> graph_open_{0};
+  // The first lane's units (SMs) at the last launch: where prepare_graph gives a graph a
+  // fan-out task.
+  std::atomic<std::size_t> first_lane_units_{0};
 
   // Sleeping lanes.
   alignas(64) mutable std::mutex in_mutex_;  // lanes sleep under it

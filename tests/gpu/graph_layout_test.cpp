@@ -60,6 +60,59 @@ TEST(GraphLayout, AnEmptyGraphAndTasksWithoutEdgesAreFine) {
   EXPECT_EQ(lay_out_graph(3, Edges{}, 3).roots, (std::vector<std::uint32_t>{0, 1, 2}));
 }
 
+// A graph with more roots than the rule allows gets one more task, the pool's own, as its one
+// root: the roots wait for it (one input each), and its successors are the roots, in order.
+TEST(GraphLayout, MoreRootsThanTheRuleAllowsGetAFanOutTaskAsTheirOneRoot) {
+  // 0 -> 1; 2, 3 and 4 alone: roots 0, 2, 3, 4.
+  const GraphLayout g = lay_out_graph(5, Edges{{0, 1}}, 8, {}, "push_graph", FanOutRule{3});
+  ASSERT_EQ(g.fan_out, 5u);
+  EXPECT_EQ(g.tasks(), 5u);
+  EXPECT_EQ(g.inputs, (std::vector<std::uint32_t>{1, 1, 1, 1, 1, 0}));
+  EXPECT_EQ(successors_of(g, 5), (std::vector<std::uint32_t>{0, 2, 3, 4}));
+  EXPECT_EQ(successors_of(g, 0), (std::vector<std::uint32_t>{1}));
+  EXPECT_EQ(g.roots, (std::vector<std::uint32_t>{5}));
+  EXPECT_TRUE(g.urgent.empty());
+  // With priorities the fan-out task is of the normal level; the roots keep theirs.
+  const GraphLayout p =
+      lay_out_graph(3, Edges{}, 8, std::vector<int>{0, 2, 0}, "push_graph", FanOutRule{2});
+  ASSERT_EQ(p.fan_out, 3u);
+  EXPECT_EQ(p.urgent, (std::vector<std::uint8_t>{0, 1, 0, 0}));
+}
+
+TEST(GraphLayout, WithoutItsFanOutTaskAGraphIsLaidOutAsIfItNeverHadOne) {
+  const Edges edges{{0, 1}, {3, 1}};  // roots 0, 2, 3, 4
+  const GraphLayout plain = lay_out_graph(5, edges, 8, std::vector<int>{1, 0, 0, 1, 0});
+  const GraphLayout fanned =
+      lay_out_graph(5, edges, 8, std::vector<int>{1, 0, 0, 1, 0}, "push_graph", FanOutRule{1});
+  ASSERT_EQ(fanned.fan_out, 5u);
+  const GraphLayout back = without_fan_out(fanned);
+  EXPECT_EQ(back.fan_out, GraphLayout::kNoFanOut);
+  EXPECT_EQ(back.inputs, plain.inputs);
+  EXPECT_EQ(back.successor_start, plain.successor_start);
+  EXPECT_EQ(back.successors, plain.successors);
+  EXPECT_EQ(back.roots, plain.roots);
+  EXPECT_EQ(back.urgent, plain.urgent);
+  EXPECT_EQ(without_fan_out(plain).roots, plain.roots);  // a copy where there is none
+}
+
+TEST(GraphLayout, NoFanOutTaskWithinTheRuleOrWithoutRoomForIt) {
+  const Edges one_edge{{0, 1}};  // roots 0, 2, 3, 4
+  // Roots not above the rule's count.
+  EXPECT_EQ(lay_out_graph(5, one_edge, 8, {}, "push_graph", FanOutRule{4}).fan_out,
+            GraphLayout::kNoFanOut);
+  // No room for one more task in the table.
+  const GraphLayout full = lay_out_graph(5, one_edge, 5, {}, "push_graph", FanOutRule{1});
+  EXPECT_EQ(full.fan_out, GraphLayout::kNoFanOut);
+  EXPECT_EQ(full.tasks(), 5u);
+  EXPECT_EQ(full.roots, (std::vector<std::uint32_t>{0, 2, 3, 4}));
+  // No room for its edges: 1 + 4 edges against 4.
+  EXPECT_EQ(lay_out_graph(5, one_edge, 8, {}, "push_graph", FanOutRule{1, 4}).fan_out,
+            GraphLayout::kNoFanOut);
+  EXPECT_EQ(lay_out_graph(5, one_edge, 8, {}, "push_graph", FanOutRule{1, 5}).fan_out, 5u);
+  // By default, never.
+  EXPECT_EQ(lay_out_graph(5, one_edge, 8).fan_out, GraphLayout::kNoFanOut);
+}
+
 TEST(GraphLayout, APriorityAboveZeroMakesATaskUrgent) {
   const GraphLayout g = lay_out_graph(4, Edges{{0, 1}, {0, 2}}, 4, std::vector<int>{0, -1, 2, 1});
   EXPECT_EQ(g.urgent, (std::vector<std::uint8_t>{0, 0, 1, 1}));

@@ -88,7 +88,26 @@ struct Nap {
   }
 };
 
-using Types = TaskTypes<Step, Fail, Gate, Nap>;
+// Waits (up to 2 s) until `expected` tasks of its kind have started, then says which block ran
+// it: tasks that all run at once are on as many blocks.
+std::atomic<int> g_met{0};
+struct Meet {
+  static constexpr std::uint32_t kId = 5;
+  struct Payload {
+    int expected;
+    int block;
+  };
+  static void run(Payload& p, const BlockContext& b) {
+    g_met.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (g_met.load() < p.expected && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
+    p.block = b.block();
+  }
+};
+
+using Types = TaskTypes<Step, Fail, Gate, Nap, Meet>;
 using GraphPool = Pool<Types, 64>;
 using Record = GraphPool::Record;
 
@@ -251,6 +270,59 @@ TEST(PoolGraph, TasksWithoutEdgesAllRunAndGoToTheirQueue) {
   EXPECT_EQ(pool.unfinished(0), 0u);
   Record none;
   EXPECT_FALSE(pool.try_pop(none, 0));
+}
+
+// A graph with more roots than the first lane's blocks (units) reach: the roots do not wait
+// for that lane's rings (one slot a block here, two blocks), they start on the blocks of both
+// lanes at once; and the pool's fan-out task behind this is never delivered nor counted.
+TEST(PoolGraph, AWideGraphsRootsStartOnTheBlocksOfEveryLane) {
+  GraphPool pool(PoolOptions{.host_blocks = 4, .scheduler_lanes = 2});
+  for (int round = 0; round < 5; ++round) {
+    g_met = 0;
+    std::vector<Record> roots(4, Record::make<Meet>({4, -1}));
+    pool.push_graph(roots, std::vector<Edge>{});
+    EXPECT_EQ(pool.unfinished(0), 4u);
+    std::set<int> blocks;
+    for (const Record& r : pop_n(pool, 4)) {
+      ASSERT_EQ(r.status, TaskStatus::ok) << to_string(r.status);
+      blocks.insert(r.as<Meet>().block);
+    }
+    EXPECT_EQ(blocks.size(), 4u) << "round " << round << ": the roots did not run at once";
+    EXPECT_EQ(pool.unfinished(0), 0u);
+    Record none;
+    EXPECT_FALSE(pool.try_pop(none, 0)) << "the fan-out task came out";
+  }
+  const PoolStats st = pool.stats();
+  EXPECT_EQ(st.completed, 20u);
+  EXPECT_EQ(st.failed, 0u);
+}
+
+// A shape prepared with a fan-out task runs on a pool without room for it, as a graph without
+// one; a pool of one lane gives no graph one (that lane has every block).
+TEST(PoolGraph, AShapeWithAFanOutTaskRunsWithoutItWhereThereIsNoRoom) {
+  GraphPool roomy(PoolOptions{.host_blocks = 4, .scheduler_lanes = 2, .graph_capacity = 16});
+  GraphPool tight(PoolOptions{.host_blocks = 4, .scheduler_lanes = 2, .graph_capacity = 8});
+  StepGraph g(8, {});
+  const GraphShape shape = roomy.prepare_graph(8, g.edges);  // 8 roots, 2 units: a fan-out
+  for (GraphPool* pool : {&roomy, &tight, &roomy}) {
+    pool->push_graph(shape, g.records);
+    for (const Record& r : pop_n(*pool, 8)) g.check(r);
+    EXPECT_EQ(pool->unfinished(0), 0u);
+    std::fill(g.stamps.begin(), g.stamps.end(), 0);
+  }
+  GraphPool one_lane(PoolOptions{.host_blocks = 2, .graph_capacity = 16});
+  one_lane.push_graph(g.records, g.edges);
+  for (const Record& r : pop_n(one_lane, 8)) g.check(r);
+}
+
+// The fan-out task's type id is the pool's: a graph task may not have it.
+TEST(PoolGraph, AGraphTaskWithThePoolsOwnTypeIdIsRefused) {
+  GraphPool pool(PoolOptions{.host_blocks = 2});
+  StepGraph g(3, {{0, 1}});
+  g.records[2].type = kGraphFanOutTypeId;
+  EXPECT_EQ(refusal(pool, g.records, g.edges),
+            "weft::gpu::Pool::push_graph: task 2 has the type id the pool keeps for itself "
+            "(kGraphFanOutTypeId, 0xFFFFFFFF)");
 }
 
 TEST(PoolGraph, AFailedTaskCancelsItsSuccessorsUnrunAndLeavesOthersAlone) {

@@ -986,8 +986,13 @@ __global__ void resident_kernel(ResidentArgs a) {
       const unsigned j = (first + t) % depth;
       const std::uint32_t size = sh.size[j];
       uint4* mine = payloads + j * kWords;
-      const TaskStatus status = size <= Capacity ? Types::dispatch(sh.type[j], mine, size, ctx)
-                                                 : TaskStatus::bad_payload_size;
+      // A graph's fan-out task (a root of the pool's type id: push_graph refuses it in the
+      // graph's own tasks) is empty: it ends ok, and its successors, the graph's roots, become
+      // ready. Only a kernel that runs graphs meets one.
+      const TaskStatus status =
+          (Graphs && sh.graph_task[j] != 0 && sh.type[j] == kGraphFanOutTypeId) ? TaskStatus::ok
+          : size <= Capacity ? Types::dispatch(sh.type[j], mine, size, ctx)
+                             : TaskStatus::bad_payload_size;
       // Every task thread's result words and global-memory writes happen before the copy.
       named_sync(kTaskBarrier, threads);
       if (me < 32) {

@@ -20,7 +20,8 @@ class Scheduler;
 
 /// Immutable and cheap to copy (copies share the layout); usable from any thread on any pool
 /// whose graph table holds it (graph_capacity() tasks and, on the device backend, 8 edges a
-/// task on average).
+/// task on average). A shape prepared with a fan-out task for its roots (docs/gpu.md "Task
+/// graphs") runs without it on a pool whose table has no room for one more task.
 class GraphShape {
  public:
   /// The empty shape: no tasks (pushed with no records, it is accepted and delivers nothing).

@@ -183,7 +183,8 @@ class Pool {
   ///
   /// Before anything runs, throws weft::InvalidArgument for an edge naming a task past the
   /// last, a cycle (naming a task on it), more tasks than PoolOptions::graph_capacity (or, on
-  /// the device backend, more edges than 8 a task), a bad queue or payload size, a pool with a
+  /// the device backend, more edges than 8 a task), a bad queue or payload size, a task of
+  /// the type id the pool keeps (kGraphFanOutTypeId), a pool with a
   /// watchdog (task_deadline), or one that runs no graphs (graph_capacity 0, a device pool over
   /// several GPUs); weft::ShutDown after no_more_tasks(). Graphs run one at a
   /// time, in the order pushed, beside the pool's other tasks; a graph pushed while one runs
@@ -193,7 +194,8 @@ class Pool {
   ///
   /// `priorities` (none, or one per task): a task whose priority is above 0 is urgent; a block
   /// looks at the ready urgent tasks before the others (FIFO within each of the two levels;
-  /// the roots, which go through the rings, ignore it). Give it to the tasks on the graph's
+  /// roots that go through the rings ignore it, and those behind a fan-out task keep it:
+  /// docs/gpu.md "Task graphs"). Give it to the tasks on the graph's
   /// critical path, which otherwise wait behind every task made ready before them.
   void push_graph(std::span<const Record> tasks, std::span<const Edge> edges, std::size_t out = 0,
                   std::span<const int> priorities = {}) {

@@ -81,6 +81,12 @@ class BlockContext {
   void* shared_;
 };
 
+/// The type id the pool keeps for itself: a task graph with more roots than its first lane's
+/// blocks reach gets one more task of this id, run as an empty task, whose successors are the
+/// roots, so that the blocks that find them ready start them (docs/gpu.md "Task graphs"). No
+/// task type may use it.
+inline constexpr std::uint32_t kGraphFanOutTypeId = 0xFFFFFFFFu;
+
 template <class T>
 concept GpuTaskType = requires(typename T::Payload& p, const BlockContext& b) {
   { T::kId } -> std::convertible_to<std::uint32_t>;
@@ -129,6 +135,9 @@ struct TaskTypes {
     return true;
   }();
   static_assert(kDistinctIds, "weft::gpu::TaskTypes: two task types share an id");
+  static_assert(((static_cast<std::uint32_t>(Ts::kId) != kGraphFanOutTypeId) && ...),
+                "weft::gpu::TaskTypes: a task type uses the id the pool keeps for itself "
+                "(kGraphFanOutTypeId, 0xFFFFFFFF)");
 
   /// Runs the task with this id on `payload` (of `size` bytes). Returns unknown_type or
   /// bad_payload_size instead of running when the record does not match a type.
