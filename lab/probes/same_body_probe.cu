@@ -202,7 +202,9 @@ int main(int argc, char** argv) {
   // A pool with a graph table runs the kernel with the graph code: the same batch through its
   // rings, then as one graph without edges (each task taken from the blocks' ready queue).
   {
-    GemmPool pool = make_pool(0, static_cast<std::size_t>(batch));
+    // One more task than the batch: room for the fan-out task where the tree gives a wide
+    // graph one (docs/decisions/017-gpu-device-dependencies.md).
+    GemmPool pool = make_pool(0, static_cast<std::size_t>(batch) + 1);
     bool ok = true;
     const double ring_us = median_us(reps, [&] {
       pool.push_batch(records, 0);
