@@ -105,9 +105,9 @@ class LaneLog final : public weft::gpu::SchedulerObserver {
                     static_cast<double>(longest_ns_[l].load(std::memory_order_relaxed)) / 1e3);
       s += buf;
       for (std::size_t p = 0; p < kPhases; ++p) {
-        std::snprintf(buf, sizeof buf, "%s%.1f", p == 0 ? "" : "/",
-                      static_cast<double>(longest_phases_[l][p].load(std::memory_order_relaxed)) /
-                          1e3);
+        std::snprintf(
+            buf, sizeof buf, "%s%.1f", p == 0 ? "" : "/",
+            static_cast<double>(longest_phases_[l][p].load(std::memory_order_relaxed)) / 1e3);
         s += buf;
       }
       s += ")\n";

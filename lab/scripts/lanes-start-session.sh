@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One device call (one H200) for branch gpu-verify-14 after "the constructor waits for its
-# lanes" (decision 016, "Still open"), and the full-size gpu-apps suite on the same tree.
+# lanes" (decision 016, "Still open"; that change was reverted after this run), and the
+# full-size gpu-apps suite on the same tree.
 #   here:   lab/scripts/gpu-ab.sh prepare b9cc6c9   # the pool before the wait
 #           lab/scripts/gpu-ab.sh prepare c0c65b0   # main's pool, without the fan-out task
 #           (carry "ab" to the device)

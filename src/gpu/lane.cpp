@@ -57,9 +57,6 @@ void Scheduler::Impl::lane_main(Lane& lane) {
   // clock (docs/decisions/004-gpu-idle-and-wakeups.md).
   Clock::time_point last_health_check = last_activity;
   RoundTimer timer(config_.observer, lane.index);
-  // relaxed: see wait_for_lanes_running.
-  lanes_running_.fetch_add(1, std::memory_order_relaxed);
-  lanes_running_.notify_all();
   for (;;) {
     const Clock::time_point now = Clock::now();
     timer.begin(lane.rings.active_blocks());

@@ -83,20 +83,6 @@ Scheduler::Impl::Impl(std::unique_ptr<BlockRuntime> blocks, std::size_t capacity
   }
   start_blocks();
   for (auto& lane : lanes_) lane->thread = std::thread([this, l = lane.get()] { lane_main(*l); });
-  wait_for_lanes_running();
-}
-
-// A pool is ready when its constructor returns: every lane is in its loop. A thread that is
-// created but not yet scheduled takes no input, and the first batch of a new pool would then
-// run without that lane's units (the lanes that did start take their share, leave the rest to
-// the idle lane, and take it themselves only once their own units are free again).
-void Scheduler::Impl::wait_for_lanes_running() {
-  // relaxed: a count, with nothing published through it (the lanes read only what was
-  // written before their threads were created).
-  for (std::size_t running = lanes_running_.load(std::memory_order_relaxed);
-       running < lanes_.size(); running = lanes_running_.load(std::memory_order_relaxed)) {
-    lanes_running_.wait(running, std::memory_order_relaxed);
-  }
 }
 
 // Starts the blocks and tells each lane which of its blocks share a unit (the placement may

@@ -123,7 +123,6 @@ struct Scheduler::Impl {
 
   // ---- the lanes' threads (lane.cpp) ----
   void lane_main(Lane& lane);
-  void wait_for_lanes_running();
   bool take_batch(Lane& lane, std::size_t max, bool to_load);
   bool others_mostly_idle(const Lane& lane, bool by_units) const;
   void wake_for_own_shards(const Lane& lane);
@@ -237,8 +236,6 @@ struct Scheduler::Impl {
 
   // Read by pushes; written when a lane goes to sleep or wakes.
   alignas(64) std::atomic<std::size_t> sleeping_lanes_{0};
-  // Lanes that entered their loop: the constructor returns once every lane did.
-  std::atomic<std::size_t> lanes_running_{0};
 
   // Graph tasks accepted by push_graph and not yet delivered (the first lane's reason to stay
   // awake).
