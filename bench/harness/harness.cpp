@@ -199,6 +199,7 @@ std::string Suite::to_markdown(const std::string& command) const {
 // Hand-written: a bar chart is a few dozen lines of SVG text, and no charting library in
 // Debian's packages writes SVG from C++.
 std::string Suite::to_speedup_svg() const {
+  if (comparisons_.empty()) return {};  // metrics only: no bar to draw
   std::vector<const Comparison*> all;
   for (const Comparison& c : comparisons_) all.push_back(&c);
   return speedup_svg(name_, all);

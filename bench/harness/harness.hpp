@@ -98,7 +98,8 @@ class Suite {
   [[nodiscard]] std::string to_json(const std::string& command) const;
   /// A markdown table of the comparisons and metrics.
   [[nodiscard]] std::string to_markdown(const std::string& command) const;
-  /// An SVG bar chart of weft's speed-up over each peer, one bar per comparison.
+  /// An SVG bar chart of weft's speed-up over each peer, one bar per comparison; empty when
+  /// the suite has no comparison.
   [[nodiscard]] std::string to_speedup_svg() const;
   /// The same chart for the comparisons whose benchmark starts with one of `prefixes` (one
   /// application's), titled with the suite's name and `title`; empty when none does.

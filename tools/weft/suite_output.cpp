@@ -23,20 +23,20 @@ int finish_suite(const bench::Suite& suite, const std::string& json_path,
     std::fprintf(stderr, "[bench] wrote %s and its .md table\n", json_path.c_str());
     std::string stem = json_path;
     if (const auto dot = stem.rfind(".json"); dot != std::string::npos) stem.erase(dot);
+    // A chart with no bar is not written, and an earlier run's chart at its path is removed
+    // (an application not run now, or a run with metrics only).
     auto write_svg = [](const std::string& path, const std::string& svg) {
+      if (svg.empty()) {
+        std::error_code ignored;
+        std::filesystem::remove(path, ignored);
+        return;
+      }
       std::ofstream(path) << svg;
       std::fprintf(stderr, "[bench] wrote %s\n", path.c_str());
     };
     if (chart) write_svg(stem + ".svg", suite.to_speedup_svg());
     for (const ChartGroup& g : groups) {
-      const std::string svg = suite.to_speedup_svg(g.name, g.prefixes);
-      const std::string path = stem + "-" + g.name + ".svg";
-      if (!svg.empty()) {
-        write_svg(path, svg);
-      } else {
-        std::error_code ignored;  // an earlier run's chart of an application not run now
-        std::filesystem::remove(path, ignored);
-      }
+      write_svg(stem + "-" + g.name + ".svg", suite.to_speedup_svg(g.name, g.prefixes));
     }
   }
   for (const auto& c : suite.comparisons()) {
