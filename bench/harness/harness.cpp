@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <thread>
 
 #include "weft/cpu/topology.hpp"
@@ -136,7 +137,9 @@ std::string current_commit() {
 }
 
 std::string Suite::to_json(const std::string& command) const {
-  using nlohmann::json;
+  // Ordered: the metrics keep the order they were recorded in, as the .md table lists them
+  // (and from_json reads them back in).
+  using json = nlohmann::ordered_json;
   const char* env_machine = std::getenv("WEFT_MACHINE");
   MachineInfo mi = describe_machine(env_machine != nullptr ? env_machine : "unknown");
   mi.gpu = gpu_name_;
@@ -175,12 +178,61 @@ std::string Suite::to_json(const std::string& command) const {
   return j.dump(2);
 }
 
+namespace {
+// A metric's or comparison's "better", as to_json writes it.
+Better better_from(const nlohmann::ordered_json& j, const std::string& where) {
+  const std::string b = j.at("better").get<std::string>();
+  if (b != "lower" && b != "higher") {
+    throw std::runtime_error(where + ": \"better\" is \"" + b + "\" (lower or higher)");
+  }
+  return b == "lower" ? Better::lower : Better::higher;
+}
+}  // namespace
+
+Suite Suite::from_json(const std::string& text) {
+  using json = nlohmann::ordered_json;
+  json j;
+  try {
+    j = json::parse(text);
+    SuiteOptions options;
+    options.samples = j.at("samples_per_contender").get<int>();
+    options.warmups = j.at("warmups_per_contender").get<int>();
+    Suite suite(j.at("suite").get<std::string>(), options);
+    suite.recorded_commit_ = j.at("commit").get<std::string>();
+    suite.recorded_command_ = j.at("command").get<std::string>();
+    const json& machine = j.at("machine");
+    suite.set_gpu(machine.value("gpu", std::string()), machine.value("gpus", 0));
+    for (const auto& [name, m] : j.at("metrics").items()) {
+      suite.metrics_.push_back(Metric{name, m.at("unit").get<std::string>(),
+                                      better_from(m, "metric " + name),
+                                      m.at("samples").get<std::vector<double>>()});
+    }
+    for (const json& c : j.at("comparisons")) {
+      Comparison r;
+      r.benchmark = c.at("benchmark").get<std::string>();
+      r.peer = c.at("peer").get<std::string>();
+      r.weft = c.at("weft").get<double>();
+      r.peer_value = c.at("peer_value").get<double>();
+      r.unit = c.at("unit").get<std::string>();
+      r.better = better_from(c, "comparison " + r.benchmark + "/" + r.peer);
+      r.verified = c.at("verified").get<bool>();
+      r.weft_samples = c.at("weft_samples").get<std::vector<double>>();
+      r.peer_samples = c.at("peer_samples").get<std::vector<double>>();
+      suite.comparisons_.push_back(std::move(r));
+    }
+    return suite;
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("not a weft bench JSON file: ") + e.what());
+  }
+}
+
 std::string Suite::to_markdown(const std::string& command) const {
   std::string out = fmt::format(
       "# {} benchmarks\n\nCommand: `{}`  \nCommit: {}  \n"
       "Medians of {} samples per contender (column n where a benchmark took more) after {} "
       "warm-up run(s); ratio = weft / peer.\n\n",
-      name_, command, current_commit(), options_.samples, options_.warmups);
+      name_, command, recorded_commit_.empty() ? current_commit() : recorded_commit_,
+      options_.samples, options_.warmups);
   out += "| benchmark | peer | weft | peer | unit | ratio | better | verified | n |\n";
   out += "|---|---|---:|---:|---|---:|---|---|---:|\n";
   for (const Comparison& c : comparisons_) {
@@ -262,7 +314,11 @@ void Suite::write(const std::string& json_path, const std::string& command) cons
     std::ofstream out(p);
     out << to_json(command) << '\n';
   }
-  std::filesystem::path md = p;
+  write_markdown(json_path, command);
+}
+
+void Suite::write_markdown(const std::string& json_path, const std::string& command) const {
+  std::filesystem::path md(json_path);
   md.replace_extension(".md");
   std::ofstream out(md);
   out << to_markdown(command);

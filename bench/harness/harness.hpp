@@ -89,9 +89,17 @@ class Suite {
     gpu_count_ = count;
   }
 
+  [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] const std::vector<Comparison>& comparisons() const { return comparisons_; }
   [[nodiscard]] const std::vector<Metric>& metrics() const { return metrics_; }
   [[nodiscard]] const SuiteOptions& options() const { return options_; }
+
+  /// The suite a JSON file written by write() holds: its comparisons, metrics, sample counts,
+  /// GPUs and commit, so that its table and charts can be written again (`weft bench render`)
+  /// without running anything. Throws std::runtime_error naming what is missing or malformed.
+  static Suite from_json(const std::string& text);
+  /// The command line recorded in the JSON a suite was read from (empty otherwise).
+  [[nodiscard]] const std::string& recorded_command() const { return recorded_command_; }
 
   /// JSON in the schema of docs/benchmarks.md; `command` is the exact command line that produced
   /// it.
@@ -107,6 +115,8 @@ class Suite {
                                            const std::vector<std::string>& prefixes) const;
   /// Writes <path> (JSON) and the same path with .md (table). Creates the directory.
   void write(const std::string& json_path, const std::string& command) const;
+  /// Writes only the table: <json_path> with .md.
+  void write_markdown(const std::string& json_path, const std::string& command) const;
 
  private:
   [[nodiscard]] std::string speedup_svg(const std::string& title,
@@ -118,6 +128,9 @@ class Suite {
   std::vector<Metric> metrics_;
   std::string gpu_name_;
   int gpu_count_ = 0;
+  // Read from a JSON file (from_json): the commit its table names, instead of this tree's.
+  std::string recorded_commit_;
+  std::string recorded_command_;
 };
 
 /// Monotonic seconds.

@@ -17,11 +17,10 @@ namespace {
 
 #if WEFT_TOOL_HAVE_CUDA
 // What `weft bench gpu-pool` and `weft bench gpu-apps` share: the GPU check, the machine's name,
-// the samples, the table on stdout and the files (with `chart`, the speed-up chart beside the
-// JSON too). Returns 1 when there is no GPU or a comparison failed its check.
-int run_gpu_suite(const char* name, const BenchGpuArgs& args, bool chart,
-                  const std::function<bench::Suite(bool quick, int samples)>& run,
-                  const std::vector<ChartGroup>& groups = {}) {
+// the samples, the table on stdout and the files (the suite's charts: charts_of). Returns 1
+// when there is no GPU or a comparison failed its check.
+int run_gpu_suite(const char* name, const BenchGpuArgs& args,
+                  const std::function<bench::Suite(bool quick, int samples)>& run) {
   std::string why;
   if (!bench::gpu::gpu_available(why)) {
     std::fprintf(stderr, "weft bench %s: no usable GPU (%s); nothing measured\n", name,
@@ -36,7 +35,7 @@ int run_gpu_suite(const char* name, const BenchGpuArgs& args, bool chart,
   setenv("WEFT_MACHINE", machine.c_str(), 1);
   const bench::Suite suite =
       run(args.quick, args.samples > 0 ? args.samples : (args.quick ? 3 : 5));
-  return finish_suite(suite, args.json_path, args.command, chart, groups);
+  return finish_suite(suite, args.json_path, args.command);
 }
 #endif
 
@@ -44,7 +43,7 @@ int run_gpu_suite(const char* name, const BenchGpuArgs& args, bool chart,
 
 int run_bench_gpu_pool(const BenchGpuArgs& args) {
 #if WEFT_TOOL_HAVE_CUDA
-  return run_gpu_suite("gpu-pool", args, false, [](bool quick, int samples) {
+  return run_gpu_suite("gpu-pool", args, [](bool quick, int samples) {
     bench::gpu::GpuPoolSuiteOptions o;
     o.quick = quick;
     o.samples = samples;
@@ -71,22 +70,13 @@ void quiet_openblas_workers(char** argv) {
 
 int run_bench_gpu_apps(const BenchGpuArgs& args) {
 #if WEFT_TOOL_HAVE_CUDA
-  // A chart per application beside the suite's (issue: "a speed-up chart per application").
-  const std::vector<ChartGroup> per_app = {{"batched_gemm", {"batched_", "vbatched_"}},
-                                           {"cholesky", {"cholesky_"}},
-                                           {"tnn", {"tnn_"}},
-                                           {"kmeans", {"kmeans_"}},
-                                           {"spmv_bs", {"spmv_bs"}}};
-  return run_gpu_suite(
-      "gpu-apps", args, true,
-      [&args](bool quick, int samples) {
-        bench::gpu::GpuAppsSuiteOptions o;
-        o.quick = quick;
-        o.samples = samples;
-        o.only = args.only;
-        return bench::gpu::run_gpu_apps_suite(o);
-      },
-      per_app);
+  return run_gpu_suite("gpu-apps", args, [&args](bool quick, int samples) {
+    bench::gpu::GpuAppsSuiteOptions o;
+    o.quick = quick;
+    o.samples = samples;
+    o.only = args.only;
+    return bench::gpu::run_gpu_apps_suite(o);
+  });
 #else
   (void)args;
   std::fprintf(stderr, "weft bench gpu-apps: this weft was built without CUDA\n");

@@ -35,12 +35,7 @@ int run_bench_split(const BenchSplitArgs& args) {
   }
   setenv("WEFT_MACHINE", o.machine.c_str(), 1);
   const bench::Suite suite = bench::split::run_split_suite(o);
-  return finish_suite(suite, args.json_path, args.command, true,
-                      {{"gemm_rows", {"gemm_rows"}},
-                       {"triad_host", {"triad_host"}},
-                       {"spmv_host", {"spmv_host"}},
-                       {"hpl_lu", {"hpl_lu"}},
-                       {"percore", {"percore_"}}});
+  return finish_suite(suite, args.json_path, args.command);
 }
 
 std::vector<std::string> split_app_names() { return bench::split::split_app_names(); }

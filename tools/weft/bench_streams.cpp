@@ -65,7 +65,7 @@ int run_bench_streams(const BenchStreamsArgs& args) {
   bool reporter = false;
   const bench::Suite suite = bench::stream::run_stream_suite(o, reporter);
   if (!reporter) return 0;
-  return finish_suite(suite, args.json_path, args.command, true);
+  return finish_suite(suite, args.json_path, args.command);
 #else
   (void)args;
   std::fprintf(stderr, "weft bench streams: this weft was built without CUDA or without MPI\n");

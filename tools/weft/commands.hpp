@@ -23,12 +23,24 @@ struct ChartGroup {
   std::vector<std::string> prefixes;
 };
 
+/// How `weft bench <suite>` charts its results: the whole suite as <json stem>.svg or not, and
+/// a chart per group.
+struct SuiteCharts {
+  bool suite_chart = false;
+  std::vector<ChartGroup> groups;
+};
+/// The charts of the suite named `suite` (none for a suite without any).
+SuiteCharts charts_of(const std::string& suite);
+
 /// A suite's end: its table on stdout, and with `json_path` the JSON, the .md table beside it
-/// and (with `chart`) the speed-up chart as .svg, then a chart per group that has comparisons.
-/// Returns 1 when a comparison failed its check, else 0.
+/// and the suite's charts (charts_of) that have comparisons. Returns 1 when a comparison failed
+/// its check, else 0.
 int finish_suite(const bench::Suite& suite, const std::string& json_path,
-                 const std::string& command, bool chart,
-                 const std::vector<ChartGroup>& groups = {});
+                 const std::string& command);
+/// `weft bench render FILE.json`: writes FILE.md and the suite's charts again from the JSON a
+/// suite wrote (for a run whose other files were lost), leaving the JSON as it is. Returns 1
+/// when the file cannot be read or is not a suite's JSON.
+int render_suite(const std::string& json_path);
 /// Unless `name` is set, sets it to `value` and runs this program again with the same
 /// arguments (`what` names the command in the messages); returns only when that could not be
 /// done, or when `name` was set already.

@@ -234,6 +234,12 @@ int main(int argc, char** argv) {
   bench_streams->add_option("--only", streams_args.only, "Run only these benchmark families")
       ->check(CLI::IsMember({"pingpong", "bcast", "concurrent_kernels", "bmm", "nbody"}));
 
+  auto* bench_render = bench->add_subcommand(
+      "render",
+      "Write a suite's .md table and charts again from the JSON it wrote (the JSON is kept)");
+  std::string render_json;
+  bench_render->add_option("json", render_json, "The suite's JSON file")->required();
+
   auto* split = app.add_subcommand(
       "split", "The adaptive CPU/GPU splitter's learned tables (DB1, DB2) in the store");
   split->require_subcommand(1);
@@ -286,6 +292,7 @@ int main(int argc, char** argv) {
       split_bench_args.command = command;
       return weft::tools::run_bench_split(split_bench_args);
     }
+    if (bench_render->parsed()) return weft::tools::render_suite(render_json);
     if (bench_streams->parsed()) {
       weft::tools::start_under_mpirun(argv);
       std::string command = "weft";

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "commands.hpp"
@@ -15,32 +16,86 @@
 
 namespace weft::tools {
 
+SuiteCharts charts_of(const std::string& suite) {
+  if (suite == "gpu-apps") {  // a speed-up chart per application, beside the suite's
+    return {true,
+            {{"batched_gemm", {"batched_", "vbatched_"}},
+             {"cholesky", {"cholesky_"}},
+             {"tnn", {"tnn_"}},
+             {"kmeans", {"kmeans_"}},
+             {"spmv_bs", {"spmv_bs"}}}};
+  }
+  if (suite == "split") {
+    return {true,
+            {{"gemm_rows", {"gemm_rows"}},
+             {"triad_host", {"triad_host"}},
+             {"spmv_host", {"spmv_host"}},
+             {"hpl_lu", {"hpl_lu"}},
+             {"percore", {"percore_"}}}};
+  }
+  if (suite == "streams") return {true, {}};
+  return {};  // gpu-pool: its comparisons differ in kind (empty tasks, latency, spread)
+}
+
+namespace {
+
+std::string json_stem(const std::string& json_path) {
+  std::string stem = json_path;
+  if (const auto dot = stem.rfind(".json"); dot != std::string::npos) stem.erase(dot);
+  return stem;
+}
+
+// The suite's charts beside its JSON. A chart with no bar is not written, and an earlier run's
+// chart at its path is removed (an application not run now, or a run with metrics only).
+void write_charts(const bench::Suite& suite, const std::string& json_path) {
+  const std::string stem = json_stem(json_path);
+  auto write_svg = [](const std::string& path, const std::string& svg) {
+    if (svg.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove(path, ignored);
+      return;
+    }
+    std::ofstream(path) << svg;
+    std::fprintf(stderr, "[bench] wrote %s\n", path.c_str());
+  };
+  const SuiteCharts charts = charts_of(suite.name());
+  if (charts.suite_chart) write_svg(stem + ".svg", suite.to_speedup_svg());
+  for (const ChartGroup& g : charts.groups) {
+    write_svg(stem + "-" + g.name + ".svg", suite.to_speedup_svg(g.name, g.prefixes));
+  }
+}
+
+}  // namespace
+
 int finish_suite(const bench::Suite& suite, const std::string& json_path,
-                 const std::string& command, bool chart, const std::vector<ChartGroup>& groups) {
+                 const std::string& command) {
   std::printf("%s", suite.to_markdown(command).c_str());
   if (!json_path.empty()) {
     suite.write(json_path, command);
     std::fprintf(stderr, "[bench] wrote %s and its .md table\n", json_path.c_str());
-    std::string stem = json_path;
-    if (const auto dot = stem.rfind(".json"); dot != std::string::npos) stem.erase(dot);
-    // A chart with no bar is not written, and an earlier run's chart at its path is removed
-    // (an application not run now, or a run with metrics only).
-    auto write_svg = [](const std::string& path, const std::string& svg) {
-      if (svg.empty()) {
-        std::error_code ignored;
-        std::filesystem::remove(path, ignored);
-        return;
-      }
-      std::ofstream(path) << svg;
-      std::fprintf(stderr, "[bench] wrote %s\n", path.c_str());
-    };
-    if (chart) write_svg(stem + ".svg", suite.to_speedup_svg());
-    for (const ChartGroup& g : groups) {
-      write_svg(stem + "-" + g.name + ".svg", suite.to_speedup_svg(g.name, g.prefixes));
-    }
+    write_charts(suite, json_path);
   }
   for (const auto& c : suite.comparisons()) {
     if (!c.verified) return 1;
+  }
+  return 0;
+}
+
+int render_suite(const std::string& json_path) {
+  std::ifstream in(json_path);
+  if (!in) {
+    std::fprintf(stderr, "weft bench render: cannot read %s\n", json_path.c_str());
+    return 1;
+  }
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    const bench::Suite suite = bench::Suite::from_json(text);
+    suite.write_markdown(json_path, suite.recorded_command());
+    std::fprintf(stderr, "[bench] wrote the .md table of %s\n", json_path.c_str());
+    write_charts(suite, json_path);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "weft bench render: %s: %s\n", json_path.c_str(), e.what());
+    return 1;
   }
   return 0;
 }
