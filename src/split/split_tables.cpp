@@ -20,6 +20,10 @@ constexpr double kRepresentative = 0.05;
 // noisier (its slower side decides it), and a bucket that flapped between the two on noise
 // would pay a region off its split each time.
 constexpr double kAloneMargin = 0.05;
+// A side alone runs no faster than its peak rate (the prior) times this: a prior measured on
+// the machine, as the bench's are, may run low by its noise, and a probe that could win must
+// not be skipped for it.
+constexpr double kPeakSlack = 1.25;
 
 [[noreturn]] void bad(const std::string& what) {
   throw InvalidArgument("weft::split::SplitTables: " + what);
@@ -179,12 +183,23 @@ double SplitTables::gsplit(std::size_t b) const {
   // Costs per unit of work, from this bucket or the nearest that has one: sizes close together
   // cost alike, so a bucket need not try both ways itself.
   const double split_cost = nearest(b, &Bucket::split_cost);
-  if (split_cost == 0) return balanced;  // the split first
+  if (split_cost == 0) return balanced;                           // the split first
+  if (!alone_could_win(gpu_larger, split_cost)) return balanced;  // no probe that cannot win
   const double alone_cost =
       nearest(b, gpu_larger ? &Bucket::gpu_alone_cost : &Bucket::cpu_alone_cost);
   if (alone_cost == 0) return alone;  // then the larger side alone, once
   if (alone_cost >= split_cost * (1 - kAloneMargin)) return balanced;
   return buckets_[b].since_split >= options_.revisit ? balanced : alone;
+}
+
+// Whether the side alone could cost less than the split by the margin. Alone it costs at
+// least 1 / its peak rate per unit of work (kPeakSlack allowed for), so a side whose peak could
+// not beat the split's measured cost is not probed: that probe would be a region slower than
+// the split for nothing (the cores alone on memory-bound work split near a half, whose peak
+// was measured alone).
+bool SplitTables::alone_could_win(bool gpu, double split_cost) const {
+  const double peak = gpu ? prior_.gpu : prior_.cpu;
+  return kPeakSlack * peak * split_cost * (1 - kAloneMargin) > 1;
 }
 
 std::vector<double> SplitTables::csplit() const {

@@ -19,9 +19,17 @@ Suite a_suite() {
   Suite s("demo-suite", o);
   double t = 1.0;
   s.compare("saxpy_1m", "ms", Better::lower,
-            {{"weft", [&t] { return Outcome{t += 0.5, true}; }},
-             {"peer_a", [] { return Outcome{4.0, true}; }},
-             {"peer_b", [] { return Outcome{1.0, false}; }}});
+            {{"weft",
+              [&t] {
+                return Outcome{t += 0.5, true};
+              }},
+             {"peer_a",
+              [] {
+                return Outcome{4.0, true};
+              }},
+             {"peer_b", [] {
+                return Outcome{1.0, false};
+              }}});
   s.add_metric(Metric{"zeta_rate", "GB/s", Better::higher, {3.0, 1.0, 2.0}});
   s.add_metric(Metric{"alpha_ns", "ns", Better::lower, {7.0}});
   s.set_gpu("Some GPU", 2);

@@ -205,7 +205,7 @@ TEST(SplitTables, BadOptionsAndInputsAreRefusedByName) {
 TEST(SplitTables, ProbesTheLargerSideAloneAndKeepsTheSplitWhenItIsCheaper) {
   ws::SplitOptions o = opts(1);
   o.try_alone = true;
-  ws::SplitTables t(1, {3, 1}, o);
+  ws::SplitTables t(1, {300, 100}, o);      // peaks: the GPU 300 a second, the cores 100
   EXPECT_DOUBLE_EQ(t.gsplit(0), 0.75);      // the split first
   t.update(0, costed(75, 25, 1.0));         // balanced: 100 work in 1 s
   EXPECT_DOUBLE_EQ(t.gsplit(0), 1.0);       // then the GPU alone, once
@@ -218,7 +218,7 @@ TEST(SplitTables, GoesAloneWhereTheSidesSlowEachOtherDown) {
   ws::SplitOptions o = opts(1);
   o.try_alone = true;
   o.revisit = 3;
-  ws::SplitTables t(1, {3, 1}, o);
+  ws::SplitTables t(1, {300, 100}, o);
   t.update(0, costed(75, 25, 1.2));  // beside each other both crawl: 100 in 1.2 s
   t.update(0, costed(100, 0, 1.0));  // the GPU alone: 100 in 1 s
   EXPECT_DOUBLE_EQ(t.gsplit(0), 1.0);
@@ -232,11 +232,25 @@ TEST(SplitTables, GoesAloneWhereTheSidesSlowEachOtherDown) {
 TEST(SplitTables, ProbesTheCpuAloneWhenItTakesMostOfTheWork) {
   ws::SplitOptions o = opts(1);
   o.try_alone = true;
-  ws::SplitTables t(1, {1, 3}, o);
+  ws::SplitTables t(1, {100, 300}, o);
   t.update(0, costed(25, 75, 1.0));
   EXPECT_DOUBLE_EQ(t.gsplit(0), 0.0);
   t.update(0, costed(0, 100, 0.9));
   EXPECT_DOUBLE_EQ(t.gsplit(0), 0.0);
+}
+
+// The cores alone cost at least 1/60 s per unit of work at their peak (1/75 with the slack
+// for a measured peak); the split costs 1/100: that probe could not win, and is not run.
+TEST(SplitTables, DoesNotProbeASideWhosePeakRateCannotBeatTheSplit) {
+  ws::SplitOptions o = opts(1);
+  o.try_alone = true;
+  ws::SplitTables t(1, {40, 60}, o);
+  EXPECT_DOUBLE_EQ(t.gsplit(0), 0.4);
+  t.update(0, costed(40, 60, 1.0));        // 100 work in 1 s: the cores ran at their peak beside it
+  EXPECT_NEAR(t.gsplit(0), 0.4, 1e-9);     // not 0: the cores alone would take 1.67 s at best
+  ws::SplitTables fast(1, {400, 600}, o);  // the same machine with peaks ten times higher
+  fast.update(0, costed(40, 60, 1.0));
+  EXPECT_DOUBLE_EQ(fast.gsplit(0), 0.0);  // alone they could win: probed
 }
 
 TEST(SplitTables, ASplitFarFromTheBalancedOneIsNotHeldAgainstTheAlone) {

@@ -21,8 +21,9 @@
 // the cores' loads both draw on), a balanced split can take longer than the faster side alone.
 // So each bucket also keeps what a region cost per unit of work split and with the side that
 // takes most of the work alone; once the cost of a split near the balanced one is known, one
-// region runs that side alone to measure it (unless a neighbouring bucket has), and the side
-// alone is kept where it is at least 5% cheaper. A bucket that goes alone
+// region runs that side alone to measure it (unless a neighbouring bucket has, or the side's
+// peak rate could not beat that cost), and the side alone is kept where it is at least 5%
+// cheaper. A bucket that goes alone
 // runs one split region again every `revisit` regions, so that a change of the machine is seen.
 // docs/split.md gives the method; docs/decisions/031-split-smoothing-and-alone.md the
 // measurements behind these choices.
@@ -79,7 +80,9 @@ struct SplitOptions {
 };
 
 /// The prior: peak rates, in the region's units of work per second, of the GPU and of all the
-/// cores that take part together (the seed: theoretical peaks, Pgpu / (Pgpu + Pcpu)).
+/// cores that take part together (the seed: theoretical peaks, Pgpu / (Pgpu + Pcpu)). Absolute
+/// rates, not only their ratio: a side is not probed alone where its peak rate could not beat
+/// the split's measured cost (SplitOptions::try_alone).
 struct PeakRates {
   double gpu = 0;
   double cpu = 0;
@@ -183,6 +186,7 @@ class SplitTables {
 
  private:
   [[nodiscard]] double steadied(std::size_t b, double balanced) const;
+  [[nodiscard]] bool alone_could_win(bool gpu, double split_cost) const;
   [[nodiscard]] double rate_for(std::size_t b, RateEstimate Bucket::*side,
                                 RateEstimate Bucket::*alone_cost, double prior) const;
   /// The nearest measured bucket's value of `what` (0 when none has one).
