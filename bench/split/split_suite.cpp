@@ -35,6 +35,7 @@ constexpr int kSweepHalfWidth = 3;
 struct Setup {
   std::unique_ptr<weft::cpu::Executor> ex;
   std::unique_ptr<ws::GpuSide> gpu;
+  std::size_t feeding_unit = 0;  // the calling thread's unit, where it is bound
 };
 
 // One worker per allowed unit but the last, bound; the calling thread (the GPU's feeder) on the
@@ -47,7 +48,10 @@ Setup make_setup() {
   o.workers = std::max<std::size_t>(n, 2) - 1;
   o.pinning = n >= 2 ? weft::cpu::Pinning::always : weft::cpu::Pinning::none;
   s.ex = std::make_unique<weft::cpu::Executor>(o);
-  if (!units.empty() && n >= 2) weft::cpu::pin_this_thread_to_pu(units.back());
+  if (!units.empty() && n >= 2) {
+    s.feeding_unit = units.back();
+    weft::cpu::pin_this_thread_to_pu(s.feeding_unit);
+  }
   s.gpu = ws::GpuSide::best_available();
   return s;
 }
@@ -76,6 +80,9 @@ ws::SplitOptions split_options(const SplitSuiteOptions& o, const Setup& setup) {
   if (o.equal_core_shares) {  // one class: DB2 stays equal
     so.core_shares = ws::CoreShares::per_class;
     so.core_class.assign(setup.ex->num_workers(), 0);
+  } else if (o.seed_core_classes) {
+    so.core_shares = ws::CoreShares::per_class;
+    so.core_class = ws::seed_core_classes(*setup.ex, setup.feeding_unit);
   }
   return so;
 }
@@ -426,10 +433,22 @@ Suite run_split_suite(const SplitSuiteOptions& o) {
   Suite suite("split", so);
   Setup setup = make_setup();
   if (!setup.gpu->is_emulated()) suite.set_gpu(setup.gpu->description(), 1);
+  std::string shares = o.equal_core_shares ? "equal" : "per-core";
+  if (o.seed_core_classes) {
+    const std::vector<std::size_t> classes = ws::seed_core_classes(*setup.ex, setup.feeding_unit);
+    const auto apart = std::count(classes.begin(), classes.end(), std::size_t{1});
+    const std::string unit = std::to_string(setup.feeding_unit);
+    shares = apart == 0
+                 ? "the seed's class (one: the workers alike towards the feeding unit " + unit + ")"
+                 : "the seed's classes (" +
+                       std::to_string(classes.size() - static_cast<std::size_t>(apart)) +
+                       " workers sharing a cache with the feeding unit " + unit + ", " +
+                       std::to_string(apart) + " not)";
+  }
   std::fprintf(
       stderr, "[split] %zu workers for the CPU's part, GPU side: %s; window %d, %s core shares%s\n",
-      setup.ex->num_workers(), setup.gpu->description().c_str(), o.window,
-      o.equal_core_shares ? "equal" : "per-core", o.take_tail ? ", idle cores take the tail" : "");
+      setup.ex->num_workers(), setup.gpu->description().c_str(), o.window, shares.c_str(),
+      o.take_tail ? ", idle cores take the tail" : "");
   for (const std::string& name : split_app_names()) {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), name) == o.only.end()) continue;
     if (name == "hpl_lu") {

@@ -23,6 +23,9 @@ struct SplitSuiteOptions {
   int window = 5;
   /// DB2 kept equal (one class) instead of learned per core.
   bool equal_core_shares = false;
+  /// DB2 learned per class of the seed (ws::seed_core_classes: the workers that share a cache
+  /// with the feeding thread's unit, and the others) instead of per core.
+  bool seed_core_classes = false;
   /// Idle cores take pieces of the ranges still running (SplitOptions::take_tail).
   bool take_tail = true;
   /// Also the per-core case (a slowed core) after the triad.

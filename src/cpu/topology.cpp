@@ -133,6 +133,35 @@ bool pin_this_thread_to_pu(std::size_t index) noexcept {
   return pin_native_to_pu(pthread_self(), index);
 }
 
+std::vector<bool> shares_cache_with(std::size_t with,
+                                    const std::vector<std::size_t>& pus) noexcept {
+  std::vector<bool> shared;
+  try {
+    shared.assign(pus.size(), false);
+  } catch (...) {
+    return {};  // out of memory: nothing known
+  }
+#if WEFT_HAVE_HWLOC
+  HwlocTopology& h = hwloc_topology();
+  if (!h.ok) return shared;
+  hwloc_obj_t pu = hwloc_get_obj_by_type(h.topo, HWLOC_OBJ_PU, static_cast<unsigned>(with));
+  if (pu == nullptr) return shared;
+  hwloc_obj_t outermost = nullptr;  // the last cache on the way up from `with`
+  for (hwloc_obj_t o = pu->parent; o != nullptr; o = o->parent) {
+    if (hwloc_obj_type_is_dcache(o->type)) outermost = o;  // data or unified
+  }
+  if (outermost == nullptr) return shared;
+  for (std::size_t i = 0; i < pus.size(); ++i) {
+    const hwloc_obj_t other =
+        hwloc_get_obj_by_type(h.topo, HWLOC_OBJ_PU, static_cast<unsigned>(pus[i]));
+    shared[i] = other != nullptr && hwloc_bitmap_isincluded(other->cpuset, outermost->cpuset);
+  }
+#else
+  (void)with;
+#endif
+  return shared;
+}
+
 std::vector<std::size_t> allowed_processing_units() noexcept {
   std::vector<std::size_t> units;
 #if WEFT_HAVE_HWLOC

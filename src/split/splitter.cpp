@@ -12,6 +12,7 @@
 #include "graph/device/device_backend.hpp"
 #include "weft/cpu/executor.hpp"
 #include "weft/cpu/team.hpp"
+#include "weft/cpu/topology.hpp"
 #include "weft/error.hpp"
 #include "weft/split/splitter.hpp"
 #include "weft/split/store.hpp"
@@ -327,6 +328,18 @@ RegionReport Splitter::run_split(const RegionWork& work, std::size_t bucket, dou
   report.seconds = seconds_since(t0);
   if (first_error) std::rethrow_exception(first_error);
   return report;
+}
+
+std::vector<std::size_t> seed_core_classes(const cpu::Executor& ex, std::size_t feeding_pu) {
+  const std::vector<std::size_t>& units = ex.pinned_units();
+  std::vector<std::size_t> classes(ex.num_workers(), 0);
+  if (units.size() != classes.size()) return classes;  // not bound: nothing known
+  const std::vector<bool> beside = cpu::shares_cache_with(feeding_pu, units);
+  const bool mixed = std::find(beside.begin(), beside.end(), true) != beside.end() &&
+                     std::find(beside.begin(), beside.end(), false) != beside.end();
+  if (!mixed) return classes;
+  for (std::size_t j = 0; j < classes.size(); ++j) classes[j] = beside[j] ? 0 : 1;
+  return classes;
 }
 
 }  // namespace weft::split

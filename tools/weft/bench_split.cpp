@@ -23,6 +23,7 @@ int run_bench_split(const BenchSplitArgs& args) {
   o.only = args.only;
   o.window = args.window;
   o.equal_core_shares = args.equal_core_shares;
+  o.seed_core_classes = args.seed_core_classes;
   o.take_tail = args.take_tail;
   o.lu_sizes = args.lu_sizes;
   o.machine = args.machine.empty() ? default_machine() : args.machine;

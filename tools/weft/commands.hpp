@@ -149,6 +149,7 @@ struct BenchSplitArgs {
   std::vector<std::string> only;
   int window = 5;
   bool equal_core_shares = false;
+  bool seed_core_classes = false;
   bool take_tail = true;
   std::vector<int> lu_sizes;
   std::string command;

@@ -214,6 +214,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(256, 65536));
   bench_split->add_flag("--equal-core-shares", split_bench_args.equal_core_shares,
                         "Keep DB2's core shares equal instead of learning them per core");
+  bench_split
+      ->add_flag("--seed-core-classes", split_bench_args.seed_core_classes,
+                 "Learn DB2 per class of the seed: the workers that share a cache with the "
+                 "feeding thread's core, and the others (one class where all are alike)")
+      ->excludes("--equal-core-shares");
   bench_split->add_flag("--take-tail,!--no-take-tail", split_bench_args.take_tail,
                         "Cores that finish their range take pieces of the ranges still running "
                         "(the default; --no-take-tail: each core runs its own range whole)");

@@ -36,6 +36,12 @@ bool pin_thread_to_pu(std::thread& thread, std::size_t index) noexcept;
 /// As pin_thread_to_pu, for the calling thread.
 bool pin_this_thread_to_pu(std::size_t index) noexcept;
 
+/// For each of `pus`, whether it shares a cache with processing unit `with` (hwloc logical
+/// indices): whether the outermost cache above `with` (its last level, e.g. an L3 or a shared
+/// L2) holds it too. The seed of the splitter's core classes: a core that shares a cache with
+/// the core feeding the GPU is slowed by that core's traffic. All false without hwloc, when
+/// `with` is not a unit of the machine or has no cache above it; false for a unit that is not.
+std::vector<bool> shares_cache_with(std::size_t with, const std::vector<std::size_t>& pus) noexcept;
 /// Logical indices of the processing units the calling thread may run on (its affinity mask:
 /// taskset, cgroups, an MPI launcher's binding), in order; empty without hwloc or when the
 /// mask cannot be read. Threads the caller starts inherit this mask.

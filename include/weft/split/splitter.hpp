@@ -187,4 +187,12 @@ SplitRanges split_ranges(const RegionWork& work, double gsplit, const std::vecto
 /// The work lying in `r` (work.work_before, or proportional to items).
 double work_in(const RegionWork& work, Range r);
 
+/// The seed's classes of the CPU part's cores, for CoreShares::per_class (SplitOptions::
+/// core_class): worker j is in class 0 where its unit shares a cache with `feeding_pu` (the
+/// unit of the thread that feeds the GPU, which the seed keeps out of the CPU's part: its
+/// traffic slows the cores beside it), in class 1 where not. Every worker is in class 0 (one
+/// class: DB2 stays equal) where all are alike, where the workers are not bound to units
+/// (ExecutorOptions::pinning) or where the machine's caches are unknown.
+std::vector<std::size_t> seed_core_classes(const cpu::Executor& ex, std::size_t feeding_pu);
+
 }  // namespace weft::split
