@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,18 @@ bool synthetic() {
          weft::cpu::describe_cpu_topology().processing_units == 8;
 }
 
-#define REQUIRE_SYNTHETIC()                                                                \
+#define REQUIRE_SYNTHETIC() \
   if (!synthetic()) GTEST_SKIP() << "runs under ctest's HWLOC_SYNTHETIC, with hwloc only"
 
 const std::vector<std::size_t> kAll = {0, 1, 2, 3, 4, 5, 6, 7};
+
+// An executor of `workers` workers bound to units 0, 1, ... (worker i on unit i).
+std::unique_ptr<weft::cpu::Executor> bound_executor(std::size_t workers) {
+  weft::cpu::ExecutorOptions o;
+  o.workers = workers;
+  o.pinning = weft::cpu::Pinning::always;
+  return std::make_unique<weft::cpu::Executor>(o);
+}
 
 TEST(Topology, AUnitSharesItsOutermostCacheWithTheUnitsUnderIt) {
   REQUIRE_SYNTHETIC();
@@ -43,25 +52,19 @@ TEST(Topology, AUnitThatIsNotThereSharesNothing) {
 // L3 (class 0), those of package 0 do not (class 1).
 TEST(SeedCoreClasses, WorkersBesideTheFeedingUnitAreAClassOfTheirOwn) {
   REQUIRE_SYNTHETIC();
-  weft::cpu::ExecutorOptions o;
-  o.workers = 7;
-  o.pinning = weft::cpu::Pinning::always;
-  weft::cpu::Executor ex(o);
-  ASSERT_EQ(ex.pinned_units(), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(weft::split::seed_core_classes(ex, 7),
+  const auto ex = bound_executor(7);
+  ASSERT_EQ(ex->pinned_units(), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(weft::split::seed_core_classes(*ex, 7),
             (std::vector<std::size_t>{1, 1, 1, 1, 0, 0, 0}));
 }
 
 // Workers all on package 0's units, fed from unit 3: all alike, one class.
 TEST(SeedCoreClasses, WorkersAllAlikeAreOneClass) {
   REQUIRE_SYNTHETIC();
-  weft::cpu::ExecutorOptions o;
-  o.workers = 3;
-  o.pinning = weft::cpu::Pinning::always;
-  weft::cpu::Executor ex(o);
-  ASSERT_EQ(ex.pinned_units(), (std::vector<std::size_t>{0, 1, 2}));
-  EXPECT_EQ(weft::split::seed_core_classes(ex, 3), (std::vector<std::size_t>{0, 0, 0}));
-  EXPECT_EQ(weft::split::seed_core_classes(ex, 5), (std::vector<std::size_t>{0, 0, 0}));
+  const auto ex = bound_executor(3);
+  ASSERT_EQ(ex->pinned_units(), (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(weft::split::seed_core_classes(*ex, 3), (std::vector<std::size_t>{0, 0, 0}));
+  EXPECT_EQ(weft::split::seed_core_classes(*ex, 5), (std::vector<std::size_t>{0, 0, 0}));
 }
 
 TEST(SeedCoreClasses, UnboundWorkersAreOneClass) {
