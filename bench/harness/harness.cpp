@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <thread>
@@ -187,6 +188,19 @@ Better better_from(const nlohmann::ordered_json& j, const std::string& where) {
   }
   return b == "lower" ? Better::lower : Better::higher;
 }
+
+// A number as to_json writes it: a value that was not finite (NaN, an infinity) is written as
+// null, and reads back as NaN.
+double number_from(const nlohmann::ordered_json& v) {
+  return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+}
+
+std::vector<double> numbers_from(const nlohmann::ordered_json& v) {
+  if (!v.is_array()) throw std::runtime_error("samples that are not a list: " + v.dump());
+  std::vector<double> out;
+  for (const auto& x : v) out.push_back(number_from(x));
+  return out;
+}
 }  // namespace
 
 Suite Suite::from_json(const std::string& text) {
@@ -205,19 +219,19 @@ Suite Suite::from_json(const std::string& text) {
     for (const auto& [name, m] : j.at("metrics").items()) {
       suite.metrics_.push_back(Metric{name, m.at("unit").get<std::string>(),
                                       better_from(m, "metric " + name),
-                                      m.at("samples").get<std::vector<double>>()});
+                                      numbers_from(m.at("samples"))});
     }
     for (const json& c : j.at("comparisons")) {
       Comparison r;
       r.benchmark = c.at("benchmark").get<std::string>();
       r.peer = c.at("peer").get<std::string>();
-      r.weft = c.at("weft").get<double>();
-      r.peer_value = c.at("peer_value").get<double>();
+      r.weft = number_from(c.at("weft"));
+      r.peer_value = number_from(c.at("peer_value"));
       r.unit = c.at("unit").get<std::string>();
       r.better = better_from(c, "comparison " + r.benchmark + "/" + r.peer);
       r.verified = c.at("verified").get<bool>();
-      r.weft_samples = c.at("weft_samples").get<std::vector<double>>();
-      r.peer_samples = c.at("peer_samples").get<std::vector<double>>();
+      r.weft_samples = numbers_from(c.at("weft_samples"));
+      r.peer_samples = numbers_from(c.at("peer_samples"));
       suite.comparisons_.push_back(std::move(r));
     }
     return suite;
@@ -313,6 +327,8 @@ void Suite::write(const std::string& json_path, const std::string& command) cons
   {
     std::ofstream out(p);
     out << to_json(command) << '\n';
+    out.flush();
+    if (!out) throw std::runtime_error("cannot write " + p.string());
   }
   write_markdown(json_path, command);
 }
@@ -322,6 +338,8 @@ void Suite::write_markdown(const std::string& json_path, const std::string& comm
   md.replace_extension(".md");
   std::ofstream out(md);
   out << to_markdown(command);
+  out.flush();
+  if (!out) throw std::runtime_error("cannot write " + md.string());
 }
 
 }  // namespace weft::bench

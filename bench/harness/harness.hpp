@@ -113,9 +113,10 @@ class Suite {
   /// application's), titled with the suite's name and `title`; empty when none does.
   [[nodiscard]] std::string to_speedup_svg(const std::string& title,
                                            const std::vector<std::string>& prefixes) const;
-  /// Writes <path> (JSON) and the same path with .md (table). Creates the directory.
+  /// Writes <path> (JSON) and the same path with .md (table). Creates the directory. Throws
+  /// std::runtime_error when a file cannot be written.
   void write(const std::string& json_path, const std::string& command) const;
-  /// Writes only the table: <json_path> with .md.
+  /// Writes only the table: <json_path> with .md. Throws std::runtime_error when it cannot.
   void write_markdown(const std::string& json_path, const std::string& command) const;
 
  private:

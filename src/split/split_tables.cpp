@@ -183,11 +183,12 @@ double SplitTables::gsplit(std::size_t b) const {
   // Costs per unit of work, from this bucket or the nearest that has one: sizes close together
   // cost alike, so a bucket need not try both ways itself.
   const double split_cost = nearest(b, &Bucket::split_cost);
-  if (split_cost == 0) return balanced;                           // the split first
-  if (!alone_could_win(gpu_larger, split_cost)) return balanced;  // no probe that cannot win
+  if (split_cost == 0) return balanced;  // the split first
   const double alone_cost =
       nearest(b, gpu_larger ? &Bucket::gpu_alone_cost : &Bucket::cpu_alone_cost);
-  if (alone_cost == 0) return alone;  // then the larger side alone, once
+  if (alone_cost == 0) {  // then the larger side alone, once, where its peak could win
+    return alone_could_win(gpu_larger, split_cost) ? alone : balanced;
+  }
   if (alone_cost >= split_cost * (1 - kAloneMargin)) return balanced;
   return buckets_[b].since_split >= options_.revisit ? balanced : alone;
 }
@@ -196,7 +197,9 @@ double SplitTables::gsplit(std::size_t b) const {
 // least 1 / its peak rate per unit of work (kPeakSlack allowed for), so a side whose peak could
 // not beat the split's measured cost is not probed: that probe would be a region slower than
 // the split for nothing (the cores alone on memory-bound work split near a half, whose peak
-// was measured alone).
+// was measured alone). Only the probe is skipped: an alone cost measured (here, in a
+// neighbouring bucket, or in tables restored from the store) is weighed as it is, since then
+// the prior was the one that was wrong.
 bool SplitTables::alone_could_win(bool gpu, double split_cost) const {
   const double peak = gpu ? prior_.gpu : prior_.cpu;
   return kPeakSlack * peak * split_cost * (1 - kAloneMargin) > 1;

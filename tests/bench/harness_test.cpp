@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -66,6 +68,16 @@ TEST(Harness, AFileThatIsNotASuitesJsonIsRefusedNamingWhatIsWrong) {
     EXPECT_NE(std::string(e.what()).find("sideways"), std::string::npos) << e.what();
   }
   EXPECT_THROW((void)Suite::from_json("not json"), std::runtime_error);
+}
+
+// to_json writes a value that was not finite as null; it reads back as NaN, not as an error.
+TEST(Harness, ANonFiniteSampleReadsBackAsNaN) {
+  Suite s("nan-suite", SuiteOptions{});
+  s.add_metric(Metric{"m", "s", Better::lower, {std::numeric_limits<double>::infinity()}});
+  const Suite back = Suite::from_json(s.to_json("c"));
+  ASSERT_EQ(back.metrics().size(), 1u);
+  ASSERT_EQ(back.metrics()[0].samples.size(), 1u);
+  EXPECT_TRUE(std::isnan(back.metrics()[0].samples[0]));
 }
 
 TEST(Harness, ASuiteWithoutComparisonsHasNoChart) {

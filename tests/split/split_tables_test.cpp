@@ -253,6 +253,17 @@ TEST(SplitTables, DoesNotProbeASideWhosePeakRateCannotBeatTheSplit) {
   EXPECT_DOUBLE_EQ(fast.gsplit(0), 0.0);  // alone they could win: probed
 }
 
+// A prior that was wrong (the cores ran alone faster than their "peak"): the alone cost the
+// tables measured is weighed as it is; only the probe was the prior's to skip.
+TEST(SplitTables, AMeasuredAloneCostOutweighsThePeak) {
+  ws::SplitOptions o = opts(1);
+  o.try_alone = true;
+  ws::SplitTables t(1, {40, 60}, o);
+  t.update(0, costed(40, 60, 1.0));
+  t.update(0, costed(0, 100, 0.5));  // the cores alone: 100 in 0.5 s, twice their "peak"
+  EXPECT_DOUBLE_EQ(t.gsplit(0), 0.0);
+}
+
 TEST(SplitTables, ASplitFarFromTheBalancedOneIsNotHeldAgainstTheAlone) {
   ws::SplitOptions o = opts(1);
   o.try_alone = true;

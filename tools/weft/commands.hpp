@@ -34,12 +34,14 @@ SuiteCharts charts_of(const std::string& suite);
 
 /// A suite's end: its table on stdout, and with `json_path` the JSON, the .md table beside it
 /// and the suite's charts (charts_of) that have comparisons. Returns 1 when a comparison failed
-/// its check, else 0.
+/// its check or a chart could not be written, else 0 (a JSON or table that cannot be written
+/// throws std::runtime_error).
 int finish_suite(const bench::Suite& suite, const std::string& json_path,
                  const std::string& command);
 /// `weft bench render FILE.json`: writes FILE.md and the suite's charts again from the JSON a
 /// suite wrote (for a run whose other files were lost), leaving the JSON as it is. Returns 1
-/// when the file cannot be read or is not a suite's JSON.
+/// when the file is not named .json, cannot be read, is not a suite's JSON, or a file cannot be
+/// written.
 int render_suite(const std::string& json_path);
 /// Unless `name` is set, sets it to `value` and runs this program again with the same
 /// arguments (`what` names the command in the messages); returns only when that could not be

@@ -39,23 +39,31 @@ SuiteCharts charts_of(const std::string& suite) {
 
 namespace {
 
+// <json_path> without its extension: the charts' names start with it.
 std::string json_stem(const std::string& json_path) {
-  std::string stem = json_path;
-  if (const auto dot = stem.rfind(".json"); dot != std::string::npos) stem.erase(dot);
-  return stem;
+  return std::filesystem::path(json_path).replace_extension().string();
 }
 
 // The suite's charts beside its JSON. A chart with no bar is not written, and an earlier run's
 // chart at its path is removed (an application not run now, or a run with metrics only).
-void write_charts(const bench::Suite& suite, const std::string& json_path) {
+// Returns whether every chart was written.
+bool write_charts(const bench::Suite& suite, const std::string& json_path) {
   const std::string stem = json_stem(json_path);
-  auto write_svg = [](const std::string& path, const std::string& svg) {
+  bool ok = true;
+  auto write_svg = [&ok](const std::string& path, const std::string& svg) {
     if (svg.empty()) {
       std::error_code ignored;
       std::filesystem::remove(path, ignored);
       return;
     }
-    std::ofstream(path) << svg;
+    std::ofstream out(path);
+    out << svg;
+    out.flush();
+    if (!out) {
+      std::fprintf(stderr, "[bench] cannot write %s\n", path.c_str());
+      ok = false;
+      return;
+    }
     std::fprintf(stderr, "[bench] wrote %s\n", path.c_str());
   };
   const SuiteCharts charts = charts_of(suite.name());
@@ -63,6 +71,7 @@ void write_charts(const bench::Suite& suite, const std::string& json_path) {
   for (const ChartGroup& g : charts.groups) {
     write_svg(stem + "-" + g.name + ".svg", suite.to_speedup_svg(g.name, g.prefixes));
   }
+  return ok;
 }
 
 }  // namespace
@@ -73,7 +82,7 @@ int finish_suite(const bench::Suite& suite, const std::string& json_path,
   if (!json_path.empty()) {
     suite.write(json_path, command);
     std::fprintf(stderr, "[bench] wrote %s and its .md table\n", json_path.c_str());
-    write_charts(suite, json_path);
+    if (!write_charts(suite, json_path)) return 1;
   }
   for (const auto& c : suite.comparisons()) {
     if (!c.verified) return 1;
@@ -82,6 +91,13 @@ int finish_suite(const bench::Suite& suite, const std::string& json_path,
 }
 
 int render_suite(const std::string& json_path) {
+  // The table and charts are named from the JSON's: FILE.json -> FILE.md, FILE*.svg (any other
+  // name could make the table's path the JSON's own, or the charts another run's).
+  if (std::filesystem::path(json_path).extension() != ".json") {
+    std::fprintf(stderr, "weft bench render: %s: expected a suite's .json file\n",
+                 json_path.c_str());
+    return 1;
+  }
   std::ifstream in(json_path);
   if (!in) {
     std::fprintf(stderr, "weft bench render: cannot read %s\n", json_path.c_str());
@@ -92,7 +108,7 @@ int render_suite(const std::string& json_path) {
     const bench::Suite suite = bench::Suite::from_json(text);
     suite.write_markdown(json_path, suite.recorded_command());
     std::fprintf(stderr, "[bench] wrote the .md table of %s\n", json_path.c_str());
-    write_charts(suite, json_path);
+    if (!write_charts(suite, json_path)) return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "weft bench render: %s: %s\n", json_path.c_str(), e.what());
     return 1;
