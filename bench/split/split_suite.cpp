@@ -35,7 +35,8 @@ constexpr int kSweepHalfWidth = 3;
 struct Setup {
   std::unique_ptr<weft::cpu::Executor> ex;
   std::unique_ptr<ws::GpuSide> gpu;
-  std::size_t feeding_unit = 0;  // the calling thread's unit, where it is bound
+  std::size_t feeding_unit = 0;           // the calling thread's unit, where it is bound
+  std::vector<std::size_t> seed_classes;  // with --seed-core-classes: each worker's
 };
 
 // One worker per allowed unit but the last, bound; the calling thread (the GPU's feeder) on the
@@ -82,7 +83,7 @@ ws::SplitOptions split_options(const SplitSuiteOptions& o, const Setup& setup) {
     so.core_class.assign(setup.ex->num_workers(), 0);
   } else if (o.seed_core_classes) {
     so.core_shares = ws::CoreShares::per_class;
-    so.core_class = ws::seed_core_classes(*setup.ex, setup.feeding_unit);
+    so.core_class = setup.seed_classes;
   }
   return so;
 }
@@ -435,7 +436,8 @@ Suite run_split_suite(const SplitSuiteOptions& o) {
   if (!setup.gpu->is_emulated()) suite.set_gpu(setup.gpu->description(), 1);
   std::string shares = o.equal_core_shares ? "equal" : "per-core";
   if (o.seed_core_classes) {
-    const std::vector<std::size_t> classes = ws::seed_core_classes(*setup.ex, setup.feeding_unit);
+    setup.seed_classes = ws::seed_core_classes(*setup.ex, setup.feeding_unit);
+    const std::vector<std::size_t>& classes = setup.seed_classes;
     const auto apart = std::count(classes.begin(), classes.end(), std::size_t{1});
     const std::string unit = std::to_string(setup.feeding_unit);
     shares = apart == 0
