@@ -110,6 +110,19 @@ struct GateWhere {
   }
 };
 
+// Publishes its block, then holds it until its own flag is set.
+struct HeldWhere {
+  static constexpr std::uint32_t kId = 15;
+  struct Payload {
+    std::atomic<int>* block;
+    std::atomic<bool>* release;
+  };
+  static void run(Payload& p, const BlockContext& b) {
+    p.block->store(b.block());
+    while (!p.release->load()) std::this_thread::yield();
+  }
+};
+
 // Throws: the host backend's analogue of a device task that traps.
 struct Throws {
   static constexpr std::uint32_t kId = 9;
@@ -132,7 +145,8 @@ struct CountEnd {
 };
 
 using Types =
-    TaskTypes<Small, Medium, Large, Gate, Sleep, Stuck, WhereRun, GateWhere, Throws, CountEnd>;
+    TaskTypes<Small, Medium, Large, Gate, Sleep, Stuck, WhereRun, GateWhere, Throws, CountEnd,
+              HeldWhere>;
 using TestPool = Pool<Types, 256>;
 
 TEST(SlotProtocol, OnlyTheDocumentedTransitionsAreAllowed) {
@@ -349,17 +363,35 @@ TEST(Pool, ABatchSpreadsOverTheIdleBlocksOfEveryLaneBeforeQueueingInRings) {
 TEST(Pool, TheStandbyBlockTakesATaskBeforeAnyOtherFreeBlock) {
   for (const bool standby : {true, false}) {
     TestPool pool(PoolOptions{.host_blocks = 4, .scheduler_lanes = 1, .standby_blocks = standby});
-    // Block 0 ends its task first, block 1 last: the free list (LIFO) then has block 1 on top.
-    pool.push<Sleep>({1000}, 0, /*tag=*/1);
-    pool.push<Sleep>({50'000}, 0, /*tag=*/2);
-    EXPECT_EQ(pool.pop(0).tag, 1u);
-    EXPECT_EQ(pool.pop(0).tag, 2u);
+    // Two held tasks run at once, so on two blocks. The one on block 0 (if either is) is let
+    // go first: the other block becomes free last, and the free list (LIFO) has it on top.
+    // Released by flags, not after a time: a timed task could end before the lane placed the
+    // second, which then ran on the same block.
+    std::atomic<int> block[2] = {-1, -1};
+    std::atomic<bool> release[2] = {false, false};
+    pool.push<HeldWhere>({&block[0], &release[0]});
+    pool.push<HeldWhere>({&block[1], &release[1]});
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while ((block[0].load() < 0 || block[1].load() < 0) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    ASSERT_TRUE(block[0].load() >= 0 && block[1].load() >= 0)
+        << "the second task waited behind the first although blocks were idle";
+    ASSERT_NE(block[0].load(), block[1].load());
+    const int last = block[0].load() == 0 ? 1 : 0;
+    release[1 - last] = true;
+    pool.pop(0);
+    release[last] = true;
+    pool.pop(0);
     pool.push<WhereRun>({-1});
     const int where = pool.pop(0).as<WhereRun>().block;
-    EXPECT_EQ(where, standby ? 0 : 1) << (standby ? "the standby block (the lane's first) is "
-                                                    "not preferred"
-                                                  : "without standby, the block that became "
-                                                    "free last is not on top");
+    if (standby) {
+      EXPECT_EQ(where, 0) << "the standby block (the lane's first) is not preferred";
+    } else {
+      EXPECT_EQ(where, block[last].load())
+          << "without standby, the block that became free last is not on top";
+    }
   }
 }
 
