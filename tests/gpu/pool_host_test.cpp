@@ -144,9 +144,8 @@ struct CountEnd {
   }
 };
 
-using Types =
-    TaskTypes<Small, Medium, Large, Gate, Sleep, Stuck, WhereRun, GateWhere, Throws, CountEnd,
-              HeldWhere>;
+using Types = TaskTypes<Small, Medium, Large, Gate, Sleep, Stuck, WhereRun, GateWhere, Throws,
+                        CountEnd, HeldWhere>;
 using TestPool = Pool<Types, 256>;
 
 TEST(SlotProtocol, OnlyTheDocumentedTransitionsAreAllowed) {
