@@ -86,7 +86,7 @@ int main() {
         "noise gpu %.2f cores -%.2f/+%.2f: converge mean %.2f worst %d over-5 %d/%d; "
         "largest drift after the cold run %.3f; moves per later region %.2f; later regions "
         "cost %.4f of the balance's\n",
-        n.gpu, n.low, n.high, sum / kSeeds, worst, over5, kSeeds, drift,
-        moves / (30.0 * kSeeds), cost / (30.0 * kSeeds));
+        n.gpu, n.low, n.high, sum / kSeeds, worst, over5, kSeeds, drift, moves / (30.0 * kSeeds),
+        cost / (30.0 * kSeeds));
   }
 }
