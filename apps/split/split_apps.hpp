@@ -8,6 +8,7 @@
 // code, so CI exercises every step but the CUDA calls.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -103,6 +104,11 @@ namespace apps::split {
 /// the GPU (which copies its columns in and out, pipelined) and the cores (OpenBLAS, one thread
 /// each). As in HPL, the swaps are not applied to L's columns: the solve applies each panel's
 /// swaps to the right-hand side in turn.
+///
+/// With look-ahead (set_look_ahead), as HPL's depth 1: while a trailing update's region runs,
+/// another thread updates the next panel's columns and factors that panel on the GPU side (its
+/// own stream there), so that the panels leave the critical path. The regions then hold the
+/// columns after the next panel only.
 class HplLu {
  public:
   /// Throws std::invalid_argument for n < 1 or nb outside [1, n], std::runtime_error when the
@@ -121,6 +127,9 @@ class HplLu {
   [[nodiscard]] double* matrix() noexcept { return a_.data(); }
   /// Puts the original matrix back (before each factorisation; not timed).
   void reset();
+  /// Factors the next panel beside each trailing update (off by default).
+  void set_look_ahead(bool on) noexcept { look_ahead_ = on; }
+  [[nodiscard]] bool look_ahead() const noexcept { return look_ahead_; }
   /// Factors the matrix, each trailing update a region of `s` at the GPU share `gsplit`
   /// (learned when negative), the panels on `gpu`. Returns the seconds it took; `regions`, when
   /// given, receives each update's report.
@@ -129,7 +138,8 @@ class HplLu {
   /// HPL's scaled residual of x solving A x = b with the factors:
   /// ||A x - b||_inf / (eps (||A||_inf ||x||_inf + ||b||_inf) n), eps = 2^-53. Passes below 16.
   [[nodiscard]] double scaled_residual() const;
-  /// The trailing update after the panel at column k: its columns, and their work in flop.
+  /// The region of the trailing update after the panel at column k: its columns (with
+  /// look-ahead, those after the next panel), and their work in flop.
   [[nodiscard]] weft::split::RegionWork update_work(int k) const;
   /// The prior: the GPU's DGEMM rate on the first update's shape in device memory (for the
   /// emulated device, the cores' rate over their number), and the cores' rate on the first
@@ -137,11 +147,18 @@ class HplLu {
   weft::split::PeakRates peak_rates(weft::split::Splitter& s, weft::split::GpuSide& gpu);
 
  private:
+  [[nodiscard]] int width(int k) const noexcept { return std::min(nb_, n_ - k); }
+  // The trailing columns (counted from the first after the panel at k) that the region holds.
+  [[nodiscard]] int region_offset(int k) const noexcept;
+  [[nodiscard]] weft::split::Range trailing(int k, weft::split::Range region_items) const;
   void factor_panel(weft::split::GpuSide& gpu, int k);
-  void update_columns(int k, weft::split::Range r);
+  void factor_next_panel(bool emulated, int k);
+  void update_columns(int k, weft::split::Range trailing);
   void update_on_gpu(int k, weft::split::Range r, const weft::split::GpuContext& g);
 
   int n_, nb_;
+  bool look_ahead_ = false;
+  bool factored_ = false;
   HostArray<double> a_;                   // the factors, in place
   std::vector<double> original_;          // A as generated
   std::vector<std::vector<int>> pivots_;  // per panel: 0-based, relative to the panel's row

@@ -101,10 +101,20 @@ struct Workspace {
   cudaEvent_t start = nullptr, lane_done[kLanes] = {};
   cublasHandle_t blas = nullptr;
   cusolverDnHandle_t solver = nullptr;
-  Buffer panel, pivots, solver_work;  // LU: the factored panel, its pivots, cuSOLVER's workspace
-  Buffer shared;                      // what every chunk reads (B, x)
-  Buffer in[kLanes][3];               // per lane: inputs of a chunk
-  Buffer out[kLanes];                 // per lane: the chunk's output
+  // LU: two panel slots (with look-ahead, the next panel is factored into one while the update
+  // reads the other), each with its pivots (then getrf's info) and where its L starts and its
+  // leading dimension; cuSOLVER's workspace.
+  Buffer panel[2], pivots[2], solver_work;
+  const double* panel_l[2] = {};
+  int panel_ld[2] = {};
+  // LU look-ahead: a stream and cuBLAS handle of its own, used by the thread that factors the
+  // next panel, and an event it sleeps on (the cores are busy with their part meanwhile).
+  cudaStream_t ahead = nullptr;
+  cublasHandle_t ahead_blas = nullptr;
+  cudaEvent_t panel_done = nullptr;
+  Buffer shared;         // what every chunk reads (B, x)
+  Buffer in[kLanes][3];  // per lane: inputs of a chunk
+  Buffer out[kLanes];    // per lane: the chunk's output
 
   // The lanes start after what `s` holds; `s` goes on after both lanes.
   void fork(cudaStream_t s) {
@@ -149,13 +159,17 @@ class Lanes {
 void WorkspaceDeleter::operator()(Workspace* w) const noexcept {
   cudaSetDevice(w->device);
   for (auto& l : w->lane) cudaStreamSynchronize(l);
+  if (w->ahead != nullptr) cudaStreamSynchronize(w->ahead);
   if (w->blas != nullptr) cublasDestroy(w->blas);
+  if (w->ahead_blas != nullptr) cublasDestroy(w->ahead_blas);
   if (w->solver != nullptr) cusolverDnDestroy(w->solver);
   for (int i = 0; i < kLanes; ++i) {
     cudaEventDestroy(w->lane_done[i]);
     cudaStreamDestroy(w->lane[i]);
   }
   cudaEventDestroy(w->start);
+  if (w->panel_done != nullptr) cudaEventDestroy(w->panel_done);
+  if (w->ahead != nullptr) cudaStreamDestroy(w->ahead);
   delete w;
 }
 
@@ -168,7 +182,11 @@ WorkspacePtr make_workspace(int device) {
     check(cudaEventCreateWithFlags(&w->lane_done[i], cudaEventDisableTiming), "cudaEventCreate");
   }
   check(cudaEventCreateWithFlags(&w->start, cudaEventDisableTiming), "cudaEventCreate");
+  check(cudaStreamCreateWithFlags(&w->ahead, cudaStreamNonBlocking), "cudaStreamCreate");
+  check(cudaEventCreateWithFlags(&w->panel_done, cudaEventDisableTiming | cudaEventBlockingSync),
+        "cudaEventCreate");
   check(cublasCreate(&w->blas), "cublasCreate");
+  check(cublasCreate(&w->ahead_blas), "cublasCreate");
   return w;
 }
 
@@ -259,25 +277,38 @@ void spmv(Workspace& w, cudaStream_t s, const std::int64_t* row_start, const int
   check(cudaMemcpyAsync(y, dy, sizeof(float) * rows, cudaMemcpyDeviceToHost, s), "copy y out");
 }
 
-void lu_panel(Workspace& w, cudaStream_t s, double* panel, int lda, int m, int nb, int* ipiv) {
+namespace {
+
+// Enqueues on `s` the factoring of the m x nb panel at `dp` (device memory, leading dimension
+// ld) with cusolverDnDgetrf, its pivots and info into slot `slot`'s buffer.
+void factor_panel_in_place(Workspace& w, cudaStream_t s, double* dp, int ld, int m, int nb,
+                           int slot) {
   if (w.solver == nullptr) check(cusolverDnCreate(&w.solver), "cusolverDnCreate");
   check(cusolverDnSetStream(w.solver, s), "cusolverDnSetStream");
-  double* dp = w.panel.get<double>(static_cast<std::size_t>(m) * nb);
-  int* dpiv = w.pivots.get<int>(static_cast<std::size_t>(nb) + 1);  // pivots, then info
-  check(cudaMemcpy2DAsync(dp, sizeof(double) * m, panel, sizeof(double) * lda, sizeof(double) * m,
-                          nb, cudaMemcpyHostToDevice, s),
-        "copy the panel in");
+  int* dpiv = w.pivots[slot].get<int>(static_cast<std::size_t>(nb) + 1);  // pivots, then info
   int lwork = 0;
-  check(cusolverDnDgetrf_bufferSize(w.solver, m, nb, dp, m, &lwork), "getrf buffer size");
+  check(cusolverDnDgetrf_bufferSize(w.solver, m, nb, dp, ld, &lwork), "getrf buffer size");
   double* work = w.solver_work.get<double>(static_cast<std::size_t>(lwork) + 1);
-  check(cusolverDnDgetrf(w.solver, m, nb, dp, m, work, dpiv, dpiv + nb), "cusolverDnDgetrf");
-  check(cudaMemcpy2DAsync(panel, sizeof(double) * lda, dp, sizeof(double) * m, sizeof(double) * m,
-                          nb, cudaMemcpyDeviceToHost, s),
-        "copy the panel out");
+  check(cusolverDnDgetrf(w.solver, m, nb, dp, ld, work, dpiv, dpiv + nb), "cusolverDnDgetrf");
+}
+
+// Waits for what `s` holds: spinning (cudaStreamSynchronize) on the thread that drives the
+// regions, where the wait is short and on the critical path; sleeping on the look-ahead's
+// thread, which waits beside the cores' part.
+void wait_for(Workspace& w, cudaStream_t s, bool sleeping) {
+  if (!sleeping) return check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  check(cudaEventRecord(w.panel_done, s), "cudaEventRecord");
+  check(cudaEventSynchronize(w.panel_done), "cudaEventSynchronize");
+}
+
+// After factor_panel_in_place and the caller's copies out: waits for `s`, checks the info,
+// and puts the pivots 0-based into `ipiv` and back on the device.
+void finish_panel(Workspace& w, cudaStream_t s, int nb, int slot, int* ipiv, bool sleeping) {
+  int* dpiv = w.pivots[slot].get<int>(static_cast<std::size_t>(nb) + 1);
   std::vector<int> piv(static_cast<std::size_t>(nb) + 1);
   check(cudaMemcpyAsync(piv.data(), dpiv, sizeof(int) * (nb + 1), cudaMemcpyDeviceToHost, s),
         "copy the pivots out");
-  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  wait_for(w, s, sleeping);
   if (piv[static_cast<std::size_t>(nb)] != 0) {
     throw std::runtime_error("apps::split: the LU panel is singular (getrf info " +
                              std::to_string(piv[static_cast<std::size_t>(nb)]) + ")");
@@ -285,16 +316,71 @@ void lu_panel(Workspace& w, cudaStream_t s, double* panel, int lda, int m, int n
   for (int i = 0; i < nb; ++i) ipiv[i] = piv[static_cast<std::size_t>(i)] - 1;  // 1-based in
   // The pivots as lu_update's swap kernel reads them: 0-based, on the device.
   check(cudaMemcpyAsync(dpiv, ipiv, sizeof(int) * nb, cudaMemcpyHostToDevice, s), "pivots in");
-  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  wait_for(w, s, sleeping);
 }
 
-void lu_update(Workspace& w, cudaStream_t s, double* first_col, int lda, int m, int nb,
-               const int* ipiv, std::int64_t cols) {
-  (void)ipiv;                           // lu_panel left them on the device
-  constexpr std::int64_t kChunk = 512;  // columns per chunk
-  const double* dl = w.panel.get<double>(static_cast<std::size_t>(m) * nb);
-  const int* dpiv = w.pivots.get<int>(static_cast<std::size_t>(nb) + 1);
+// The panel's row swaps, U12 = L11^-1 A12 and A22 -= L21 U12 on `cols` columns at `dc` (device
+// memory, m rows from the panel's first, leading dimension m), with slot `slot`'s panel.
+void update_block(Workspace& w, cublasHandle_t blas, cudaStream_t s, double* dc, int m, int nb,
+                  std::int64_t cols, int slot) {
+  const double* dl = w.panel_l[slot];
+  const int ldl = w.panel_ld[slot];
+  const int* dpiv = w.pivots[slot].get<int>(static_cast<std::size_t>(nb) + 1);
   const double one = 1.0, minus_one = -1.0;
+  swap_rows_kernel<<<static_cast<unsigned>((cols + 127) / 128), 128, 0, s>>>(dc, m, cols, dpiv, nb);
+  check(cudaGetLastError(), "swap kernel");
+  check(cublasSetStream(blas, s), "cublasSetStream");
+  check(cublasDtrsm(blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N, CUBLAS_DIAG_UNIT,
+                    nb, static_cast<int>(cols), &one, dl, ldl, dc, m),
+        "cublasDtrsm");
+  if (m > nb) {
+    check(cublasDgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, m - nb, static_cast<int>(cols), nb,
+                      &minus_one, dl + nb, ldl, dc, m, &one, dc + nb, m),
+          "cublasDgemm");
+  }
+}
+
+}  // namespace
+
+void lu_panel(Workspace& w, cudaStream_t s, double* panel, int lda, int m, int nb, int slot,
+              int* ipiv) {
+  double* dp = w.panel[slot].get<double>(static_cast<std::size_t>(m) * nb);
+  w.panel_l[slot] = dp;
+  w.panel_ld[slot] = m;
+  check(cudaMemcpy2DAsync(dp, sizeof(double) * m, panel, sizeof(double) * lda, sizeof(double) * m,
+                          nb, cudaMemcpyHostToDevice, s),
+        "copy the panel in");
+  factor_panel_in_place(w, s, dp, m, m, nb, slot);
+  check(cudaMemcpy2DAsync(panel, sizeof(double) * lda, dp, sizeof(double) * m, sizeof(double) * m,
+                          nb, cudaMemcpyDeviceToHost, s),
+        "copy the panel out");
+  finish_panel(w, s, nb, slot, ipiv, /*sleeping=*/false);
+}
+
+void lu_next_panel(Workspace& w, double* first_col, int lda, int m, int nb, int next_nb, int slot,
+                   int* next_ipiv) {
+  check(cudaSetDevice(w.device), "cudaSetDevice");
+  const int next_slot = 1 - slot;
+  cudaStream_t s = w.ahead;
+  // The next panel's columns, rows from this panel's first: updated, then the rows below this
+  // panel factored in place, then all of it copied back.
+  double* dc = w.panel[next_slot].get<double>(static_cast<std::size_t>(m) * next_nb);
+  check(cudaMemcpy2DAsync(dc, sizeof(double) * m, first_col, sizeof(double) * lda,
+                          sizeof(double) * m, next_nb, cudaMemcpyHostToDevice, s),
+        "copy the next panel in");
+  update_block(w, w.ahead_blas, s, dc, m, nb, next_nb, slot);
+  w.panel_l[next_slot] = dc + nb;
+  w.panel_ld[next_slot] = m;
+  factor_panel_in_place(w, s, dc + nb, m, m - nb, next_nb, next_slot);
+  check(cudaMemcpy2DAsync(first_col, sizeof(double) * lda, dc, sizeof(double) * m,
+                          sizeof(double) * m, next_nb, cudaMemcpyDeviceToHost, s),
+        "copy the next panel out");
+  finish_panel(w, s, next_nb, next_slot, next_ipiv, /*sleeping=*/true);
+}
+
+void lu_update(Workspace& w, cudaStream_t s, double* first_col, int lda, int m, int nb, int slot,
+               std::int64_t cols) {
+  constexpr std::int64_t kChunk = 512;  // columns per chunk
   Lanes lanes(w, s);
   for (std::int64_t first = 0, i = 0; first < cols; first += kChunk, ++i) {
     const int l = static_cast<int>(i % kLanes);
@@ -304,19 +390,7 @@ void lu_update(Workspace& w, cudaStream_t s, double* first_col, int lda, int m, 
     check(cudaMemcpy2DAsync(dc, sizeof(double) * m, host, sizeof(double) * lda, sizeof(double) * m,
                             count, cudaMemcpyHostToDevice, w.lane[l]),
           "copy columns in");
-    swap_rows_kernel<<<static_cast<unsigned>((count + 127) / 128), 128, 0, w.lane[l]>>>(
-        dc, m, count, dpiv, nb);
-    check(cudaGetLastError(), "swap kernel");
-    check(cublasSetStream(w.blas, w.lane[l]), "cublasSetStream");
-    // U12 = L11^-1 A12 (unit lower), then A22 -= L21 U12.
-    check(cublasDtrsm(w.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER, CUBLAS_OP_N,
-                      CUBLAS_DIAG_UNIT, nb, static_cast<int>(count), &one, dl, m, dc, m),
-          "cublasDtrsm");
-    if (m > nb) {
-      check(cublasDgemm(w.blas, CUBLAS_OP_N, CUBLAS_OP_N, m - nb, static_cast<int>(count), nb,
-                        &minus_one, dl + nb, m, dc, m, &one, dc + nb, m),
-            "cublasDgemm");
-    }
+    update_block(w, w.blas, w.lane[l], dc, m, nb, count, slot);
     check(cudaMemcpy2DAsync(host, sizeof(double) * lda, dc, sizeof(double) * m, sizeof(double) * m,
                             count, cudaMemcpyDeviceToHost, w.lane[l]),
           "copy columns out");

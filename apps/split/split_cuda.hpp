@@ -18,7 +18,9 @@ void* pinned_alloc(std::size_t bytes) noexcept;
 void pinned_free(void* p) noexcept;
 
 /// Device buffers, two streams, events and a cuBLAS handle, grown on demand and reused from
-/// region to region (one per application). Used by one thread at a time.
+/// region to region (one per application). Used by one thread at a time, but for the LU's
+/// look-ahead: lu_next_panel may run on another thread beside lu_update (its own stream,
+/// handle and panel slot; both only read the current slot).
 struct Workspace;
 struct WorkspaceDeleter {
   void operator()(Workspace* w) const noexcept;
@@ -40,14 +42,24 @@ void spmv(Workspace& w, cudaStream_t s, const std::int64_t* row_start, const int
 /// LU's panel, rows [k, k + m) of columns [k, k + nb) of a column-major host matrix (leading
 /// dimension lda, `panel` at its first entry): factored in place with partial pivoting
 /// (cusolverDnDgetrf), copied back, its pivots (0-based, relative to row k) into `ipiv`. The
-/// factored panel stays in device memory for lu_update until the next lu_panel. Throws for a
-/// singular panel.
-void lu_panel(Workspace& w, cudaStream_t s, double* panel, int lda, int m, int nb, int* ipiv);
+/// factored panel and its pivots stay in device memory, in panel slot `slot` (0 or 1), for
+/// lu_update and lu_next_panel until that slot is factored into again. Throws for a singular
+/// panel.
+void lu_panel(Workspace& w, cudaStream_t s, double* panel, int lda, int m, int nb, int slot,
+              int* ipiv);
+/// LU's look-ahead, on a stream and thread of its own while lu_update runs the rest of the
+/// trailing update: the next panel's `next_nb` columns at `first_col` (pointing at row k of the
+/// column after this panel, leading dimension lda) updated with slot `slot`'s panel (m rows,
+/// nb columns), then their rows below this panel factored as lu_panel does, into the other
+/// slot, its pivots (0-based, relative to row k + nb) into `next_ipiv`; the columns copied
+/// back. Sleeps, not spins, while it waits for the GPU. Throws for a singular panel.
+void lu_next_panel(Workspace& w, double* first_col, int lda, int m, int nb, int next_nb, int slot,
+                   int* next_ipiv);
 /// LU's trailing update of columns [0, cols) at `first_col` (pointing at row k of the first
 /// column, leading dimension lda): the panel's row swaps, U12 = L11^-1 A12, then
-/// A22 -= L21 U12, with the panel that lu_panel left on the device (m rows, nb columns).
-void lu_update(Workspace& w, cudaStream_t s, double* first_col, int lda, int m, int nb,
-               const int* ipiv, std::int64_t cols);
+/// A22 -= L21 U12, with the panel in slot `slot` (m rows, nb columns).
+void lu_update(Workspace& w, cudaStream_t s, double* first_col, int lda, int m, int nb, int slot,
+               std::int64_t cols);
 /// The GPU's DGEMM rate (flop/s) on an LU update's shape (m x cols, depth nb) in device memory.
 double lu_update_local_rate(Workspace& w, const double* a, int lda, int m, int nb, int cols);
 

@@ -32,8 +32,13 @@ void spmv(Workspace&, cudaStream_t, const std::int64_t*, const int*, const float
 double gemm_local_rate(Workspace&, const double*, const double*, int, int, int) {
   unavailable("gemm_local_rate");
 }
-void lu_panel(Workspace&, cudaStream_t, double*, int, int, int, int*) { unavailable("lu_panel"); }
-void lu_update(Workspace&, cudaStream_t, double*, int, int, int, const int*, std::int64_t) {
+void lu_panel(Workspace&, cudaStream_t, double*, int, int, int, int, int*) {
+  unavailable("lu_panel");
+}
+void lu_next_panel(Workspace&, double*, int, int, int, int, int, int*) {
+  unavailable("lu_next_panel");
+}
+void lu_update(Workspace&, cudaStream_t, double*, int, int, int, int, std::int64_t) {
   unavailable("lu_update");
 }
 double lu_update_local_rate(Workspace&, const double*, int, int, int, int) {

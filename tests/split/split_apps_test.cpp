@@ -3,7 +3,10 @@
 // split, the learned one and both ends, gives the reference's result.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
+#include <vector>
 
 #include "split_apps.hpp"
 #include "weft/cpu/executor.hpp"
@@ -62,40 +65,83 @@ TEST(SplitApps, BadSizesAreRefused) {
   EXPECT_THROW(apps::split::make_spmv(0, 1, 1), std::invalid_argument);
 }
 
-TEST(SplitApps, HplLuPassesHplsResidualCheckAtEverySplit) {
-  weft::cpu::ExecutorOptions o;
-  o.workers = 2;
-  o.pinning = weft::cpu::Pinning::none;
-  weft::cpu::Executor ex(o);
-  auto gpu = ws::GpuSide::best_available();
-  // n not a multiple of nb (the last panel is narrower), and more than one GPU chunk of columns.
-  std::unique_ptr<apps::split::HplLu> made;
-  try {
-    made = std::make_unique<apps::split::HplLu>(1100, 96, 5);
-  } catch (const std::runtime_error& e) {
-    GTEST_SKIP() << e.what();  // built without CBLAS and LAPACKE
+class SplitHplLu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    weft::cpu::ExecutorOptions o;
+    o.workers = 2;
+    o.pinning = weft::cpu::Pinning::none;
+    ex_ = std::make_unique<weft::cpu::Executor>(o);
+    gpu_ = ws::GpuSide::best_available();
+    // n not a multiple of nb (the last panel is narrower), and more than one GPU chunk of
+    // columns.
+    try {
+      lu_ = std::make_unique<apps::split::HplLu>(1100, 96, 5);
+    } catch (const std::runtime_error& e) {
+      GTEST_SKIP() << e.what();  // built without CBLAS and LAPACKE
+    }
   }
-  apps::split::HplLu& lu = *made;
-  ws::Splitter probe(ex, *gpu, "hpl_lu_probe", {1, 1});
-  const ws::PeakRates prior = lu.peak_rates(probe, *gpu);
-  EXPECT_GT(prior.gpu, 0);
-  EXPECT_GT(prior.cpu, 0);
-  ws::Splitter s(ex, *gpu, "hpl_lu", prior, {.min_share = 0});
-  for (double g : {-1.0, -1.0, 0.0, 1.0, 0.45}) {
-    lu.reset();
-    std::vector<ws::RegionReport> regions;
-    EXPECT_GT(lu.factor(s, *gpu, g, &regions), 0);
-    EXPECT_EQ(regions.size(), 11u);  // one update per panel but the last
-    const double residual = lu.scaled_residual();
-    EXPECT_LT(residual, 16) << "GPU share " << g << " on " << gpu->description();
+
+  // Factors at the learned split (twice), at both ends and at 0.45; each passes HPL's check.
+  void factor_at_every_split(std::size_t regions_per_factorisation) {
+    ws::Splitter probe(*ex_, *gpu_, "hpl_lu_probe", {1, 1});
+    const ws::PeakRates prior = lu_->peak_rates(probe, *gpu_);
+    EXPECT_GT(prior.gpu, 0);
+    EXPECT_GT(prior.cpu, 0);
+    ws::Splitter s(*ex_, *gpu_, "hpl_lu", prior, {.min_share = 0});
+    for (double g : {-1.0, -1.0, 0.0, 1.0, 0.45}) {
+      lu_->reset();
+      std::vector<ws::RegionReport> regions;
+      EXPECT_GT(lu_->factor(s, *gpu_, g, &regions), 0);
+      EXPECT_EQ(regions.size(), regions_per_factorisation);
+      EXPECT_LT(lu_->scaled_residual(), 16) << "GPU share " << g << " on " << gpu_->description()
+                                            << (lu_->look_ahead() ? " with look-ahead" : "");
+    }
   }
+
+  std::unique_ptr<weft::cpu::Executor> ex_;
+  std::unique_ptr<ws::GpuSide> gpu_;
+  std::unique_ptr<apps::split::HplLu> lu_;
+};
+
+TEST_F(SplitHplLu, PassesHplsResidualCheckAtEverySplit) {
+  factor_at_every_split(11);  // one update per panel but the last
   // One wrong entry of U fails the check: it is not vacuous.
-  lu.reset();
-  lu.factor(s, *gpu, 0.5);
-  lu.matrix()[600 + 700 * 1100] += 1e-6;
-  EXPECT_GT(lu.scaled_residual(), 16);
-  lu.reset();
-  EXPECT_THROW((void)lu.scaled_residual(), std::logic_error);  // nothing factored
+  ws::Splitter s(*ex_, *gpu_, "hpl_lu", {1, 1});
+  lu_->reset();
+  lu_->factor(s, *gpu_, 0.5);
+  lu_->matrix()[600 + 700 * 1100] += 1e-6;
+  EXPECT_GT(lu_->scaled_residual(), 16);
+  lu_->reset();
+  EXPECT_THROW((void)lu_->scaled_residual(), std::logic_error);  // nothing factored
+}
+
+TEST_F(SplitHplLu, WithLookAheadPassesHplsResidualCheckAtEverySplit) {
+  lu_->set_look_ahead(true);
+  // The last panel's columns (44) are the look-ahead's after the panel before, whose region is
+  // then empty: 10 regions.
+  factor_at_every_split(10);
+}
+
+TEST_F(SplitHplLu, LookAheadGivesTheSameFactors) {
+  ws::Splitter s(*ex_, *gpu_, "hpl_lu", {1, 1});
+  lu_->factor(s, *gpu_, 0.45);
+  const std::vector<double> without(lu_->matrix(), lu_->matrix() + 1100 * 1100);
+  lu_->reset();
+  lu_->set_look_ahead(true);
+  lu_->factor(s, *gpu_, 0.45);
+  double largest = 0;
+  for (std::size_t i = 0; i < without.size(); ++i) {
+    largest = std::max(largest, std::abs(lu_->matrix()[i] - without[i]));
+  }
+  // The same operations on each column, in the same order; only the blocking of the BLAS calls
+  // may differ, by rounding.
+  EXPECT_LT(largest, 1e-9);
+  // The regions hold the columns after the next panel: fewer than without look-ahead.
+  EXPECT_EQ(lu_->update_work(0).items, 1100 - 96 - 96);
+  EXPECT_EQ(lu_->update_work(960).items, 0);
+  lu_->set_look_ahead(false);
+  EXPECT_EQ(lu_->update_work(0).items, 1100 - 96);
 }
 
 TEST(SplitApps, HplLuRefusesBadSizes) {

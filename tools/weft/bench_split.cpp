@@ -25,6 +25,7 @@ int run_bench_split(const BenchSplitArgs& args) {
   o.equal_core_shares = args.equal_core_shares;
   o.seed_core_classes = args.seed_core_classes;
   o.take_tail = args.take_tail;
+  o.lu_look_ahead = args.lu_look_ahead;
   o.lu_sizes = args.lu_sizes;
   o.machine = args.machine.empty() ? default_machine() : args.machine;
   if (weft::split::SplitStore::available()) {

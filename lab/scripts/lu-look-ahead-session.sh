@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One device call (one H200) for the LU's look-ahead (HplLu::set_look_ahead, docs/split.md):
+# the split tests with the LU's GPU parts on device 0, compute-sanitizer memcheck, racecheck
+# and synccheck on the LU tests (the look-ahead's stream beside the update's), then
+# `weft bench split --only hpl_lu` without and with --lu-look-ahead, alternated, ROUNDS rounds
+# (default 2), each run with tables of its own, 3 samples.
+#   device: WEFT_COMMIT=<hash> bash lab/scripts/lu-look-ahead-session.sh [ROUNDS]
+# Prints the tests' and sanitizers' tails and each run's comparison rows; $OUT/session.tar.gz
+# holds every run's JSON, table, chart and log.
+set -uo pipefail
+source lab/scripts/session-lib.sh
+start_session
+rounds=${1:-2}
+t0=$(date +%s)
+scripts/gpu-build.sh "$work" weft_split_tests weft_cli || exit 1
+echo "built at $(($(date +%s) - t0)) s"
+timeout 200 build-gpu/tests/weft_split_tests --gtest_brief=1 \
+  --gtest_filter='SplitApps*:SplitHplLu*' 2>&1 | tail -8
+for tool in memcheck racecheck synccheck; do
+  echo "== compute-sanitizer $tool: the LU's GPU parts (at $(($(date +%s) - t0)) s)"
+  timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 \
+    build-gpu/tests/weft_split_tests --gtest_brief=1 --gtest_filter='SplitHplLu*' 2>&1 | tail -4
+  echo "rc ${PIPESTATUS[0]}"
+done
+machine=$(scripts/machine-name.sh)
+for ((r = 1; r <= rounds; ++r)); do
+  for variant in plain ahead; do
+    flag=()
+    [ "$variant" = ahead ] && flag=(--lu-look-ahead)
+    run=lu-$variant-$r
+    mkdir -p "$work/$run"
+    WEFT_MACHINE=$machine timeout 150 build-gpu/tools/weft/weft bench split --only hpl_lu \
+      --samples 3 --db "$work/$run/tables.db" --json "$work/$run/split.json" "${flag[@]}" \
+      > "$work/$run.log" 2>&1
+    echo "== $run (rc $?, at $(($(date +%s) - t0)) s)"
+    grep -E '^\| hpl_lu_[0-9]+ \| [a-z_]+ \||^\| (gflops|converge|gsplit_adaptive)' \
+      "$work/$run/split.md" 2>/dev/null
+  done
+done
