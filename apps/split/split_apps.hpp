@@ -132,7 +132,8 @@ class HplLu {
   [[nodiscard]] bool look_ahead() const noexcept { return look_ahead_; }
   /// Factors the matrix, each trailing update a region of `s` at the GPU share `gsplit`
   /// (learned when negative), the panels on `gpu`. Returns the seconds it took; `regions`, when
-  /// given, receives each update's report.
+  /// given, receives each update's report. Factors what the matrix holds: call reset() before
+  /// each factorisation but the first.
   double factor(weft::split::Splitter& s, weft::split::GpuSide& gpu, double gsplit,
                 std::vector<weft::split::RegionReport>* regions = nullptr);
   /// HPL's scaled residual of x solving A x = b with the factors:

@@ -302,13 +302,16 @@ void wait_for(Workspace& w, cudaStream_t s, bool sleeping) {
 }
 
 // After factor_panel_in_place and the caller's copies out: waits for `s`, checks the info,
-// and puts the pivots 0-based into `ipiv` and back on the device.
+// and puts the pivots 0-based into `ipiv` and back on the device. The wait comes first: a copy
+// into pageable memory returns only once it is done, so it would wait for everything before
+// it on `s` in the runtime's own way (spinning) rather than as `sleeping` asks.
 void finish_panel(Workspace& w, cudaStream_t s, int nb, int slot, int* ipiv, bool sleeping) {
   int* dpiv = w.pivots[slot].get<int>(static_cast<std::size_t>(nb) + 1);
   std::vector<int> piv(static_cast<std::size_t>(nb) + 1);
+  wait_for(w, s, sleeping);
   check(cudaMemcpyAsync(piv.data(), dpiv, sizeof(int) * (nb + 1), cudaMemcpyDeviceToHost, s),
         "copy the pivots out");
-  wait_for(w, s, sleeping);
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   if (piv[static_cast<std::size_t>(nb)] != 0) {
     throw std::runtime_error("apps::split: the LU panel is singular (getrf info " +
                              std::to_string(piv[static_cast<std::size_t>(nb)]) + ")");
@@ -357,9 +360,10 @@ void lu_panel(Workspace& w, cudaStream_t s, double* panel, int lda, int m, int n
   finish_panel(w, s, nb, slot, ipiv, /*sleeping=*/false);
 }
 
-void lu_next_panel(Workspace& w, double* first_col, int lda, int m, int nb, int next_nb, int slot,
-                   int* next_ipiv) {
-  check(cudaSetDevice(w.device), "cudaSetDevice");
+namespace {
+
+void next_panel(Workspace& w, double* first_col, int lda, int m, int nb, int next_nb, int slot,
+                int* next_ipiv) {
   const int next_slot = 1 - slot;
   cudaStream_t s = w.ahead;
   // The next panel's columns, rows from this panel's first: updated, then the rows below this
@@ -376,6 +380,20 @@ void lu_next_panel(Workspace& w, double* first_col, int lda, int m, int nb, int 
                           sizeof(double) * m, next_nb, cudaMemcpyDeviceToHost, s),
         "copy the next panel out");
   finish_panel(w, s, next_nb, next_slot, next_ipiv, /*sleeping=*/true);
+}
+
+}  // namespace
+
+void lu_next_panel(Workspace& w, double* first_col, int lda, int m, int nb, int next_nb, int slot,
+                   int* next_ipiv) {
+  check(cudaSetDevice(w.device), "cudaSetDevice");
+  try {
+    next_panel(w, first_col, lda, m, nb, next_nb, slot, next_ipiv);
+  } catch (...) {
+    // No copy into the caller's matrix may still run once the error reaches it.
+    cudaStreamSynchronize(w.ahead);
+    throw;
+  }
 }
 
 void lu_update(Workspace& w, cudaStream_t s, double* first_col, int lda, int m, int nb, int slot,

@@ -165,6 +165,7 @@ void HplLu::update_on_gpu(int k, Range r, const GpuContext& g) {
 
 double HplLu::factor(weft::split::Splitter& s, weft::split::GpuSide& gpu, double gsplit,
                      std::vector<weft::split::RegionReport>* regions) {
+  factored_ = false;  // until every panel and update below is done
   const auto t0 = std::chrono::steady_clock::now();
   for (int k = 0; k < n_; k += nb_) {
     // Without look-ahead every panel is factored here; with it only the first, each later one
