@@ -142,9 +142,13 @@ TEST(Executor, ShutdownFromOwnWorkerIsRejected) {
 
 TEST(Executor, IdleWorkersSleepAndWakeForNewWork) {
   Executor ex(ExecutorOptions{.workers = 2, .spin_before_sleep = std::chrono::microseconds(10)});
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  const auto before = ex.stats().sleeps;
-  EXPECT_GE(before, 2u);  // both workers went to sleep with nothing to do
+  // Both workers go to sleep with nothing to do: soon, but on a loaded machine a worker may
+  // not be scheduled for a while, so wait for it (bounded) rather than a fixed time.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ex.stats().sleeps < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_GE(ex.stats().sleeps, 2u);
   for (int round = 0; round < 50; ++round) {
     auto f = ex.submit([] { return 7; });
     EXPECT_EQ(f.get(), 7);  // a sleeping worker was woken (or this would hang)
@@ -173,13 +177,24 @@ TEST(Executor, StealingSpreadsWorkOverWorkers) {
   std::mutex m;
   std::set<int> seen;
   TaskGroup outer(ex);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto both_seen = [&] {
+    std::lock_guard<std::mutex> lock(m);
+    return seen.size() == 2;
+  };
   auto root = ex.submit([&] {
     TaskGroup g(ex);
     for (int i = 0; i < 64; ++i) {
       g.spawn([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        std::lock_guard<std::mutex> lock(m);
-        seen.insert(ex.this_worker_index());
+        {
+          std::lock_guard<std::mutex> lock(m);
+          seen.insert(ex.this_worker_index());
+        }
+        // Each task holds its worker until the other worker has run one too, which it can only
+        // get by stealing (bounded, so that an executor that never steals fails, not hangs).
+        while (!both_seen() && std::chrono::steady_clock::now() < deadline) {
+          std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
       });
     }
     g.wait();

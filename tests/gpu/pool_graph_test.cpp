@@ -81,8 +81,13 @@ struct Nap {
     std::atomic<std::uint64_t>* clock;
     std::uint64_t* stamp;
     std::uint32_t sleep_us;
+    const std::atomic<bool>* hold = nullptr;  // if set, first waits (up to 10 s) until it is
   };
   static void run(Payload& p, const BlockContext&) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (p.hold != nullptr && !p.hold->load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::yield();
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(p.sleep_us));
     *p.stamp = p.clock->fetch_add(1, std::memory_order_relaxed) + 1;  // relaxed: a counter
   }
@@ -232,22 +237,35 @@ TEST(PoolGraph, UrgentTasksRunBeforeTheOthersMadeReadyWithThem) {
 // task waits for at most the graph task in hand, not for the whole graph: one block, a root
 // that holds it while a task is pushed, then 64 successors of 2 ms each, ready at once.
 TEST(PoolGraph, APushedTaskWaitsForAtMostTheGraphTaskInHand) {
-  GraphPool pool(PoolOptions{.host_blocks = 1});
+  // Sets `loaded` at the first round that writes a task into a slot once armed: the pushed
+  // task, which the lane loads once the root's slot is collected. The graph tasks hold until
+  // then, so that a lane the machine did not schedule for a few milliseconds cannot let
+  // several of them run before the push reached the block.
+  struct FirstLoad final : SchedulerObserver {
+    std::atomic<bool> armed{false}, loaded{false};
+    void on_round(const LaneRound& r) noexcept override {
+      if (armed.load() && r.loaded > 0) loaded = true;
+    }
+  };
+  FirstLoad first_load;
+  GraphPool pool(PoolOptions{.host_blocks = 1, .observer = &first_load});
   std::atomic<std::uint64_t> clock{0};
   std::vector<std::uint64_t> stamps(66, 0);  // [65]: the pushed task's
   std::vector<Record> tasks{Record::make<Gate>({}, 0)};
   std::vector<Edge> edges;
   for (std::uint32_t t = 1; t <= 64; ++t) {
-    tasks.push_back(Record::make<Nap>({&clock, &stamps[t], 2000}, t));
+    tasks.push_back(Record::make<Nap>({&clock, &stamps[t], 2000, &first_load.loaded}, t));
     edges.push_back({0, t});
   }
   g_gate_open = false;
   g_gate_started = false;
   pool.push_graph(tasks, edges);
   wait_for_the_gate();
+  first_load.armed = true;
   pool.push<Nap>({&clock, &stamps[65], 0}, 0, 65);
   g_gate_open = true;
   ASSERT_EQ(pop_n(pool, 66).size(), 66u);
+  EXPECT_TRUE(first_load.loaded.load()) << "the lane never loaded the pushed task";
   EXPECT_LE(stamps[65], 3u) << "the pushed task ran after " << stamps[65] - 1
                             << " graph tasks, not after the one in hand";
   for (std::uint32_t t = 1; t <= 64; ++t) EXPECT_NE(stamps[t], 0u) << "task " << t;
