@@ -159,8 +159,10 @@ TEST(Executor, IdleWorkersSleepAndWakeForNewWork) {
 // (no sleep, so the next task pays no wake-up), then sleep.
 TEST(Executor, IdleWorkersSpinForSpinBeforeSleepThenSleep) {
   Executor ex(ExecutorOptions{.workers = 2, .spin_before_sleep = std::chrono::seconds(1)});
-  EXPECT_EQ(ex.submit([] { return 3; }).get(), 3);
+  // Taken before the task ends (the workers' second of spinning starts after it), so that a
+  // late wake-up of this thread cannot shorten the time measured below.
   const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(ex.submit([] { return 3; }).get(), 3);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(ex.stats().sleeps, 0u) << "asleep long before its second of spinning ended";
   while (ex.stats().sleeps < 2 &&

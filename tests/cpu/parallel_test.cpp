@@ -69,8 +69,10 @@ TEST(ParallelFor, RunsInParallel) {
     int prev = max_inside.load();
     while (now > prev && !max_inside.compare_exchange_weak(prev, now)) {
     }
-    // Both parts must be in flight at once: wait (bounded) for the other one.
-    for (int i = 0; i < 2000 && inside.load() < 2; ++i) {
+    // Both parts must be in flight at once: wait (bounded, long enough for a loaded machine to
+    // schedule the other worker) for the other one.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (inside.load() < 2 && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
     inside.fetch_sub(1);

@@ -333,11 +333,23 @@ TEST(Runtime, ByDefaultEachDeviceRunsOneNodeAtATime) {
   weft::cpu::Executor ex(weft::cpu::ExecutorOptions{.workers = 2});
   Runtime rt(ex, emulated(1, 1));
   std::atomic<int> running{0}, most{0};
+  // In the mixed run a node waits (bounded) until a node of the other device runs beside it,
+  // once: the devices' nodes then overlap whatever the machine's scheduling delays.
+  std::atomic<bool> meet{false};
   Kernel k{"busy",
            [&](const CpuCall&) {
              const int now = running.fetch_add(1) + 1;
              int seen = most.load();
              while (now > seen && !most.compare_exchange_weak(seen, now)) {
+             }
+             const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+             while (meet.load() && running.load() < 2 && std::chrono::steady_clock::now() < until) {
+               std::this_thread::yield();
+             }
+             const int beside = running.load();
+             if (beside >= 2) meet = false;
+             seen = most.load();
+             while (beside > seen && !most.compare_exchange_weak(seen, beside)) {
              }
              std::this_thread::sleep_for(std::chrono::milliseconds(2));
              running.fetch_sub(1);
@@ -351,6 +363,7 @@ TEST(Runtime, ByDefaultEachDeviceRunsOneNodeAtATime) {
   (void)rt.run(g, std::vector<Device>(6, kGpu));
   EXPECT_EQ(most.load(), 1);
   most = 0;
+  meet = true;
   (void)rt.run(g, std::vector<Device>{kCpu, kGpu, kCpu, kGpu, kCpu, kGpu});
   EXPECT_EQ(most.load(), 2);  // one on each device at once
 }

@@ -356,10 +356,20 @@ TEST(Splitter, AFailedPieceStopsTheOtherCoresClaimingMore) {
   auto gpu = ws::GpuSide::emulated();
   ws::Splitter s(ex, *gpu, "stop", {1, 1}, {.min_share = 0, .take_tail = true});
   std::atomic<int> items_run{0};
+  // The other cores' pieces wait (bounded) for the throw, so that a first core the machine
+  // schedules late cannot let them run several pieces each before it fails.
+  std::atomic<bool> thrown{false};
   EXPECT_THROW(s.run_fixed(
                    region(960), 0, [](ws::Range, const ws::GpuContext&) {},
                    [&](ws::Range r, std::size_t) {
-                     if (r.begin == 0) throw std::out_of_range("first piece");
+                     if (r.begin == 0) {
+                       thrown = true;
+                       throw std::out_of_range("first piece");
+                     }
+                     const auto until = std::chrono::steady_clock::now() + 10s;
+                     while (!thrown.load() && std::chrono::steady_clock::now() < until) {
+                       std::this_thread::yield();
+                     }
                      std::this_thread::sleep_for(2ms);
                      items_run += static_cast<int>(r.size());
                    },
