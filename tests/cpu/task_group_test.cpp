@@ -80,7 +80,12 @@ TEST(TaskGroup, ExceptionReachesTheWaiterAndCancelsTheRest) {
   std::atomic<int> ran{0};
   TaskGroup g(ex);
   g.spawn([] { throw std::runtime_error("boom"); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // The failure cancels the group: wait for it (bounded) rather than a fixed time, which a
+  // loaded machine may not give the worker.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!g.is_cancelled() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
   for (int i = 0; i < 100; ++i) g.spawn([&] { ran.fetch_add(1); });
   try {
     g.wait();

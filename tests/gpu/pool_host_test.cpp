@@ -497,8 +497,14 @@ TEST(Pool, DestroyingWithWorkPendingCancelsOrFinishesEachTaskOnce) {
         }
       });
     }
-    std::thread opener([] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // The gates open once the destructor has cancelled a queued task (or after 10 s, and the
+    // check below fails): not after a fixed time, which a loaded machine may not give the
+    // destructor to reach the lanes, so that every task ran.
+    std::thread opener([&cancelled] {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (cancelled.load() == 0 && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
       g_gate_open = true;
     });
     opener.detach();
