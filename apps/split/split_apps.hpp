@@ -154,7 +154,7 @@ class HplLu {
   [[nodiscard]] weft::split::Range trailing(int k, weft::split::Range region_items) const;
   void factor_panel(weft::split::GpuSide& gpu, int k);
   void factor_next_panel(bool emulated, int k);
-  void update_columns(int k, weft::split::Range trailing);
+  void update_columns(int k, weft::split::Range r);
   void update_on_gpu(int k, weft::split::Range r, const weft::split::GpuContext& g);
 
   int n_, nb_;

@@ -302,13 +302,13 @@ void wait_for(Workspace& w, cudaStream_t s, bool sleeping) {
 }
 
 // After factor_panel_in_place and the caller's copies out: waits for `s`, checks the info,
-// and puts the pivots 0-based into `ipiv` and back on the device. The wait comes first: a copy
-// into pageable memory returns only once it is done, so it would wait for everything before
-// it on `s` in the runtime's own way (spinning) rather than as `sleeping` asks.
+// and puts the pivots 0-based into `ipiv` and back on the device. A sleeping wait comes first:
+// a copy into pageable memory returns only once it is done, so it would wait for everything
+// before it on `s` in the runtime's own way (spinning).
 void finish_panel(Workspace& w, cudaStream_t s, int nb, int slot, int* ipiv, bool sleeping) {
   int* dpiv = w.pivots[slot].get<int>(static_cast<std::size_t>(nb) + 1);
   std::vector<int> piv(static_cast<std::size_t>(nb) + 1);
-  wait_for(w, s, sleeping);
+  if (sleeping) wait_for(w, s, sleeping);
   check(cudaMemcpyAsync(piv.data(), dpiv, sizeof(int) * (nb + 1), cudaMemcpyDeviceToHost, s),
         "copy the pivots out");
   check(cudaStreamSynchronize(s), "cudaStreamSynchronize");

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "simulated_machine.hpp"
 #include "weft/error.hpp"
 #include "weft/split/tables.hpp"
 
@@ -281,35 +282,7 @@ TEST(SplitTables, ASplitFarFromTheBalancedOneIsNotHeldAgainstTheAlone) {
   EXPECT_NEAR(u.gsplit(0), 0.75, 1e-9);            // so the balanced split runs, not a probe
 }
 
-// A simulated machine: the GPU runs 100 a second alone and `gpu_beside` beside the cores; each
-// of 4 cores runs 10 alone and 9 beside the GPU; every part pays a fixed latency; the GPU's times
-// are off by up to 5%, each core's by -20% to +25%. Runs `regions` regions of 10 work from the
-// peak prior (0.968 to the GPU) and returns the splits used; `t` is left as learned.
-std::vector<double> simulate(ws::SplitTables& t, double gpu_beside, unsigned seed, int regions) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> gpu_noise(0.95, 1.05);
-  std::uniform_real_distribution<double> cpu_noise(0.8, 1.25);
-  constexpr double kWork = 10;
-  std::vector<double> used;
-  for (int region = 0; region < regions; ++region) {
-    const double g = t.gsplit(5);
-    used.push_back(g);
-    const bool both = g > 0 && g < 1;
-    ws::RegionTiming r;
-    r.gpu_work = g * kWork;
-    r.gpu_seconds = g > 0 ? (0.002 + r.gpu_work / (both ? gpu_beside : 100.0)) * gpu_noise(rng) : 0;
-    const std::vector<double> shares = t.csplit();
-    for (std::size_t j = 0; j < 4; ++j) {
-      const double w = (1 - g) * kWork * shares[j];
-      r.core_work.push_back(w);
-      r.core_seconds.push_back(w > 0 ? (0.001 + w / (both ? 9.0 : 10.0)) * cpu_noise(rng) : 0);
-    }
-    r.seconds =
-        std::max(r.gpu_seconds, *std::max_element(r.core_seconds.begin(), r.core_seconds.end()));
-    t.update(5, r);
-  }
-  return used;
-}
+using weft::split::test::simulate;
 
 ws::SplitOptions simulated_options() {
   ws::SplitOptions o;
