@@ -105,10 +105,10 @@ namespace apps::split {
 /// each). As in HPL, the swaps are not applied to L's columns: the solve applies each panel's
 /// swaps to the right-hand side in turn.
 ///
-/// With look-ahead (set_look_ahead), as HPL's depth 1: while a trailing update's region runs,
-/// another thread updates the next panel's columns and factors that panel on the GPU side (its
-/// own stream there), so that the panels leave the critical path. The regions then hold the
-/// columns after the next panel only.
+/// With look-ahead (on by default; set_look_ahead), as HPL's depth 1: while a trailing update's
+/// region runs, another thread updates the next panel's columns and factors that panel on the
+/// GPU side (its own stream there), so that the panels leave the critical path. The regions then
+/// hold the columns after the next panel only.
 class HplLu {
  public:
   /// Throws std::invalid_argument for n < 1 or nb outside [1, n], std::runtime_error when the
@@ -127,7 +127,8 @@ class HplLu {
   [[nodiscard]] double* matrix() noexcept { return a_.data(); }
   /// Puts the original matrix back (before each factorisation; not timed).
   void reset();
-  /// Factors the next panel beside each trailing update (off by default).
+  /// Factors the next panel beside each trailing update (on by default: it takes the panels off
+  /// the critical path, docs/decisions/034-lu-look-ahead.md).
   void set_look_ahead(bool on) noexcept { look_ahead_ = on; }
   [[nodiscard]] bool look_ahead() const noexcept { return look_ahead_; }
   /// Factors the matrix, each trailing update a region of `s` at the GPU share `gsplit`
@@ -158,7 +159,7 @@ class HplLu {
   void update_on_gpu(int k, weft::split::Range r, const weft::split::GpuContext& g);
 
   int n_, nb_;
-  bool look_ahead_ = false;
+  bool look_ahead_ = true;
   bool factored_ = false;
   HostArray<double> a_;                   // the factors, in place
   std::vector<double> original_;          // A as generated

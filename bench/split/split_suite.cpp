@@ -351,7 +351,7 @@ void run_lu(Suite& suite, Setup& setup, const SplitSuiteOptions& o, int n) {
   apps::split::HplLu& lu = *made;
   lu.set_look_ahead(o.lu_look_ahead);
   std::fprintf(stderr, "[split] %s: peak rates%s\n", bench.c_str(),
-               o.lu_look_ahead ? " (look-ahead on)" : "");
+               o.lu_look_ahead ? "" : " (look-ahead off)");
   ws::Splitter probe(*setup.ex, *setup.gpu, bench + "-probe", {1, 1}, probe_options(o));
   const ws::PeakRates prior = lu.peak_rates(probe, *setup.gpu);
   ws::SplitOptions so = split_options(o, setup);

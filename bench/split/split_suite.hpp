@@ -29,7 +29,7 @@ struct SplitSuiteOptions {
   /// Idle cores take pieces of the ranges still running (SplitOptions::take_tail).
   bool take_tail = true;
   /// The LU factors the next panel beside each trailing update (HplLu::set_look_ahead).
-  bool lu_look_ahead = false;
+  bool lu_look_ahead = true;
   /// Also the per-core case (a slowed core) after the triad.
   bool percore = true;
   /// The LU's orders (empty: 16384, 1024 with quick). Above 16384 `cpu_only` is left out: it

@@ -104,7 +104,10 @@ class SplitHplLu : public ::testing::Test {
   std::unique_ptr<apps::split::HplLu> lu_;
 };
 
-TEST_F(SplitHplLu, PassesHplsResidualCheckAtEverySplit) {
+TEST_F(SplitHplLu, LooksAheadByDefault) { EXPECT_TRUE(lu_->look_ahead()); }
+
+TEST_F(SplitHplLu, WithoutLookAheadPassesHplsResidualCheckAtEverySplit) {
+  lu_->set_look_ahead(false);
   factor_at_every_split(11);  // one update per panel but the last
   // One wrong entry of U fails the check: it is not vacuous.
   ws::Splitter s(*ex_, *gpu_, "hpl_lu", {1, 1});
@@ -125,6 +128,7 @@ TEST_F(SplitHplLu, WithLookAheadPassesHplsResidualCheckAtEverySplit) {
 
 TEST_F(SplitHplLu, LookAheadGivesTheSameFactors) {
   ws::Splitter s(*ex_, *gpu_, "hpl_lu", {1, 1});
+  lu_->set_look_ahead(false);
   lu_->factor(s, *gpu_, 0.45);
   const std::vector<double> without(lu_->matrix(), lu_->matrix() + 1100 * 1100);
   lu_->reset();

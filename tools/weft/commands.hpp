@@ -153,7 +153,7 @@ struct BenchSplitArgs {
   bool equal_core_shares = false;
   bool seed_core_classes = false;
   bool take_tail = true;
-  bool lu_look_ahead = false;
+  bool lu_look_ahead = true;
   std::vector<int> lu_sizes;
   std::string command;
 };

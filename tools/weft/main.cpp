@@ -222,9 +222,10 @@ int main(int argc, char** argv) {
   bench_split->add_flag("--take-tail,!--no-take-tail", split_bench_args.take_tail,
                         "Cores that finish their range take pieces of the ranges still running "
                         "(the default; --no-take-tail: each core runs its own range whole)");
-  bench_split->add_flag("--lu-look-ahead", split_bench_args.lu_look_ahead,
+  bench_split->add_flag("--lu-look-ahead,!--no-lu-look-ahead", split_bench_args.lu_look_ahead,
                         "The LU factors the next panel beside each trailing update (HPL's "
-                        "look-ahead of depth 1)");
+                        "look-ahead of depth 1; the default; --no-lu-look-ahead: each panel "
+                        "waits for the update before it)");
 
   auto* bench_streams = bench->add_subcommand(
       "streams",
