@@ -1,6 +1,13 @@
 #include "tnn.hpp"
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <random>
+#include <stdexcept>
+#include <string>
 
 namespace apps::gpu {
 
@@ -42,28 +49,134 @@ std::vector<std::vector<Neighbour>> reference_tnn(const PointSet& p, int t) {
   return heaps.sorted();
 }
 
-NeighbourHeaps::NeighbourHeaps(int n, int t) : t_(t), heaps_(static_cast<std::size_t>(n)) {}
+namespace {
 
-void NeighbourHeaps::offer(int point, Neighbour candidate) {
-  auto& h = heaps_[static_cast<std::size_t>(point)];
-  if (static_cast<int>(h.size()) < t_) {
-    h.push(candidate);
-  } else if (candidate < h.top()) {
-    h.pop();
-    h.push(candidate);
+std::size_t checked_count(int value, const char* what) {
+  if (value < 1) {
+    throw std::invalid_argument(std::string("apps::gpu::NeighbourHeaps: ") + what +
+                                " must be at least 1 (got " + std::to_string(value) + ")");
+  }
+  return static_cast<std::size_t>(value);
+}
+
+}  // namespace
+
+NeighbourHeaps::NeighbourHeaps(int n, int t)
+    : t_(checked_count(t, "T")),
+      kept_(checked_count(n, "n") * t_),
+      size_(static_cast<std::size_t>(n), 0),
+      bound_(static_cast<std::size_t>(n), std::numeric_limits<float>::infinity()) {}
+
+namespace {
+
+constexpr std::uint32_t kSignBit = 0x80000000u;
+
+// A neighbour as one integer in Neighbour's order: the distance's bits mapped so that unsigned
+// order is the floats' order (negatives flipped whole, the others' sign bit set), then the
+// index. Adding 0.0f turns -0.0 into 0.0, which the floats count as equal.
+std::uint64_t key_of(Neighbour n) {
+  std::uint32_t bits = std::bit_cast<std::uint32_t>(n.first + 0.0f);
+  bits = (bits & kSignBit) != 0 ? ~bits : bits | kSignBit;
+  return static_cast<std::uint64_t>(bits) << 32 | static_cast<std::uint32_t>(n.second);
+}
+
+Neighbour neighbour_of(std::uint64_t key) {
+  auto bits = static_cast<std::uint32_t>(key >> 32);
+  bits = (bits & kSignBit) != 0 ? bits & ~kSignBit : ~bits;
+  return {std::bit_cast<float>(bits), static_cast<int>(static_cast<std::uint32_t>(key))};
+}
+
+float distance_of(std::uint64_t key) { return neighbour_of(key).first; }
+
+// Puts `key` in place of a max-heap's top and sifts it down: one pass, where a pop and a push
+// would take two.
+void replace_top(std::uint64_t* heap, std::size_t size, std::uint64_t key) {
+  std::size_t at = 0;
+  for (std::size_t child = 1; child < size; child = 2 * at + 1) {
+    if (child + 1 < size && heap[child + 1] > heap[child]) ++child;
+    if (heap[child] <= key) break;
+    heap[at] = heap[child];
+    at = child;
+  }
+  heap[at] = key;
+}
+
+}  // namespace
+
+void NeighbourHeaps::offer_to_heap(int point, Neighbour candidate) {
+  if (std::isnan(candidate.first)) return;
+  if (candidate.second < 0) {
+    throw std::invalid_argument("apps::gpu::NeighbourHeaps::offer: candidate index " +
+                                std::to_string(candidate.second) + " is negative");
+  }
+  const auto p = static_cast<std::size_t>(point);
+  std::uint64_t* heap = kept_.data() + p * t_;
+  const std::uint64_t key = key_of(candidate);
+  std::size_t& size = size_[p];
+  if (size < t_) {
+    heap[size++] = key;
+    std::push_heap(heap, heap + size);
+    if (size == t_) bound_[p] = distance_of(heap[0]);
+    return;
+  }
+  if (key >= heap[0]) return;  // the same distance as the farthest kept, a higher index
+  replace_top(heap, t_, key);
+  bound_[p] = distance_of(heap[0]);
+}
+
+// Both runs test eight distances at once against their bounds (a loop the compiler can make
+// vector compares) and go into the heaps only for the eights where one may be kept: once the
+// heaps are full, most eights hold none. A bound read before an offer lowered it is still
+// safe: offer() checks again. A NaN distance is never kept, so an eight of NaNs is skipped.
+namespace {
+constexpr std::size_t kEight = 8;
+}  // namespace
+
+void NeighbourHeaps::offer_run(int point, int first_candidate, std::span<const float> dist) {
+  const float bound = bound_[static_cast<std::size_t>(point)];
+  for (std::size_t q0 = 0; q0 < dist.size(); q0 += kEight) {
+    const std::size_t m = std::min(kEight, dist.size() - q0);
+    bool any = false;
+    if (m == kEight) {
+      for (std::size_t k = 0; k < kEight; ++k) any |= dist[q0 + k] <= bound;
+    } else {
+      any = true;
+    }
+    if (!any) continue;
+    for (std::size_t k = 0; k < m; ++k) {
+      offer(point, {dist[q0 + k], first_candidate + static_cast<int>(q0 + k)});
+    }
+  }
+}
+
+void NeighbourHeaps::offer_to_run(int first_point, int candidate, std::span<const float> dist) {
+  const float* bound = bound_.data() + first_point;
+  for (std::size_t q0 = 0; q0 < dist.size(); q0 += kEight) {
+    const std::size_t m = std::min(kEight, dist.size() - q0);
+    bool any = false;
+    if (m == kEight) {
+      for (std::size_t k = 0; k < kEight; ++k) any |= dist[q0 + k] <= bound[q0 + k];
+    } else {
+      any = true;
+    }
+    if (!any) continue;
+    for (std::size_t k = 0; k < m; ++k) {
+      offer(first_point + static_cast<int>(q0 + k), {dist[q0 + k], candidate});
+    }
   }
 }
 
 std::vector<std::vector<Neighbour>> NeighbourHeaps::sorted() const {
   std::vector<std::vector<Neighbour>> out;
-  out.reserve(heaps_.size());
-  for (auto h : heaps_) {  // a copy: popping empties it
+  out.reserve(size_.size());
+  std::vector<std::uint64_t> keys;
+  for (std::size_t p = 0; p < size_.size(); ++p) {
+    const std::uint64_t* heap = kept_.data() + p * t_;
+    keys.assign(heap, heap + size_[p]);
+    std::sort(keys.begin(), keys.end());
     std::vector<Neighbour> v;
-    while (!h.empty()) {
-      v.push_back(h.top());
-      h.pop();
-    }
-    std::reverse(v.begin(), v.end());
+    v.reserve(keys.size());
+    for (const std::uint64_t key : keys) v.push_back(neighbour_of(key));
     out.push_back(std::move(v));
   }
   return out;

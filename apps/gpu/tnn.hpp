@@ -17,7 +17,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <queue>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -47,17 +46,46 @@ struct PointSet {
 /// The T nearest of every point, nearest first, by brute force on the CPU.
 std::vector<std::vector<Neighbour>> reference_tnn(const PointSet& p, int t);
 
-/// Keeps the T nearest neighbours of every point.
+/// Keeps the T nearest neighbours of every point: a max-heap of T per point, the farthest kept
+/// on top, all of them in one array. Most candidates are farther than a full heap's top, so
+/// offer() turns those away inline by one comparison with the point's bound; only the others
+/// reach the heap, where each neighbour is one 64-bit key (the distance's bits in the floats'
+/// order, then the index), so that the heap compares integers. Candidates are indices >= 0;
+/// -0.0 counts as 0, and a NaN distance is never kept. Calls for different points may run at
+/// once; calls for one point may not.
 class NeighbourHeaps {
  public:
+  /// Throws std::invalid_argument for n < 1 or t < 1.
   NeighbourHeaps(int n, int t);
-  void offer(int point, Neighbour candidate);
+  /// Keeps `candidate` among `point`'s T nearest if it is nearer (in Neighbour's order) than the
+  /// farthest kept, or while fewer than T are kept. Throws std::invalid_argument for a negative
+  /// candidate index that reaches the heap.
+  void offer(int point, Neighbour candidate) {
+    // Strictly farther than the farthest kept: never kept (a tie in distance goes on, to be
+    // decided by the index; a NaN distance goes on, to be turned away there).
+    if (candidate.first > bound_[static_cast<std::size_t>(point)]) return;
+    offer_to_heap(point, candidate);
+  }
+  /// Offers candidates first_candidate, first_candidate + 1, ... at distances `dist` to `point`
+  /// (a run of one point's pairs, as a row of the Gram matrix holds them).
+  void offer_run(int point, int first_candidate, std::span<const float> dist);
+  /// Offers `candidate` at distance dist[q] to point first_point + q, for each q (a run of
+  /// points sharing one candidate, as a column of a Gram tile holds them).
+  void offer_to_run(int first_point, int candidate, std::span<const float> dist);
+  /// The distance above which `point` keeps no candidate: +infinity until it keeps T.
+  [[nodiscard]] float bound(int point) const noexcept {
+    return bound_[static_cast<std::size_t>(point)];
+  }
   /// Each point's neighbours, nearest first.
   [[nodiscard]] std::vector<std::vector<Neighbour>> sorted() const;
 
  private:
-  int t_;
-  std::vector<std::priority_queue<Neighbour>> heaps_;  // max-heaps: the farthest kept on top
+  void offer_to_heap(int point, Neighbour candidate);
+
+  std::size_t t_;
+  std::vector<std::uint64_t> kept_;  // point p's heap of keys: [p t, p t + size_[p])
+  std::vector<std::size_t> size_;    // how many each point keeps, up to t_
+  std::vector<float> bound_;         // a full heap's top distance, else +infinity
 };
 
 /// The pairs of tile (r, c) of -2 X X^T (in `g`, leading dimension 64) offered to the heaps
@@ -68,18 +96,20 @@ inline void offer_tile(NeighbourHeaps& heaps, const PointSet& points, const floa
   constexpr int kTile = SgemmTile::kTile;
   const int rows = std::min(kTile, points.n - r * kTile),
             cols = std::min(kTile, points.n - c * kTile);
-  const int outer = rows_side ? rows : cols, inner = rows_side ? cols : rows;
-  for (int o = 0; o < outer; ++o) {
-    for (int q = 0; q < inner; ++q) {
-      const int ii = rows_side ? o : q, jj = rows_side ? q : o;
-      const int i = r * kTile + ii, j = c * kTile + jj;
-      if (i == j || (r == c && i > j)) continue;  // itself; a diagonal tile's lower half
-      const float dist = points.norms[i] + points.norms[j] + g[ii + jj * kTile];
-      if (rows_side) {
-        heaps.offer(i, {dist, j});
-      } else {
-        heaps.offer(j, {dist, i});
-      }
+  const float* row_norms = points.norms.data() + r * kTile;
+  float dist[kTile];
+  // Column jj of the tile holds point j's distances to the tile's row points, contiguous. A
+  // diagonal tile offers only the pairs above its diagonal (i < j), once to each side.
+  for (int jj = 0; jj < cols; ++jj) {
+    const int j = c * kTile + jj, run = r == c ? std::min(rows, jj) : rows;
+    const float j_norm = points.norms[static_cast<std::size_t>(j)];
+    const float* column = g + jj * kTile;
+    for (int ii = 0; ii < run; ++ii) dist[ii] = row_norms[ii] + j_norm + column[ii];
+    const std::span<const float> run_dist(dist, static_cast<std::size_t>(run));
+    if (rows_side) {
+      heaps.offer_to_run(r * kTile, j, run_dist);
+    } else {
+      heaps.offer_run(j, r * kTile, run_dist);
     }
   }
 }

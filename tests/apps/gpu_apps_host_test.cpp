@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -245,6 +247,47 @@ TEST(SpmvBlackScholes, SerialAndMixedOrdersGiveTheReferenceResults) {
     EXPECT_LE(max_relative_error<float>(call, call_ref), 1e-6);
     EXPECT_LE(max_relative_error<float>(put, put_ref), 1e-6);
   }
+}
+
+// The heaps keep, for each point, the T least candidates in Neighbour's order (distance, then
+// index) whatever the order of the offers: many equal distances, so that ties are decided by
+// the index, offered in three shuffled orders against the sorted list's first T.
+TEST(NeighbourHeaps, KeepTheTLeastCandidatesInAnyOrderTiesToTheLowerIndex) {
+  constexpr int kPoints = 3, kT = 5, kCandidates = 400;
+  std::vector<Neighbour> candidates;
+  for (int j = 0; j < kCandidates; ++j) {
+    candidates.emplace_back(static_cast<float>((j * 7919) % 13), j);  // 13 distances
+  }
+  std::vector<Neighbour> want = candidates;
+  std::sort(want.begin(), want.end());
+  want.resize(kT);
+  std::mt19937 rng(7);
+  NeighbourHeaps heaps(kPoints, kT);
+  for (int p = 0; p < kPoints; ++p) {
+    std::shuffle(candidates.begin(), candidates.end(), rng);
+    for (const Neighbour& c : candidates) heaps.offer(p, c);
+  }
+  const auto got = heaps.sorted();
+  for (int p = 0; p < kPoints; ++p) EXPECT_EQ(got[static_cast<std::size_t>(p)], want) << p;
+}
+
+// A point's bound is what offer() compares with before its heap: no bound until it keeps T,
+// then the farthest kept distance; a candidate at the bound's distance and a lower index
+// still gets in.
+TEST(NeighbourHeaps, TheBoundIsTheFarthestKeptOnceFull) {
+  NeighbourHeaps heaps(2, 2);
+  heaps.offer(0, {3.0f, 10});
+  EXPECT_EQ(heaps.bound(0), std::numeric_limits<float>::infinity());
+  heaps.offer(0, {5.0f, 11});
+  EXPECT_EQ(heaps.bound(0), 5.0f);
+  heaps.offer(0, {5.0f, 4});   // the same distance, a lower index: replaces (5, 11)
+  heaps.offer(0, {5.0f, 12});  // a higher index: turned away
+  heaps.offer(0, {9.0f, 0});   // farther: turned away
+  EXPECT_EQ(heaps.sorted()[0], (std::vector<Neighbour>{{3.0f, 10}, {5.0f, 4}}));
+  EXPECT_EQ(heaps.bound(1), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(heaps.sorted()[1].empty());
+  EXPECT_THROW(NeighbourHeaps(0, 2), std::invalid_argument);
+  EXPECT_THROW(NeighbourHeaps(2, 0), std::invalid_argument);
 }
 
 // The T nearest of every point, from tiles fed to the heaps as they finish, with fewer buffer
