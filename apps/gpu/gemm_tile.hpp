@@ -55,7 +55,14 @@ struct GemmTileBody {
     bool a_transposed = false;
     bool b_transposed = false;
     bool lower_only = false;
+    // c_through_shared: the block gathers its tile of C in shared memory and writes it out a
+    // column at a time, each warp's store one whole line. For a C in mapped host memory, where
+    // every partial line a warp stores is a PCIe write of its own; the same results either way
+    // (the plain path, below 128 GPU threads, writes directly).
+    bool c_through_shared = false;
   };
+  static_assert(kSharedBytes >= sizeof(T) * kTile * kTile,
+                "the staging buffers hold the whole tile of C for c_through_shared");
 
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
 #if defined(__CUDA_ARCH__)
@@ -70,6 +77,15 @@ struct GemmTileBody {
 #endif
     T acc[kMaxMicroPerThread][kMicroRows][kMicroCols] = {};
     accumulate(p, ctx, acc);
+    if (p.c_through_shared) {
+      T* tile = gathering_tile(ctx);
+      for (int i = 0; i < kMaxMicroPerThread; ++i) {
+        const int v = ctx.thread() + i * ctx.threads();
+        if (v < kMicroTiles) gather(tile, micro_row(v), micro_col(v), acc[i]);
+      }
+      write_gathered(p, ctx, tile);
+      return;
+    }
     for (int i = 0; i < kMaxMicroPerThread; ++i) {
       const int v = ctx.thread() + i * ctx.threads();
       if (v < kMicroTiles) write_back(p, v, acc[i]);
@@ -246,6 +262,31 @@ struct GemmTileBody {
     p.c[row + static_cast<std::size_t>(col) * p.ldc] =
         p.beta == T(0) ? p.alpha * sum : p.alpha * sum + p.beta * old;
   }
+  // c_through_shared: the tile of C, column-major with leading dimension kTile, in the staging
+  // buffers, which the last chunk has left (every thread past its final sync); the sync here
+  // also covers a task with no chunk (k = 0).
+  WEFT_HD APPS_GEMM_INLINE static T* gathering_tile(const weft::gpu::BlockContext& ctx) {
+    ctx.sync();
+    return static_cast<T*>(ctx.shared());
+  }
+  WEFT_HD APPS_GEMM_INLINE static void gather(T* tile, int rb, int cb,
+                                              const T (&acc)[kMicroRows][kMicroCols]) {
+    for (int j = 0; j < kMicroCols; ++j) {
+      for (int i = 0; i < kMicroRows; ++i) tile[(rb + i) + (cb + j) * kTile] = acc[i][j];
+    }
+  }
+  // Every thread of the block calls it once its sums are in `tile`: consecutive threads take
+  // consecutive rows of a column, so a warp loads and stores one line of C at a time.
+  WEFT_HD APPS_GEMM_INLINE static void write_gathered(const Payload& p,
+                                                      const weft::gpu::BlockContext& ctx,
+                                                      const T* tile) {
+    ctx.sync();  // every thread's sums are in the tile
+    for (int e = ctx.thread(); e < kTile * kTile; e += ctx.threads()) {
+      const int row = p.row0 + e % kTile, col = p.col0 + e / kTile;
+      store(p, row, col, tile[e], p.beta == T(0) ? T(0) : load(p, row, col));
+    }
+    ctx.sync();  // the staging buffers are free for the next task's chunks
+  }
   // The micro tile's old values are all loaded before any is written (see run_mma).
   WEFT_HD APPS_GEMM_INLINE static void write_back(const Payload& p, int v,
                                                   const T (&acc)[kMicroRows][kMicroCols]) {
@@ -310,6 +351,22 @@ struct GemmTileBody {
         }
       }
     });
+    if (p.c_through_shared) {
+      T* tile = gathering_tile(ctx);
+      if (warp < 4) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int r = wm + i * 8 + g, c = wn + j * 8 + 2 * q;
+            tile[r + c * kTile] = acc[i][j][0];
+            tile[r + (c + 1) * kTile] = acc[i][j][1];
+          }
+        }
+      }
+      write_gathered(p, ctx, tile);
+      return;
+    }
     if (warp >= 4) return;
 #pragma unroll
     for (int half = 0; half < 4; half += 2) {

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <weft/cpu/parallel.hpp>
+
 namespace apps::gpu {
 
 PointSet PointSet::random(int n, int d, std::uint64_t seed) {
@@ -30,6 +32,27 @@ PointSet PointSet::random(int n, int d, std::uint64_t seed) {
     }
   }
   return p;
+}
+
+std::vector<std::vector<Neighbour>> tnn_from_gram(weft::cpu::Executor& workers,
+                                                  const PointSet& points, const float* gram,
+                                                  int t) {
+  const int n = points.n;
+  NeighbourHeaps heaps(n, t);
+  weft::cpu::parallel_for(workers, 0, (n + 63) / 64, [&](std::int64_t band) {
+    std::vector<float> dist(static_cast<std::size_t>(n));
+    const int first = static_cast<int>(band) * 64, last = std::min(n, first + 64);
+    for (int i = first; i < last; ++i) {
+      const float* column = gram + static_cast<std::size_t>(i) * n;
+      for (int j = 0; j < n; ++j) {
+        dist[static_cast<std::size_t>(j)] = points.norms[i] + points.norms[j] + column[j];
+      }
+      const std::span<const float> all(dist);
+      heaps.offer_run(i, 0, all.first(static_cast<std::size_t>(i)));
+      heaps.offer_run(i, i + 1, all.subspan(static_cast<std::size_t>(i) + 1));
+    }
+  });
+  return heaps.sorted();
 }
 
 std::vector<std::vector<Neighbour>> reference_tnn(const PointSet& p, int t) {

@@ -88,6 +88,12 @@ class NeighbourHeaps {
   std::vector<float> bound_;         // a full heap's top distance, else +infinity
 };
 
+/// The seed's baseline's host half: each point's T nearest, nearest first, from the whole of
+/// G = -2 X X^T (n x n, column-major, where the host reads it), each task of `workers` offering
+/// whole rows of G (read as columns: G is symmetric) to the heaps of a band of 64 points.
+std::vector<std::vector<Neighbour>> tnn_from_gram(weft::cpu::Executor& workers,
+                                                  const PointSet& points, const float* gram, int t);
+
 /// The pairs of tile (r, c) of -2 X X^T (in `g`, leading dimension 64) offered to the heaps
 /// of its row points (rows side) or of its column points (columns side); a diagonal tile
 /// offers each pair once per side, a point never itself.
@@ -160,6 +166,7 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
                          0,
                          -2.0f,
                          0.0f};
+    p.c_through_shared = true;  // the buffer is mapped host memory on a GPU: whole lines
     return Record::template make<SgemmTile>(p, (static_cast<std::uint64_t>(w) << 20) | slot);
   };
   // The free buffers; with heap workers, the second side of a tile to finish frees its buffer.

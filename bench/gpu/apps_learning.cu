@@ -105,26 +105,8 @@ void tnn_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
                      WEFT_CUDA_CHECK(cudaMemcpyAsync(gram_host, gram, nn * sizeof(float),
                                                      cudaMemcpyDeviceToHost, stream));
                      WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
-                     // Each worker owns bands of 64 points and offers each its whole row of
-                     // the (symmetric) Gram matrix, read as column i (contiguous), as runs
-                     // (NeighbourHeaps::offer_run, the pool's sides use the same filter): the
-                     // same offers as the pool's two sides.
-                     apps::gpu::NeighbourHeaps heaps(n, kT);
-                     weft::cpu::parallel_for(heap_workers, 0, (n + 63) / 64, [&](std::int64_t b) {
-                       std::vector<float> dist(static_cast<std::size_t>(n));
-                       for (int i = static_cast<int>(b) * 64;
-                            i < std::min(n, (static_cast<int>(b) + 1) * 64); ++i) {
-                         const float* column = gram_host + static_cast<std::size_t>(i) * n;
-                         for (int j = 0; j < n; ++j) {
-                           dist[static_cast<std::size_t>(j)] =
-                               points.norms[i] + points.norms[j] + column[j];
-                         }
-                         const std::span<const float> all(dist);
-                         heaps.offer_run(i, 0, all.first(static_cast<std::size_t>(i)));
-                         heaps.offer_run(i, i + 1, all.subspan(static_cast<std::size_t>(i) + 1));
-                       }
-                     });
-                     result = heaps.sorted();
+                     // The same offers as the pool's two sides, by whole rows.
+                     result = apps::gpu::tnn_from_gram(heap_workers, points, gram_host, kT);
                    });
                    return Outcome{t, sample_matches(points, kT, result)};
                  }});

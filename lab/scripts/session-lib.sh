@@ -43,3 +43,16 @@ set_spmv_ring_depth() {
   sed -i "s|^$anchor\$|$anchor\n  $1|" apps/gpu/spmv_bs.cpp
   grep -qF "$1" apps/gpu/spmv_bs.cpp || { echo "set_spmv_ring_depth: patch failed" >&2; return 1; }
 }
+
+# sanitize BINARY FILTER LIMIT: compute-sanitizer memcheck, racecheck and synccheck on the gtest
+# binary's tests FILTER, each within LIMIT seconds (racecheck is the slowest by far); prints
+# each one's tail and exit status (124: out of time), with the seconds since $t0.
+sanitize() {
+  local tool
+  for tool in memcheck racecheck synccheck; do
+    echo "== compute-sanitizer $tool: $2 (at $(($(date +%s) - t0)) s)"
+    timeout "$3" compute-sanitizer --tool "$tool" --error-exitcode 3 "$1" --gtest_brief=1 \
+      --gtest_filter="$2" 2>&1 | tail -4
+    echo "rc ${PIPESTATUS[0]}"
+  done
+}

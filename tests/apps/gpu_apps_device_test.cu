@@ -10,6 +10,7 @@
 #include "app_pool.hpp"
 #include "batched_gemm.hpp"
 #include "cholesky.hpp"
+#include "gemm_tile_variants.hpp"
 #include "kmeans.hpp"
 #include "multi_gpu_gemm.hpp"
 #include "spmv_bs.hpp"
@@ -181,6 +182,45 @@ TEST(SpmvBlackScholesOnGpu, MixedTasksGiveTheReferenceResults) {
                   static_cast<void*>(put)}) {
     cudaFree(p);
   }
+}
+
+// On the GPU too, tile tasks with c_through_shared write exactly the C of the same tasks
+// without it: FP64 on the tensor cores, FP32 on the scalar units, tile edges, beta != 0 and
+// lower_only (test::varied_tile_tasks), C in device memory.
+template <class T>
+void expect_gathered_c_equals_direct_on_gpu(AppPool& pool) {
+  const GemmBatch batch = GemmBatch::variable(12, 1, 150, 9);
+  std::vector<T> a, b;
+  fill_inputs(batch, a, b);
+  const std::vector<T> before = test::varied_c_before<T>(batch);
+  std::vector<T> direct(before.size()), gathered(before.size());
+  pool.pause();  // allocations and copies synchronize the device
+  T* da = to_device(a);
+  T* db = to_device(b);
+  T* dc_direct = to_device(before);
+  T* dc_gathered = to_device(before);
+  pool.resume();
+  const auto run = [&](T* dc, bool through_shared) {
+    const auto tasks = test::varied_tile_tasks(batch, da, db, dc, through_shared);
+    run_tasks(pool, std::span<const AppPool::Record>(tasks));
+  };
+  run(dc_direct, false);
+  run(dc_gathered, true);
+  pool.pause();
+  cudaMemcpy(direct.data(), dc_direct, sizeof(T) * direct.size(), cudaMemcpyDeviceToHost);
+  cudaMemcpy(gathered.data(), dc_gathered, sizeof(T) * gathered.size(), cudaMemcpyDeviceToHost);
+  for (T* p : {da, db, dc_direct, dc_gathered}) cudaFree(p);
+  pool.resume();
+  EXPECT_NE(direct, before);  // the tasks wrote C
+  EXPECT_EQ(gathered, direct);
+}
+
+TEST(BatchedGemmOnGpu, CThroughSharedMemoryWritesTheSameC) {
+  if (!have_gpu()) GTEST_SKIP() << "no usable GPU on this machine";
+  AppPool pool(device_pool_options({0}));
+  expect_gathered_c_equals_direct_on_gpu<double>(pool);
+  expect_gathered_c_equals_direct_on_gpu<float>(pool);
+  pool.pause();
 }
 
 TEST(TnnOnGpu, HeapsFedFromPinnedTileBuffersFindTheBruteForceNeighbours) {
