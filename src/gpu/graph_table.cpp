@@ -102,6 +102,10 @@ bool HostGraphTable::runnable(std::uint32_t t) const {
          !cancelled_.load(std::memory_order_relaxed);
 }
 
+bool HostGraphTable::cancelled() const noexcept {
+  return cancelled_.load(std::memory_order_relaxed);  // relaxed: see runnable()
+}
+
 void HostGraphTable::cancel_unrun() noexcept {
   cancelled_.store(true, std::memory_order_relaxed);  // relaxed: see runnable()
 }

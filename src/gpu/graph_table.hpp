@@ -96,6 +96,8 @@ class HostGraphTable final : public GraphTable {
   /// that the graph in the table drains without running. Its completions still come through
   /// collect(), exactly once each. For good: the table is not loaded again.
   void cancel_unrun() noexcept override;
+  /// Whether cancel_unrun() was called (for tests that wait for a shutdown to reach the table).
+  [[nodiscard]] bool cancelled() const noexcept;
   /// A block, once t ended with `status` (cancelled when !runnable(t)): count_down(t, status),
   /// then publishes t's completion for the lane.
   void finish(std::uint32_t t, TaskStatus status);

@@ -12,8 +12,8 @@
 namespace apps::gpu::test {
 
 template <class T>
-std::vector<AppPool::Record> varied_tile_tasks(const GemmBatch& batch, const T* a, const T* b,
-                                               T* c, bool through_shared) {
+std::vector<AppPool::Record> varied_tile_tasks(const GemmBatch& batch, const T* a, const T* b, T* c,
+                                               bool through_shared) {
   using Tile = std::conditional_t<std::is_same_v<T, double>, DgemmTile, SgemmTile>;
   auto tasks = gemm_tasks<T, kAppCapacity>(batch, a, b, c);
   for (std::size_t t = 0; t < tasks.size(); ++t) {

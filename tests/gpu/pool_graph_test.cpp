@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../cpu/test_util.hpp"
+#include "gpu/graph_table.hpp"
 #include "weft/gpu/detail/pool_core.hpp"
 #include "weft/gpu/pool.hpp"
 
@@ -578,24 +579,34 @@ TEST(PoolGraph, AfterNoMoreTasksEveryQueuedGraphRunsAndPopsEndWithShutDown) {
 
 // The scheduler core alone, so that the test can shut it down and then take what it delivered.
 using GraphCore = detail::PoolCore<64>;
-std::unique_ptr<GraphCore> graph_core(std::size_t blocks, std::size_t graph_capacity) {
+// A core of host blocks with a graph table; `table`, when given, receives the table (which the
+// core's blocks own).
+std::unique_ptr<GraphCore> graph_core(std::size_t blocks, std::size_t graph_capacity,
+                                      const detail::HostGraphTable** table = nullptr) {
   constexpr auto dispatch = [](std::uint32_t type, void* payload, std::uint32_t size,
                                const BlockContext& block) {
     return Types::dispatch(type, payload, size, block);
   };
-  return std::make_unique<GraphCore>(
-      detail::make_host_blocks(blocks, 1, 64, 0, +dispatch, false, 1, graph_capacity), 1,
-      QueueOrder::fifo, detail::SchedulerConfig{});
+  auto runtime = detail::make_host_blocks(blocks, 1, 64, 0, +dispatch, false, 1, graph_capacity);
+  if (table != nullptr)
+    *table = dynamic_cast<const detail::HostGraphTable*>(runtime->graph_table());
+  return std::make_unique<GraphCore>(std::move(runtime), 1, QueueOrder::fifo,
+                                     detail::SchedulerConfig{});
 }
 
 // Shuts the core down while a Gate task (pushed with the gate closed) holds a block: the gate
-// opens while the shutdown waits for it. Returns what the core delivered, tag -> status,
-// checking that each tag came once.
-std::map<std::uint64_t, TaskStatus> shut_down_at_the_gate(GraphCore& core) {
+// opens while the shutdown waits for it, once the shutdown has reached the first lane and it
+// has cancelled the table (or after 10 s, when the tasks behind the gate then run and the
+// test fails on their status). Returns what the core delivered, tag -> status, checking that
+// each tag came once.
+std::map<std::uint64_t, TaskStatus> shut_down_at_the_gate(GraphCore& core,
+                                                          const detail::HostGraphTable& table) {
   wait_for_the_gate();
-  // Long enough for the shutdown to reach the first lane, which then cancels the table.
-  std::thread release([] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::thread release([&table] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!table.cancelled() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     g_gate_open = true;
   });
   core.shutdown();
@@ -616,7 +627,9 @@ void close_the_gate() {
 
 TEST(PoolGraph, ShutdownCancelsTheGraphsNotYetRunAndDeliversEachTaskOnce) {
   close_the_gate();
-  auto core = graph_core(1, 8);
+  const detail::HostGraphTable* table = nullptr;
+  auto core = graph_core(1, 8, &table);
+  ASSERT_NE(table, nullptr);
   std::vector<Record> gated(1, Record::make<Gate>({0}, 999999));
   core->push_graph(gated, {}, 0);
   std::vector<std::unique_ptr<StepGraph>> graphs;
@@ -624,7 +637,7 @@ TEST(PoolGraph, ShutdownCancelsTheGraphsNotYetRunAndDeliversEachTaskOnce) {
     graphs.push_back(std::make_unique<StepGraph>(8, std::vector<Edge>{{0, 1}}, 100 * k));
     core->push_graph(graphs.back()->records, graphs.back()->edges, 0);
   }
-  std::map<std::uint64_t, TaskStatus> status = shut_down_at_the_gate(*core);
+  std::map<std::uint64_t, TaskStatus> status = shut_down_at_the_gate(*core, *table);
   ASSERT_EQ(status.size(), 1u + 3u * 8u);
   EXPECT_EQ(status[999999], TaskStatus::ok);  // in the table: it ran to its end
   for (const auto& [tag, s] : status) {
@@ -638,11 +651,13 @@ TEST(PoolGraph, ShutdownCancelsTheGraphsNotYetRunAndDeliversEachTaskOnce) {
 TEST(PoolGraph, ShutdownDrainsTheGraphInTheTableUnrun) {
   // A gate, then a chain behind it in one graph: the chain is cancelled, unrun, at shutdown.
   close_the_gate();
-  auto core = graph_core(2, 16);
+  const detail::HostGraphTable* table = nullptr;
+  auto core = graph_core(2, 16, &table);
+  ASSERT_NE(table, nullptr);
   StepGraph g(9, {{0, 1}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {5, 6}, {6, 7}, {7, 8}});
   g.records[0] = Record::make<Gate>({0}, 0);
   core->push_graph(g.records, g.edges, 0);
-  std::map<std::uint64_t, TaskStatus> status = shut_down_at_the_gate(*core);
+  std::map<std::uint64_t, TaskStatus> status = shut_down_at_the_gate(*core, *table);
   ASSERT_EQ(status.size(), 9u);
   EXPECT_EQ(status[0], TaskStatus::ok);
   for (std::uint64_t t = 1; t < 9; ++t) EXPECT_EQ(status[t], TaskStatus::cancelled) << t;

@@ -742,17 +742,28 @@ TEST(Pool, DestroyingRightAfterSinglePushesDeliversEachOnce) {
   }
 }
 
+// The watchdog tests hold their long task on a flag: a record that comes back while the task
+// still runs was delivered by the watchdog at the deadline, however slow the machine, and the
+// test ends the task when it chooses. The flag outlives the pool (the block reads it), and is
+// set at the latest as the test leaves, before the pool goes, so that no block is left stuck.
+struct ReleaseOnExit {
+  std::atomic<bool>& flag;
+  ~ReleaseOnExit() { flag = true; }
+};
+
 TEST(Pool, WatchdogTimesOutALongTaskAndReusesItsSlotWhenItEnds) {
+  std::atomic<bool> release{false};
   TestPool pool(PoolOptions{.host_blocks = 1, .task_deadline = std::chrono::milliseconds(20)});
-  pool.push<Sleep>({200'000}, 0, 1);  // 200 ms: well past the 20 ms deadline
-  const auto t0 = std::chrono::steady_clock::now();
-  TestPool::Record r = pool.pop(0);
-  const auto waited = std::chrono::steady_clock::now() - t0;
+  const ReleaseOnExit released{release};
+  pool.push<Stuck>({&release}, 0, 1);  // runs until released: past the 20 ms deadline
+  TestPool::Record r;
+  const bool came = pop_within(pool, r, std::chrono::seconds(10));
+  release = true;
+  ASSERT_TRUE(came) << "the watchdog delivered nothing while the task ran";
   EXPECT_EQ(r.status, TaskStatus::timed_out);
   EXPECT_EQ(r.tag, 1u);
-  EXPECT_LT(waited, std::chrono::milliseconds(150)) << "delivered at the deadline, not the end";
   EXPECT_EQ(pool.stats().timed_out, 1u);
-  // The only slot is held until the sleeper ends; then a short task runs in it normally, and
+  // The only slot is held until the task ends; then a short task runs in it normally, and
   // the late result of the first task is not delivered a second time.
   pool.push<Small>({21, 0}, 0, 2);
   r = pool.pop(0);
@@ -767,11 +778,17 @@ TEST(Pool, WatchdogTimesOutALongTaskAndReusesItsSlotWhenItEnds) {
 }
 
 TEST(Pool, WatchdogTimesOutATaskQueuedBehindALostOneInItsRing) {
+  std::atomic<bool> release{false};
   TestPool pool(PoolOptions{
       .host_blocks = 1, .task_deadline = std::chrono::milliseconds(20), .ring_depth = 2});
-  pool.push<Sleep>({200'000}, 0, 1);  // 200 ms
-  pool.push<Small>({3, 0}, 0, 2);     // loaded behind it: cannot run before it ends
-  TestPool::Record a = pool.pop(0), b = pool.pop(0);
+  const ReleaseOnExit released{release};
+  pool.push<Stuck>({&release}, 0, 1);  // runs until released
+  pool.push<Small>({3, 0}, 0, 2);      // loaded behind it: cannot run before it ends
+  TestPool::Record a, b;
+  const bool came = pop_within(pool, a, std::chrono::seconds(10)) &&
+                    pop_within(pool, b, std::chrono::seconds(10));
+  release = true;
+  ASSERT_TRUE(came) << "the watchdog delivered less than both while the first task ran";
   EXPECT_EQ(a.tag, 1u);
   EXPECT_EQ(a.status, TaskStatus::timed_out);
   EXPECT_EQ(b.tag, 2u);
@@ -1151,13 +1168,14 @@ TEST(Mailbox, StatusesComeBackThroughIt) {
 }
 
 TEST(Mailbox, WatchdogTimesOutItsTaskAndTheMailboxServesAgainOnceTheTaskEnds) {
+  std::atomic<bool> release{false};
   TestPool pool(PoolOptions{
       .host_blocks = 1, .task_deadline = std::chrono::milliseconds(20), .mailbox = true});
-  pool.push<Sleep>({200'000}, 0, 1);  // 200 ms: well past the 20 ms deadline
-  const auto t0 = std::chrono::steady_clock::now();
-  TestPool::Record r = pool.pop(0);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(150))
-      << "delivered at the deadline, not the end";
+  const ReleaseOnExit released{release};
+  pool.push<Stuck>({&release}, 0, 1);  // runs until released: past the 20 ms deadline
+  TestPool::Record r;
+  ASSERT_TRUE(pop_within(pool, r, std::chrono::seconds(10)))
+      << "the watchdog delivered nothing while the task ran";
   EXPECT_EQ(r.status, TaskStatus::timed_out);
   EXPECT_EQ(r.tag, 1u);
   EXPECT_EQ(pool.stats().mailbox_tasks, 1u);
@@ -1168,7 +1186,8 @@ TEST(Mailbox, WatchdogTimesOutItsTaskAndTheMailboxServesAgainOnceTheTaskEnds) {
   EXPECT_EQ(r.tag, 2u);
   EXPECT_EQ(r.as<Small>().result, 42u);
   EXPECT_EQ(pool.stats().mailbox_tasks, 1u);
-  // Once the sleeper ends its late result is dropped and the mailbox serves again.
+  // Once the task ends its late result is dropped and the mailbox serves again.
+  release = true;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (pool.stats().slots_lost != 0 && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
