@@ -156,6 +156,7 @@ constexpr std::size_t kEight = 8;
 }  // namespace
 
 void NeighbourHeaps::offer_run(int point, int first_candidate, std::span<const float> dist) {
+  check_points(point, 1);
   const float bound = bound_[static_cast<std::size_t>(point)];
   for (std::size_t q0 = 0; q0 < dist.size(); q0 += kEight) {
     const std::size_t m = std::min(kEight, dist.size() - q0);
@@ -173,6 +174,7 @@ void NeighbourHeaps::offer_run(int point, int first_candidate, std::span<const f
 }
 
 void NeighbourHeaps::offer_to_run(int first_point, int candidate, std::span<const float> dist) {
+  check_points(first_point, dist.size());
   const float* bound = bound_.data() + first_point;
   for (std::size_t q0 = 0; q0 < dist.size(); q0 += kEight) {
     const std::size_t m = std::min(kEight, dist.size() - q0);

@@ -58,19 +58,21 @@ class NeighbourHeaps {
   /// Throws std::invalid_argument for n < 1 or t < 1.
   NeighbourHeaps(int n, int t);
   /// Keeps `candidate` among `point`'s T nearest if it is nearer (in Neighbour's order) than the
-  /// farthest kept, or while fewer than T are kept. Throws std::invalid_argument for a negative
-  /// candidate index that reaches the heap.
+  /// farthest kept, or while fewer than T are kept. Throws std::out_of_range for a point not in
+  /// [0, n), std::invalid_argument for a negative candidate index that reaches the heap.
   void offer(int point, Neighbour candidate) {
+    check_points(point, 1);
     // Strictly farther than the farthest kept: never kept (a tie in distance goes on, to be
     // decided by the index; a NaN distance goes on, to be turned away there).
     if (candidate.first > bound_[static_cast<std::size_t>(point)]) return;
     offer_to_heap(point, candidate);
   }
   /// Offers candidates first_candidate, first_candidate + 1, ... at distances `dist` to `point`
-  /// (a run of one point's pairs, as a row of the Gram matrix holds them).
+  /// (a run of one point's pairs, as a row of the Gram matrix holds them). Throws as offer().
   void offer_run(int point, int first_candidate, std::span<const float> dist);
   /// Offers `candidate` at distance dist[q] to point first_point + q, for each q (a run of
-  /// points sharing one candidate, as a column of a Gram tile holds them).
+  /// points sharing one candidate, as a column of a Gram tile holds them). Throws as offer(),
+  /// also for a run that passes point n - 1.
   void offer_to_run(int first_point, int candidate, std::span<const float> dist);
   /// The distance above which `point` keeps no candidate: +infinity until it keeps T.
   [[nodiscard]] float bound(int point) const noexcept {
@@ -80,6 +82,14 @@ class NeighbourHeaps {
   [[nodiscard]] std::vector<std::vector<Neighbour>> sorted() const;
 
  private:
+  // Points [first, first + count) must lie in [0, n).
+  void check_points(int first, std::size_t count) const {
+    if (first < 0 || static_cast<std::size_t>(first) + count > bound_.size()) {
+      throw std::out_of_range("apps::gpu::NeighbourHeaps: points " + std::to_string(first) +
+                              " .. " + std::to_string(static_cast<std::size_t>(first) + count) +
+                              " past the " + std::to_string(bound_.size()) + " it holds");
+    }
+  }
   void offer_to_heap(int point, Neighbour candidate);
 
   std::size_t t_;

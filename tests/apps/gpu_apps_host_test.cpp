@@ -315,6 +315,11 @@ TEST(NeighbourHeaps, TheBoundIsTheFarthestKeptOnceFull) {
   EXPECT_TRUE(heaps.sorted()[1].empty());
   EXPECT_THROW(NeighbourHeaps(0, 2), std::invalid_argument);
   EXPECT_THROW(NeighbourHeaps(2, 0), std::invalid_argument);
+  EXPECT_THROW(heaps.offer(2, {1.0f, 0}), std::out_of_range);
+  EXPECT_THROW(heaps.offer(-1, {1.0f, 0}), std::out_of_range);
+  const float two[] = {1.0f, 1.0f};
+  EXPECT_THROW(heaps.offer_to_run(1, 0, two), std::out_of_range);  // points 1 and 2
+  EXPECT_THROW(heaps.offer(1, {1.0f, -3}), std::invalid_argument);
 }
 
 // The T nearest of every point, from tiles fed to the heaps as they finish, with fewer buffer
