@@ -1,5 +1,5 @@
-// The batched GEMM's tile tasks with beta != 0 and every third task lower_only, with or without
-// c_through_shared: the host and device tests compare the C each writes.
+// The batched GEMM's tile tasks with alpha = -2, beta != 0 and every third task lower_only,
+// with or without c_through_shared: the host and device tests compare the C each writes.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +18,7 @@ std::vector<AppPool::Record> varied_tile_tasks(const GemmBatch& batch, const T* 
   auto tasks = gemm_tasks<T, kAppCapacity>(batch, a, b, c);
   for (std::size_t t = 0; t < tasks.size(); ++t) {
     auto p = tasks[t].template as<Tile>();
+    p.alpha = T(-2);  // a power of two: alpha A B stays exact
     p.beta = T(0.5);
     p.lower_only = t % 3 == 0;
     p.c_through_shared = through_shared;
