@@ -298,6 +298,22 @@ TEST(NeighbourHeaps, KeepTheTLeastCandidatesInAnyOrderTiesToTheLowerIndex) {
   for (int p = 0; p < kPoints; ++p) EXPECT_EQ(got[static_cast<std::size_t>(p)], want) << p;
 }
 
+// Negative distances (rounding can make -2 x.y + |x|^2 + |y|^2 fall below zero) keep their
+// order, and -0.0 counts as 0.0: equal distances, decided by the index.
+TEST(NeighbourHeaps, OrderNegativeDistancesAndCountMinusZeroAsZero) {
+  NeighbourHeaps heaps(1, 4);
+  for (const Neighbour& c : std::vector<Neighbour>{
+           {1.0f, 0}, {-0.0f, 9}, {-2.5f, 3}, {0.0f, 5}, {-1.0f, 7}, {-0.5f, 8}}) {
+    heaps.offer(0, c);
+  }
+  const std::vector<Neighbour> got = heaps.sorted()[0];
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[0], (Neighbour{-2.5f, 3}));
+  EXPECT_EQ(got[1], (Neighbour{-1.0f, 7}));
+  EXPECT_EQ(got[2], (Neighbour{-0.5f, 8}));
+  EXPECT_EQ(got[3], (Neighbour{0.0f, 5}));  // 0.0 with index 5 before -0.0 with index 9
+}
+
 // A point's bound is what offer() compares with before its heap: no bound until it keeps T,
 // then the farthest kept distance; a candidate at the bound's distance and a lower index
 // still gets in.
