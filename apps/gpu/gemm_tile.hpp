@@ -263,10 +263,9 @@ struct GemmTileBody {
         p.beta == T(0) ? p.alpha * sum : p.alpha * sum + p.beta * old;
   }
   // c_through_shared: the tile of C, column-major with leading dimension kTile, in the staging
-  // buffers, which the last chunk has left (every thread past its final sync); the sync here
-  // also covers a task with no chunk (k = 0).
+  // buffers. They are free: for_each_chunk ends with a barrier after the last chunk's use, and
+  // with no chunk (k = 0) nothing of this task used them.
   WEFT_HD APPS_GEMM_INLINE static T* gathering_tile(const weft::gpu::BlockContext& ctx) {
-    ctx.sync();
     return static_cast<T*>(ctx.shared());
   }
   WEFT_HD APPS_GEMM_INLINE static void gather(T* tile, int rb, int cb,
@@ -285,7 +284,6 @@ struct GemmTileBody {
       const int row = p.row0 + e % kTile, col = p.col0 + e / kTile;
       store(p, row, col, tile[e], p.beta == T(0) ? T(0) : load(p, row, col));
     }
-    ctx.sync();  // the staging buffers are free for the next task's chunks
   }
   // The micro tile's old values are all loaded before any is written (see run_mma).
   WEFT_HD APPS_GEMM_INLINE static void write_back(const Payload& p, int v,

@@ -147,48 +147,45 @@ void NeighbourHeaps::offer_to_heap(int point, Neighbour candidate) {
   bound_[p] = distance_of(heap[0]);
 }
 
-// Both runs test eight distances at once against their bounds (a loop the compiler can make
-// vector compares) and go into the heaps only for the eights where one may be kept: once the
-// heaps are full, most eights hold none. A bound read before an offer lowered it is still
-// safe: offer() checks again. A NaN distance is never kept, so an eight of NaNs is skipped.
 namespace {
-constexpr std::size_t kEight = 8;
+
+// Calls offer(q) for each q in [0, count) where one may be kept: the distances are tested
+// eight at once (may_keep(q), a loop the compiler can make vector compares), and only an eight
+// with one that may be kept goes to the heaps; once the heaps are full, most hold none. A bound
+// read before an offer lowered it is still safe: offer() checks again. A NaN distance is never
+// kept, so an eight of NaNs is skipped.
+template <class MayKeep, class Offer>
+void offer_eights(std::size_t count, MayKeep may_keep, Offer offer) {
+  constexpr std::size_t kEight = 8;
+  for (std::size_t q0 = 0; q0 < count; q0 += kEight) {
+    const std::size_t m = std::min(kEight, count - q0);
+    bool any = m < kEight;  // a last, short eight goes to the heaps untested
+    for (std::size_t k = 0; k < kEight && !any; ++k) any |= may_keep(q0 + k);
+    if (!any) continue;
+    for (std::size_t k = 0; k < m; ++k) offer(q0 + k);
+  }
+}
+
 }  // namespace
 
 void NeighbourHeaps::offer_run(int point, int first_candidate, std::span<const float> dist) {
   check_points(point, 1);
   const float bound = bound_[static_cast<std::size_t>(point)];
-  for (std::size_t q0 = 0; q0 < dist.size(); q0 += kEight) {
-    const std::size_t m = std::min(kEight, dist.size() - q0);
-    bool any = false;
-    if (m == kEight) {
-      for (std::size_t k = 0; k < kEight; ++k) any |= dist[q0 + k] <= bound;
-    } else {
-      any = true;
-    }
-    if (!any) continue;
-    for (std::size_t k = 0; k < m; ++k) {
-      offer(point, {dist[q0 + k], first_candidate + static_cast<int>(q0 + k)});
-    }
-  }
+  offer_eights(
+      dist.size(), [&](std::size_t q) { return dist[q] <= bound; },
+      [&](std::size_t q) {
+        offer(point, {dist[q], first_candidate + static_cast<int>(q)});
+      });
 }
 
 void NeighbourHeaps::offer_to_run(int first_point, int candidate, std::span<const float> dist) {
   check_points(first_point, dist.size());
   const float* bound = bound_.data() + first_point;
-  for (std::size_t q0 = 0; q0 < dist.size(); q0 += kEight) {
-    const std::size_t m = std::min(kEight, dist.size() - q0);
-    bool any = false;
-    if (m == kEight) {
-      for (std::size_t k = 0; k < kEight; ++k) any |= dist[q0 + k] <= bound[q0 + k];
-    } else {
-      any = true;
-    }
-    if (!any) continue;
-    for (std::size_t k = 0; k < m; ++k) {
-      offer(first_point + static_cast<int>(q0 + k), {dist[q0 + k], candidate});
-    }
-  }
+  offer_eights(
+      dist.size(), [&](std::size_t q) { return dist[q] <= bound[q]; },
+      [&](std::size_t q) {
+        offer(first_point + static_cast<int>(q), {dist[q], candidate});
+      });
 }
 
 std::vector<std::vector<Neighbour>> NeighbourHeaps::sorted() const {

@@ -1,10 +1,9 @@
-// A simulated machine for the split tables (tests/split/split_tables_test.cpp, and
-// lab/probes/split_steady_sim.cpp, which runs it over more seeds and noise levels): the GPU
-// runs 100 a second alone and `gpu_beside` beside the cores; each of 4 cores runs 10 alone and
-// 9 beside the GPU; every part pays a fixed latency; the GPU's times are off by up to
-// `noise.gpu`, each core's by -`noise.cpu_low` to +`noise.cpu_high` (by default ±5% and
-// -20%/+25%, as the H100 machine's CPU side). Runs `regions` regions of 10 work in bucket 5
-// from what `t` holds and returns the splits used; `t` is left as learned.
+// A simulated machine for the split tables' tests: the GPU runs 100 a second alone and
+// `gpu_beside` beside the cores; each of 4 cores runs 10 alone and 9 beside the GPU; every part
+// pays a fixed latency; the GPU's times are off by up to `noise.gpu`, each core's by
+// -`noise.cpu_low` to +`noise.cpu_high` (by default the spread decision 031 models). Runs
+// `regions` regions of 10 work in bucket 5 from what `t` holds and returns the splits used; `t`
+// is left as learned.
 #pragma once
 
 #include <algorithm>

@@ -59,7 +59,9 @@ class BlockContext {
   WEFT_HD int threads() const noexcept { return threads_; }
   /// Index of the resident block (worker) running the task.
   WEFT_HD int block() const noexcept { return block_; }
-  /// The block's dynamic shared memory (on the host backend: a per-block buffer).
+  /// The block's dynamic shared memory (on the host backend: a per-block buffer). Free at a
+  /// body's start: every task thread has left the block's previous task before any starts the
+  /// next, so a body need not synchronize before its first use nor after its last.
   WEFT_HD void* shared() const noexcept { return shared_; }
   /// Barrier of the task's threads (nothing on the host backend). Task bodies must use this,
   /// not __syncthreads(): a resident block has two more warps (the loader and the publisher,
