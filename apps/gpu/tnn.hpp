@@ -8,7 +8,6 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -133,10 +132,10 @@ inline void offer_tile(NeighbourHeaps& heaps, const PointSet& points, const floa
 /// Runs TNN through `pool`. `col_major`, `row_major`: the points where the pool's blocks reach
 /// them; `buffers`: `slots` buffers of 64 x 64 floats, one per task in flight, where the
 /// blocks write and the host reads (pinned host memory on the device backend). With
-/// `heap_workers`, each popped tile's two sides are offered by tasks on that executor (a lock
-/// per band of 64 points), and the buffer goes to the next tile once both are done; without,
-/// the popping thread offers them itself (call it from outside that executor: it waits for its
-/// tasks). Returns each point's T nearest, nearest first.
+/// `heap_workers`, the tiles of each pop are offered by at most one task per worker of that
+/// executor (a lock per band of 64 points), each tile's buffer going to the next tile once both
+/// its sides are offered; without, the popping thread offers them itself (call it from outside
+/// that executor: it waits for its tasks). Returns each point's T nearest, nearest first.
 template <class Pool>
 std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& points,
                                                 const float* col_major, const float* row_major,
@@ -179,33 +178,40 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
     p.c_through_shared = true;  // the buffer is mapped host memory on a GPU: whole lines
     return Record::template make<SgemmTile>(p, (static_cast<std::uint64_t>(w) << 20) | slot);
   };
-  // The free buffers; with heap workers, the second side of a tile to finish frees its buffer.
+  // The free buffers; a tile's buffer is free again once both its sides are offered.
   std::mutex free_mutex;
   std::condition_variable freed;
   std::vector<std::size_t> free_slots(slots);
   for (std::size_t s = 0; s < slots; ++s) free_slots[s] = slots - 1 - s;
+  std::vector<std::pair<int, int>> slot_tile(slots);  // the tile a slot's buffer holds
   std::vector<std::mutex> bands(heap_workers != nullptr ? static_cast<std::size_t>(tiles) : 0);
-  std::unique_ptr<std::atomic<int>[]> sides_left(new std::atomic<int>[slots]);
   std::vector<Record> batch, done(slots);
-  // A side never throws: it keeps the first error, and always gives its share of the buffer
-  // back, so that the loop below cannot wait for a buffer that never returns.
+  std::vector<std::size_t> popped;
+  // Offers both sides of the tiles in `held` and gives their buffers back. It never throws: it
+  // keeps the first error and gives every buffer back all the same, so that the loop below
+  // cannot wait for a buffer that never returns.
   std::exception_ptr heap_error;
-  auto offer_side = [&](std::size_t slot, int r, int c, bool rows_side) {
+  auto offer_tiles = [&](std::span<const std::size_t> held) {
     try {
-      std::lock_guard<std::mutex> band(bands[static_cast<std::size_t>(rows_side ? r : c)]);
-      offer_tile(heaps, points, buffers + slot * kTile * kTile, r, c, rows_side);
+      for (const std::size_t slot : held) {
+        const auto [r, c] = slot_tile[slot];
+        const float* g = buffers + slot * kTile * kTile;
+        for (const bool rows_side : {true, false}) {
+          std::unique_lock<std::mutex> band;
+          if (!bands.empty())
+            band = std::unique_lock(bands[static_cast<std::size_t>(rows_side ? r : c)]);
+          offer_tile(heaps, points, g, r, c, rows_side);
+        }
+      }
     } catch (...) {
       std::lock_guard<std::mutex> lock(free_mutex);
       if (!heap_error) heap_error = std::current_exception();
     }
-    // acq_rel: the side that brings the count to 0 frees the buffer after both sides' reads.
-    if (sides_left[slot].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(free_mutex);
-      free_slots.push_back(slot);
-      freed.notify_one();
-    }
+    std::lock_guard<std::mutex> lock(free_mutex);
+    free_slots.insert(free_slots.end(), held.begin(), held.end());
+    freed.notify_one();
   };
-  // Declared after offer_side: on unwinding, the group waits for its tasks before offer_side
+  // Declared after offer_tiles: on unwinding, the group waits for its tasks before offer_tiles
   // goes.
   std::optional<weft::cpu::TaskGroup> group;
   if (heap_workers != nullptr) group.emplace(*heap_workers);
@@ -216,6 +222,10 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
     for (std::size_t left = on_gpu; left > 0;)
       left -= pool.pop_batch(std::span<Record>(done).first(std::min(left, done.size())));
   };
+  // The tiles of one pop go to the heap workers as at most one task per worker, each offering
+  // a run of whole tiles: a task per tile, or per side, would make the popping thread's spawns
+  // (and the workers' hunt for them) cost more than the heaps (decision 036).
+  const std::size_t task_count = heap_workers != nullptr ? heap_workers->num_workers() : 1;
   std::size_t next = 0, finished = 0, in_flight = 0;
   while (finished < work.size()) {
     batch.clear();
@@ -237,27 +247,30 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
     in_flight += batch.size();
     const std::size_t got = pool.pop_batch(done);
     in_flight -= got;
+    popped.clear();
     for (std::size_t k = 0; k < got; ++k) {
       if (!done[k].ok()) {
         const std::string status = weft::gpu::to_string(done[k].status);
+        // The tiles popped with it are back on the host: only the heap tasks remain.
         drain(in_flight);
         throw std::runtime_error("apps::gpu::tnn_on_pool: a tile task ended " + status);
       }
       const std::size_t w = done[k].tag >> 20, slot = done[k].tag & ((1u << 20) - 1);
-      const auto [r, c] = work[w];
-      if (group) {
-        sides_left[slot].store(2, std::memory_order_relaxed);  // published by the spawns
-        group->spawn([&offer_side, slot, r = r, c = c] { offer_side(slot, r, c, true); });
-        group->spawn([&offer_side, slot, r = r, c = c] { offer_side(slot, r, c, false); });
-      } else {
-        const float* g = buffers + slot * kTile * kTile;
-        offer_tile(heaps, points, g, r, c, true);
-        offer_tile(heaps, points, g, r, c, false);
-        std::lock_guard<std::mutex> lock(free_mutex);
-        free_slots.push_back(slot);
-      }
+      slot_tile[slot] = work[w];  // published to the heap task by its spawn
+      popped.push_back(slot);
     }
     finished += got;
+    if (!group) {
+      offer_tiles(popped);
+      continue;
+    }
+    const std::size_t per_task = (popped.size() + task_count - 1) / task_count;
+    for (std::size_t first = 0; first < popped.size(); first += per_task) {
+      const auto last = static_cast<std::ptrdiff_t>(std::min(popped.size(), first + per_task));
+      group->spawn([&offer_tiles, held = std::vector<std::size_t>(
+                                      popped.begin() + static_cast<std::ptrdiff_t>(first),
+                                      popped.begin() + last)] { offer_tiles(held); });
+    }
   }
   if (group) group->wait();
   if (heap_error) std::rethrow_exception(heap_error);

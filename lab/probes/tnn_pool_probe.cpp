@@ -4,9 +4,10 @@
 //   none   - no side tasks: the buffer goes back as the tile is popped (the GPU and the loop),
 //   empty  - two side tasks that do nothing (plus the executor's spawns),
 //   read   - two side tasks that each read the whole tile (plus reading what the GPU wrote),
-//   full   - offer_tile, as tnn_on_pool (plus the heaps);
-// then tnn_on_pool itself, and the same tile sides fed from tiles in ordinary memory on the
-// same workers (the heaps alone, as lab/probes/tnn_heaps_probe.cpp's "tile sides").
+//   full   - offer_tile, one task a side (tnn_on_pool before decision 036);
+// then tnn_on_pool itself (a task per worker and pop, each offering whole tiles), and the
+// tile sides fed from tiles in ordinary memory on the same workers (the heaps alone, as
+// lab/probes/tnn_heaps_probe.cpp's "tile sides").
 // Built on the GPU machine after scripts/gpu-build.sh ... weft_gpu_apps:
 //   g++ -std=c++20 -O3 -DNDEBUG -Iinclude -Iapps/gpu -I/usr/local/cuda/include
 //     lab/probes/tnn_pool_probe.cpp build-gpu/apps/libweft_gpu_apps.a build-gpu/src/libweft.a
@@ -47,10 +48,14 @@ double ms_since(Clock::time_point t0) {
 enum class Sides { none, empty, read, full };
 const char* name_of(Sides s) {
   switch (s) {
-    case Sides::none: return "none";
-    case Sides::empty: return "empty";
-    case Sides::read: return "read";
-    case Sides::full: return "full";
+    case Sides::none:
+      return "none";
+    case Sides::empty:
+      return "empty";
+    case Sides::read:
+      return "read";
+    case Sides::full:
+      return "full";
   }
   return "?";
 }
@@ -125,8 +130,8 @@ double run_loop(apps::gpu::AppPool& pool, const Setup& s, weft::cpu::Executor& w
                                         -2.0f,
                                         0.0f};
         p.c_through_shared = true;
-        batch.push_back(Record::make<apps::gpu::SgemmTile>(
-            p, (static_cast<std::uint64_t>(next) << 20) | slot));
+        batch.push_back(
+            Record::make<apps::gpu::SgemmTile>(p, (static_cast<std::uint64_t>(next) << 20) | slot));
         ++next;
       }
     }
@@ -226,7 +231,7 @@ int main(int argc, char** argv) {
   apps::gpu::AppPool pool(apps::gpu::device_pool_options({0}));
   std::printf("n %d d %d, %zu tiles, %d heap workers, %zu pool lanes\n", n, d, s.work.size(),
               nworkers, pool.num_lanes());
-  for (int round = 0; round < 3; ++round) {
+  for (int round = 0; round < 2; ++round) {
     std::printf("round %d:", round);
     for (Sides sides : {Sides::none, Sides::empty, Sides::read, Sides::full}) {
       std::printf(" %s %.1f ms,", name_of(sides), run_loop(pool, s, workers, sides));
@@ -237,7 +242,9 @@ int main(int argc, char** argv) {
     std::printf(" tnn_on_pool %.1f ms, heaps alone %.1f ms\n", ms_since(t0),
                 heaps_alone(s, tile_bufs, workers));
     if (got.size() != static_cast<std::size_t>(n)) std::printf("  wrong result size\n");
+    std::fflush(stdout);
   }
+  pool.pause();  // freeing pinned memory synchronizes the device: not while the pool runs
   cudaFreeHost(buffers);
   cudaFree(cm);
   cudaFree(rm);

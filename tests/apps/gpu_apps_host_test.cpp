@@ -376,10 +376,10 @@ TEST(Kmeans, PoolIterationsGiveTheReferencesLabelsAndCentroids) {
                std::invalid_argument);
 }
 
-// The same with the heaps fed by CPU workers, both sides of each tile in tasks of their own,
-// with as few buffers as sides can hold up (2) and as many (all tiles in flight), repeated so
-// that the workers' interleavings vary (ThreadSanitizer watches the band locks and the buffer
-// hand-back in CI's TSan build).
+// The same with the heaps fed by CPU workers, each pop's tiles in runs of whole tiles, one task
+// a run, with one buffer, two, and as many as tiles (all in flight, so that a pop brings
+// several and is cut into runs), repeated so that the workers' interleavings vary
+// (ThreadSanitizer watches the band locks and the buffer hand-back in CI's TSan build).
 TEST(Tnn, HeapsFedByCpuWorkersFindTheBruteForceNeighbours) {
   AppPool pool(host_options());
   weft::cpu::ExecutorOptions options;
