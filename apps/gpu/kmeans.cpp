@@ -1,5 +1,9 @@
 #include "kmeans.hpp"
 
+#include <algorithm>
+
+#include <weft/cpu/parallel.hpp>
+
 namespace apps::gpu {
 
 void centroid_norms(std::span<const float> centroids, int d, std::vector<float>& norms) {
@@ -17,13 +21,32 @@ void CentroidSums::reset(int k, int d) {
 
 void CentroidSums::add(std::span<const float> points, int d, std::span<const int> labels, int first,
                        int count) {
+  add_counts(labels, first, count);
+  add_dimensions(points, d, labels, first, count, 0, d);
+}
+
+void CentroidSums::add_counts(std::span<const int> labels, int first, int count) {
+  for (int i = first; i < first + count; ++i)
+    ++counts[static_cast<std::size_t>(labels[static_cast<std::size_t>(i)])];
+}
+
+void CentroidSums::add_dimensions(std::span<const float> points, int d, std::span<const int> labels,
+                                  int first, int count, int dim_first, int dim_last) {
   for (int i = first; i < first + count; ++i) {
     const auto c = static_cast<std::size_t>(labels[static_cast<std::size_t>(i)]);
-    ++counts[c];
     const float* x = points.data() + static_cast<std::size_t>(i) * d;
     double* s = sums.data() + c * d;
-    for (int t = 0; t < d; ++t) s[t] += x[t];
+    for (int t = dim_first; t < dim_last; ++t) s[t] += x[t];
   }
+}
+
+DimensionSlice DimensionSlice::of(int d, int slices, int slice) {
+  return {static_cast<int>(static_cast<std::int64_t>(d) * slice / slices),
+          static_cast<int>(static_cast<std::int64_t>(d) * (slice + 1) / slices)};
+}
+
+int dimension_slices(const weft::cpu::Executor& workers, int d) {
+  return std::max(1, std::min(d, static_cast<int>(workers.num_workers())));
 }
 
 void CentroidSums::move(int d, std::vector<float>& centroids) const {
@@ -35,10 +58,20 @@ void CentroidSums::move(int d, std::vector<float>& centroids) const {
 }
 
 void update_centroids(std::span<const float> points, int d, std::span<const int> labels, int k,
-                      std::vector<float>& centroids) {
+                      std::vector<float>& centroids, weft::cpu::Executor* workers) {
   CentroidSums s;
   s.reset(k, d);
-  s.add(points, d, labels, 0, static_cast<int>(labels.size()));
+  const int n = static_cast<int>(labels.size());
+  if (workers == nullptr) {
+    s.add(points, d, labels, 0, n);
+  } else {
+    s.add_counts(labels, 0, n);
+    const int slices = dimension_slices(*workers, d);
+    weft::cpu::parallel_for(*workers, 0, slices, [&](std::int64_t slice) {
+      const DimensionSlice dims = DimensionSlice::of(d, slices, static_cast<int>(slice));
+      s.add_dimensions(points, d, labels, 0, n, dims.first, dims.last);
+    });
+  }
   s.move(d, centroids);
 }
 

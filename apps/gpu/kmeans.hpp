@@ -6,14 +6,19 @@
 // the mean of its points. Written against the public API only.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <weft/cpu/executor.hpp>
+#include <weft/cpu/task_group.hpp>
 #include <weft/gpu/pool.hpp>
 
 #include "gemm_tile.hpp"
@@ -115,15 +120,31 @@ struct CentroidSums {
   std::vector<double> sums;  // k x d
   std::vector<int> counts;   // k
   void reset(int k, int d);
-  /// Adds the points [first, first + count) to the sums of their labels.
+  /// Adds the points [first, first + count) to the sums and counts of their labels.
   void add(std::span<const float> points, int d, std::span<const int> labels, int first, int count);
+  /// Counts the points [first, first + count) for their labels.
+  void add_counts(std::span<const int> labels, int first, int count);
+  /// Adds dimensions [dim_first, dim_last) of the points [first, first + count) to their labels'
+  /// sums: calls for disjoint dimensions may run at once.
+  void add_dimensions(std::span<const float> points, int d, std::span<const int> labels, int first,
+                      int count, int dim_first, int dim_last);
   /// Moves each centroid to the mean of its points (a centroid with none stays).
   void move(int d, std::vector<float>& centroids) const;
 };
 
-/// Moves each centroid to the mean of its points (a centroid with none stays).
+/// Dimensions [first, last) of d, the slice-th of `slices` near-equal slices.
+struct DimensionSlice {
+  int first, last;
+  static DimensionSlice of(int d, int slices, int slice);
+};
+
+/// How many dimension slices the sums take on `workers`: one per worker, at most d.
+int dimension_slices(const weft::cpu::Executor& workers, int d);
+
+/// Moves each centroid to the mean of its points (a centroid with none stays); with `workers`,
+/// the sums are taken by one task per dimension slice on that executor.
 void update_centroids(std::span<const float> points, int d, std::span<const int> labels, int k,
-                      std::vector<float>& centroids);
+                      std::vector<float>& centroids, weft::cpu::Executor* workers = nullptr);
 
 /// `iterations` of Lloyd's algorithm on the CPU, from the first k points as centroids.
 KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int iterations);
@@ -132,12 +153,16 @@ KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int i
 /// `labels_for_blocks` n ints the blocks write and the host reads (pinned host memory on the
 /// device backend), and `upload(host, count)` copies `count` floats (the centroids, then their
 /// norms) to `centroids_for_blocks` and `norms_for_blocks` (what the blocks read) and returns
-/// when they are there.
+/// when they are there. The points of each popped task join their centroids' sums while the
+/// GPU still assigns the rest: on the popping thread, or with `sum_workers`, by one task per
+/// dimension slice on that executor, each following the pops as they come (call it from
+/// outside that executor: it waits for those tasks).
 template <class Pool>
 KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, int k, int iterations,
                             const float* points_for_blocks, float* centroids_for_blocks,
                             float* norms_for_blocks, int* labels_for_blocks,
-                            const std::function<void(const float*, float*, std::size_t)>& upload) {
+                            const std::function<void(const float*, float*, std::size_t)>& upload,
+                            weft::cpu::Executor* sum_workers = nullptr) {
   using Record = typename Pool::Record;
   if (d < 1 || k < 1 || k > KmeansAssign::kMaxCentroids || points.size() % d != 0 ||
       static_cast<int>(points.size() / d) < k) {
@@ -160,26 +185,65 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
   std::vector<Record> done(tasks.size());
   const std::span<const int> labels(labels_for_blocks, static_cast<std::size_t>(n));
   CentroidSums sums;
+  // With sum_workers: the popped tasks' point ranges, in the order popped; `published` of them
+  // are final (their labels read) for the slice tasks.
+  std::vector<std::pair<int, int>> popped(tasks.size());
+  std::atomic<std::size_t> published{0};
+  std::atomic<bool> abandoned{false};
+  const int slices = sum_workers != nullptr ? dimension_slices(*sum_workers, d) : 0;
+  auto follow_pops = [&](int slice) {
+    const DimensionSlice dims = DimensionSlice::of(d, slices, slice);
+    for (std::size_t next = 0; next < popped.size();) {
+      // acquire: pairs with the popping thread's release store, after it popped these tasks.
+      const std::size_t ready = published.load(std::memory_order_acquire);
+      if (ready == next) {
+        // relaxed: a flag that only ends the wait; nothing is read after it.
+        if (abandoned.load(std::memory_order_relaxed)) return;
+        std::this_thread::yield();
+        continue;
+      }
+      for (; next < ready; ++next) {
+        sums.add_dimensions(points, d, labels, popped[next].first, popped[next].second, dims.first,
+                            dims.last);
+      }
+    }
+  };
   for (int it = 0; it < iterations; ++it) {
     centroid_norms(r.centroids, d, norms);
     upload(r.centroids.data(), centroids_for_blocks, r.centroids.size());
     upload(norms.data(), norms_for_blocks, norms.size());
     pool.push_batch(tasks);
-    // Each task's points join their centroids' sums as soon as it is popped, while the GPU
-    // still assigns the rest.
     sums.reset(k, d);
+    published.store(0, std::memory_order_relaxed);  // published to the slice tasks by the spawns
+    // Declared after everything its tasks use: on unwinding, it waits for them first.
+    std::optional<weft::cpu::TaskGroup> group;
+    if (sum_workers != nullptr) {
+      group.emplace(*sum_workers);
+      for (int slice = 0; slice < slices; ++slice) {
+        group->spawn([&follow_pops, slice] { follow_pops(slice); });
+      }
+    }
     for (std::size_t got = 0; got < tasks.size();) {
       const std::size_t m = pool.pop_batch(done);
       for (std::size_t j = 0; j < m; ++j) {
         if (!done[j].ok()) {
+          abandoned.store(true, std::memory_order_relaxed);
           throw std::runtime_error("apps::gpu::kmeans_on_pool: a task ended " +
                                    std::string(weft::gpu::to_string(done[j].status)));
         }
         const auto& p = done[j].template as<KmeansAssign>();
-        sums.add(points, d, labels, p.first, p.count);
+        if (group) {
+          sums.add_counts(labels, p.first, p.count);
+          popped[got + j] = {p.first, p.count};
+        } else {
+          sums.add(points, d, labels, p.first, p.count);
+        }
       }
       got += m;
+      // release: the slice tasks read these tasks' labels after their acquire load.
+      if (group) published.store(got, std::memory_order_release);
     }
+    if (group) group->wait();
     r.labels.assign(labels.begin(), labels.end());
     sums.move(d, r.centroids);
   }

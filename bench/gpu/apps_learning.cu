@@ -49,6 +49,15 @@ bool sample_matches(const apps::gpu::PointSet& p, int t,
   return true;
 }
 
+// The CPU workers of an application's host share, the same for weft and its peers: the cores
+// the pool's scheduler lanes and the popping thread leave.
+weft::cpu::ExecutorOptions host_share_workers(const AppPool& pool) {
+  weft::cpu::ExecutorOptions workers;
+  const auto cores = static_cast<std::size_t>(std::max(2u, std::thread::hardware_concurrency()));
+  workers.workers = std::max<std::size_t>(1, cores - std::min(cores - 1, pool.num_lanes() + 1));
+  return workers;
+}
+
 }  // namespace
 
 void tnn_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
@@ -62,12 +71,8 @@ void tnn_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
   float* slots = nullptr;
   WEFT_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&slots), kSlots * 64 * 64 * sizeof(float),
                                 cudaHostAllocMapped | cudaHostAllocPortable));
-  // The heaps' CPU workers, the same for weft and its peer: the cores the pool's scheduler
-  // lanes and the popping thread leave.
-  weft::cpu::ExecutorOptions workers;
-  const auto cores = static_cast<std::size_t>(std::max(2u, std::thread::hardware_concurrency()));
-  workers.workers = std::max<std::size_t>(1, cores - std::min(cores - 1, pool.num_lanes() + 1));
-  weft::cpu::Executor heap_workers(workers);
+  // The heaps' CPU workers, the same for weft and its peer.
+  weft::cpu::Executor heap_workers(host_share_workers(pool));
   std::fprintf(stderr, "[bench] tnn: heaps on %zu CPU workers (weft and gemm_then_heaps)\n",
                heap_workers.num_workers());
   const std::vector<std::pair<int, int>> sizes =
@@ -155,6 +160,10 @@ void kmeans_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
   cudaStream_t stream;
   WEFT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   check(cublasSetStream(blas, stream) == CUBLAS_STATUS_SUCCESS, "cublasSetStream");
+  // The centroid sums' CPU workers, the same for every contender.
+  weft::cpu::Executor sum_workers(host_share_workers(pool));
+  std::fprintf(stderr, "[bench] kmeans: centroid sums on %zu CPU workers (every contender)\n",
+               sum_workers.num_workers());
   const std::vector<int> sizes =
       quick ? std::vector<int>{4096} : std::vector<int>{1024, 2048, 4096, 8192, 10240, 100000};
   for (const int n : sizes) {
@@ -198,7 +207,7 @@ void kmeans_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
           }
           r.labels[static_cast<std::size_t>(i)] = best;
         }
-        apps::gpu::update_centroids(points, kD, r.labels, kK, r.centroids);
+        apps::gpu::update_centroids(points, kD, r.labels, kK, r.centroids, &sum_workers);
       }
       return r;
     };
@@ -212,36 +221,36 @@ void kmeans_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
                    pool.resume();
                    const double t = median_us(reps, [&] {
                      got = apps::gpu::kmeans_on_pool(pool, points, kD, kK, kIterations, dp, dc, dn,
-                                                     pinned_labels, upload);
+                                                     pinned_labels, upload, &sum_workers);
                    });
                    pool.pause();
                    return Outcome{t, close(got)};
                  }});
-    c.push_back({"cublas", [&] {
-                   pool.pause();
-                   const double t = median_us(reps, [&] {
-                     got.centroids.assign(points.begin(),
-                                          points.begin() + static_cast<std::ptrdiff_t>(kK) * kD);
-                     got.labels.assign(static_cast<std::size_t>(n), 0);
-                     std::vector<float> norms(kK);
-                     for (int it = 0; it < kIterations; ++it) {
-                       apps::gpu::centroid_norms(got.centroids, kD, norms);
-                       upload(got.centroids.data(), dc, got.centroids.size());
-                       upload(norms.data(), dn, norms.size());
-                       const float minus_two = -2.0f, zero = 0.0f;
-                       check(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, n, kK, kD, &minus_two, dp,
-                                         kD, dc, kD, &zero, scores, n) == CUBLAS_STATUS_SUCCESS,
-                             "cublasSgemm");
-                       argmin_kernel<<<(n + 255) / 256, 256, 0, stream>>>(scores, dn, n, kK,
-                                                                          d_labels);
-                       WEFT_CUDA_CHECK(cudaMemcpyAsync(got.labels.data(), d_labels, sizeof(int) * n,
-                                                       cudaMemcpyDeviceToHost, stream));
-                       WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
-                       apps::gpu::update_centroids(points, kD, got.labels, kK, got.centroids);
-                     }
-                   });
-                   return Outcome{t, close(got)};
-                 }});
+    c.push_back(
+        {"cublas", [&] {
+           pool.pause();
+           const double t = median_us(reps, [&] {
+             got.centroids.assign(points.begin(),
+                                  points.begin() + static_cast<std::ptrdiff_t>(kK) * kD);
+             got.labels.assign(static_cast<std::size_t>(n), 0);
+             std::vector<float> norms(kK);
+             for (int it = 0; it < kIterations; ++it) {
+               apps::gpu::centroid_norms(got.centroids, kD, norms);
+               upload(got.centroids.data(), dc, got.centroids.size());
+               upload(norms.data(), dn, norms.size());
+               const float minus_two = -2.0f, zero = 0.0f;
+               check(cublasSgemm(blas, CUBLAS_OP_T, CUBLAS_OP_N, n, kK, kD, &minus_two, dp, kD, dc,
+                                 kD, &zero, scores, n) == CUBLAS_STATUS_SUCCESS,
+                     "cublasSgemm");
+               argmin_kernel<<<(n + 255) / 256, 256, 0, stream>>>(scores, dn, n, kK, d_labels);
+               WEFT_CUDA_CHECK(cudaMemcpyAsync(got.labels.data(), d_labels, sizeof(int) * n,
+                                               cudaMemcpyDeviceToHost, stream));
+               WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
+               apps::gpu::update_centroids(points, kD, got.labels, kK, got.centroids, &sum_workers);
+             }
+           });
+           return Outcome{t, close(got)};
+         }});
     c.push_back({"openblas_cpu", [&] {
                    const double t = median_us(std::max(1, reps / 5), [&] { got = cpu_kmeans(); });
                    return Outcome{t, close(got)};

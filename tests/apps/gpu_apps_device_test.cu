@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <weft/cpu/executor.hpp>
+
 #include "app_pool.hpp"
 #include "batched_gemm.hpp"
 #include "cholesky.hpp"
@@ -266,18 +268,24 @@ TEST(KmeansOnGpu, IterationsAgreeWithTheReference) {
     cudaMemcpyAsync(to, from, count * sizeof(float), cudaMemcpyHostToDevice, stream);
     cudaStreamSynchronize(stream);
   };
-  KmeansResult got;
-  {
-    AppPool pool(device_pool_options({0}));
-    got = kmeans_on_pool(pool, points, d, k, iterations, dp, dc, dn, labels, upload);
-    pool.pause();
-  }
+  // The sums on the popping thread, then by dimension slices on CPU workers.
+  weft::cpu::ExecutorOptions options;
+  options.workers = 4;
+  weft::cpu::Executor workers(options);
   const KmeansResult want = reference_kmeans(points, d, k, iterations);
-  std::size_t same = 0;
-  for (int i = 0; i < n; ++i) same += got.labels[i] == want.labels[i] ? 1 : 0;
-  // The GPU may fuse multiplies and adds: a point on a near tie may go the other way.
-  EXPECT_GE(same, static_cast<std::size_t>(n) * 995 / 1000);
-  EXPECT_LE(max_relative_error<float>(got.centroids, want.centroids), 1e-2);
+  for (weft::cpu::Executor* sum_workers : {static_cast<weft::cpu::Executor*>(nullptr), &workers}) {
+    KmeansResult got;
+    {
+      AppPool pool(device_pool_options({0}));
+      got = kmeans_on_pool(pool, points, d, k, iterations, dp, dc, dn, labels, upload, sum_workers);
+      pool.pause();
+    }
+    std::size_t same = 0;
+    for (int i = 0; i < n; ++i) same += got.labels[i] == want.labels[i] ? 1 : 0;
+    // The GPU may fuse multiplies and adds: a point on a near tie may go the other way.
+    EXPECT_GE(same, static_cast<std::size_t>(n) * 995 / 1000) << (sum_workers ? "sliced" : "");
+    EXPECT_LE(max_relative_error<float>(got.centroids, want.centroids), 1e-2);
+  }
   cudaStreamDestroy(stream);
   cudaFreeHost(labels);
   cudaFree(dp);

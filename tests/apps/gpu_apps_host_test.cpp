@@ -354,26 +354,61 @@ TEST(Tnn, HeapsFedTileByTileFindTheBruteForceNeighbours) {
                std::invalid_argument);
 }
 
-TEST(Kmeans, PoolIterationsGiveTheReferencesLabelsAndCentroids) {
-  AppPool pool(host_options());
-  constexpr int n = 1000, d = 16, k = 8;
+// n points of d small integer coordinates (sums of them are exact in any order).
+std::vector<float> kmeans_points(int n, int d) {
   std::vector<float> points(static_cast<std::size_t>(n) * d);
   for (std::size_t i = 0; i < points.size(); ++i) {
     points[i] = static_cast<float>(static_cast<int>((i * 2654435761u) % 17) - 8);
   }
+  return points;
+}
+
+// kmeans_on_pool's upload on the host backend: the blocks read host memory.
+void host_upload(const float* from, float* to, std::size_t count) {
+  std::copy(from, from + count, to);
+}
+
+TEST(Kmeans, PoolIterationsGiveTheReferencesLabelsAndCentroids) {
+  AppPool pool(host_options());
+  constexpr int n = 1000, d = 16, k = 8;
+  const std::vector<float> points = kmeans_points(n, d);
   std::vector<float> centroids(static_cast<std::size_t>(k) * d), norms(k);
   std::vector<int> labels(n, -1);
-  const auto copy = [](const float* from, float* to, std::size_t count) {
-    std::copy(from, from + count, to);
-  };
   const KmeansResult got = kmeans_on_pool(pool, points, d, k, 5, points.data(), centroids.data(),
-                                          norms.data(), labels.data(), copy);
+                                          norms.data(), labels.data(), host_upload);
   const KmeansResult want = reference_kmeans(points, d, k, 5);
   EXPECT_EQ(got.labels, want.labels);
   EXPECT_EQ(got.centroids, want.centroids);
   EXPECT_THROW(kmeans_on_pool(pool, points, d, 200, 1, points.data(), centroids.data(),
-                              norms.data(), labels.data(), copy),
+                              norms.data(), labels.data(), host_upload),
                std::invalid_argument);
+}
+
+// The same with the centroid sums taken by CPU workers, one task per dimension slice following
+// the pops (three slices of d = 19: unequal), repeated so that the interleavings vary
+// (ThreadSanitizer watches the published pops in CI's TSan build); and the update by slices, alone,
+// gives the serial update's centroids.
+TEST(Kmeans, SumsTakenByCpuWorkersGiveTheReferencesLabelsAndCentroids) {
+  AppPool pool(host_options());
+  constexpr int n = 1000, d = 19, k = 8;
+  const std::vector<float> points = kmeans_points(n, d);
+  const KmeansResult want = reference_kmeans(points, d, k, 4);
+  weft::cpu::ExecutorOptions options;
+  options.workers = 3;
+  weft::cpu::Executor workers(options);
+  std::vector<float> centroids(static_cast<std::size_t>(k) * d), norms(k);
+  std::vector<int> labels(n, -1);
+  for (int round = 0; round < 10; ++round) {
+    const KmeansResult got = kmeans_on_pool(pool, points, d, k, 4, points.data(), centroids.data(),
+                                            norms.data(), labels.data(), host_upload, &workers);
+    ASSERT_EQ(got.labels, want.labels) << "round " << round;
+    ASSERT_EQ(got.centroids, want.centroids) << "round " << round;
+  }
+  std::vector<float> serial(points.begin(), points.begin() + k * d), sliced = serial;
+  update_centroids(points, d, want.labels, k, serial);
+  update_centroids(points, d, want.labels, k, sliced, &workers);
+  EXPECT_EQ(sliced, serial);
+  EXPECT_NE(sliced, std::vector<float>(points.begin(), points.begin() + k * d));
 }
 
 // The same with the heaps fed by CPU workers, each pop's tiles in runs of whole tiles, one task
