@@ -21,32 +21,13 @@ void CentroidSums::reset(int k, int d) {
 
 void CentroidSums::add(std::span<const float> points, int d, std::span<const int> labels, int first,
                        int count) {
-  add_counts(labels, first, count);
-  add_dimensions(points, d, labels, first, count, 0, d);
-}
-
-void CentroidSums::add_counts(std::span<const int> labels, int first, int count) {
-  for (int i = first; i < first + count; ++i)
-    ++counts[static_cast<std::size_t>(labels[static_cast<std::size_t>(i)])];
-}
-
-void CentroidSums::add_dimensions(std::span<const float> points, int d, std::span<const int> labels,
-                                  int first, int count, int dim_first, int dim_last) {
   for (int i = first; i < first + count; ++i) {
     const auto c = static_cast<std::size_t>(labels[static_cast<std::size_t>(i)]);
+    ++counts[c];
     const float* x = points.data() + static_cast<std::size_t>(i) * d;
     double* s = sums.data() + c * d;
-    for (int t = dim_first; t < dim_last; ++t) s[t] += x[t];
+    for (int t = 0; t < d; ++t) s[t] += x[t];
   }
-}
-
-DimensionSlice DimensionSlice::of(int d, int slices, int slice) {
-  return {static_cast<int>(static_cast<std::int64_t>(d) * slice / slices),
-          static_cast<int>(static_cast<std::int64_t>(d) * (slice + 1) / slices)};
-}
-
-int dimension_slices(const weft::cpu::Executor& workers, int d) {
-  return std::max(1, std::min(d, static_cast<int>(workers.num_workers())));
 }
 
 void CentroidSums::move(int d, std::vector<float>& centroids) const {
@@ -57,22 +38,45 @@ void CentroidSums::move(int d, std::vector<float>& centroids) const {
   }
 }
 
+int partial_sums_for(const weft::cpu::Executor& workers, int n) {
+  constexpr int kPointsPerPart = 2048;  // a part's sums (k x d doubles) are worth these points
+  const int by_points = std::max(1, n / kPointsPerPart);
+  return std::min(by_points, static_cast<int>(std::max<std::size_t>(1, workers.num_workers())));
+}
+
+void combine_sums(std::span<const CentroidSums> parts, int k, int d, CentroidSums& total,
+                  weft::cpu::Executor& workers) {
+  total.reset(k, d);
+  weft::cpu::parallel_for(workers, 0, k, [&](std::int64_t centroid) {
+    const auto c = static_cast<std::size_t>(centroid);
+    double* s = total.sums.data() + c * d;
+    for (const CentroidSums& part : parts) {
+      total.counts[c] += part.counts[c];
+      const double* from = part.sums.data() + c * d;
+      for (int t = 0; t < d; ++t) s[t] += from[t];
+    }
+  });
+}
+
 void update_centroids(std::span<const float> points, int d, std::span<const int> labels, int k,
                       std::vector<float>& centroids, weft::cpu::Executor* workers) {
-  CentroidSums s;
-  s.reset(k, d);
+  CentroidSums total;
   const int n = static_cast<int>(labels.size());
   if (workers == nullptr) {
-    s.add(points, d, labels, 0, n);
+    total.reset(k, d);
+    total.add(points, d, labels, 0, n);
   } else {
-    s.add_counts(labels, 0, n);
-    const int slices = dimension_slices(*workers, d);
-    weft::cpu::parallel_for(*workers, 0, slices, [&](std::int64_t slice) {
-      const DimensionSlice dims = DimensionSlice::of(d, slices, static_cast<int>(slice));
-      s.add_dimensions(points, d, labels, 0, n, dims.first, dims.last);
+    std::vector<CentroidSums> parts(static_cast<std::size_t>(partial_sums_for(*workers, n)));
+    const auto count = static_cast<std::int64_t>(parts.size());
+    weft::cpu::parallel_for(*workers, 0, count, [&](std::int64_t part) {
+      const auto first = static_cast<int>(n * part / count);
+      const auto last = static_cast<int>(n * (part + 1) / count);
+      parts[static_cast<std::size_t>(part)].reset(k, d);
+      parts[static_cast<std::size_t>(part)].add(points, d, labels, first, last - first);
     });
+    combine_sums(parts, k, d, total, *workers);
   }
-  s.move(d, centroids);
+  total.move(d, centroids);
 }
 
 KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int iterations) {

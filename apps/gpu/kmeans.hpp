@@ -122,27 +122,21 @@ struct CentroidSums {
   void reset(int k, int d);
   /// Adds the points [first, first + count) to the sums and counts of their labels.
   void add(std::span<const float> points, int d, std::span<const int> labels, int first, int count);
-  /// Counts the points [first, first + count) for their labels.
-  void add_counts(std::span<const int> labels, int first, int count);
-  /// Adds dimensions [dim_first, dim_last) of the points [first, first + count) to their labels'
-  /// sums: calls for disjoint dimensions may run at once.
-  void add_dimensions(std::span<const float> points, int d, std::span<const int> labels, int first,
-                      int count, int dim_first, int dim_last);
   /// Moves each centroid to the mean of its points (a centroid with none stays).
   void move(int d, std::vector<float>& centroids) const;
 };
 
-/// Dimensions [first, last) of d, the slice-th of `slices` near-equal slices.
-struct DimensionSlice {
-  int first, last;
-  static DimensionSlice of(int d, int slices, int slice);
-};
+/// How many partial sums n points take on `workers`: one per 2048 points (a part costs k x d
+/// doubles to clear and to combine), at most one per worker, at least one.
+int partial_sums_for(const weft::cpu::Executor& workers, int n);
 
-/// How many dimension slices the sums take on `workers`: one per worker, at most d.
-int dimension_slices(const weft::cpu::Executor& workers, int d);
+/// Resets `total` to k x d and adds every part into it, one task per range of centroids.
+void combine_sums(std::span<const CentroidSums> parts, int k, int d, CentroidSums& total,
+                  weft::cpu::Executor& workers);
 
 /// Moves each centroid to the mean of its points (a centroid with none stays); with `workers`,
-/// the sums are taken by one task per dimension slice on that executor.
+/// the points are cut into ranges, each summed into sums of its own by a task on that executor
+/// (whole rows of points: what the memory streams best), and the sums combined.
 void update_centroids(std::span<const float> points, int d, std::span<const int> labels, int k,
                       std::vector<float>& centroids, weft::cpu::Executor* workers = nullptr);
 
@@ -154,9 +148,9 @@ KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int i
 /// device backend), and `upload(host, count)` copies `count` floats (the centroids, then their
 /// norms) to `centroids_for_blocks` and `norms_for_blocks` (what the blocks read) and returns
 /// when they are there. The points of each popped task join their centroids' sums while the
-/// GPU still assigns the rest: on the popping thread, or with `sum_workers`, by one task per
-/// dimension slice on that executor, each following the pops as they come (call it from
-/// outside that executor: it waits for those tasks).
+/// GPU still assigns the rest: on the popping thread, or with `sum_workers`, by tasks on that
+/// executor, each taking popped tasks' points in turn into sums of its own, combined at the
+/// iteration's end (call it from outside that executor: it waits for those tasks).
 template <class Pool>
 KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, int k, int iterations,
                             const float* points_for_blocks, float* centroids_for_blocks,
@@ -185,27 +179,26 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
   std::vector<Record> done(tasks.size());
   const std::span<const int> labels(labels_for_blocks, static_cast<std::size_t>(n));
   CentroidSums sums;
-  // With sum_workers: the popped tasks' point ranges, in the order popped; `published` of them
-  // are final (their labels read) for the slice tasks.
+  // With sum_workers: the popped tasks' point ranges in the order popped, of which `published`
+  // are final (their labels read); each summing task takes the next ticket and sums that
+  // range, once it is published, into its own part.
   std::vector<std::pair<int, int>> popped(tasks.size());
-  std::atomic<std::size_t> published{0};
+  std::atomic<std::size_t> published{0}, tickets{0};
   std::atomic<bool> abandoned{false};
-  const int slices = sum_workers != nullptr ? dimension_slices(*sum_workers, d) : 0;
-  auto follow_pops = [&](int slice) {
-    const DimensionSlice dims = DimensionSlice::of(d, slices, slice);
-    for (std::size_t next = 0; next < popped.size();) {
-      // acquire: pairs with the popping thread's release store, after it popped these tasks.
-      const std::size_t ready = published.load(std::memory_order_acquire);
-      if (ready == next) {
+  std::vector<CentroidSums> parts(
+      sum_workers != nullptr ? static_cast<std::size_t>(partial_sums_for(*sum_workers, n)) : 0);
+  auto follow_pops = [&](CentroidSums& part) {
+    part.reset(k, d);
+    // relaxed: the counter only hands out distinct tickets; the join publishes the sums.
+    for (std::size_t t = tickets.fetch_add(1, std::memory_order_relaxed); t < popped.size();
+         t = tickets.fetch_add(1, std::memory_order_relaxed)) {
+      // acquire: pairs with the popping thread's release store, made after it popped task t.
+      while (published.load(std::memory_order_acquire) <= t) {
         // relaxed: a flag that only ends the wait; nothing is read after it.
         if (abandoned.load(std::memory_order_relaxed)) return;
         std::this_thread::yield();
-        continue;
       }
-      for (; next < ready; ++next) {
-        sums.add_dimensions(points, d, labels, popped[next].first, popped[next].second, dims.first,
-                            dims.last);
-      }
+      part.add(points, d, labels, popped[t].first, popped[t].second);
     }
   };
   for (int it = 0; it < iterations; ++it) {
@@ -213,15 +206,16 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
     upload(r.centroids.data(), centroids_for_blocks, r.centroids.size());
     upload(norms.data(), norms_for_blocks, norms.size());
     pool.push_batch(tasks);
-    sums.reset(k, d);
-    published.store(0, std::memory_order_relaxed);  // published to the slice tasks by the spawns
+    // relaxed: published to the summing tasks by their spawns.
+    published.store(0, std::memory_order_relaxed);
+    tickets.store(0, std::memory_order_relaxed);
     // Declared after everything its tasks use: on unwinding, it waits for them first.
     std::optional<weft::cpu::TaskGroup> group;
     if (sum_workers != nullptr) {
       group.emplace(*sum_workers);
-      for (int slice = 0; slice < slices; ++slice) {
-        group->spawn([&follow_pops, slice] { follow_pops(slice); });
-      }
+      for (CentroidSums& part : parts) group->spawn([&follow_pops, &part] { follow_pops(part); });
+    } else {
+      sums.reset(k, d);
     }
     for (std::size_t got = 0; got < tasks.size();) {
       const std::size_t m = pool.pop_batch(done);
@@ -233,17 +227,19 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
         }
         const auto& p = done[j].template as<KmeansAssign>();
         if (group) {
-          sums.add_counts(labels, p.first, p.count);
           popped[got + j] = {p.first, p.count};
         } else {
           sums.add(points, d, labels, p.first, p.count);
         }
       }
       got += m;
-      // release: the slice tasks read these tasks' labels after their acquire load.
+      // release: the summing tasks read these tasks' labels after their acquire load.
       if (group) published.store(got, std::memory_order_release);
     }
-    if (group) group->wait();
+    if (group) {
+      group->wait();
+      combine_sums(parts, k, d, sums, *sum_workers);
+    }
     r.labels.assign(labels.begin(), labels.end());
     sums.move(d, r.centroids);
   }

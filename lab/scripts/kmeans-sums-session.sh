@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One device call (one H200): K-means with its centroid sums taken by dimension slices on CPU
-# workers, for weft and its peers alike: the device tests of K-means and TNN, then
+# One device call (one H200): K-means with its centroid sums taken on CPU workers, for weft and
+# its peers alike (decision 037): the device tests of K-means and TNN, then
 # `weft bench gpu-apps --only kmeans`.
 #   device: WEFT_COMMIT=<hash> bash lab/scripts/kmeans-sums-session.sh
 set -uo pipefail

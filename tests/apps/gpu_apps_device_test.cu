@@ -268,7 +268,7 @@ TEST(KmeansOnGpu, IterationsAgreeWithTheReference) {
     cudaMemcpyAsync(to, from, count * sizeof(float), cudaMemcpyHostToDevice, stream);
     cudaStreamSynchronize(stream);
   };
-  // The sums on the popping thread, then by dimension slices on CPU workers.
+  // The sums on the popping thread, then by four parts on CPU workers.
   weft::cpu::ExecutorOptions options;
   options.workers = 4;
   weft::cpu::Executor workers(options);
@@ -283,7 +283,7 @@ TEST(KmeansOnGpu, IterationsAgreeWithTheReference) {
     std::size_t same = 0;
     for (int i = 0; i < n; ++i) same += got.labels[i] == want.labels[i] ? 1 : 0;
     // The GPU may fuse multiplies and adds: a point on a near tie may go the other way.
-    EXPECT_GE(same, static_cast<std::size_t>(n) * 995 / 1000) << (sum_workers ? "sliced" : "");
+    EXPECT_GE(same, static_cast<std::size_t>(n) * 995 / 1000) << (sum_workers ? "by parts" : "");
     EXPECT_LE(max_relative_error<float>(got.centroids, want.centroids), 1e-2);
   }
   cudaStreamDestroy(stream);

@@ -384,18 +384,19 @@ TEST(Kmeans, PoolIterationsGiveTheReferencesLabelsAndCentroids) {
                std::invalid_argument);
 }
 
-// The same with the centroid sums taken by CPU workers, one task per dimension slice following
-// the pops (three slices of d = 19: unequal), repeated so that the interleavings vary
-// (ThreadSanitizer watches the published pops in CI's TSan build); and the update by slices, alone,
-// gives the serial update's centroids.
+// The same with the centroid sums taken by CPU workers: three parts (one per worker, n >= 3 x
+// 2048), each summing popped tasks' points in turn, combined, repeated so that the
+// interleavings vary (ThreadSanitizer watches the tickets and the published pops in CI's TSan
+// build); and the update by parts, alone, gives the serial update's centroids.
 TEST(Kmeans, SumsTakenByCpuWorkersGiveTheReferencesLabelsAndCentroids) {
   AppPool pool(host_options());
-  constexpr int n = 1000, d = 19, k = 8;
+  constexpr int n = 7000, d = 19, k = 8;
   const std::vector<float> points = kmeans_points(n, d);
   const KmeansResult want = reference_kmeans(points, d, k, 4);
   weft::cpu::ExecutorOptions options;
   options.workers = 3;
   weft::cpu::Executor workers(options);
+  ASSERT_EQ(partial_sums_for(workers, n), 3);
   std::vector<float> centroids(static_cast<std::size_t>(k) * d), norms(k);
   std::vector<int> labels(n, -1);
   for (int round = 0; round < 10; ++round) {
@@ -404,11 +405,11 @@ TEST(Kmeans, SumsTakenByCpuWorkersGiveTheReferencesLabelsAndCentroids) {
     ASSERT_EQ(got.labels, want.labels) << "round " << round;
     ASSERT_EQ(got.centroids, want.centroids) << "round " << round;
   }
-  std::vector<float> serial(points.begin(), points.begin() + k * d), sliced = serial;
+  std::vector<float> serial(points.begin(), points.begin() + k * d), by_parts = serial;
   update_centroids(points, d, want.labels, k, serial);
-  update_centroids(points, d, want.labels, k, sliced, &workers);
-  EXPECT_EQ(sliced, serial);
-  EXPECT_NE(sliced, std::vector<float>(points.begin(), points.begin() + k * d));
+  update_centroids(points, d, want.labels, k, by_parts, &workers);
+  EXPECT_EQ(by_parts, serial);
+  EXPECT_NE(by_parts, std::vector<float>(points.begin(), points.begin() + k * d));
 }
 
 // The same with the heaps fed by CPU workers, each pop's tiles in runs of whole tiles, one task
