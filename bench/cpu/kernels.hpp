@@ -102,6 +102,13 @@ std::int64_t empty_tasks_tbb(std::int64_t n);
 std::int64_t empty_tasks_omp(std::int64_t n);
 std::int64_t empty_tasks_starpu(std::int64_t n);
 
+// ---- External spawns: a thread outside the pool (for TBB, the main thread) spawns n empty
+// tasks two at a time into one group, pausing `pause_ns` after each pair (work handed out as it
+// arrives, as a thread popping GPU completions does), so the workers idle between pairs. Each
+// returns how many tasks ran (must equal n).
+std::int64_t external_spawns_weft(Executor& ex, std::int64_t n, std::int64_t pause_ns);
+std::int64_t external_spawns_tbb(std::int64_t n, std::int64_t pause_ns);
+
 // ---- Task chain: n tasks, each ready only when its predecessor has finished ----
 // Each returns how many tasks ran (must equal n, in order).
 std::int64_t task_chain_weft(Executor& ex, std::int64_t n);

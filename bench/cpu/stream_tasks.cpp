@@ -1,4 +1,5 @@
 // STREAM, empty tasks and task chains: weft's versions.
+#include <algorithm>
 #include <atomic>
 
 #include "common.hpp"
@@ -52,6 +53,23 @@ std::int64_t empty_tasks_weft(Executor& ex, std::int64_t n) {
     }
     g.wait();
   });
+  std::int64_t total = 0;
+  for (const auto& s : slots) total += s.v;
+  return total;
+}
+
+std::int64_t external_spawns_weft(Executor& ex, std::int64_t n, std::int64_t pause_ns) {
+  std::vector<CountSlot> slots(kMaxCountSlots);
+  {
+    TaskGroup g(ex);  // spawned into from this thread, outside the pool
+    for (std::int64_t i = 0; i < n; i += 2) {
+      for (std::int64_t k = i; k < std::min(n, i + 2); ++k) {
+        g.spawn([&ex, &slots] { ++slots[static_cast<std::size_t>(ex.this_worker_index())].v; });
+      }
+      common::spin_for_ns(pause_ns);
+    }
+    g.wait();
+  }
   std::int64_t total = 0;
   for (const auto& s : slots) total += s.v;
   return total;

@@ -43,6 +43,8 @@ struct Sizes {
   std::size_t stream = std::size_t{1} << 26;
   std::int64_t empty_tasks = 1'000'000;
   std::int64_t chain = 100'000;
+  std::int64_t external_spawns = 200'000;
+  std::int64_t external_pause_ns = 2'000;
   std::size_t is_keys = std::size_t{1} << 23;  // NAS IS class A: 2^23 keys, 2^19 buckets
   int is_max_key = 1 << 19;
   int lu_grid = 1024, lu_planes = 64;
@@ -63,6 +65,7 @@ Sizes quick_sizes() {
   s.stream = std::size_t{1} << 21;
   s.empty_tasks = 100'000;
   s.chain = 10'000;
+  s.external_spawns = 20'000;
   s.is_keys = std::size_t{1} << 20;
   s.is_max_key = 1 << 16;
   s.lu_grid = 256;
@@ -302,6 +305,23 @@ Suite run_cpu_suite(const CpuSuiteOptions& o) {
     weft::cpu::Executor queued(hf);
     suite.measure("empty_tasks_help_first", "Mtasks/s", Better::higher,
                   [&] { return rate([&] { return empty_tasks_weft(queued, n); }); });
+  }
+  // ---- External spawns (a thread outside the pool hands out pairs of tasks, pausing between
+  // pairs: the floor is half the pause per task) ----
+  if (wanted(o, "external_spawns")) {
+    const std::int64_t n = z.external_spawns, pause = z.external_pause_ns;
+    auto per_task = [n](auto&& run) {
+      std::int64_t ran = 0;
+      const double secs = time_seconds([&] { ran = run(); });
+      return Outcome{secs / static_cast<double>(n) * 1e6, ran == n};
+    };
+    std::vector<Contender> c{
+        {"weft", [&] { return per_task([&] { return external_spawns_weft(*ex, n, pause); }); }}};
+    c = with_peers(std::move(c), WEFT_TBB_RUN([&] {
+                     return per_task([&] { return external_spawns_tbb(n, pause); });
+                   }),
+                   std::function<Outcome()>());
+    suite.compare("external_spawns", "us/task", Better::lower, std::move(c));
   }
   // ---- Task chain ----
   if (wanted(o, "task_chain")) {

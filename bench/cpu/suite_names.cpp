@@ -5,10 +5,10 @@
 namespace weft::bench::cpu {
 
 std::vector<std::string> cpu_benchmark_names() {
-  return {"fib32",        "nqueens12",   "nqueens13",   "uts",          "sparselu",
-          "multisort",    "alignment",   "stream_copy", "stream_scale", "stream_add",
-          "stream_triad", "empty_tasks", "task_chain",  "pipeline_is",  "pipeline_lu",
-          "spawn_policy", "wake_latency"};
+  return {"fib32",        "nqueens12",    "nqueens13",      "uts",          "sparselu",
+          "multisort",    "alignment",    "stream_copy",    "stream_scale", "stream_add",
+          "stream_triad", "empty_tasks",  "task_chain",     "pipeline_is",  "pipeline_lu",
+          "spawn_policy", "wake_latency", "external_spawns"};
 }
 
 }  // namespace weft::bench::cpu

@@ -7,6 +7,7 @@
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "../cpu/common.hpp"
@@ -180,6 +181,23 @@ std::int64_t empty_tasks_tbb(std::int64_t n) {
     g.run([&slots] {
       ++slots[static_cast<std::size_t>(tbb::this_task_arena::current_thread_index())].v;
     });
+  }
+  g.wait();
+  std::int64_t total = 0;
+  for (const auto& s : slots) total += s.v;
+  return total;
+}
+
+std::int64_t external_spawns_tbb(std::int64_t n, std::int64_t pause_ns) {
+  std::vector<CountSlot> slots(kMaxCountSlots);
+  tbb::task_group g;
+  for (std::int64_t i = 0; i < n; i += 2) {
+    for (std::int64_t k = i; k < std::min(n, i + 2); ++k) {
+      g.run([&slots] {
+        ++slots[static_cast<std::size_t>(tbb::this_task_arena::current_thread_index())].v;
+      });
+    }
+    common::spin_for_ns(pause_ns);
   }
   g.wait();
   std::int64_t total = 0;

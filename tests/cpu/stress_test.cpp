@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <barrier>
+#include <chrono>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -115,6 +117,58 @@ TEST(Stress, ShutdownWhileExternalThreadsSubmit) {
     ASSERT_EQ(accepted.load() + rejected.load(), 600);
     ASSERT_EQ(completed.load() + cancelled.load(), accepted.load());
   }
+}
+
+// Two threads outside the pool hand out pairs of tasks with short random pauses, so that the
+// workers keep passing between quick looks (which skip the global queue while it is locked)
+// and sleep (whose re-check waits for the lock); every 16 pairs both pause long enough for
+// every worker to fall asleep, so the next pair must wake one. Every task runs exactly once,
+// and sleepers are woken for the work instead of finding it when their sleep times out (a few
+// such finds are allowed: a woken worker that the OS leaves unscheduled for a sleep's limit
+// lets another time out and find its task; a lost wake-up makes one at every long pause).
+TEST(Stress, PairsFromOutsideReachIdleWorkersByWakeUps) {
+  constexpr int kPairsBetweenRests = 16;
+  const int pairs = static_cast<int>(4000 * stress_scale()) + 100;
+  Executor ex(ExecutorOptions{.workers = 3, .spin_before_sleep = std::chrono::microseconds(20)});
+  std::vector<std::atomic<std::uint8_t>> marks(static_cast<std::size_t>(4 * pairs));
+  std::atomic<int> ran[2] = {0, 0};
+  std::barrier rest(2);
+  {
+    TaskGroup g(ex);
+    std::vector<std::thread> feeders;
+    for (int f = 0; f < 2; ++f) {
+      feeders.emplace_back([&, f] {
+        test::SplitMix rng(static_cast<std::uint64_t>(f) + 11);
+        for (int p = 0; p < pairs; ++p) {
+          for (int k = 0; k < 2; ++k) {
+            const auto id = static_cast<std::size_t>((f * pairs + p) * 2 + k);
+            g.spawn([&marks, &ran, id, f] {
+              marks[id].fetch_add(1, std::memory_order_relaxed);
+              ran[f].fetch_add(1, std::memory_order_relaxed);
+            });
+          }
+          if (p % kPairsBetweenRests == kPairsBetweenRests - 1) {
+            // Both feeders rest at once, their tasks done: the workers fall asleep with nothing
+            // queued, and only a wake-up brings them the next pair in time.
+            while (ran[f].load(std::memory_order_relaxed) < 2 * (p + 1)) {
+              std::this_thread::sleep_for(std::chrono::microseconds(10));
+            }
+            rest.arrive_and_wait();
+            std::this_thread::sleep_for(std::chrono::microseconds(500));
+          } else {
+            std::this_thread::sleep_for(std::chrono::microseconds(rng.below(10)));
+          }
+        }
+      });
+    }
+    for (auto& t : feeders) t.join();
+    g.wait();
+  }
+  for (std::size_t id = 0; id < marks.size(); ++id) ASSERT_EQ(marks[id].load(), 1) << id;
+  const ExecutorStats stats = ex.stats();
+  EXPECT_GE(stats.sleeps, static_cast<std::uint64_t>(pairs / kPairsBetweenRests))
+      << "the workers did not sleep at the rests: the test did not test the wake-ups";
+  EXPECT_LE(stats.found_without_wakeup, 3u) << "of " << stats.sleeps << " sleeps";
 }
 
 // A task's exception is read by the thread that calls get() while the worker that threw may still
