@@ -140,6 +140,15 @@ void combine_sums(std::span<const CentroidSums> parts, int k, int d, CentroidSum
 void update_centroids(std::span<const float> points, int d, std::span<const int> labels, int k,
                       std::vector<float>& centroids, weft::cpu::Executor* workers = nullptr);
 
+/// Stores true in `flag` when it goes out of scope (relaxed: the flag only ends waits).
+struct SetOnExit {
+  std::atomic<bool>& flag;
+  explicit SetOnExit(std::atomic<bool>& f) : flag(f) {}
+  SetOnExit(const SetOnExit&) = delete;
+  SetOnExit& operator=(const SetOnExit&) = delete;
+  ~SetOnExit() { flag.store(true, std::memory_order_relaxed); }
+};
+
 /// `iterations` of Lloyd's algorithm on the CPU, from the first k points as centroids.
 KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int iterations);
 
@@ -150,7 +159,9 @@ KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int i
 /// when they are there. The points of each popped task join their centroids' sums while the
 /// GPU still assigns the rest: on the popping thread, or with `sum_workers`, by tasks on that
 /// executor, each taking popped tasks' points in turn into sums of its own, combined at the
-/// iteration's end (call it from outside that executor: it waits for those tasks).
+/// iteration's end (call it from outside that executor: it waits for those tasks; from one of
+/// its workers it throws std::invalid_argument). A task that fails ends the call with
+/// std::runtime_error once the iteration's other tasks are popped.
 template <class Pool>
 KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, int k, int iterations,
                             const float* points_for_blocks, float* centroids_for_blocks,
@@ -164,6 +175,11 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
                                 std::to_string(KmeansAssign::kMaxCentroids) +
                                 " and at least k points (got d " + std::to_string(d) + ", k " +
                                 std::to_string(k) + ")");
+  }
+  if (sum_workers != nullptr && sum_workers->this_worker_index() >= 0) {
+    throw std::invalid_argument(
+        "apps::gpu::kmeans_on_pool: called from a worker of sum_workers (its summing tasks "
+        "would wait for this thread's pops)");
   }
   const int n = static_cast<int>(points.size() / d);
   KmeansResult r;
@@ -209,8 +225,12 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
     // relaxed: published to the summing tasks by their spawns.
     published.store(0, std::memory_order_relaxed);
     tickets.store(0, std::memory_order_relaxed);
-    // Declared after everything its tasks use: on unwinding, it waits for them first.
+    abandoned.store(false, std::memory_order_relaxed);
+    // Declared after everything its tasks use: on unwinding, it waits for them. The guard,
+    // declared after it, goes first: whatever leaves this iteration, the summing tasks stop
+    // waiting for pops that will not come.
     std::optional<weft::cpu::TaskGroup> group;
+    const SetOnExit abandon_waits{abandoned};
     if (sum_workers != nullptr) {
       group.emplace(*sum_workers);
       for (CentroidSums& part : parts) group->spawn([&follow_pops, &part] { follow_pops(part); });
@@ -221,7 +241,10 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
       const std::size_t m = pool.pop_batch(done);
       for (std::size_t j = 0; j < m; ++j) {
         if (!done[j].ok()) {
-          abandoned.store(true, std::memory_order_relaxed);
+          // This iteration's other tasks are popped first: none is left to write the labels
+          // afterwards, or to come back in the pool's next call.
+          for (std::size_t left = tasks.size() - got - m; left > 0;)
+            left -= pool.pop_batch(std::span<Record>(done).first(std::min(left, done.size())));
           throw std::runtime_error("apps::gpu::kmeans_on_pool: a task ended " +
                                    std::string(weft::gpu::to_string(done[j].status)));
         }
@@ -237,7 +260,9 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
       if (group) published.store(got, std::memory_order_release);
     }
     if (group) {
-      group->wait();
+      if (group->wait() != weft::cpu::GroupStatus::complete) {
+        throw std::runtime_error("apps::gpu::kmeans_on_pool: the summing tasks were cancelled");
+      }
       combine_sums(parts, k, d, sums, *sum_workers);
     }
     r.labels.assign(labels.begin(), labels.end());

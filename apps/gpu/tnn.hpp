@@ -132,10 +132,10 @@ inline void offer_tile(NeighbourHeaps& heaps, const PointSet& points, const floa
 /// Runs TNN through `pool`. `col_major`, `row_major`: the points where the pool's blocks reach
 /// them; `buffers`: `slots` buffers of 64 x 64 floats, one per task in flight, where the
 /// blocks write and the host reads (pinned host memory on the device backend). With
-/// `heap_workers`, the tiles of each pop are offered by at most one task per worker of that
-/// executor (a lock per band of 64 points), each tile's buffer going to the next tile once both
-/// its sides are offered; without, the popping thread offers them itself (call it from outside
-/// that executor: it waits for its tasks). Returns each point's T nearest, nearest first.
+/// `heap_workers` (call it from outside that executor: it waits for its tasks), the tiles of
+/// each pop are offered by at most one task per worker of that executor (a lock per band of 64
+/// points), whose tiles' buffers go to later tiles once all of them are offered; without, the
+/// popping thread offers them itself. Returns each point's T nearest, nearest first.
 template <class Pool>
 std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& points,
                                                 const float* col_major, const float* row_major,
@@ -265,11 +265,16 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
       continue;
     }
     const std::size_t per_task = (popped.size() + task_count - 1) / task_count;
-    for (std::size_t first = 0; first < popped.size(); first += per_task) {
-      const auto last = static_cast<std::ptrdiff_t>(std::min(popped.size(), first + per_task));
-      group->spawn([&offer_tiles, held = std::vector<std::size_t>(
-                                      popped.begin() + static_cast<std::ptrdiff_t>(first),
-                                      popped.begin() + last)] { offer_tiles(held); });
+    try {
+      for (std::size_t first = 0; first < popped.size(); first += per_task) {
+        const auto last = static_cast<std::ptrdiff_t>(std::min(popped.size(), first + per_task));
+        group->spawn([&offer_tiles, held = std::vector<std::size_t>(
+                                        popped.begin() + static_cast<std::ptrdiff_t>(first),
+                                        popped.begin() + last)] { offer_tiles(held); });
+      }
+    } catch (...) {  // the executor shut down, say: the tiles on the GPU still end here
+      drain(in_flight);
+      throw;
     }
   }
   if (group) group->wait();

@@ -1,8 +1,9 @@
 // K-means' centroid update alone on the CPU (apps/gpu/kmeans.hpp, decision 037): one thread,
 // then update_centroids on an executor of W workers, three rounds, for n points of d = 1024
 // into k = 128 centroids (labels spread evenly). Built against another tree's kmeans.cpp and
-// kmeans.hpp (put them, with gemm_tile.hpp, in a folder named before apps/gpu) it times that
-// version: decision 037's A/B of dimension slices against ranges of points.
+// kmeans.hpp (copy them, with gemm_tile.hpp, into a folder given with -I ahead of -Iapps/gpu,
+// and compile that kmeans.cpp) it times that version: decision 037's A/B of dimension slices
+// against ranges of points.
 //   g++ -std=c++20 -O3 -DNDEBUG -Iinclude -Iapps/gpu lab/probes/kmeans_sums_probe.cpp
 //     apps/gpu/kmeans.cpp build/src/libweft.a -lhwloc -lpthread -o /tmp/kmeans_sums &&
 //     /tmp/kmeans_sums 100000 2     # n, workers

@@ -400,6 +400,7 @@ TEST(Kmeans, SumsTakenByCpuWorkersGiveTheReferencesLabelsAndCentroids) {
   std::vector<float> centroids(static_cast<std::size_t>(k) * d), norms(k);
   std::vector<int> labels(n, -1);
   for (int round = 0; round < 10; ++round) {
+    std::fill(labels.begin(), labels.end(), -1);  // a label read before its task ran: caught
     const KmeansResult got = kmeans_on_pool(pool, points, d, k, 4, points.data(), centroids.data(),
                                             norms.data(), labels.data(), host_upload, &workers);
     ASSERT_EQ(got.labels, want.labels) << "round " << round;
@@ -410,6 +411,12 @@ TEST(Kmeans, SumsTakenByCpuWorkersGiveTheReferencesLabelsAndCentroids) {
   update_centroids(points, d, want.labels, k, by_parts, &workers);
   EXPECT_EQ(by_parts, serial);
   EXPECT_NE(by_parts, std::vector<float>(points.begin(), points.begin() + k * d));
+  // From one of the summing workers, the call would wait for itself: refused.
+  auto from_a_worker = workers.submit([&] {
+    (void)kmeans_on_pool(pool, points, d, k, 1, points.data(), centroids.data(), norms.data(),
+                         labels.data(), host_upload, &workers);
+  });
+  EXPECT_THROW(from_a_worker.get(), std::invalid_argument);
 }
 
 // The same with the heaps fed by CPU workers, each pop's tiles in runs of whole tiles, one task
