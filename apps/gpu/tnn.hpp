@@ -178,7 +178,8 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
     p.c_through_shared = true;  // the buffer is mapped host memory on a GPU: whole lines
     return Record::template make<SgemmTile>(p, (static_cast<std::uint64_t>(w) << 20) | slot);
   };
-  // The free buffers; a tile's buffer is free again once both its sides are offered.
+  // The free buffers; a tile's buffer is free again once its heap task has offered every tile
+  // it holds.
   std::mutex free_mutex;
   std::condition_variable freed;
   std::vector<std::size_t> free_slots(slots);

@@ -27,7 +27,7 @@ inline bool queens_ok(int j, const Board& a) {
   return true;
 }
 
-// ---- UTS ----
+// ---- External spawns ----
 // Spins (without yielding the core) for `ns` nanoseconds: the pause of a thread that hands out
 // work as it arrives.
 inline void spin_for_ns(std::int64_t ns) {
@@ -36,6 +36,7 @@ inline void spin_for_ns(std::int64_t ns) {
   }
 }
 
+// ---- UTS ----
 inline std::uint64_t splitmix(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
