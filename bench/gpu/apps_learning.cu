@@ -255,7 +255,10 @@ void kmeans_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
                    const double t = median_us(std::max(1, reps / 5), [&] { got = cpu_kmeans(); });
                    return Outcome{t, close(got)};
                  }});
-    suite.compare("kmeans_" + std::to_string(n), "us", Better::lower, std::move(c), quick ? 0 : 3);
+    // Up to n = 10240 a run takes milliseconds and its host share (the centroid sums on the
+    // CPU workers) moves a sample by up to a third: seven rounds; at 100 000 three.
+    suite.compare("kmeans_" + std::to_string(n), "us", Better::lower, std::move(c),
+                  quick ? 0 : (n <= 10240 ? 7 : 3));
     cudaFree(dp);
     cudaFree(dc);
     cudaFree(dn);

@@ -4,12 +4,13 @@
 //          back (one synchronize), then update_centroids on the workers;
 //   weft:  the assignment alone (every KmeansAssign task pushed, then all popped), then
 //          kmeans_on_pool's whole iteration (sums following the pops, combined, moved).
-// Medians of 5 rounds, in ms. Built on the GPU machine after scripts/gpu-build.sh ...
-// weft_gpu_apps:
+// Medians of the rounds (5 unless given), in ms. Built on the GPU machine after
+// scripts/gpu-build.sh ... weft_gpu_apps:
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -Iinclude -Iapps/gpu
 //     lab/probes/kmeans_phases_probe.cu build-gpu/apps/libweft_gpu_apps.a
 //     build-gpu/src/libweft.a -lcublas -lhwloc -o /tmp/kmeans_phases &&
-//     /tmp/kmeans_phases 100000 11     # n, sum workers
+//     /tmp/kmeans_phases 100000 11 5     # n, sum workers, rounds (each phase's median,
+//                                          # then its spread)
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -62,7 +63,8 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 100000;
   const int nworkers = argc > 2 ? std::atoi(argv[2]) : 11;
-  constexpr int d = 1024, k = 128, rounds = 5;
+  const int rounds = argc > 3 ? std::atoi(argv[3]) : 5;
+  constexpr int d = 1024, k = 128;
   std::vector<float> points(static_cast<std::size_t>(n) * d);
   for (std::size_t i = 0; i < points.size(); ++i) {
     points[i] = static_cast<float>(static_cast<int>((i * 2654435761u) % 17) - 8);
@@ -142,6 +144,16 @@ int main(int argc, char** argv) {
       "ms; weft assignment alone %.2f ms, whole iteration %.2f ms\n",
       n, nworkers, median(t_up), median(t_gpu), median(t_update), median(t_assign),
       median(t_iteration));
+  const auto spread = [](const char* what, std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    std::printf("  %-22s min %.3f  p25 %.3f  median %.3f  p75 %.3f  max %.3f ms\n", what, v[0],
+                v[v.size() / 4], v[v.size() / 2], v[3 * v.size() / 4], v.back());
+  };
+  spread("peer upload", t_up);
+  spread("peer scores+labels", t_gpu);
+  spread("peer update", t_update);
+  spread("weft assignment", t_assign);
+  spread("weft iteration", t_iteration);
   cudaFreeHost(pinned_labels);
   cudaFree(dp);
   cudaFree(dc);
