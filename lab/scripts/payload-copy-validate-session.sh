@@ -2,7 +2,8 @@
 # One device call (one H200) for the applications' bodies on a copy of their payload
 # (lab/probes/payload_copy_bodies.patch, decision 038): gpu-check (every GPU test, memcheck,
 # racecheck, synccheck), then the batch probe (its "DgemmTile batch end to end" line is the
-# apps' own tile), then `weft bench gpu-apps --only batched_gemm --only spmv_bs`.
+# apps' own tile), the variable-size batch by ring depth and push order
+# (lab/probes/vbatched_probe.cu), then `weft bench gpu-apps --only batched_gemm --only spmv_bs`.
 #   here:   git apply lab/probes/payload_copy_bodies.patch
 #   device: WEFT_COMMIT=<hash>+payload-copy bash lab/scripts/payload-copy-validate-session.sh
 # $OUT/session.tar.gz holds gpu-check.md and the bench's files under bench/.
@@ -19,6 +20,11 @@ nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -maxrregcount=168 -Iincl
   lab/probes/batch_trace_probe.cu build-gpu/apps/libweft_gpu_apps.a build-gpu/src/libweft.a \
   -lhwloc -o "$work/bt" > "$work/build-probe.log" 2>&1 || tail -20 "$work/build-probe.log"
 timeout 60 "$work/bt" 300 two | grep -v "round ended"
+nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -Iinclude -Iapps/gpu \
+  lab/probes/vbatched_probe.cu build-gpu/apps/libweft_gpu_apps.a build-gpu/src/libweft.a \
+  -lopenblas -lhwloc -o "$work/vbatched" > "$work/build-vbatched.log" 2>&1 ||
+  tail -20 "$work/build-vbatched.log"
+timeout 90 "$work/vbatched" 30
 mkdir -p "$work/bench"
 WEFT_MACHINE=$(scripts/machine-name.sh) timeout $((590 - ($(date +%s) - t0))) \
   build-gpu/tools/weft/weft bench gpu-apps --only batched_gemm --only spmv_bs \
