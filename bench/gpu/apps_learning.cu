@@ -255,8 +255,9 @@ void kmeans_benchmarks(Suite& suite, AppPool& pool, bool quick, int reps) {
                    const double t = median_us(std::max(1, reps / 5), [&] { got = cpu_kmeans(); });
                    return Outcome{t, close(got)};
                  }});
-    // Up to n = 10240 a run takes milliseconds and its host share (the centroid sums on the
-    // CPU workers) moves a sample by up to a third: seven rounds; at 100 000 three.
+    // Up to n = 10240 a run takes milliseconds, and its host share (the centroid sums on the
+    // CPU workers) moves from round to round by more than the contenders differ: seven rounds
+    // there, three at 100 000 (docs/decisions/037-kmeans-sums-by-point-ranges.md).
     suite.compare("kmeans_" + std::to_string(n), "us", Better::lower, std::move(c),
                   quick ? 0 : (n <= 10240 ? 7 : 3));
     cudaFree(dp);
