@@ -20,7 +20,8 @@ struct Saxpy {
     float* y;
   };
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& b) {
-    for (int i = b.thread(); i < p.n; i += b.threads()) p.y[i] += p.a * p.x[i];
+    const Payload in = p;  // read once: after each store to y the compiler would read p again
+    for (int i = b.thread(); i < in.n; i += b.threads()) in.y[i] += in.a * in.x[i];
   }
 };
 using Tasks = weft::gpu::TaskTypes<Saxpy>;

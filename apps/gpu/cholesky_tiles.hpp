@@ -97,12 +97,17 @@ struct PotrfTile {
     int lda, k;
     int info;  // 0, or j + 1 when the tile's leading minor of order j + 1 is not positive
   };
+  // The steps take the payload by value: `p` lives in the block's shared memory, where every
+  // step's stores would make the compiler read its fields again (docs/gpu.md, "Task types").
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+    const int info = factor(p, ctx);
+    if (ctx.thread() == 0) p.info = info;
+  }
+  // Factors the tile; returns info, thread 0's value being the tile's (on the GPU's sliding
+  // window, threads past its 2 kTile return 0).
+  WEFT_HD APPS_GEMM_INLINE static int factor(const Payload p, const weft::gpu::BlockContext& ctx) {
 #if defined(__CUDA_ARCH__)
-    if (ctx.threads() >= 2 * CholeskyTile::kTile) {
-      run_in_registers(p, ctx);
-      return;
-    }
+    if (ctx.threads() >= 2 * CholeskyTile::kTile) return run_in_registers(p, ctx);
 #endif
     constexpr int n = CholeskyTile::kTile;
     double* t = CholeskyTile::at(p.a, p.lda, p.k, p.k);
@@ -140,7 +145,7 @@ struct PotrfTile {
       const int r = i % n, c = i / n;
       if (r >= c) t[r + static_cast<std::size_t>(c) * p.lda] = s[i];
     }
-    if (ctx.thread() == 0) p.info = info;
+    return info;
   }
 
 #if defined(__CUDA_ARCH__)
@@ -151,7 +156,8 @@ struct PotrfTile {
   // Positions no row writes hold zeros or an earlier step's finite values; they only reach
   // window columns past a row's diagonal, which are never stored. A pivot that is not positive
   // sets info and the steps go on (every thread takes the same number of barriers).
-  __device__ static void run_in_registers(Payload& p, const weft::gpu::BlockContext& ctx) {
+  __device__ __forceinline__ static int run_in_registers(const Payload p,
+                                                         const weft::gpu::BlockContext& ctx) {
     using W = SlidingWindow;
     constexpr int n = CholeskyTile::kTile;
     double* tile = CholeskyTile::at(p.a, p.lda, p.k, p.k);
@@ -182,7 +188,7 @@ struct PotrfTile {
       }
       w.slide(x, aij * (rs * rs), col + 2 + W::offset(w.half));
     }
-    if (ctx.thread() == 0) p.info = info;
+    return info;
   }
   __device__ static int position(int k) {
     return k == 0 ? 0
@@ -206,7 +212,9 @@ struct TrsmTile {
   // X L^T = B, column by column (right-looking): X_j = B_j / L_jj, then B_q -= X_j L_qj for
   // every later column q. L_kk and B = A_ik sit in shared memory; each step's updates are
   // shared by the task threads as TileThreads says.
-  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+  // The steps take the payload by value (PotrfTile::run says why).
+  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) { solve(p, ctx); }
+  WEFT_HD APPS_GEMM_INLINE static void solve(const Payload p, const weft::gpu::BlockContext& ctx) {
 #if defined(__CUDA_ARCH__)
     if (ctx.threads() >= 2 * CholeskyTile::kTile) {
       run_in_registers(p, ctx);
@@ -251,7 +259,8 @@ struct TrsmTile {
   // no barrier after L_kk is staged (rows are independent; a pair shares X_rj by shuffle).
   // Shared memory holds column j of L below the diagonal as a row of W::kRow positions,
   // S[j][offset(h) + c] = L(j + 1 + 32 h + c, j) (zero past the tile), then 1 / L_jj.
-  __device__ static void run_in_registers(Payload& p, const weft::gpu::BlockContext& ctx) {
+  __device__ __forceinline__ static void run_in_registers(const Payload p,
+                                                          const weft::gpu::BlockContext& ctx) {
     using W = SlidingWindow;
     constexpr int n = CholeskyTile::kTile;
     const double* l = CholeskyTile::at(p.a, p.lda, p.k, p.k);

@@ -64,7 +64,11 @@ struct GemmTileBody {
   static_assert(kSharedBytes >= sizeof(T) * kTile * kTile,
                 "the staging buffers hold the whole tile of C for c_through_shared");
 
-  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+  WEFT_HD static void run(Payload& payload, const weft::gpu::BlockContext& ctx) {
+    // The body reads a copy: `payload` lives in the block's shared memory, where the staging
+    // stores would make the compiler read its fields again at every use (docs/gpu.md, "Task
+    // types"). The body writes nothing back into it.
+    const Payload p = payload;
 #if defined(__CUDA_ARCH__)
     if (ctx.threads() < kMicroTiles) {
       plain(p, ctx);

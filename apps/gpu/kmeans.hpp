@@ -41,7 +41,7 @@ struct KmeansAssign {
     int d, k, first, count;
   };
   /// |c|^2 - 2 x.c: the squared distance less |x|^2, which every centroid shares.
-  WEFT_HD static float score(const Payload& p, int point, int centroid) {
+  WEFT_HD APPS_GEMM_INLINE static float score(const Payload& p, int point, int centroid) {
     const float* x = p.points + static_cast<std::size_t>(point) * p.d;
     const float* c = p.centroids + static_cast<std::size_t>(centroid) * p.d;
     float dot = 0.0f;
@@ -51,7 +51,10 @@ struct KmeansAssign {
   // The dot products of the task's points with 64 centroids at a time are a GEMM tile (points
   // as A, row-major; centroids as B), summed in order of d as score() does; their scores go to
   // shared memory, then each thread takes the argmin of a point's row.
-  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+  WEFT_HD static void run(Payload& payload, const weft::gpu::BlockContext& ctx) {
+    // A copy: `payload` lives in the block's shared memory, where the scores' stores would
+    // make the compiler read its fields again (docs/gpu.md, "Task types").
+    const Payload p = payload;
     auto* s = reinterpret_cast<float*>(static_cast<unsigned char*>(ctx.shared()) +
                                        kScoresOffset);  // s[q * k + c]
 #if defined(__CUDA_ARCH__)
@@ -95,7 +98,8 @@ struct KmeansAssign {
     ctx.sync();
     argmin(p, ctx, s);
   }
-  WEFT_HD static void argmin(const Payload& p, const weft::gpu::BlockContext& ctx, const float* s) {
+  WEFT_HD APPS_GEMM_INLINE static void argmin(const Payload p, const weft::gpu::BlockContext& ctx,
+                                              const float* s) {
     for (int q = ctx.thread(); q < p.count; q += ctx.threads()) {
       int best = 0;
       for (int c = 1; c < p.k; ++c) {

@@ -29,6 +29,9 @@ struct SpmvRows {
   // On the GPU one warp per row (vector CSR): the lanes read consecutive entries and the sums
   // meet by shuffles, so a long row is read coalesced and spread over 32 lanes instead of one
   // thread; on the host one thread takes the rows in order.
+  // On `p` itself, which lives in the block's shared memory (docs/gpu.md, "Task types"): the
+  // inner loop stores nothing, so the fields are read again only after each row's store to y,
+  // and a copy would take the registers of a block an SM from this memory-bound body.
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
 #if defined(__CUDA_ARCH__)
     if (ctx.threads() % 32 == 0) {
@@ -84,7 +87,7 @@ struct BlackScholes {
     float rate, volatility;
     int first, count;
   };
-  WEFT_HD static void price(const Payload& p, int i) {
+  WEFT_HD static void price(const Payload p, int i) {
     const float s = p.spot[i], x = p.strike[i], t = p.years[i];
     const float sqrt_t = sqrtf(t);
     const float d1 =
@@ -94,7 +97,11 @@ struct BlackScholes {
     p.call[i] = s * normal_cdf(d1) - x * discount * normal_cdf(d2);
     p.put[i] = x * discount * (1.0f - normal_cdf(d2)) - s * (1.0f - normal_cdf(d1));
   }
-  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+  WEFT_HD static void run(Payload& payload, const weft::gpu::BlockContext& ctx) {
+    // A copy: `payload` lives in the block's shared memory, where each option's stores to
+    // call and put could alias it, so the compiler would read its fields again for every option
+    // (docs/gpu.md, "Task types").
+    const Payload p = payload;
     for (int i = p.first + ctx.thread(); i < p.first + p.count; i += ctx.threads()) price(p, i);
   }
 };

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# One device call (one H200) for lab/probes/payload_copy_bodies.patch (the applications' bodies
-# on a copy of their payload, decision 038) and, applied after it, cholesky_blocks.patch (the
-# tiled Cholesky in blocks of tiles, one task each): gpu-check (every GPU test, memcheck,
-# racecheck, synccheck), then the batch probe (its "DgemmTile batch end to end" line is the
-# apps' own tile) and the variable-size batch by ring depth and push order
-# (lab/probes/vbatched_probe.cu).
-#   here:   git apply lab/probes/payload_copy_bodies.patch lab/probes/cholesky_blocks.patch
-#   device: WEFT_COMMIT=<hash>+patches bash lab/scripts/payload-copy-validate-session.sh
+# One device call (one H200) for the applications' bodies on a copy of their payload (decision
+# 038) and the tiled Cholesky in blocks of tiles (decision 039), both landed since (they were
+# lab/probes/payload_copy_bodies.patch and cholesky_blocks.patch when this ran): gpu-check
+# (every GPU test, memcheck, racecheck, synccheck), then the batch probe (its "DgemmTile batch
+# end to end" line is the apps' own tile) and the variable-size batch by ring depth and push
+# order (lab/probes/vbatched_probe.cu).
+#   device: WEFT_COMMIT=<hash> bash lab/scripts/payload-copy-validate-session.sh
 #   then, on the still warm machine (its build is reused):
-#     WEFT_COMMIT=<hash>+patches WEFT_BENCH_ARGS="--only batched_gemm --only spmv_bs \
+#     WEFT_COMMIT=<hash> WEFT_BENCH_ARGS="--only batched_gemm --only spmv_bs \
 #       --only cholesky" scripts/gpu-apps.sh
 # $OUT/session.tar.gz holds gpu-check.md and the probes' build logs.
 set -uo pipefail
@@ -16,9 +15,9 @@ source lab/scripts/session-lib.sh
 start_session
 t0=$(date +%s)
 grep -q "const Payload p = payload;" apps/gpu/gemm_tile.hpp ||
-  { echo "payload_copy_bodies.patch is not applied"; exit 1; }
+  { echo "the apps' bodies do not read a copy of their payload"; exit 1; }
 grep -q "struct PotrfBlock" apps/gpu/cholesky_tiles.hpp ||
-  echo "(cholesky_blocks.patch is not applied: its test and metric are absent)"
+  echo "(no Cholesky blocks in this tree: their test and metric are absent)"
 OUT=$work scripts/gpu-check.sh
 echo "gpu-check done at $(($(date +%s) - t0)) s"
 scripts/gpu-build.sh "$work" weft_gpu_apps weft_cli || exit 1
