@@ -14,8 +14,9 @@
 namespace apps::gpu {
 
 // SpmvRows and BlackScholes have a pool of their own (SpmvBsPool, spmv_bs.hpp).
-using AppTasks = weft::gpu::TaskTypes<DgemmTile, SgemmTile, PotrfTile, TrsmTile, UpdateTile,
-                                      KmeansAssign, ReplicatedGemmTile>;
+using AppTasks =
+    weft::gpu::TaskTypes<DgemmTile, SgemmTile, PotrfTile, TrsmTile, UpdateTile, PotrfBlock,
+                         TrsmBlock, UpdateBlock, KmeansAssign, ReplicatedGemmTile>;
 inline constexpr std::size_t kAppCapacity = 128;
 using AppPool = weft::gpu::Pool<AppTasks, kAppCapacity>;
 

@@ -8,8 +8,13 @@
 
 namespace apps::gpu {
 
-CholeskyGraph::CholeskyGraph(int n) {
-  constexpr int nb = CholeskyTile::kTile;
+CholeskyGraph::CholeskyGraph(int n, int block) : block_(block) {
+  if (block < 1 || block > CholeskyBlock::kMaxTiles) {
+    throw std::invalid_argument("apps::gpu::CholeskyGraph: block must be 1 to " +
+                                std::to_string(CholeskyBlock::kMaxTiles) + " tiles (got " +
+                                std::to_string(block) + ")");
+  }
+  const int nb = CholeskyTile::kTile * block;
   if (n < nb || n % nb != 0) {
     throw std::invalid_argument("apps::gpu::CholeskyGraph: n must be a positive multiple of " +
                                 std::to_string(nb) + " (got " + std::to_string(n) + ")");

@@ -21,7 +21,8 @@
 
 namespace apps::gpu {
 
-/// The task graph of an n x n factorization in tiles of CholeskyTile::kTile.
+/// The task graph of an n x n factorization in tiles of CholeskyTile::kTile, or in blocks of
+/// `block` x `block` tiles, one task each (PotrfBlock, TrsmBlock, UpdateBlock).
 class CholeskyGraph {
  public:
   enum class Kind : std::uint8_t { potrf, trsm, syrk, gemm };
@@ -29,9 +30,12 @@ class CholeskyGraph {
     Kind kind;
     int i, j, k;  // potrf: (k, k, k); trsm: (i, k, k); syrk: (i, i, k); gemm: (i, j, k)
   };
-  /// Throws std::invalid_argument unless n is a positive multiple of the tile size.
-  explicit CholeskyGraph(int n);
+  /// Throws std::invalid_argument unless block is 1 to CholeskyBlock::kMaxTiles and n is a
+  /// positive multiple of block tiles.
+  explicit CholeskyGraph(int n, int block = 1);
+  /// The graph's tiles (blocks) a side, and the 64-tiles a block's side.
   [[nodiscard]] int tiles() const noexcept { return tiles_; }
+  [[nodiscard]] int block() const noexcept { return block_; }
   [[nodiscard]] const std::vector<Task>& tasks() const noexcept { return tasks_; }
   /// How many tasks each one waits for, and who waits for it.
   [[nodiscard]] const std::vector<int>& dependencies() const noexcept { return deps_; }
@@ -45,6 +49,7 @@ class CholeskyGraph {
   int add(Task t);
   void depends(int task, int on);
   int tiles_;
+  int block_;
   std::vector<Task> tasks_;
   std::vector<int> deps_;
   std::vector<std::vector<int>> succ_;
@@ -71,8 +76,22 @@ void cholesky_records(const CholeskyGraph& graph, double* a, int lda,
                       std::vector<Record>& records) {
   records.clear();
   records.reserve(graph.tasks().size());
+  const int nb = graph.block();
   for (std::size_t t = 0; t < graph.tasks().size(); ++t) {
     const CholeskyGraph::Task& x = graph.tasks()[t];
+    if (nb > 1) {
+      switch (x.kind) {
+        case CholeskyGraph::Kind::potrf:
+          records.push_back(Record::template make<PotrfBlock>({a, lda, x.k, nb, 0}, t));
+          break;
+        case CholeskyGraph::Kind::trsm:
+          records.push_back(Record::template make<TrsmBlock>({a, lda, x.i, x.k, nb}, t));
+          break;
+        default:
+          records.push_back(Record::template make<UpdateBlock>({a, lda, x.i, x.j, x.k, nb}, t));
+      }
+      continue;
+    }
     switch (x.kind) {
       case CholeskyGraph::Kind::potrf:
         records.push_back(Record::template make<PotrfTile>({a, lda, x.k, 0}, t));
@@ -86,11 +105,22 @@ void cholesky_records(const CholeskyGraph& graph, double* a, int lda,
   }
 }
 
-/// The column where a finished POTRF task found the matrix not positive definite, or -1.
+/// The column where a finished POTRF task of `graph` found the matrix not positive definite,
+/// or -1.
 template <class Record>
-int first_bad_column(const CholeskyGraph::Task& x, const Record& r) {
-  if (x.kind != CholeskyGraph::Kind::potrf || r.template as<PotrfTile>().info == 0) return -1;
-  return x.k * CholeskyTile::kTile + r.template as<PotrfTile>().info - 1;
+int first_bad_column(const CholeskyGraph& graph, const CholeskyGraph::Task& x, const Record& r) {
+  if (x.kind != CholeskyGraph::Kind::potrf) return -1;
+  const int info =
+      graph.block() > 1 ? r.template as<PotrfBlock>().info : r.template as<PotrfTile>().info;
+  return info == 0 ? -1 : x.k * graph.block() * CholeskyTile::kTile + info - 1;
+}
+
+/// The block side, in tiles, that CholeskyPlan(pool, n) takes: 1 (tile by tile) below
+/// n = 4096, where the chain of dependent steps bounds the time and larger tasks lengthen it;
+/// 2 from there where n allows, where the host's work per task bounds it (decision 039).
+[[nodiscard]] constexpr int cholesky_block_for(int n) noexcept {
+  constexpr int kBlock = 2;
+  return n >= 4096 && n % (kBlock * CholeskyTile::kTile) == 0 ? kBlock : 1;
 }
 
 /// Factorizations of one size n, prepared once and run on many matrices through `pool`: the
@@ -104,8 +134,12 @@ template <class Pool>
 class CholeskyPlan {
  public:
   using Record = typename Pool::Record;
+  /// Tasks of cholesky_block_for(n) tiles a side.
   /// Throws std::invalid_argument unless n is a positive multiple of the tile size.
-  CholeskyPlan(Pool& pool, int n) : pool_(pool), graph_(n) {}
+  CholeskyPlan(Pool& pool, int n) : CholeskyPlan(pool, n, cholesky_block_for(n)) {}
+  /// Tasks of `block` x `block` tiles (CholeskyGraph). Throws std::invalid_argument as
+  /// CholeskyGraph does.
+  CholeskyPlan(Pool& pool, int n, int block) : pool_(pool), graph_(n, block) {}
 
   [[nodiscard]] const CholeskyGraph& graph() const noexcept { return graph_; }
   /// Whether factor() runs the factorization as one task graph (the pool's graph_capacity()
@@ -152,7 +186,8 @@ class CholeskyPlan {
           }
           continue;
         }
-        const int column = first_bad_column(graph_.tasks()[static_cast<std::size_t>(r.tag)], r);
+        const int column =
+            first_bad_column(graph_, graph_.tasks()[static_cast<std::size_t>(r.tag)], r);
         if (column >= 0 && (bad_column < 0 || column < bad_column)) bad_column = column;
       }
       finished += got;
@@ -196,7 +231,7 @@ class CholeskyPlan {
         if (!r.ok()) {
           error = "apps::gpu::cholesky: a tile task ended " +
                   std::string(weft::gpu::to_string(r.status));
-        } else if (const int column = first_bad_column(tasks[t], r); column >= 0) {
+        } else if (const int column = first_bad_column(graph_, tasks[t], r); column >= 0) {
           error = not_positive_definite(column);
         } else {
           for (const int s : graph_.successors()[t]) {
@@ -239,8 +274,8 @@ void cholesky_on_pool(Pool& pool, double* a, int n, int lda, std::size_t out = 0
 }
 
 /// One factorization as one task graph (CholeskyPlan::factor_as_graph). Needs a pool whose
-/// graph_capacity() holds the graph's tasks (CholeskyGraph(n).tasks().size(); n / 64 tiles t
-/// make t (t + 1) (t + 2) / 6); throws std::invalid_argument when it does not.
+/// graph_capacity() holds the graph's tasks (CholeskyPlan(pool, n).graph().tasks().size(); t
+/// tasks a side make t (t + 1) (t + 2) / 6); throws std::invalid_argument when it does not.
 template <class Pool>
 void cholesky_graph_on_pool(Pool& pool, double* a, int n, int lda, std::size_t out = 0) {
   CholeskyPlan<Pool>(pool, n).factor_as_graph(a, lda, out);

@@ -322,6 +322,112 @@ struct UpdateTile {
     g.lower_only = p.i == p.j;
     DgemmTile::run(g, ctx);
   }
+  // The update of tile (i, j) by tiles (i, k) and (j, k).
+  WEFT_HD static void of(double* a, int lda, int i, int j, int k,
+                         const weft::gpu::BlockContext& ctx) {
+    Payload u{a, lda, i, j, k};
+    run(u, ctx);
+  }
+};
+
+// Blocks of nb x nb tiles, one task each (a CholeskyGraph of blocks): the same right-looking
+// steps inside a block, tile by tile, with the tile bodies above and a barrier after each (a
+// body may use the block's whole shared memory). Indices i, j, k count blocks. A graph of
+// blocks has about nb^3 times fewer tasks, each about nb^3 tiles' work, and a longer chain of
+// dependent bodies inside its POTRF and TRSM tasks.
+struct CholeskyBlock {
+  static constexpr int kMaxTiles = 8;  // nb, at most
+  static constexpr std::size_t kSharedBytes = TrsmTile::kSharedBytes > UpdateTile::kSharedBytes
+                                                  ? TrsmTile::kSharedBytes
+                                                  : UpdateTile::kSharedBytes;
+  static_assert(kSharedBytes >= PotrfTile::kSharedBytes);
+};
+
+struct PotrfBlock {
+  static constexpr std::uint32_t kId = 114;
+  static constexpr bool kOutOfLine = true;  // its own registers (docs/gpu.md)
+  static constexpr std::size_t kSharedBytes = CholeskyBlock::kSharedBytes;
+  struct Payload {
+    double* a;
+    int lda, k, nb;
+    int info;  // 0, or j + 1 when the block's leading minor of order j + 1 is not positive
+  };
+  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+    const Payload in = p;  // a copy (PotrfTile::run says why)
+    const int k0 = in.k * in.nb;
+    int info = 0;  // thread 0's is the block's (PotrfTile::factor)
+    for (int s = 0; s < in.nb; ++s) {
+      const int diagonal = k0 + s;
+      const int tile_info = PotrfTile::factor({in.a, in.lda, diagonal, 0}, ctx);
+      if (info == 0 && tile_info != 0) info = s * CholeskyTile::kTile + tile_info;
+      ctx.sync();
+      for (int r = s + 1; r < in.nb; ++r) {
+        TrsmTile::solve({in.a, in.lda, k0 + r, diagonal}, ctx);
+        ctx.sync();
+      }
+      for (int r = s + 1; r < in.nb; ++r) {
+        for (int c = s + 1; c <= r; ++c) {
+          UpdateTile::of(in.a, in.lda, k0 + r, k0 + c, diagonal, ctx);
+          ctx.sync();
+        }
+      }
+    }
+    if (ctx.thread() == 0) p.info = info;
+  }
+};
+
+// X L^T = B for block (i, k): column s of X is B's, less X's columns before it times L's row s,
+// then solved with the tile L_ss. The updates go one 64-deep tile at a time: the GEMM body's
+// depth stays a constant, which the resident kernels' registers need
+// (docs/decisions/039-cholesky-in-blocks-of-tiles.md).
+struct TrsmBlock {
+  static constexpr std::uint32_t kId = 115;
+  static constexpr bool kOutOfLine = true;  // its own registers (docs/gpu.md)
+  static constexpr std::size_t kSharedBytes = CholeskyBlock::kSharedBytes;
+  struct Payload {
+    double* a;
+    int lda, i, k, nb;
+  };
+  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+    const Payload in = p;  // a copy (PotrfTile::run says why)
+    const int i0 = in.i * in.nb, k0 = in.k * in.nb;
+    for (int s = 0; s < in.nb; ++s) {
+      for (int q = 0; q < s; ++q) {
+        for (int r = 0; r < in.nb; ++r) {
+          UpdateTile::of(in.a, in.lda, i0 + r, k0 + s, k0 + q, ctx);
+          ctx.sync();
+        }
+      }
+      for (int r = 0; r < in.nb; ++r) {
+        TrsmTile::solve({in.a, in.lda, i0 + r, k0 + s}, ctx);
+        ctx.sync();
+      }
+    }
+  }
+};
+
+// A_ij -= A_ik A_jk^T on blocks, tile by tile (TrsmBlock says why); with i == j (SYRK) only the
+// tiles on or below the diagonal, and of the diagonal tiles only their lower triangles.
+struct UpdateBlock {
+  static constexpr std::uint32_t kId = 116;
+  static constexpr bool kOutOfLine = true;  // its own registers (docs/gpu.md)
+  static constexpr std::size_t kSharedBytes = CholeskyBlock::kSharedBytes;
+  struct Payload {
+    double* a;
+    int lda, i, j, k, nb;
+  };
+  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+    const Payload in = p;  // a copy (PotrfTile::run says why)
+    const int i0 = in.i * in.nb, j0 = in.j * in.nb, k0 = in.k * in.nb;
+    for (int r = 0; r < in.nb; ++r) {
+      for (int c = 0; c < (in.i == in.j ? r + 1 : in.nb); ++c) {
+        for (int q = 0; q < in.nb; ++q) {
+          UpdateTile::of(in.a, in.lda, i0 + r, j0 + c, k0 + q, ctx);
+          ctx.sync();
+        }
+      }
+    }
+  }
 };
 
 }  // namespace apps::gpu

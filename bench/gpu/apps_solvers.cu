@@ -221,6 +221,22 @@ void cholesky_benchmarks(Suite& suite, AppPool& pool, const std::vector<int>& si
       suite.add_metric(
           Metric{"cholesky_" + std::to_string(n) + "_host_tracked", "us", Better::lower, {t}});
     }
+    // The same graph at the block side weft did not choose (1: tile by tile; 2), for the
+    // record of that choice (cholesky_block_for). Sampled as the weft contender is.
+    for (const int block : {1, 2}) {
+      if (block == plan.graph().block() || n % (block * apps::gpu::CholeskyTile::kTile) != 0) {
+        continue;
+      }
+      apps::gpu::CholeskyPlan<AppPool> other(pool, n, block);
+      const std::string name = "cholesky_" + std::to_string(n) +
+                               (block == 1 ? "_tiles" : "_blocks_" + std::to_string(block));
+      suite.measure(name, "us", Better::lower, [&] {
+        pool.resume();
+        const double t = timed([&] { other.factor(d_a, n); }, false, reps);
+        pool.pause();
+        return Outcome{t, verified()};
+      });
+    }
     cudaFree(d_a);
     cudaFree(d_work);
     cudaFree(d_info);

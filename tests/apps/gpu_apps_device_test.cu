@@ -108,6 +108,47 @@ TEST(CholeskyOnGpu, TheFactorAsAGraphReproducesTheMatrix) {
   }
 }
 
+// Blocks of 2 x 2 tiles, one task each, both drivers; and a bad pivot in the second block's
+// first diagonal tile, named by its column (on the GPU the tile after it fails too: the first
+// is the one reported).
+TEST(CholeskyOnGpu, TheFactorInBlocksReproducesTheMatrix) {
+  if (!have_gpu()) GTEST_SKIP() << "no usable GPU on this machine";
+  weft::gpu::PoolOptions options = device_pool_options({0});
+  options.graph_capacity = 1024;
+  AppPool pool(options);
+  const int n = 16 * CholeskyTile::kTile;  // 8 blocks a side: 120 tasks
+  const std::vector<double> a = spd_matrix(n);
+  for (const bool as_graph : {false, true}) {
+    const std::vector<double> f =
+        factored_on_gpu(pool, a, n, [as_graph](AppPool& p, double* m, int order) {
+          CholeskyPlan<AppPool> plan(p, order, 2);
+          as_graph ? plan.factor_as_graph(m, order) : plan.factor_host_tracked(m, order);
+        });
+    EXPECT_LT(cholesky_residual(a, f, n), 1e-14) << (as_graph ? "as a graph" : "host-tracked");
+  }
+  const int m = 4 * CholeskyTile::kTile, column = 2 * CholeskyTile::kTile + 6;
+  std::vector<double> bad = spd_matrix(m);
+  bad[column + column * static_cast<std::size_t>(m)] = -1.0;
+  double* d = nullptr;
+  pool.pause();
+  ASSERT_EQ(cudaMalloc(&d, sizeof(double) * bad.size()), cudaSuccess);
+  for (const bool as_graph : {false, true}) {
+    cudaMemcpy(d, bad.data(), sizeof(double) * bad.size(), cudaMemcpyHostToDevice);
+    pool.resume();
+    try {
+      CholeskyPlan<AppPool> plan(pool, m, 2);
+      as_graph ? plan.factor_as_graph(d, m) : plan.factor_host_tracked(d, m);
+      ADD_FAILURE() << "no error";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("(column " + std::to_string(column) + ")"),
+                std::string::npos)
+          << e.what();
+    }
+    pool.pause();  // whatever was still in flight has ended
+  }
+  cudaFree(d);
+}
+
 // A non-positive pivot in the second diagonal tile: the register-resident POTRF leaves its
 // steps at that column, every thread at the same barrier, and the driver names the column.
 TEST(CholeskyOnGpu, ANonPositivePivotIsReportedWithItsColumn) {

@@ -120,19 +120,22 @@ void expect_the_factor_reproduces_the_matrix(int n, Driver factor) {
     std::vector<double> f = a;
     factor(pool, f.data(), n);
     EXPECT_LT(cholesky_residual(a, f, n), 1e-14);
-    EXPECT_EQ(f[0 + static_cast<std::size_t>(n - 1) * n],
-              a[0 + static_cast<std::size_t>(n - 1) * n]);
+    std::size_t upper_changed = 0;
+    for (std::size_t c = 0; c < static_cast<std::size_t>(n); ++c) {
+      for (std::size_t r = 0; r < c; ++r) upper_changed += f[r + c * n] != a[r + c * n] ? 1 : 0;
+    }
+    EXPECT_EQ(upper_changed, 0u);  // the strict upper triangle is left as it was
     EXPECT_EQ(pool.unfinished(0), 0u);
   }
 }
 
-// What `factor` reports for a matrix of order n whose pivot at column 70 (in the second
-// diagonal tile) is negative; "no error" if it reports nothing.
+// What `factor` reports for a matrix of order n whose pivots at `columns` (column 70: in the
+// second diagonal tile) are negative; "no error" if it reports nothing.
 template <class Driver>
-std::string bad_pivot_report(int n, Driver factor) {
+std::string bad_pivot_report(int n, Driver factor, std::vector<int> columns = {70}) {
   AppPool pool(host_options());
   std::vector<double> a = spd_matrix(n);
-  a[70 + 70 * static_cast<std::size_t>(n)] = -1.0;
+  for (const int c : columns) a[c + c * static_cast<std::size_t>(n)] = -1.0;
   try {
     factor(pool, a.data(), n);
   } catch (const std::runtime_error& e) {
@@ -151,6 +154,74 @@ constexpr auto kAsAGraph = [](AppPool& pool, double* a, int n) {
 
 TEST(Cholesky, TheFactorReproducesTheMatrix) {
   expect_the_factor_reproduces_the_matrix(5 * CholeskyTile::kTile, kHostTracked);
+}
+
+// Blocks of 2 x 2 and 3 x 3 tiles, one task each, both drivers: the same factor, and a bad
+// pivot (column 70: block 0's second diagonal tile) named as with tiles.
+constexpr auto in_blocks = [](int block, bool as_graph) {
+  return [block, as_graph](AppPool& pool, double* a, int n) {
+    CholeskyPlan<AppPool> plan(pool, n, block);
+    as_graph ? plan.factor_as_graph(a, n) : plan.factor_host_tracked(a, n);
+  };
+};
+
+TEST(CholeskyInBlocks, TheFactorReproducesTheMatrix) {
+  for (const bool as_graph : {false, true}) {
+    expect_the_factor_reproduces_the_matrix(3 * 2 * CholeskyTile::kTile, in_blocks(2, as_graph));
+    expect_the_factor_reproduces_the_matrix(3 * 3 * CholeskyTile::kTile, in_blocks(3, as_graph));
+  }
+}
+
+// A bad pivot in each tile of the first two blocks and in the third block, by both drivers:
+// the report names its column (the block's offset and the tile's within it).
+TEST(CholeskyInBlocks, AMatrixThatIsNotPositiveDefiniteIsReportedWithItsColumn) {
+  constexpr int kTile = CholeskyTile::kTile;
+  for (const int block : {2, 3}) {
+    const int side = block * kTile;
+    for (const int column : {6, kTile + 6, side + 6, side + kTile + 6, 2 * side + 1}) {
+      for (const bool as_graph : {false, true}) {
+        const std::string why = bad_pivot_report(3 * side, in_blocks(block, as_graph), {column});
+        EXPECT_NE(why.find("(column " + std::to_string(column) + ")"), std::string::npos)
+            << why << " (block " << block << (as_graph ? ", as a graph)" : ")");
+      }
+    }
+  }
+}
+
+// Two bad pivots in one block, in different tiles: the first is the one reported.
+TEST(CholeskyInBlocks, OfTwoBadPivotsInOneBlockTheFirstIsReported) {
+  constexpr int kTile = CholeskyTile::kTile;
+  for (const bool as_graph : {false, true}) {
+    const std::string why =
+        bad_pivot_report(2 * 2 * kTile, in_blocks(2, as_graph), {2 * kTile + 6, 3 * kTile + 6});
+    EXPECT_NE(why.find("(column " + std::to_string(2 * kTile + 6) + ")"), std::string::npos) << why;
+  }
+}
+
+TEST(CholeskyInBlocks, TheGraphCountsBlocksAndRefusesSizesThatAreNotWholeBlocks) {
+  const CholeskyGraph g(4 * 2 * CholeskyTile::kTile, 2);  // 4 blocks a side: 20 tasks
+  EXPECT_EQ(g.tiles(), 4);
+  EXPECT_EQ(g.block(), 2);
+  EXPECT_EQ(g.tasks().size(), 20u);
+  EXPECT_THROW(CholeskyGraph(3 * CholeskyTile::kTile, 2), std::invalid_argument);
+  EXPECT_THROW(CholeskyGraph(8 * CholeskyTile::kTile, 0), std::invalid_argument);
+  EXPECT_THROW(CholeskyGraph(8 * CholeskyTile::kTile, CholeskyBlock::kMaxTiles + 1),
+               std::invalid_argument);
+}
+
+// A plan made without a block side goes tile by tile below n = 4096 and in blocks of 2 x 2
+// tiles from there, where n is a whole number of such blocks.
+TEST(CholeskyInBlocks, APlanWithoutABlockSideTakesTilesForSmallNAndBlocksOfTwoForLarge) {
+  constexpr int kTile = CholeskyTile::kTile;
+  EXPECT_EQ(cholesky_block_for(2048), 1);
+  EXPECT_EQ(cholesky_block_for(4096 - 2 * kTile), 1);
+  EXPECT_EQ(cholesky_block_for(4096), 2);
+  EXPECT_EQ(cholesky_block_for(8192), 2);
+  EXPECT_EQ(cholesky_block_for(4096 + kTile), 1);  // 65 tiles: not whole blocks of 2
+  AppPool pool(host_options());
+  EXPECT_EQ(CholeskyPlan<AppPool>(pool, 4096).graph().block(), 2);
+  EXPECT_EQ(CholeskyPlan<AppPool>(pool, 4096 + kTile).graph().block(), 1);
+  EXPECT_EQ(CholeskyPlan<AppPool>(pool, 2 * kTile).graph().block(), 1);
 }
 
 // The lookahead: every POTRF, and of step k the TRSM of row k + 1 and the updates of column
