@@ -106,8 +106,8 @@ using TUpdateTile = Timed<apps::gpu::UpdateTile, 923>;
 using TPotrfBlock = Timed<apps::gpu::PotrfBlock, 924>;
 using TTrsmBlock = Timed<apps::gpu::TrsmBlock, 925>;
 using TUpdateBlock = Timed<apps::gpu::UpdateBlock, 926>;
-using Types = weft::gpu::TaskTypes<TPotrfTile, TTrsmTile, TUpdateTile, TPotrfBlock, TTrsmBlock,
-                                   TUpdateBlock>;
+using Types =
+    weft::gpu::TaskTypes<TPotrfTile, TTrsmTile, TUpdateTile, TPotrfBlock, TTrsmBlock, TUpdateBlock>;
 constexpr std::size_t kCapacity = apps::gpu::kAppCapacity;
 using ProbePool = weft::gpu::Pool<Types, kCapacity>;
 using Record = ProbePool::Record;
@@ -191,8 +191,7 @@ struct Trace {
       body_sum_us += b;
     }
     std::printf("  host %.0f us, GPU span %.0f us (%zu tasks, %zu blocks); utilization %.2f\n",
-                host_us, span_us, n, blocks,
-                body_sum_us / (span_us * static_cast<double>(blocks)));
+                host_us, span_us, n, blocks, body_sum_us / (span_us * static_cast<double>(blocks)));
     for (std::size_t k = 0; k < 4; ++k) {
       const auto& v = body_us[k];
       if (v.empty()) continue;
@@ -213,7 +212,8 @@ struct Trace {
                 median(waits), percentile(waits, 0.9),
                 waits.empty() ? 0.0 : *std::max_element(waits.begin(), waits.end()));
     // The critical chain, back from the last task to end.
-    std::size_t t = static_cast<std::size_t>(std::max_element(end.begin(), end.end()) - end.begin());
+    std::size_t t =
+        static_cast<std::size_t>(std::max_element(end.begin(), end.end()) - end.begin());
     std::array<double, 4> chain_body{};
     std::array<std::size_t, 4> chain_count{};
     double queued = 0, dispatch = 0;
