@@ -14,15 +14,16 @@
 //   - how many bodies ran at once, averaged over ten slices of the span.
 // Beside it, the untimed CholeskyPlan on the apps' own pool (AppPool), for how far the probe's
 // kernel is from the real one.
-//   cholesky_trace REPS N:BLOCK [N:BLOCK ...] [--host]
+//   cholesky_trace REPS N:BLOCK[:empty] ... [--host]
+// :empty runs the same graph with the bodies left out (stamps only): the graph's own cost.
 // --host runs both pools on the host backend (the logic, not the speed; small N). Build on the
 // GPU machine after scripts/gpu-build.sh ... weft_gpu_apps:
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -maxrregcount=168 -Iinclude
 //     -Iapps/gpu lab/probes/cholesky_trace_probe.cu build-gpu/apps/libweft_gpu_apps.a
 //     build-gpu/src/libweft.a -lopenblas -lhwloc -o /tmp/cholesky_trace
-//   /tmp/cholesky_trace 3 1024:1 4096:2 8192:2 8192:1
+//   /tmp/cholesky_trace 3 1024:1 4096:2 8192:2 8192:1 8192:1:empty
 // Here (no GPU): the same with build/ for build-gpu/ and -L/usr/local/cuda/lib64 -lcudart, then
-//   /tmp/cholesky_trace 2 256:1 512:2 --host
+//   /tmp/cholesky_trace 2 256:1 512:2 512:1:empty --host
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -86,10 +87,11 @@ struct Timed {
   struct Payload {
     typename Body::Payload body;
     unsigned long long* stamp;
+    bool empty;  // stamps only: the graph's own cost per task
   };
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
     const unsigned long long t0 = ctx.thread() == 0 ? now_ns() : 0;
-    Body::run(p.body, ctx);
+    if (!p.empty) Body::run(p.body, ctx);
     ctx.sync();
     if (ctx.thread() == 0) {
       volatile unsigned long long* s = p.stamp;
@@ -114,7 +116,7 @@ using Record = ProbePool::Record;
 constexpr std::size_t kGraphCapacity = std::size_t{1} << 19;
 
 std::vector<Record> timed_records(const CholeskyGraph& g, double* a, int lda,
-                                  unsigned long long* stamps) {
+                                  unsigned long long* stamps, bool empty) {
   std::vector<Record> r;
   r.reserve(g.tasks().size());
   const int nb = g.block();
@@ -124,16 +126,16 @@ std::vector<Record> timed_records(const CholeskyGraph& g, double* a, int lda,
     const bool blocks = nb > 1;
     switch (x.kind) {
       case CholeskyGraph::Kind::potrf:
-        r.push_back(blocks ? Record::make<TPotrfBlock>({{a, lda, x.k, nb, 0}, s}, t)
-                           : Record::make<TPotrfTile>({{a, lda, x.k, 0}, s}, t));
+        r.push_back(blocks ? Record::make<TPotrfBlock>({{a, lda, x.k, nb, 0}, s, empty}, t)
+                           : Record::make<TPotrfTile>({{a, lda, x.k, 0}, s, empty}, t));
         break;
       case CholeskyGraph::Kind::trsm:
-        r.push_back(blocks ? Record::make<TTrsmBlock>({{a, lda, x.i, x.k, nb}, s}, t)
-                           : Record::make<TTrsmTile>({{a, lda, x.i, x.k}, s}, t));
+        r.push_back(blocks ? Record::make<TTrsmBlock>({{a, lda, x.i, x.k, nb}, s, empty}, t)
+                           : Record::make<TTrsmTile>({{a, lda, x.i, x.k}, s, empty}, t));
         break;
       default:
-        r.push_back(blocks ? Record::make<TUpdateBlock>({{a, lda, x.i, x.j, x.k, nb}, s}, t)
-                           : Record::make<TUpdateTile>({{a, lda, x.i, x.j, x.k}, s}, t));
+        r.push_back(blocks ? Record::make<TUpdateBlock>({{a, lda, x.i, x.j, x.k, nb}, s, empty}, t)
+                           : Record::make<TUpdateTile>({{a, lda, x.i, x.j, x.k}, s, empty}, t));
     }
   }
   return r;
@@ -308,9 +310,10 @@ Pool make_pool(weft::gpu::DeviceProgram program, bool host) {
   return Pool(o);
 }
 
-void run(int n, int block, int reps, bool host) {
+void run(int n, int block, bool empty, int reps, bool host) {
   const CholeskyGraph g(n, block);
-  std::printf("n = %d, blocks of %d tile(s): %zu tasks\n", n, block, g.tasks().size());
+  std::printf("n = %d, blocks of %d tile(s): %zu tasks%s\n", n, block, g.tasks().size(),
+              empty ? ", empty bodies" : "");
   // The stamps: mapped host memory the GPU's blocks write, or plain memory on --host.
   std::vector<unsigned long long> host_stamps;
   unsigned long long* stamps = nullptr;
@@ -334,7 +337,7 @@ void run(int n, int block, int reps, bool host) {
     bool all_ok = true;
     for (int r = 0; r < reps + 1; ++r) {
       double* a = m.reset(pool);
-      std::vector<Record> records = timed_records(g, a, n, stamps);
+      std::vector<Record> records = timed_records(g, a, n, stamps, empty);
       const long long h0 = host_ns();
       pool.push_graph(shape, records);
       for (std::size_t got = 0; got < done.size();) {
@@ -344,7 +347,7 @@ void run(int n, int block, int reps, bool host) {
       }
       if (r > 0) host_us.push_back(static_cast<double>(host_ns() - h0) / 1e3);
     }
-    const double res = m.residual(pool, n);
+    const double res = empty ? 0.0 : m.residual(pool, n);
     std::printf("  traced pool: %s; host time median %.0f us over %d; residual %.1e%s\n",
                 pool.describe().c_str(), median(host_us), reps, res,
                 all_ok && res < 1e-13 ? "" : " (FAILED)");
@@ -357,7 +360,7 @@ void run(int n, int block, int reps, bool host) {
     tr.print(host_us.back());
     pool.pause();
   }
-  {  // the apps' own pool and plan, untimed inside
+  if (!empty) {  // the apps' own pool and plan, untimed inside
     apps::gpu::AppPool pool = make_pool<apps::gpu::AppPool>(
         host ? weft::gpu::DeviceProgram{} : apps::gpu::app_program(), host);
     Matrix m(n, host);
@@ -380,22 +383,28 @@ void run(int n, int block, int reps, bool host) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s REPS N:BLOCK [N:BLOCK ...] [--host]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s REPS N:BLOCK[:empty] ... [--host]\n", argv[0]);
     return 2;
   }
   const int reps = std::max(1, std::atoi(argv[1]));
   bool host = false;
-  std::vector<std::pair<int, int>> sizes;
+  struct Size {
+    int n, block;
+    bool empty;
+  };
+  std::vector<Size> sizes;
   for (int i = 2; i < argc; ++i) {
     const std::string s = argv[i];
     if (s == "--host") {
       host = true;
       continue;
     }
+    // N[:BLOCK[:empty]]
     const auto colon = s.find(':');
-    sizes.emplace_back(std::atoi(s.substr(0, colon).c_str()),
-                       colon == std::string::npos ? 1 : std::atoi(s.substr(colon + 1).c_str()));
+    const int block = colon == std::string::npos ? 1 : std::atoi(s.substr(colon + 1).c_str());
+    sizes.push_back({std::atoi(s.substr(0, colon).c_str()), block,
+                     s.size() > 6 && s.substr(s.size() - 6) == ":empty"});
   }
-  for (const auto& [n, block] : sizes) run(n, block, reps, host);
+  for (const Size& z : sizes) run(z.n, z.block, z.empty, reps, host);
   return 0;
 }
