@@ -146,8 +146,14 @@ class CholeskyPlan {
   /// holds it) rather than tracking the dependencies on the host.
   [[nodiscard]] bool as_graph() const { return graph_.tasks().size() <= pool_.graph_capacity(); }
 
+  /// The order n of the matrices the plan factors.
+  [[nodiscard]] int order() const noexcept {
+    return graph_.tiles() * graph_.block() * CholeskyTile::kTile;
+  }
+
   /// Factors the n x n matrix at `a` (leading dimension lda, where the pool's blocks reach it)
   /// on output queue `out`, as one task graph where as_graph(), else host-tracked. Throws
+  /// std::invalid_argument, before any task is pushed, for a null `a` or lda < n, and
   /// std::runtime_error when a task fails or the matrix is not positive definite (naming the
   /// column).
   void factor(double* a, int lda, std::size_t out = 0) {
@@ -170,6 +176,7 @@ class CholeskyPlan {
           " tasks, more than the pool's graph_capacity() (" +
           std::to_string(pool_.graph_capacity()) + ")");
     }
+    check_matrix(a, lda, "factor_as_graph");
     if (shape_.tasks() != graph_.tasks().size()) shape_ = prepare_shape();
     cholesky_records(graph_, a, lda, records_);
     pool_.push_graph(shape_, records_, out);
@@ -204,6 +211,7 @@ class CholeskyPlan {
   /// priorities. On a failure nothing more is pushed, and what was pushed is popped before the
   /// error is thrown: the plan (and its queue) can go on to the next matrix.
   void factor_host_tracked(double* a, int lda, std::size_t out = 0) {
+    check_matrix(a, lda, "factor_host_tracked");
     const auto& tasks = graph_.tasks();
     waiting_ = graph_.dependencies();
     cholesky_records(graph_, a, lda, records_);
@@ -253,6 +261,14 @@ class CholeskyPlan {
     if (n > 0) pool_.push_batch(tasks, out, priority);
     tasks.clear();
     return n;
+  }
+  void check_matrix(const double* a, int lda, const char* call) const {
+    const std::string where = std::string("apps::gpu::CholeskyPlan::") + call + ": ";
+    if (a == nullptr) throw std::invalid_argument(where + "the matrix is null");
+    if (lda < order()) {
+      throw std::invalid_argument(where + "lda " + std::to_string(lda) +
+                                  " is less than the plan's order n = " + std::to_string(order()));
+    }
   }
   static std::string not_positive_definite(int column) {
     return "apps::gpu::cholesky: the matrix is not positive definite (column " +

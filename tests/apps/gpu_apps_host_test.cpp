@@ -298,6 +298,39 @@ TEST(CholeskyPlan, FactorsManyMatricesOfOneSizeBothWaysAfterBadOnes) {
   }
 }
 
+// A null matrix or a leading dimension short of n is refused, naming it, before any task is
+// pushed; the plan then factors a good matrix.
+TEST(CholeskyPlan, ANullMatrixOrAShortLeadingDimensionIsRefusedNamingIt) {
+  AppPool pool(host_options());
+  const int n = 2 * CholeskyTile::kTile;
+  CholeskyPlan<AppPool> plan(pool, n, 2);
+  EXPECT_EQ(plan.order(), n);
+  std::vector<double> a = spd_matrix(n);
+  auto refusal = [](auto&& call) {
+    try {
+      call();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no exception");
+  };
+  for (const bool as_graph : {false, true}) {
+    auto factor = [&](double* x, int lda) {
+      as_graph ? plan.factor_as_graph(x, lda) : plan.factor_host_tracked(x, lda);
+    };
+    EXPECT_NE(refusal([&] { factor(nullptr, n); }).find("the matrix is null"), std::string::npos);
+    const std::string short_lda = refusal([&] { factor(a.data(), n - 1); });
+    EXPECT_NE(short_lda.find("lda " + std::to_string(n - 1) +
+                             " is less than the plan's order n = " + std::to_string(n)),
+              std::string::npos)
+        << short_lda;
+    EXPECT_EQ(pool.unfinished(0), 0u);
+  }
+  std::vector<double> f = a;
+  plan.factor(f.data(), n);
+  EXPECT_LT(cholesky_residual(a, f, n), 1e-14);
+}
+
 // SpMV and Black-Scholes tasks, one kind after the other and mixed: the same results as the
 // CPU's (the same float arithmetic in the same order: exact for SpMV, to rounding of the
 // library functions for Black-Scholes).
