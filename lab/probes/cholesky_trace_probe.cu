@@ -8,8 +8,9 @@
 //     span x blocks);
 //   - the critical chain, traced back from the last task to end through the dependency that
 //     ended last: its tasks, the sum of its bodies by kind, and the sum of its waits (a task's
-//     start less its last input's end), split into waits with every block busy at the ready
-//     time (queued: throughput) and with some block free (dispatch: the graph's latency);
+//     start less its last input's end), split into waits while other tasks started (queued:
+//     blocks came free and took others first) and waits while none did (dispatch: the path
+//     from an input's end to the task's start);
 //   - every task's wait: median and 90th percentile;
 //   - how many bodies ran at once, averaged over ten slices of the span.
 // Beside it, the untimed CholeskyPlan on the apps' own pool (AppPool), for how far the probe's
@@ -21,7 +22,8 @@
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -maxrregcount=168 -Iinclude
 //     -Iapps/gpu lab/probes/cholesky_trace_probe.cu build-gpu/apps/libweft_gpu_apps.a
 //     build-gpu/src/libweft.a -lopenblas -lhwloc -o /tmp/cholesky_trace
-//   /tmp/cholesky_trace 3 1024:1 4096:2 8192:2 8192:1 8192:1:empty
+//   /tmp/cholesky_trace 3 1024:1 2048:1 4096:2 8192:2 8192:1 2048:1:empty 8192:1:empty \
+//     8192:2:empty
 // Here (no GPU): the same with build/ for build-gpu/ and -L/usr/local/cuda/lib64 -lcudart, then
 //   /tmp/cholesky_trace 2 256:1 512:2 512:1:empty --host
 #include <cuda_runtime.h>
@@ -29,6 +31,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <span>
@@ -149,7 +152,9 @@ double median(std::vector<double> v) {
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size())))];
+  // Nearest rank: the smallest value with at least q of the values at or below it.
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
 const char* kind_name(CholeskyGraph::Kind k) {
@@ -163,13 +168,12 @@ struct Trace {
   std::vector<long long> start, end;
   std::size_t blocks;
 
-  // How many bodies were running at time t (started at or before t, not yet ended).
+  // How many bodies started in [from, to).
   std::vector<long long> starts_sorted, ends_sorted;
-  std::size_t running_at(long long t) const {
-    const auto s = std::upper_bound(starts_sorted.begin(), starts_sorted.end(), t);
-    const auto e = std::upper_bound(ends_sorted.begin(), ends_sorted.end(), t);
-    return static_cast<std::size_t>(s - starts_sorted.begin()) -
-           static_cast<std::size_t>(e - ends_sorted.begin());
+  std::size_t starts_in(long long from, long long to) const {
+    const auto a = std::lower_bound(starts_sorted.begin(), starts_sorted.end(), from);
+    const auto b = std::lower_bound(starts_sorted.begin(), starts_sorted.end(), to);
+    return static_cast<std::size_t>(b - a);
   }
 
   void print(double host_us) {
@@ -179,6 +183,11 @@ struct Trace {
     std::sort(starts_sorted.begin(), starts_sorted.end());
     std::sort(ends_sorted.begin(), ends_sorted.end());
     const long long t0 = starts_sorted.front(), t1 = ends_sorted.back();
+    long long tick = 0;  // the smallest nonzero gap between starts: the clock's resolution, at most
+    for (std::size_t i = 1; i < n; ++i) {
+      const long long gap = starts_sorted[i] - starts_sorted[i - 1];
+      if (gap > 0 && (tick == 0 || gap < tick)) tick = gap;
+    }
     const double span_us = static_cast<double>(t1 - t0) / 1e3;
     std::vector<std::vector<int>> preds(n);
     for (std::size_t t = 0; t < n; ++t) {
@@ -192,8 +201,10 @@ struct Trace {
       body_us[static_cast<std::size_t>(g.tasks()[t].kind)].push_back(b);
       body_sum_us += b;
     }
-    std::printf("  host %.0f us, GPU span %.0f us (%zu tasks, %zu blocks); utilization %.2f\n",
-                host_us, span_us, n, blocks, body_sum_us / (span_us * static_cast<double>(blocks)));
+    std::printf(
+        "  host %.0f us, GPU span %.0f us (%zu tasks, %zu blocks); utilization %.2f; smallest gap "
+        "between starts %lld ns\n",
+        host_us, span_us, n, blocks, body_sum_us / (span_us * static_cast<double>(blocks)), tick);
     for (std::size_t k = 0; k < 4; ++k) {
       const auto& v = body_us[k];
       if (v.empty()) continue;
@@ -226,8 +237,10 @@ struct Trace {
       chain_body[k] += static_cast<double>(end[t] - start[t]) / 1e3;
       ++chain_count[k];
       const double w = static_cast<double>(start[t] - ready[t]) / 1e3;
-      // At the ready time, every block busy means the task queued for one.
-      (running_at(ready[t]) >= blocks ? queued : dispatch) += w;
+      // Other tasks starting while t waited: blocks came free and took them first (t queued
+      // behind them). None: nothing started, and t waited on the path from its input's end to
+      // its own start (dispatch).
+      (starts_in(ready[t], start[t]) > 0 ? queued : dispatch) += w;
       if (preds[t].empty()) break;
       std::size_t last = static_cast<std::size_t>(preds[t].front());
       for (const int p : preds[t]) {
@@ -327,9 +340,11 @@ void run(int n, int block, bool empty, int reps, bool host) {
        "cudaHostAlloc");
   }
   {
+    // The matrix before the pool: cudaMalloc and cudaFree wait for every kernel, the pool's
+    // resident one included (docs/gpu.md), so the pool ends first.
+    Matrix m(n, host);
     ProbePool pool = make_pool<ProbePool>(
         host ? weft::gpu::DeviceProgram{} : weft::gpu::device_program<Types, kCapacity>(), host);
-    Matrix m(n, host);
     const weft::gpu::GraphShape shape =
         pool.prepare_graph(g.tasks().size(), g.edges(), g.priorities());
     std::vector<Record> done(g.tasks().size());
@@ -337,8 +352,10 @@ void run(int n, int block, bool empty, int reps, bool host) {
     bool all_ok = true;
     for (int r = 0; r < reps + 1; ++r) {
       double* a = m.reset(pool);
-      std::vector<Record> records = timed_records(g, a, n, stamps, empty);
+      if (r == reps) std::fill(stamps, stamps + stamp_count, 0ULL);  // the traced rep's alone
+      // The records are built inside the time, as CholeskyPlan::factor builds its own.
       const long long h0 = host_ns();
+      const std::vector<Record> records = timed_records(g, a, n, stamps, empty);
       pool.push_graph(shape, records);
       for (std::size_t got = 0; got < done.size();) {
         const std::size_t k = pool.pop_batch(std::span<Record>(done).subspan(got));
@@ -357,13 +374,20 @@ void run(int n, int block, bool empty, int reps, bool host) {
       tr.start[t] = static_cast<long long>(stamps[3 * t]);
       tr.end[t] = static_cast<long long>(stamps[3 * t + 1]);
     }
-    tr.print(host_us.back());
+    // Every task stamped its start (the end stamp follows the body), unless one failed.
+    bool stamped = true;
+    for (std::size_t t = 0; t < g.tasks().size(); ++t) stamped = stamped && tr.end[t] != 0;
+    if (all_ok && (empty || res < 1e-13) && stamped) {
+      tr.print(host_us.back());
+    } else {
+      std::printf("  not analysed: a task failed or left its stamps unwritten\n");
+    }
     pool.pause();
   }
   if (!empty) {  // the apps' own pool and plan, untimed inside
+    Matrix m(n, host);
     apps::gpu::AppPool pool = make_pool<apps::gpu::AppPool>(
         host ? weft::gpu::DeviceProgram{} : apps::gpu::app_program(), host);
-    Matrix m(n, host);
     apps::gpu::CholeskyPlan<apps::gpu::AppPool> plan(pool, n, block);
     std::vector<double> us;
     for (int r = 0; r < reps + 1; ++r) {
@@ -382,6 +406,7 @@ void run(int n, int block, bool empty, int reps, bool host) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line out as printed: a timeout keeps them
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s REPS N:BLOCK[:empty] ... [--host]\n", argv[0]);
     return 2;
