@@ -29,15 +29,20 @@ GemmBatch packed(std::vector<GemmShape> shapes) {
 }  // namespace
 
 GemmBatch GemmBatch::uniform(int count, int m, int n, int k) {
-  if (count < 1 || m < 1 || n < 1 || k < 1) {
-    throw std::invalid_argument("apps::gpu::GemmBatch::uniform: count and sizes must be >= 1");
+  if (count < 1 || m < 1 || n < 1 || k < 1 || m > kMaxSide || n > kMaxSide || k > kMaxSide) {
+    throw std::invalid_argument(
+        "apps::gpu::GemmBatch::uniform: need count >= 1 and sizes in [1, 2^30] (got count " +
+        std::to_string(count) + ", m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " +
+        std::to_string(k) + ")");
   }
   return packed(std::vector<GemmShape>(static_cast<std::size_t>(count), GemmShape{m, n, k}));
 }
 
 GemmBatch GemmBatch::variable(int count, int lo, int hi, std::uint64_t seed) {
-  if (count < 1 || lo < 1 || hi < lo) {
-    throw std::invalid_argument("apps::gpu::GemmBatch::variable: need count >= 1, 1 <= lo <= hi");
+  if (count < 1 || lo < 1 || hi < lo || hi > kMaxSide) {
+    throw std::invalid_argument(
+        "apps::gpu::GemmBatch::variable: need count >= 1 and 1 <= lo <= hi <= 2^30 (got count " +
+        std::to_string(count) + ", lo " + std::to_string(lo) + ", hi " + std::to_string(hi) + ")");
   }
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> size(lo, hi);
@@ -47,6 +52,37 @@ GemmBatch GemmBatch::variable(int count, int lo, int hi, std::uint64_t seed) {
     shapes.push_back(GemmShape{m, n, k});
   }
   return packed(std::move(shapes));
+}
+
+void GemmBatch::check(const char* caller) const {
+  const std::string where = std::string("apps::gpu::") + caller + ": ";
+  if (a_at.size() != shapes.size() || b_at.size() != shapes.size() ||
+      c_at.size() != shapes.size()) {
+    throw std::invalid_argument(where + std::to_string(shapes.size()) + " shapes but offsets for " +
+                                std::to_string(a_at.size()) + " / " + std::to_string(b_at.size()) +
+                                " / " + std::to_string(c_at.size()) + " (a / b / c)");
+  }
+  auto inside = [](std::size_t at, std::size_t rows, std::size_t cols, std::size_t size) {
+    return at <= size && rows * cols <= size - at;
+  };
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const GemmShape s = shapes[i];
+    const std::string product = "product " + std::to_string(i) + " (" + std::to_string(s.m) +
+                                " x " + std::to_string(s.n) + " x " + std::to_string(s.k) + ")";
+    if (s.m < 1 || s.n < 1 || s.k < 1 || s.m > kMaxSide || s.n > kMaxSide || s.k > kMaxSide) {
+      throw std::invalid_argument(where + product + ": sizes must be in [1, 2^30]");
+    }
+    const auto m = static_cast<std::size_t>(s.m), n = static_cast<std::size_t>(s.n),
+               k = static_cast<std::size_t>(s.k);
+    const char* outside = !inside(a_at[i], m, k, a_size)   ? "A"
+                          : !inside(b_at[i], k, n, b_size) ? "B"
+                          : !inside(c_at[i], m, n, c_size) ? "C"
+                                                           : nullptr;
+    if (outside != nullptr) {
+      throw std::invalid_argument(where + product + ": its " + outside +
+                                  " runs past the buffer's size");
+    }
+  }
 }
 
 std::size_t GemmBatch::tiles() const {
@@ -76,6 +112,10 @@ void fill_inputs(const GemmBatch& batch, std::vector<T>& a, std::vector<T>& b) {
 
 template <class T>
 void reference_gemm(const GemmBatch& batch, const T* a, const T* b, T* c) {
+  batch.check("reference_gemm");
+  if (!batch.shapes.empty() && (a == nullptr || b == nullptr || c == nullptr)) {
+    throw std::invalid_argument("apps::gpu::reference_gemm: a buffer is null");
+  }
   for (std::size_t i = 0; i < batch.shapes.size(); ++i) {
     const GemmShape s = batch.shapes[i];
     const T* ai = a + batch.a_at[i];

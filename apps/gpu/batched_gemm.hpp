@@ -27,11 +27,20 @@ struct GemmBatch {
   std::vector<std::size_t> a_at, b_at, c_at;
   std::size_t a_size = 0, b_size = 0, c_size = 0;
 
-  /// `count` products of m x k by k x n.
+  /// The largest m, n or k a product may have.
+  static constexpr int kMaxSide = 1 << 30;
+
+  /// `count` products of m x k by k x n. Throws std::invalid_argument unless count >= 1 and
+  /// 1 <= m, n, k <= kMaxSide.
   static GemmBatch uniform(int count, int m, int n, int k);
   /// `count` products with m, n and k drawn uniformly from [lo, hi] (a fixed seed: the same
   /// batch every time).
+  /// Throws std::invalid_argument unless count >= 1 and 1 <= lo <= hi <= kMaxSide.
   static GemmBatch variable(int count, int lo, int hi, std::uint64_t seed);
+  /// Throws std::invalid_argument, naming `caller`, the product and what is wrong, unless the
+  /// batch is consistent: one offset of each kind per shape, every size in [1, kMaxSide], and
+  /// every matrix inside its buffer's size (a batch assembled by hand, field by field).
+  void check(const char* caller) const;
   /// The 64x64 tile tasks of the batch.
   [[nodiscard]] std::size_t tiles() const;
   /// Floating-point operations of the batch (2 m n k each).
@@ -42,7 +51,8 @@ struct GemmBatch {
 template <class T>
 void fill_inputs(const GemmBatch& batch, std::vector<T>& a, std::vector<T>& b);
 
-/// C = A B for every product, on the CPU (OpenBLAS where the build has it).
+/// C = A B for every product, on the CPU (OpenBLAS where the build has it). Throws
+/// std::invalid_argument as gemm_tasks does.
 template <class T>
 void reference_gemm(const GemmBatch& batch, const T* a, const T* b, T* c);
 
@@ -53,9 +63,18 @@ double max_relative_error(std::span<const T> got, std::span<const T> ref);
 /// The batch's tile tasks for a pool of payload capacity `Capacity`: C = A B with A, B and C
 /// the buffers' addresses where the pool's blocks reach them (device memory on the device
 /// backend, host memory on the host backend).
+/// Throws std::invalid_argument for an inconsistent batch (GemmBatch::check) or a null buffer.
 template <class T, std::size_t Capacity>
 std::vector<weft::gpu::TaskRecord<Capacity>> gemm_tasks(const GemmBatch& batch, const T* a,
                                                         const T* b, T* c) {
+  batch.check("gemm_tasks");
+  if (!batch.shapes.empty() && (a == nullptr || b == nullptr || c == nullptr)) {
+    throw std::invalid_argument(std::string("apps::gpu::gemm_tasks: buffer ") +
+                                (a == nullptr   ? "a"
+                                 : b == nullptr ? "b"
+                                                : "c") +
+                                " is null");
+  }
   using Tile = std::conditional_t<std::is_same_v<T, double>, DgemmTile, SgemmTile>;
   constexpr int kTile = Tile::kTile;
   std::vector<weft::gpu::TaskRecord<Capacity>> tasks;
@@ -85,21 +104,24 @@ std::vector<weft::gpu::TaskRecord<Capacity>> gemm_tasks(const GemmBatch& batch, 
 }
 
 /// Runs `tasks` through `pool` (one push, then pops until every one is back, on output queue
-/// `out`). Throws std::runtime_error naming the first task that did not end ok.
+/// `out`). Throws std::runtime_error naming the first task popped that did not end ok, once
+/// every task is back: nothing of this call is left in the queue for a later one.
 template <class Pool>
 void run_tasks(Pool& pool, std::span<const typename Pool::Record> tasks, std::size_t out = 0) {
   pool.push_batch(tasks, out);
   std::vector<typename Pool::Record> done(std::min<std::size_t>(tasks.size(), 4096));
+  std::string failure;
   for (std::size_t got = 0; got < tasks.size();) {
     const std::size_t k = pool.pop_batch(done, out);
-    for (std::size_t j = 0; j < k; ++j) {
+    for (std::size_t j = 0; j < k && failure.empty(); ++j) {
       if (!done[j].ok()) {
-        throw std::runtime_error("apps::gpu: a task of matrix " + std::to_string(done[j].tag) +
-                                 " ended " + weft::gpu::to_string(done[j].status));
+        failure = "apps::gpu: a task of matrix " + std::to_string(done[j].tag) + " ended " +
+                  weft::gpu::to_string(done[j].status);
       }
     }
     got += k;
   }
+  if (!failure.empty()) throw std::runtime_error(failure);
 }
 
 }  // namespace apps::gpu

@@ -28,6 +28,20 @@ weft::gpu::PoolOptions host_options() {
   return o;
 }
 
+// The message of the std::invalid_argument that `call` throws, or "no exception".
+template <class Call>
+std::string refusal(Call&& call) {
+  try {
+    call();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "no exception";
+}
+#define EXPECT_REFUSED(call, words)                                        \
+  EXPECT_NE(refusal([&] { (void)(call); }).find(words), std::string::npos) \
+      << refusal([&] { (void)(call); })
+
 template <class T>
 double batched_gemm_error(AppPool& pool, const GemmBatch& batch) {
   std::vector<T> a, b;
@@ -83,8 +97,62 @@ TEST(BatchedGemm, CThroughSharedMemoryWritesTheSameC) {
 }
 
 TEST(BatchedGemm, BadSizesAreRefusedNamingThem) {
-  EXPECT_THROW((void)GemmBatch::uniform(0, 64, 64, 64), std::invalid_argument);
-  EXPECT_THROW((void)GemmBatch::variable(10, 20, 10, 1), std::invalid_argument);
+  EXPECT_REFUSED(GemmBatch::uniform(0, 64, 64, 64), "got count 0");
+  EXPECT_REFUSED(GemmBatch::uniform(1, GemmBatch::kMaxSide + 1, 64, 64),
+                 "m " + std::to_string(GemmBatch::kMaxSide + 1));
+  EXPECT_REFUSED(GemmBatch::variable(10, 20, 10, 1), "lo 20, hi 10");
+  EXPECT_REFUSED(GemmBatch::variable(10, 1, GemmBatch::kMaxSide + 1, 1), "hi ");
+}
+
+// A batch assembled by hand is checked before any task is made: offsets for every shape,
+// sizes in range, every matrix inside its buffer; and no buffer may be null.
+TEST(BatchedGemm, AnInconsistentBatchOrANullBufferIsRefusedNamingIt) {
+  const GemmBatch good = GemmBatch::uniform(3, 8, 8, 8);
+  std::vector<double> a, b, c(good.c_size);
+  fill_inputs(good, a, b);
+  auto tasks = [&](const GemmBatch& x, const double* pa, const double* pb, double* pc) {
+    return gemm_tasks<double, kAppCapacity>(x, pa, pb, pc);
+  };
+  GemmBatch fewer = good;
+  fewer.a_at.pop_back();
+  EXPECT_REFUSED(tasks(fewer, a.data(), b.data(), c.data()), "3 shapes but offsets for 2");
+  GemmBatch empty_k = good;
+  empty_k.shapes[1].k = 0;
+  EXPECT_REFUSED(tasks(empty_k, a.data(), b.data(), c.data()), "product 1 (8 x 8 x 0)");
+  GemmBatch short_c = good;
+  short_c.c_size -= 1;
+  EXPECT_REFUSED(tasks(short_c, a.data(), b.data(), c.data()), "product 2 (8 x 8 x 8): its C");
+  GemmBatch far_b = good;
+  far_b.b_at[0] = far_b.b_size + 1;
+  EXPECT_REFUSED(tasks(far_b, a.data(), b.data(), c.data()), "product 0 (8 x 8 x 8): its B");
+  EXPECT_REFUSED(tasks(good, a.data(), nullptr, c.data()), "buffer b is null");
+  EXPECT_REFUSED(reference_gemm(short_c, a.data(), b.data(), c.data()), "reference_gemm");
+  EXPECT_EQ(tasks(good, a.data(), b.data(), c.data()).size(), good.tiles());
+}
+
+// A task that fails (here: of a type the pool does not run, first in a one-block pool, ahead of
+// tiles that take a while) is reported only once every task is back: none is left in the
+// queue, where a later call would take it for one of its own.
+TEST(BatchedGemm, AFailedTaskIsReportedOnceEveryTaskIsBack) {
+  using DoubleOnly = weft::gpu::Pool<weft::gpu::TaskTypes<DgemmTile>, kAppCapacity>;
+  weft::gpu::PoolOptions o;
+  o.host_blocks = 1;
+  DoubleOnly pool(o);
+  const GemmBatch batch = GemmBatch::uniform(8, 128, 128, 128);
+  std::vector<double> a, b, c(batch.c_size);
+  fill_inputs(batch, a, b);
+  std::vector<float> fa(a.begin(), a.end()), fb(b.begin(), b.end()), fc(c.size());
+  auto records = gemm_tasks<float, kAppCapacity>(batch, fa.data(), fb.data(), fc.data());
+  records.resize(1);  // one SgemmTile task: an unknown type to this pool
+  const auto tiles = gemm_tasks<double, kAppCapacity>(batch, a.data(), b.data(), c.data());
+  records.insert(records.end(), tiles.begin(), tiles.end());
+  try {
+    run_tasks(pool, std::span<const DoubleOnly::Record>(records));
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(pool.unfinished(0), 0u) << "a task was left in the output queue";
 }
 
 TEST(CholeskyGraph, EveryTaskWaitsForWhatItReadsAndWhatWroteItsTileBefore) {
@@ -306,14 +374,6 @@ TEST(CholeskyPlan, ANullMatrixOrAShortLeadingDimensionIsRefusedNamingIt) {
   CholeskyPlan<AppPool> plan(pool, n, 2);
   EXPECT_EQ(plan.order(), n);
   std::vector<double> a = spd_matrix(n);
-  auto refusal = [](auto&& call) {
-    try {
-      call();
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("no exception");
-  };
   for (const bool as_graph : {false, true}) {
     auto factor = [&](double* x, int lda) {
       as_graph ? plan.factor_as_graph(x, lda) : plan.factor_host_tracked(x, lda);
