@@ -1,6 +1,9 @@
 #include "cholesky.hpp"
 
 #include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 #if APPS_HAVE_CBLAS
 #include <cblas.h>
@@ -20,28 +23,39 @@ CholeskyGraph::CholeskyGraph(int n, int block) : block_(block) {
                                 std::to_string(nb) + " (got " + std::to_string(n) + ")");
   }
   tiles_ = n / nb;
-  const int t = tiles_;
-  // Indices of the tasks by their tiles; -1: none.
-  std::vector<int> potrf(t, -1), trsm(t * t, -1), syrk(t * t, -1), gemm(t * t * t, -1);
-  auto ix2 = [t](int i, int k) { return static_cast<std::size_t>(i * t + k); };
-  auto ix3 = [t](int i, int j, int k) { return static_cast<std::size_t>((i * t + j) * t + k); };
-  for (int k = 0; k < t; ++k) {
+  const auto t = static_cast<std::size_t>(tiles_);
+  if (t * (t + 1) * (t + 2) / 6 > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw std::invalid_argument("apps::gpu::CholeskyGraph: n = " + std::to_string(n) + " makes " +
+                                std::to_string(t) + " tiles a side, " +
+                                std::to_string(t * (t + 1) * (t + 2) / 6) +
+                                " tasks: more than 2^31 - 1 (larger blocks make fewer)");
+  }
+  // The last task to write each tile so far (-1: none), updated as the steps k go on: what the
+  // next task on that tile waits for.
+  std::vector<int> potrf(t, -1), trsm(t * t, -1), syrk(t, -1), gemm(t * t, -1);
+  auto ix = [t](int i, int j) {
+    return static_cast<std::size_t>(i) * t + static_cast<std::size_t>(j);
+  };
+  const int tiles = tiles_;
+  for (int k = 0; k < tiles; ++k) {
     potrf[k] = add({Kind::potrf, k, k, k});
-    if (k > 0) depends(potrf[k], syrk[ix2(k, k - 1)]);
-    for (int i = k + 1; i < t; ++i) {
-      const int x = trsm[ix2(i, k)] = add({Kind::trsm, i, k, k});
+    if (k > 0) depends(potrf[k], syrk[k]);  // SYRK (k, k, k - 1)
+    for (int i = k + 1; i < tiles; ++i) {
+      const int x = trsm[ix(i, k)] = add({Kind::trsm, i, k, k});
       depends(x, potrf[k]);
-      if (k > 0) depends(x, gemm[ix3(i, k, k - 1)]);
+      if (k > 0) depends(x, gemm[ix(i, k)]);  // GEMM (i, k, k - 1)
     }
-    for (int i = k + 1; i < t; ++i) {
-      const int s = syrk[ix2(i, k)] = add({Kind::syrk, i, i, k});
-      depends(s, trsm[ix2(i, k)]);
-      if (k > 0) depends(s, syrk[ix2(i, k - 1)]);
+    for (int i = k + 1; i < tiles; ++i) {
+      const int previous = syrk[i];  // SYRK (i, i, k - 1), or -1
+      const int s = syrk[i] = add({Kind::syrk, i, i, k});
+      depends(s, trsm[ix(i, k)]);
+      if (k > 0) depends(s, previous);
       for (int j = k + 1; j < i; ++j) {
-        const int g = gemm[ix3(i, j, k)] = add({Kind::gemm, i, j, k});
-        depends(g, trsm[ix2(i, k)]);
-        depends(g, trsm[ix2(j, k)]);
-        if (k > 0) depends(g, gemm[ix3(i, j, k - 1)]);
+        const int before = gemm[ix(i, j)];  // GEMM (i, j, k - 1), or -1
+        const int g = gemm[ix(i, j)] = add({Kind::gemm, i, j, k});
+        depends(g, trsm[ix(i, k)]);
+        depends(g, trsm[ix(j, k)]);
+        if (k > 0) depends(g, before);
       }
     }
   }
@@ -77,6 +91,10 @@ std::vector<int> CholeskyGraph::priorities() const {
 }
 
 std::vector<double> spd_matrix(int n) {
+  if (n < 1) {
+    throw std::invalid_argument("apps::gpu::spd_matrix: n must be >= 1 (got " + std::to_string(n) +
+                                ")");
+  }
   std::vector<double> a(static_cast<std::size_t>(n) * n);
   for (int c = 0; c < n; ++c) {
     for (int r = 0; r < n; ++r) {

@@ -1,6 +1,9 @@
 #include "kmeans.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
 
 #include <weft/cpu/parallel.hpp>
 
@@ -60,6 +63,28 @@ void combine_sums(std::span<const CentroidSums> parts, int k, int d, CentroidSum
 
 void update_centroids(std::span<const float> points, int d, std::span<const int> labels, int k,
                       std::vector<float>& centroids, weft::cpu::Executor* workers) {
+  const std::string where = "apps::gpu::update_centroids: ";
+  if (d < 1 || k < 1) {
+    throw std::invalid_argument(where + "need d >= 1 and k >= 1 (got d " + std::to_string(d) +
+                                ", k " + std::to_string(k) + ")");
+  }
+  if (labels.size() > points.size() / static_cast<std::size_t>(d) ||
+      labels.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw std::invalid_argument(where + std::to_string(labels.size()) + " labels for " +
+                                std::to_string(points.size() / static_cast<std::size_t>(d)) +
+                                " points");
+  }
+  if (centroids.size() < static_cast<std::size_t>(k) * static_cast<std::size_t>(d)) {
+    throw std::invalid_argument(
+        where + "centroids hold " + std::to_string(centroids.size()) +
+        " floats, fewer than k x d = " + std::to_string(static_cast<std::size_t>(k) * d));
+  }
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] < 0 || labels[i] >= k) {
+      throw std::invalid_argument(where + "label " + std::to_string(labels[i]) + " of point " +
+                                  std::to_string(i) + " is not in [0, " + std::to_string(k) + ")");
+    }
+  }
   CentroidSums total;
   const int n = static_cast<int>(labels.size());
   if (workers == nullptr) {
@@ -79,7 +104,25 @@ void update_centroids(std::span<const float> points, int d, std::span<const int>
   total.move(d, centroids);
 }
 
+void check_kmeans(const char* caller, std::span<const float> points, int d, int k, int iterations) {
+  const std::string where = std::string("apps::gpu::") + caller + ": ";
+  if (d < 1 || k < 1 || k > KmeansAssign::kMaxCentroids || iterations < 1) {
+    throw std::invalid_argument(
+        where + "need d >= 1, 1 <= k <= " + std::to_string(KmeansAssign::kMaxCentroids) +
+        " and iterations >= 1 (got d " + std::to_string(d) + ", k " + std::to_string(k) +
+        ", iterations " + std::to_string(iterations) + ")");
+  }
+  const std::size_t n = points.size() / static_cast<std::size_t>(d);
+  if (points.size() % static_cast<std::size_t>(d) != 0 || n < static_cast<std::size_t>(k) ||
+      n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw std::invalid_argument(where + std::to_string(points.size()) +
+                                " floats are not whole points of d = " + std::to_string(d) +
+                                ", at least k = " + std::to_string(k) + " and at most 2^31 - 1");
+  }
+}
+
 KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int iterations) {
+  check_kmeans("reference_kmeans", points, d, k, iterations);
   const int n = static_cast<int>(points.size() / d);
   KmeansResult r;
   r.centroids.assign(points.begin(), points.begin() + static_cast<std::ptrdiff_t>(k) * d);

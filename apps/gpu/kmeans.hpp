@@ -124,7 +124,8 @@ struct CentroidSums {
   std::vector<double> sums;  // k x d
   std::vector<int> counts;   // k
   void reset(int k, int d);
-  /// Adds the points [first, first + count) to the sums and counts of their labels.
+  /// Adds the points [first, first + count) to the sums and counts of their labels (each in
+  /// [0, k): unchecked, for the hot loop; update_centroids checks labels it is given).
   void add(std::span<const float> points, int d, std::span<const int> labels, int first, int count);
   /// Moves each centroid to the mean of its points (a centroid with none stays).
   void move(int d, std::vector<float>& centroids) const;
@@ -140,7 +141,9 @@ void combine_sums(std::span<const CentroidSums> parts, int k, int d, CentroidSum
 
 /// Moves each centroid to the mean of its points (a centroid with none stays); with `workers`,
 /// the points are cut into ranges, each summed into sums of its own by a task on that executor
-/// (whole rows of points: what the memory streams best), and the sums combined.
+/// (whole rows of points: what the memory streams best), and the sums combined. Throws
+/// std::invalid_argument, naming the value, unless d >= 1, k >= 1, the points hold a row for
+/// every label, centroids hold k rows and every label is in [0, k).
 void update_centroids(std::span<const float> points, int d, std::span<const int> labels, int k,
                       std::vector<float>& centroids, weft::cpu::Executor* workers = nullptr);
 
@@ -153,7 +156,13 @@ struct SetOnExit {
   ~SetOnExit() { flag.store(true, std::memory_order_relaxed); }
 };
 
-/// `iterations` of Lloyd's algorithm on the CPU, from the first k points as centroids.
+/// Throws std::invalid_argument, naming `caller` and the values, unless d >= 1,
+/// 1 <= k <= KmeansAssign::kMaxCentroids, iterations >= 1, and the points are whole rows of d,
+/// at least k of them and at most INT_MAX.
+void check_kmeans(const char* caller, std::span<const float> points, int d, int k, int iterations);
+
+/// `iterations` of Lloyd's algorithm on the CPU, from the first k points as centroids. Throws
+/// as check_kmeans does.
 KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int iterations);
 
 /// The same through `pool`: `points_for_blocks` is the points where the blocks reach them,
@@ -173,12 +182,16 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
                             const std::function<void(const float*, float*, std::size_t)>& upload,
                             weft::cpu::Executor* sum_workers = nullptr) {
   using Record = typename Pool::Record;
-  if (d < 1 || k < 1 || k > KmeansAssign::kMaxCentroids || points.size() % d != 0 ||
-      static_cast<int>(points.size() / d) < k) {
-    throw std::invalid_argument("apps::gpu::kmeans_on_pool: need d >= 1, 1 <= k <= " +
-                                std::to_string(KmeansAssign::kMaxCentroids) +
-                                " and at least k points (got d " + std::to_string(d) + ", k " +
-                                std::to_string(k) + ")");
+  check_kmeans("kmeans_on_pool", points, d, k, iterations);
+  const char* null = points_for_blocks == nullptr      ? "points_for_blocks"
+                     : centroids_for_blocks == nullptr ? "centroids_for_blocks"
+                     : norms_for_blocks == nullptr     ? "norms_for_blocks"
+                     : labels_for_blocks == nullptr    ? "labels_for_blocks"
+                     : !upload                         ? "upload"
+                                                       : nullptr;
+  if (null != nullptr) {
+    throw std::invalid_argument(std::string("apps::gpu::kmeans_on_pool: ") + null +
+                                " is null (or empty)");
   }
   if (sum_workers != nullptr && sum_workers->this_worker_index() >= 0) {
     throw std::invalid_argument(

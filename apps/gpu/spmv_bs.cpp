@@ -2,6 +2,7 @@
 
 #include "app_pool.hpp"
 
+#include <initializer_list>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -19,6 +20,44 @@ weft::gpu::PoolOptions spmv_bs_pool_options(std::vector<int> devices) {
   // is small against these tasks' times (docs/decisions/018-gpu-app-bodies.md, "Fifth round").
   o.ring_depth = 1;
   return o;
+}
+
+namespace {
+
+// The name of the first null pointer of `named`, or null.
+const char* first_null(std::initializer_list<std::pair<const char*, const void*>> named) {
+  for (const auto& [name, pointer] : named) {
+    if (pointer == nullptr) return name;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void check_spmv_bs_tasks(const SpmvBsArrays& a, int rows_per_task, int options_per_task) {
+  const std::string where = "apps::gpu::spmv_bs_tasks: ";
+  if (rows_per_task < 1 || options_per_task < 1) {
+    throw std::invalid_argument(where + "rows and options per task must be >= 1 (got " +
+                                std::to_string(rows_per_task) + " and " +
+                                std::to_string(options_per_task) + ")");
+  }
+  if (a.rows < 0 || a.options < 0) {
+    throw std::invalid_argument(where + "rows and options must be >= 0 (got " +
+                                std::to_string(a.rows) + " and " + std::to_string(a.options) + ")");
+  }
+  const char* null_spmv = first_null(
+      {{"row_start", a.row_start}, {"cols", a.cols}, {"values", a.values}, {"x", a.x}, {"y", a.y}});
+  if (a.rows > 0 && null_spmv != nullptr) {
+    throw std::invalid_argument(where + "the SpMV array " + null_spmv + " is null");
+  }
+  const char* null_bs = first_null({{"spot", a.spot},
+                                    {"strike", a.strike},
+                                    {"years", a.years},
+                                    {"call", a.call},
+                                    {"put", a.put}});
+  if (a.options > 0 && null_bs != nullptr) {
+    throw std::invalid_argument(where + "the Black-Scholes array " + null_bs + " is null");
+  }
 }
 
 CsrMatrix CsrMatrix::skewed(int rows, int cols, int longest, std::uint64_t seed) {

@@ -162,13 +162,19 @@ struct SpmvBsArrays {
   float rate, volatility;
 };
 
+/// The checks of spmv_bs_tasks (below).
+void check_spmv_bs_tasks(const SpmvBsArrays& a, int rows_per_task, int options_per_task);
+
 /// The SpMV tasks (rows_per_task rows each) and the Black-Scholes tasks (options_per_task
 /// each); `mixed`: both kinds in one seeded random order, else every SpMV task before every
 /// Black-Scholes task. (Random, not a strict alternation: blocks that take tasks in turn over
-/// an even number of SMs would give each SM's blocks one kind only.)
+/// an even number of SMs would give each SM's blocks one kind only.) Throws
+/// std::invalid_argument, naming the value, unless both counts per task are >= 1, rows and
+/// options are >= 0, and the arrays of each kind with work are non-null.
 template <std::size_t Capacity>
 std::vector<weft::gpu::TaskRecord<Capacity>> spmv_bs_tasks(const SpmvBsArrays& a, int rows_per_task,
                                                            int options_per_task, bool mixed) {
+  check_spmv_bs_tasks(a, rows_per_task, options_per_task);
   using Record = weft::gpu::TaskRecord<Capacity>;
   std::vector<Record> spmv, bs;
   for (int r = 0; r < a.rows; r += rows_per_task) {

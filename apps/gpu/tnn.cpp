@@ -34,9 +34,32 @@ PointSet PointSet::random(int n, int d, std::uint64_t seed) {
   return p;
 }
 
+void check_tnn(const char* caller, const PointSet& points, int t) {
+  const std::string where = std::string("apps::gpu::") + caller + ": ";
+  if (points.n < 2 || points.d < 1) {
+    throw std::invalid_argument(where + "need n >= 2 and d >= 1 (got n " +
+                                std::to_string(points.n) + ", d " + std::to_string(points.d) + ")");
+  }
+  const auto n = static_cast<std::size_t>(points.n);
+  const std::size_t coordinates = n * static_cast<std::size_t>(points.d);
+  if (points.norms.size() != n || points.col_major.size() != coordinates ||
+      points.row_major.size() != coordinates) {
+    throw std::invalid_argument(
+        where + "the point set is not whole: " + std::to_string(points.norms.size()) + " norms, " +
+        std::to_string(points.col_major.size()) + " / " + std::to_string(points.row_major.size()) +
+        " coordinates (column / row major) for n " + std::to_string(n) + ", d " +
+        std::to_string(points.d));
+  }
+  if (t < 1 || t >= points.n) {
+    throw std::invalid_argument(where + "T must be in [1, n) (got " + std::to_string(t) + ")");
+  }
+}
+
 std::vector<std::vector<Neighbour>> tnn_from_gram(weft::cpu::Executor& workers,
                                                   const PointSet& points, const float* gram,
                                                   int t) {
+  check_tnn("tnn_from_gram", points, t);
+  if (gram == nullptr) throw std::invalid_argument("apps::gpu::tnn_from_gram: gram is null");
   const int n = points.n;
   NeighbourHeaps heaps(n, t);
   weft::cpu::parallel_for(workers, 0, (n + 63) / 64, [&](std::int64_t band) {
@@ -56,6 +79,7 @@ std::vector<std::vector<Neighbour>> tnn_from_gram(weft::cpu::Executor& workers,
 }
 
 std::vector<std::vector<Neighbour>> reference_tnn(const PointSet& p, int t) {
+  check_tnn("reference_tnn", p, t);
   NeighbourHeaps heaps(p.n, t);
   for (int i = 0; i < p.n; ++i) {
     for (int j = 0; j < p.n; ++j) {

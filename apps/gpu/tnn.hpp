@@ -42,7 +42,12 @@ struct PointSet {
   static PointSet random(int n, int d, std::uint64_t seed);
 };
 
-/// The T nearest of every point, nearest first, by brute force on the CPU.
+/// Throws std::invalid_argument, naming `caller` and the values, unless the set is whole:
+/// n >= 2, d >= 1, n norms, n x d coordinates in each layout; and 1 <= t < n.
+void check_tnn(const char* caller, const PointSet& points, int t);
+
+/// The T nearest of every point, nearest first, by brute force on the CPU. Throws as check_tnn
+/// does.
 std::vector<std::vector<Neighbour>> reference_tnn(const PointSet& p, int t);
 
 /// Keeps the T nearest neighbours of every point: a max-heap of T per point, the farthest kept
@@ -100,6 +105,7 @@ class NeighbourHeaps {
 /// The seed's baseline's host half: each point's T nearest, nearest first, from the whole of
 /// G = -2 X X^T (n x n, column-major, where the host reads it), each task of `workers` offering
 /// whole rows of G (read as columns: G is symmetric) to the heaps of a band of 64 points.
+/// Throws as check_tnn does, and for a null `gram`.
 std::vector<std::vector<Neighbour>> tnn_from_gram(weft::cpu::Executor& workers,
                                                   const PointSet& points, const float* gram, int t);
 
@@ -135,7 +141,10 @@ inline void offer_tile(NeighbourHeaps& heaps, const PointSet& points, const floa
 /// `heap_workers` (call it from outside that executor: it waits for its tasks), the tiles of
 /// each pop are offered by at most one task per worker of that executor (a lock per band of 64
 /// points), whose tiles' buffers go to later tiles once all of them are offered; without, the
-/// popping thread offers them itself. Returns each point's T nearest, nearest first.
+/// popping thread offers them itself. Returns each point's T nearest, nearest first. Throws
+/// std::invalid_argument as check_tnn does, for a null array, for slots outside
+/// [1, kMaxTnnSlots], and when called from a worker of `heap_workers`.
+inline constexpr std::size_t kMaxTnnSlots = std::size_t{1} << 20;  // the tag's slot field
 template <class Pool>
 std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& points,
                                                 const float* col_major, const float* row_major,
@@ -143,11 +152,23 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
                                                 weft::cpu::Executor* heap_workers = nullptr) {
   using Record = typename Pool::Record;
   constexpr int kTile = SgemmTile::kTile;
-  if (t < 1 || t >= points.n) {
-    throw std::invalid_argument("apps::gpu::tnn_on_pool: T must be in [1, n) (got " +
-                                std::to_string(t) + ")");
+  check_tnn("tnn_on_pool", points, t);
+  const char* null = col_major == nullptr   ? "col_major"
+                     : row_major == nullptr ? "row_major"
+                     : buffers == nullptr   ? "buffers"
+                                            : nullptr;
+  if (null != nullptr) {
+    throw std::invalid_argument(std::string("apps::gpu::tnn_on_pool: ") + null + " is null");
   }
-  if (slots == 0) throw std::invalid_argument("apps::gpu::tnn_on_pool: no buffer slots");
+  if (slots == 0 || slots > kMaxTnnSlots) {
+    throw std::invalid_argument("apps::gpu::tnn_on_pool: slots must be in [1, 2^20] (got " +
+                                std::to_string(slots) + ")");
+  }
+  if (heap_workers != nullptr && heap_workers->this_worker_index() >= 0) {
+    throw std::invalid_argument(
+        "apps::gpu::tnn_on_pool: called from a worker of heap_workers (its heap tasks would "
+        "wait for this thread's pops)");
+  }
   const int tiles = (points.n + kTile - 1) / kTile;
   // (tile row, tile column), column >= row, one diagonal after the other: consecutive tiles
   // then touch other bands of points, so the heap workers' band locks rarely meet (in row
@@ -177,6 +198,7 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
                          0.0f};
     p.c_through_shared = true;  // the buffer is mapped host memory on a GPU: whole lines
     return Record::template make<SgemmTile>(p, (static_cast<std::uint64_t>(w) << 20) | slot);
+    static_assert(kMaxTnnSlots == std::size_t{1} << 20, "the tag's slot field is 20 bits");
   };
   // The free buffers; a tile's buffer is free again once its heap task has offered every tile
   // it holds.

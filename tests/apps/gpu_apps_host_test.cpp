@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -275,6 +276,9 @@ TEST(CholeskyInBlocks, TheGraphCountsBlocksAndRefusesSizesThatAreNotWholeBlocks)
   EXPECT_THROW(CholeskyGraph(8 * CholeskyTile::kTile, 0), std::invalid_argument);
   EXPECT_THROW(CholeskyGraph(8 * CholeskyTile::kTile, CholeskyBlock::kMaxTiles + 1),
                std::invalid_argument);
+  // 2400 tiles a side would be 2,306,880,800 tasks: refused before anything is built.
+  EXPECT_REFUSED(CholeskyGraph(2400 * CholeskyTile::kTile), "2400 tiles a side, 2306880800 tasks");
+  EXPECT_REFUSED(spd_matrix(-5), "(got -5)");
 }
 
 // A plan made without a block side goes tile by tile below n = 4096 and in blocks of 2 x 2
@@ -440,6 +444,35 @@ TEST(SpmvBlackScholes, SerialAndMixedOrdersGiveTheReferenceResults) {
   }
 }
 
+// Counts per task below 1 (which would never end the loop over the rows), negative sizes and
+// a null array of a kind with work are refused, naming them; a kind with no work needs none.
+TEST(SpmvBlackScholes, BadTaskSizesAndNullArraysAreRefusedNamingThem) {
+  std::vector<std::int64_t> row_start{0, 1};
+  std::vector<int> cols{0};
+  std::vector<float> values{1.0f}, x{1.0f}, y(1), spot{1.0f}, strike{1.0f}, years{1.0f}, call(1),
+      put(1);
+  const SpmvBsArrays good{
+      row_start.data(), cols.data(),  values.data(), x.data(),   y.data(), 1,     spot.data(),
+      strike.data(),    years.data(), call.data(),   put.data(), 1,        0.02f, 0.30f};
+  auto tasks = [](const SpmvBsArrays& a, int rows, int options) {
+    return spmv_bs_tasks<kSpmvBsCapacity>(a, rows, options, false);
+  };
+  EXPECT_REFUSED(tasks(good, 0, 512), "(got 0 and 512)");
+  EXPECT_REFUSED(tasks(good, 256, -1), "(got 256 and -1)");
+  SpmvBsArrays negative = good;
+  negative.rows = -3;
+  EXPECT_REFUSED(tasks(negative, 256, 512), "(got -3 and 1)");
+  SpmvBsArrays no_x = good;
+  no_x.x = nullptr;
+  EXPECT_REFUSED(tasks(no_x, 256, 512), "the SpMV array x is null");
+  SpmvBsArrays no_put = good;
+  no_put.put = nullptr;
+  EXPECT_REFUSED(tasks(no_put, 256, 512), "the Black-Scholes array put is null");
+  no_put.options = 0;  // no Black-Scholes work: its arrays are not read
+  EXPECT_EQ(tasks(no_put, 256, 512).size(), 1u);
+  EXPECT_EQ(tasks(good, 256, 512).size(), 2u);
+}
+
 // The heaps keep, for each point, the T least candidates in Neighbour's order (distance, then
 // index) whatever the order of the offers: many equal distances, so that ties are decided by
 // the index, offered in three shuffled orders against the sorted list's first T.
@@ -513,9 +546,44 @@ TEST(Tnn, HeapsFedTileByTileFindTheBruteForceNeighbours) {
   const auto want = reference_tnn(points, 16);
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "point " << i;
-  EXPECT_THROW(tnn_on_pool(pool, points, points.col_major.data(), points.row_major.data(),
-                           buffers.data(), 4, 300),
-               std::invalid_argument);
+}
+
+// T out of [1, n), a point set that is not whole, null arrays, slots out of range and a call
+// from a heap worker (which would wait for itself) are refused, naming them, by every entry
+// point that takes them.
+TEST(Tnn, BadSizesNullArraysAndCallsFromAHeapWorkerAreRefusedNamingThem) {
+  AppPool pool(host_options());
+  const PointSet points = PointSet::random(100, 8, 3);
+  std::vector<float> buffers(4 * 64 * 64);
+  auto on_pool = [&](const PointSet& p, const float* rows, std::size_t slots, int t,
+                     weft::cpu::Executor* workers = nullptr) {
+    return tnn_on_pool(pool, p, p.col_major.data(), rows, buffers.data(), slots, t, workers);
+  };
+  EXPECT_REFUSED(on_pool(points, points.row_major.data(), 4, 100), "T must be in [1, n) (got 100)");
+  EXPECT_REFUSED(reference_tnn(points, 0), "reference_tnn: T must be in [1, n) (got 0)");
+  PointSet short_norms = points;
+  short_norms.norms.pop_back();
+  EXPECT_REFUSED(on_pool(short_norms, points.row_major.data(), 4, 5), "99 norms");
+  PointSet no_d = points;
+  no_d.d = 0;
+  EXPECT_REFUSED(reference_tnn(no_d, 5), "(got n 100, d 0)");
+  EXPECT_REFUSED(on_pool(points, nullptr, 4, 5), "row_major is null");
+  EXPECT_REFUSED(on_pool(points, points.row_major.data(), 0, 5), "(got 0)");
+  EXPECT_REFUSED(on_pool(points, points.row_major.data(), kMaxTnnSlots + 1, 5),
+                 "(got " + std::to_string(kMaxTnnSlots + 1) + ")");
+  weft::cpu::ExecutorOptions options;
+  options.workers = 1;
+  weft::cpu::Executor workers(options);
+  EXPECT_REFUSED(tnn_from_gram(workers, points, nullptr, 5), "gram is null");
+  auto from_a_worker =
+      workers.submit([&] { (void)on_pool(points, points.row_major.data(), 1, 5, &workers); });
+  try {
+    from_a_worker.get();
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("called from a worker of heap_workers"), std::string::npos)
+        << e.what();
+  }
 }
 
 // n points of d small integer coordinates (sums of them are exact in any order).
@@ -543,9 +611,39 @@ TEST(Kmeans, PoolIterationsGiveTheReferencesLabelsAndCentroids) {
   const KmeansResult want = reference_kmeans(points, d, k, 5);
   EXPECT_EQ(got.labels, want.labels);
   EXPECT_EQ(got.centroids, want.centroids);
-  EXPECT_THROW(kmeans_on_pool(pool, points, d, 200, 1, points.data(), centroids.data(),
-                              norms.data(), labels.data(), host_upload),
-               std::invalid_argument);
+}
+
+// Sizes out of range, null buffers, an empty upload, and labels outside [0, k) are refused,
+// naming them, by every entry point that takes them.
+TEST(Kmeans, BadSizesNullBuffersAndStrayLabelsAreRefusedNamingThem) {
+  AppPool pool(host_options());
+  constexpr int n = 100, d = 4, k = 3;
+  const std::vector<float> points = kmeans_points(n, d);
+  std::vector<float> centroids(static_cast<std::size_t>(k) * d), norms(k);
+  std::vector<int> labels(n, 0);
+  auto on_pool = [&](int kk, int iterations, int* l,
+                     const std::function<void(const float*, float*, std::size_t)>& up) {
+    return kmeans_on_pool(pool, points, d, kk, iterations, points.data(), centroids.data(),
+                          norms.data(), l, up);
+  };
+  EXPECT_REFUSED(on_pool(200, 1, labels.data(), host_upload), "(got d 4, k 200, iterations 1)");
+  EXPECT_REFUSED(on_pool(k, 0, labels.data(), host_upload), "iterations 0");
+  EXPECT_REFUSED(on_pool(k, 1, nullptr, host_upload), "labels_for_blocks is null");
+  EXPECT_REFUSED(on_pool(k, 1, labels.data(), nullptr), "upload is null");
+  EXPECT_REFUSED(reference_kmeans(points, 0, k, 1), "(got d 0");
+  EXPECT_REFUSED(reference_kmeans(std::span(points).first(n * d - 1), d, k, 1),
+                 "are not whole points of d = 4");
+  EXPECT_REFUSED(reference_kmeans(std::span(points).first(2 * d), d, k, 1), "at least k = 3");
+  std::vector<float> c(points.begin(), points.begin() + k * d);
+  std::vector<int> stray(n, 1);
+  stray[42] = k;
+  EXPECT_REFUSED(update_centroids(points, d, stray, k, c), "label 3 of point 42 is not in [0, 3)");
+  stray[42] = -1;
+  EXPECT_REFUSED(update_centroids(points, d, stray, k, c), "label -1 of point 42");
+  std::vector<int> too_many(n + 1, 0);
+  EXPECT_REFUSED(update_centroids(points, d, too_many, k, c), "101 labels for 100 points");
+  std::vector<float> short_c(k * d - 1);
+  EXPECT_REFUSED(update_centroids(points, d, labels, k, short_c), "fewer than k x d = 12");
 }
 
 // The same with the centroid sums taken by CPU workers: three parts (one per worker, n >= 3 x
