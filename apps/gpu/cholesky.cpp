@@ -105,6 +105,14 @@ std::vector<double> spd_matrix(int n) {
 }
 
 double cholesky_residual(const std::vector<double>& a, const std::vector<double>& factored, int n) {
+  const std::size_t elements =
+      n < 1 ? 0 : static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  if (n < 1 || a.size() < elements || factored.size() < elements) {
+    throw std::invalid_argument("apps::gpu::cholesky_residual: n = " + std::to_string(n) +
+                                " needs n >= 1 and n x n elements in each (got " +
+                                std::to_string(a.size()) + " and " +
+                                std::to_string(factored.size()) + ")");
+  }
   const auto nn = static_cast<std::size_t>(n);
   std::vector<double> l(nn * nn, 0.0), llt(nn * nn, 0.0);
   for (std::size_t c = 0; c < nn; ++c) {

@@ -302,7 +302,7 @@ void cholesky_graph_on_pool(Pool& pool, double* a, int n, int lda, std::size_t o
 std::vector<double> spd_matrix(int n);
 
 /// ||A - L L^T||_F / ||A||_F, with L the lower triangle of `factored` (OpenBLAS where the build
-/// has it).
+/// has it). Throws std::invalid_argument unless n >= 1 and both hold n x n elements.
 double cholesky_residual(const std::vector<double>& a, const std::vector<double>& factored, int n);
 
 }  // namespace apps::gpu

@@ -53,6 +53,13 @@ std::vector<weft::gpu::TaskRecord<Capacity>> replicated_gemm_tasks(std::span<con
         "apps::gpu::replicated_gemm_tasks: need one copy of A and of B per GPU (1 to " +
         std::to_string(ReplicatedGemmTile::kMaxGpus) + "), n >= 1 and blocks_per_gpu >= 1");
   }
+  for (std::size_t g = 0; g < a.size(); ++g) {
+    if (a[g] == nullptr || b[g] == nullptr) {
+      throw std::invalid_argument("apps::gpu::replicated_gemm_tasks: GPU " + std::to_string(g) +
+                                  "'s copy of " + (a[g] == nullptr ? "A" : "B") + " is null");
+    }
+  }
+  if (c == nullptr) throw std::invalid_argument("apps::gpu::replicated_gemm_tasks: c is null");
   ReplicatedGemmTile::Payload p{};
   for (std::size_t g = 0; g < a.size(); ++g) {
     p.a[g] = a[g];

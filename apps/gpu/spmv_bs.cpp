@@ -86,6 +86,26 @@ CsrMatrix CsrMatrix::skewed(int rows, int cols, int longest, std::uint64_t seed)
 }
 
 void reference_spmv(const CsrMatrix& a, const std::vector<float>& x, std::vector<float>& y) {
+  const std::string where = "apps::gpu::reference_spmv: ";
+  if (a.rows < 0 || a.row_start.size() != static_cast<std::size_t>(a.rows) + 1 ||
+      x.size() < static_cast<std::size_t>(a.cols)) {
+    throw std::invalid_argument(where + std::to_string(a.rows) + " rows need " +
+                                std::to_string(a.rows + 1) + " row starts (got " +
+                                std::to_string(a.row_start.size()) + ") and x of " +
+                                std::to_string(a.cols) + " (got " + std::to_string(x.size()) + ")");
+  }
+  const auto entries = static_cast<std::size_t>(a.row_start.back());
+  if (a.col.size() < entries || a.value.size() < entries) {
+    throw std::invalid_argument(where + "row starts end at " + std::to_string(entries) +
+                                " entries, past the columns or values given");
+  }
+  for (std::size_t e = 0; e < entries; ++e) {
+    if (a.col[e] < 0 || a.col[e] >= a.cols) {
+      throw std::invalid_argument(where + "entry " + std::to_string(e) + "'s column " +
+                                  std::to_string(a.col[e]) + " is not in [0, " +
+                                  std::to_string(a.cols) + ")");
+    }
+  }
   y.assign(static_cast<std::size_t>(a.rows), 0.0f);
   for (int r = 0; r < a.rows; ++r) {
     float sum = 0.0f;
@@ -111,6 +131,12 @@ Options Options::random(int count, std::uint64_t seed) {
 
 void reference_black_scholes(const Options& o, float rate, float volatility,
                              std::vector<float>& call, std::vector<float>& put) {
+  if (o.strike.size() != o.spot.size() || o.years.size() != o.spot.size()) {
+    throw std::invalid_argument(
+        "apps::gpu::reference_black_scholes: " + std::to_string(o.spot.size()) + " spots, " +
+        std::to_string(o.strike.size()) + " strikes and " + std::to_string(o.years.size()) +
+        " maturities");
+  }
   const auto n = static_cast<int>(o.spot.size());
   call.assign(o.spot.size(), 0.0f);
   put.assign(o.spot.size(), 0.0f);

@@ -116,7 +116,9 @@ struct CsrMatrix {
   static CsrMatrix skewed(int rows, int cols, int longest, std::uint64_t seed);
 };
 
-/// y = A x on the CPU.
+/// y = A x on the CPU. Throws std::invalid_argument, naming the sizes, unless the matrix is
+/// whole (rows + 1 row starts, a column and a value per entry, columns in [0, cols)) and x has
+/// cols entries.
 void reference_spmv(const CsrMatrix& a, const std::vector<float>& x, std::vector<float>& y);
 
 struct Options {
@@ -124,7 +126,8 @@ struct Options {
   static Options random(int count, std::uint64_t seed);
 };
 
-/// Call and put prices on the CPU (the task's own formula).
+/// Call and put prices on the CPU (the task's own formula). Throws std::invalid_argument
+/// unless there are as many strikes and maturities as spots.
 void reference_black_scholes(const Options& o, float rate, float volatility,
                              std::vector<float>& call, std::vector<float>& put);
 

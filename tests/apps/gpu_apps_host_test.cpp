@@ -719,6 +719,30 @@ TEST(MultiGpuGemm, TilesOverTwoCopiesOfTheInputsMakeTheProduct) {
   EXPECT_THROW((void)replicated_gemm_tasks<kAppCapacity>(as, std::vector<const double*>{b.data()},
                                                          c.data(), n, 2),
                std::invalid_argument);
+  const std::vector<const double*> null_b{b.data(), nullptr};
+  EXPECT_REFUSED(replicated_gemm_tasks<kAppCapacity>(as, null_b, c.data(), n, 2),
+                 "GPU 1's copy of B is null");
+  EXPECT_REFUSED(replicated_gemm_tasks<kAppCapacity>(as, bs, nullptr, n, 2), "c is null");
+}
+
+// The CPU references check what they are given too: they are what every result is held to.
+TEST(References, ShortOrInconsistentInputsAreRefusedNamingThem) {
+  const CsrMatrix m = CsrMatrix::skewed(50, 40, 10, 1);
+  std::vector<float> x(40, 1.0f), y;
+  reference_spmv(m, x, y);
+  EXPECT_EQ(y.size(), 50u);
+  std::vector<float> short_x(39, 1.0f);
+  EXPECT_REFUSED(reference_spmv(m, short_x, y), "x of 40 (got 39)");
+  CsrMatrix stray = m;
+  stray.col[3] = 40;
+  EXPECT_REFUSED(reference_spmv(stray, x, y), "entry 3's column 40 is not in [0, 40)");
+  Options o = Options::random(10, 2);
+  o.years.pop_back();
+  std::vector<float> call, put;
+  EXPECT_REFUSED(reference_black_scholes(o, 0.02f, 0.3f, call, put), "and 9 maturities");
+  const std::vector<double> a = spd_matrix(4);
+  EXPECT_REFUSED(cholesky_residual(a, std::vector<double>(15), 4), "(got 16 and 15)");
+  EXPECT_REFUSED(cholesky_residual(a, a, 0), "n = 0");
 }
 
 }  // namespace
