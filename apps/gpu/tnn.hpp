@@ -78,8 +78,10 @@ class NeighbourHeaps {
   /// points sharing one candidate, as a column of a Gram tile holds them). Throws as offer(),
   /// also for a run that passes point n - 1.
   void offer_to_run(int first_point, int candidate, std::span<const float> dist);
-  /// The distance above which `point` keeps no candidate: +infinity until it keeps T.
-  [[nodiscard]] float bound(int point) const noexcept {
+  /// The distance above which `point` keeps no candidate: +infinity until it keeps T. Throws
+  /// std::out_of_range for a point not in [0, n).
+  [[nodiscard]] float bound(int point) const {
+    check_points(point, 1);
     return bound_[static_cast<std::size_t>(point)];
   }
   /// Each point's neighbours, nearest first.

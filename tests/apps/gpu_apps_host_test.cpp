@@ -530,6 +530,7 @@ TEST(NeighbourHeaps, TheBoundIsTheFarthestKeptOnceFull) {
   EXPECT_THROW(NeighbourHeaps(2, 0), std::invalid_argument);
   EXPECT_THROW(heaps.offer(2, {1.0f, 0}), std::out_of_range);
   EXPECT_THROW(heaps.offer(-1, {1.0f, 0}), std::out_of_range);
+  EXPECT_THROW((void)heaps.bound(2), std::out_of_range);
   const float two[] = {1.0f, 1.0f};
   EXPECT_THROW(heaps.offer_to_run(1, 0, two), std::out_of_range);  // points 1 and 2
   EXPECT_THROW(heaps.offer(1, {1.0f, -3}), std::invalid_argument);
