@@ -114,7 +114,11 @@ template <class T>
 void reference_gemm(const GemmBatch& batch, const T* a, const T* b, T* c) {
   batch.check("reference_gemm");
   if (!batch.shapes.empty() && (a == nullptr || b == nullptr || c == nullptr)) {
-    throw std::invalid_argument("apps::gpu::reference_gemm: a buffer is null");
+    throw std::invalid_argument(std::string("apps::gpu::reference_gemm: buffer ") +
+                                (a == nullptr   ? "a"
+                                 : b == nullptr ? "b"
+                                                : "c") +
+                                " is null");
   }
   for (std::size_t i = 0; i < batch.shapes.size(); ++i) {
     const GemmShape s = batch.shapes[i];

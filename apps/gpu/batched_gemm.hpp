@@ -104,15 +104,19 @@ std::vector<weft::gpu::TaskRecord<Capacity>> gemm_tasks(const GemmBatch& batch, 
 }
 
 /// Runs `tasks` through `pool` (one push, then pops until every one is back, on output queue
-/// `out`). Throws std::runtime_error naming the first task popped that did not end ok, once
-/// every task is back: nothing of this call is left in the queue for a later one.
+/// `out`, which carries this call's tasks alone meanwhile). Throws std::runtime_error naming
+/// the first task popped that did not end ok, once every task is back: nothing of this call
+/// is left in the queue for a later one. (With a watchdog, PoolOptions::task_deadline, tasks
+/// that never end hold their blocks: the call waits for the tasks queued behind them.)
 template <class Pool>
 void run_tasks(Pool& pool, std::span<const typename Pool::Record> tasks, std::size_t out = 0) {
   pool.push_batch(tasks, out);
   std::vector<typename Pool::Record> done(std::min<std::size_t>(tasks.size(), 4096));
   std::string failure;
   for (std::size_t got = 0; got < tasks.size();) {
-    const std::size_t k = pool.pop_batch(done, out);
+    // Never more than this call is owed: a record past them would be another's.
+    const std::size_t owed = std::min(done.size(), tasks.size() - got);
+    const std::size_t k = pool.pop_batch(std::span(done).first(owed), out);
     for (std::size_t j = 0; j < k && failure.empty(); ++j) {
       if (!done[j].ok()) {
         failure = "apps::gpu: a task of matrix " + std::to_string(done[j].tag) + " ended " +

@@ -24,11 +24,15 @@ CholeskyGraph::CholeskyGraph(int n, int block) : block_(block) {
   }
   tiles_ = n / nb;
   const auto t = static_cast<std::size_t>(tiles_);
-  if (t * (t + 1) * (t + 2) / 6 > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+  // 2343 tiles a side make the most tasks an int counts: t (t + 1) (t + 2) / 6 <= 2^31 - 1.
+  constexpr std::size_t kMaxTilesASide = 2343;
+  static_assert(kMaxTilesASide * (kMaxTilesASide + 1) * (kMaxTilesASide + 2) / 6 <=
+                static_cast<std::size_t>(std::numeric_limits<int>::max()));
+  if (t > kMaxTilesASide) {
     throw std::invalid_argument("apps::gpu::CholeskyGraph: n = " + std::to_string(n) + " makes " +
-                                std::to_string(t) + " tiles a side, " +
-                                std::to_string(t * (t + 1) * (t + 2) / 6) +
-                                " tasks: more than 2^31 - 1 (larger blocks make fewer)");
+                                std::to_string(t) + " tiles a side; at most " +
+                                std::to_string(kMaxTilesASide) +
+                                " (2^31 - 1 tasks; larger blocks make fewer)");
   }
   // The last task to write each tile so far (-1: none), updated as the steps k go on: what the
   // next task on that tile waits for.

@@ -173,8 +173,9 @@ KmeansResult reference_kmeans(std::span<const float> points, int d, int k, int i
 /// GPU still assigns the rest: on the popping thread, or with `sum_workers`, by tasks on that
 /// executor, each taking popped tasks' points in turn into sums of its own, combined at the
 /// iteration's end (call it from outside that executor: it waits for those tasks; from one of
-/// its workers it throws std::invalid_argument). A task that fails ends the call with
-/// std::runtime_error once the iteration's other tasks are popped.
+/// its workers it throws std::invalid_argument). Throws std::invalid_argument as check_kmeans
+/// does, and for a null array or an empty `upload`, before any task is pushed. A task that
+/// fails ends the call with std::runtime_error once the iteration's other tasks are popped.
 template <class Pool>
 KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, int k, int iterations,
                             const float* points_for_blocks, float* centroids_for_blocks,
@@ -191,7 +192,7 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
                                                        : nullptr;
   if (null != nullptr) {
     throw std::invalid_argument(std::string("apps::gpu::kmeans_on_pool: ") + null +
-                                " is null (or empty)");
+                                (upload ? " is null" : " is empty"));
   }
   if (sum_workers != nullptr && sum_workers->this_worker_index() >= 0) {
     throw std::invalid_argument(
@@ -202,7 +203,8 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
   KmeansResult r;
   r.centroids.assign(points.begin(), points.begin() + static_cast<std::ptrdiff_t>(k) * d);
   std::vector<Record> tasks;
-  for (int first = 0; first < n; first += KmeansAssign::kPoints) {
+  for (std::int64_t at = 0; at < n; at += KmeansAssign::kPoints) {  // 64 bits: n may near 2^31
+    const auto first = static_cast<int>(at);
     const int count = n - first < KmeansAssign::kPoints ? n - first : KmeansAssign::kPoints;
     tasks.push_back(Record::template make<KmeansAssign>({points_for_blocks, centroids_for_blocks,
                                                          norms_for_blocks, labels_for_blocks, d, k,

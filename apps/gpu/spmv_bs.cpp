@@ -90,9 +90,21 @@ void reference_spmv(const CsrMatrix& a, const std::vector<float>& x, std::vector
   if (a.rows < 0 || a.row_start.size() != static_cast<std::size_t>(a.rows) + 1 ||
       x.size() < static_cast<std::size_t>(a.cols)) {
     throw std::invalid_argument(where + std::to_string(a.rows) + " rows need " +
-                                std::to_string(a.rows + 1) + " row starts (got " +
+                                std::to_string(std::int64_t{a.rows} + 1) + " row starts (got " +
                                 std::to_string(a.row_start.size()) + ") and x of " +
                                 std::to_string(a.cols) + " (got " + std::to_string(x.size()) + ")");
+  }
+  for (std::size_t r = 0; r < static_cast<std::size_t>(a.rows); ++r) {
+    if (a.row_start[r] < 0 || a.row_start[r + 1] < a.row_start[r]) {
+      throw std::invalid_argument(where + "row " + std::to_string(r) + " starts at " +
+                                  std::to_string(a.row_start[r]) + " and ends at " +
+                                  std::to_string(a.row_start[r + 1]) +
+                                  ": row starts must rise from 0 or more");
+    }
+  }
+  if (a.row_start.front() < 0) {
+    throw std::invalid_argument(where + "the first row starts at " +
+                                std::to_string(a.row_start.front()));
   }
   const auto entries = static_cast<std::size_t>(a.row_start.back());
   if (a.col.size() < entries || a.value.size() < entries) {

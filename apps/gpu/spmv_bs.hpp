@@ -180,12 +180,15 @@ std::vector<weft::gpu::TaskRecord<Capacity>> spmv_bs_tasks(const SpmvBsArrays& a
   check_spmv_bs_tasks(a, rows_per_task, options_per_task);
   using Record = weft::gpu::TaskRecord<Capacity>;
   std::vector<Record> spmv, bs;
-  for (int r = 0; r < a.rows; r += rows_per_task) {
+  // The loops count in 64 bits: a count per task near 2^31 must not wrap them.
+  for (std::int64_t at = 0; at < a.rows; at += rows_per_task) {
+    const auto r = static_cast<int>(at);
     const int n = a.rows - r < rows_per_task ? a.rows - r : rows_per_task;
     spmv.push_back(Record::template make<SpmvRows>({a.row_start, a.cols, a.values, a.x, a.y, r, n},
                                                    spmv.size()));
   }
-  for (int i = 0; i < a.options; i += options_per_task) {
+  for (std::int64_t at = 0; at < a.options; at += options_per_task) {
+    const auto i = static_cast<int>(at);
     const int n = a.options - i < options_per_task ? a.options - i : options_per_task;
     bs.push_back(Record::template make<BlackScholes>(
         {a.spot, a.strike, a.years, a.call, a.put, a.rate, a.volatility, i, n}, bs.size()));

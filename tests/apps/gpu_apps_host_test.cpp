@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <map>
 #include <random>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -101,6 +104,10 @@ TEST(BatchedGemm, BadSizesAreRefusedNamingThem) {
   EXPECT_REFUSED(GemmBatch::uniform(0, 64, 64, 64), "got count 0");
   EXPECT_REFUSED(GemmBatch::uniform(1, GemmBatch::kMaxSide + 1, 64, 64),
                  "m " + std::to_string(GemmBatch::kMaxSide + 1));
+  EXPECT_REFUSED(GemmBatch::uniform(1, 64, GemmBatch::kMaxSide + 1, 64),
+                 "n " + std::to_string(GemmBatch::kMaxSide + 1));
+  EXPECT_REFUSED(GemmBatch::uniform(1, 64, 64, GemmBatch::kMaxSide + 1),
+                 "k " + std::to_string(GemmBatch::kMaxSide + 1));
   EXPECT_REFUSED(GemmBatch::variable(10, 20, 10, 1), "lo 20, hi 10");
   EXPECT_REFUSED(GemmBatch::variable(10, 1, GemmBatch::kMaxSide + 1, 1), "hi ");
 }
@@ -114,9 +121,11 @@ TEST(BatchedGemm, AnInconsistentBatchOrANullBufferIsRefusedNamingIt) {
   auto tasks = [&](const GemmBatch& x, const double* pa, const double* pb, double* pc) {
     return gemm_tasks<double, kAppCapacity>(x, pa, pb, pc);
   };
-  GemmBatch fewer = good;
-  fewer.a_at.pop_back();
-  EXPECT_REFUSED(tasks(fewer, a.data(), b.data(), c.data()), "3 shapes but offsets for 2");
+  for (auto offsets : {&GemmBatch::a_at, &GemmBatch::b_at, &GemmBatch::c_at}) {
+    GemmBatch fewer = good;
+    (fewer.*offsets).pop_back();
+    EXPECT_REFUSED(tasks(fewer, a.data(), b.data(), c.data()), "3 shapes but offsets for");
+  }
   GemmBatch empty_k = good;
   empty_k.shapes[1].k = 0;
   EXPECT_REFUSED(tasks(empty_k, a.data(), b.data(), c.data()), "product 1 (8 x 8 x 0)");
@@ -126,6 +135,9 @@ TEST(BatchedGemm, AnInconsistentBatchOrANullBufferIsRefusedNamingIt) {
   GemmBatch far_b = good;
   far_b.b_at[0] = far_b.b_size + 1;
   EXPECT_REFUSED(tasks(far_b, a.data(), b.data(), c.data()), "product 0 (8 x 8 x 8): its B");
+  GemmBatch late_a = good;
+  late_a.a_at[1] = late_a.a_size - 63;  // 64 elements from there: one past the end
+  EXPECT_REFUSED(tasks(late_a, a.data(), b.data(), c.data()), "product 1 (8 x 8 x 8): its A");
   EXPECT_REFUSED(tasks(good, a.data(), nullptr, c.data()), "buffer b is null");
   EXPECT_REFUSED(reference_gemm(short_c, a.data(), b.data(), c.data()), "reference_gemm");
   EXPECT_EQ(tasks(good, a.data(), b.data(), c.data()).size(), good.tiles());
@@ -174,6 +186,54 @@ TEST(CholeskyGraph, EveryTaskWaitsForWhatItReadsAndWhatWroteItsTileBefore) {
     ++into[e.to];
   }
   EXPECT_EQ(into, g.dependencies());
+}
+
+// Every task's inputs, from the algorithm's definition: POTRF(k) waits for the SYRK that last
+// wrote tile (k, k); TRSM(i, k) for POTRF(k) and the GEMM that last wrote (i, k); SYRK(i, i,
+// k) for TRSM(i, k) and the SYRK before it on (i, i); GEMM(i, j, k) for TRSM(i, k), TRSM(j, k)
+// and the GEMM before it on (i, j). Checked for every task of graphs of 1 to 12 tiles (or
+// blocks) a side, and nothing else waited for.
+TEST(CholeskyGraph, EachTaskWaitsForExactlyWhatTheAlgorithmSays) {
+  using Kind = CholeskyGraph::Kind;
+  for (const int block : {1, 2}) {
+    for (int t = 1; t <= 12; ++t) {
+      const CholeskyGraph g(t * block * CholeskyTile::kTile, block);
+      ASSERT_EQ(g.tasks().size(), static_cast<std::size_t>(t * (t + 1) * (t + 2) / 6));
+      std::map<std::tuple<Kind, int, int, int>, int> index;
+      for (std::size_t x = 0; x < g.tasks().size(); ++x) {
+        const CholeskyGraph::Task& task = g.tasks()[x];
+        ASSERT_TRUE(index.emplace(std::tuple{task.kind, task.i, task.j, task.k}, int(x)).second);
+      }
+      auto at = [&](Kind kind, int i, int j, int k) { return index.at({kind, i, j, k}); };
+      std::vector<std::set<int>> inputs(g.tasks().size());
+      for (std::size_t x = 0; x < g.tasks().size(); ++x) {
+        for (const int s : g.successors()[x]) inputs[static_cast<std::size_t>(s)].insert(int(x));
+      }
+      for (std::size_t x = 0; x < g.tasks().size(); ++x) {
+        const auto [kind, i, j, k] = g.tasks()[x];
+        std::set<int> want;
+        switch (kind) {
+          case Kind::potrf:
+            if (k > 0) want = {at(Kind::syrk, k, k, k - 1)};
+            break;
+          case Kind::trsm:
+            want = {at(Kind::potrf, k, k, k)};
+            if (k > 0) want.insert(at(Kind::gemm, i, k, k - 1));
+            break;
+          case Kind::syrk:
+            want = {at(Kind::trsm, i, k, k)};
+            if (k > 0) want.insert(at(Kind::syrk, i, i, k - 1));
+            break;
+          case Kind::gemm:
+            want = {at(Kind::trsm, i, k, k), at(Kind::trsm, j, k, k)};
+            if (k > 0) want.insert(at(Kind::gemm, i, j, k - 1));
+            break;
+        }
+        ASSERT_EQ(inputs[x], want) << "task " << x << " of " << t << " a side, block " << block;
+        ASSERT_EQ(g.dependencies()[x], static_cast<int>(want.size()));
+      }
+    }
+  }
 }
 
 // Factors the SPD matrix of order n with `factor` (a driver: pool, matrix, n) in a FIFO pool and
@@ -276,8 +336,9 @@ TEST(CholeskyInBlocks, TheGraphCountsBlocksAndRefusesSizesThatAreNotWholeBlocks)
   EXPECT_THROW(CholeskyGraph(8 * CholeskyTile::kTile, 0), std::invalid_argument);
   EXPECT_THROW(CholeskyGraph(8 * CholeskyTile::kTile, CholeskyBlock::kMaxTiles + 1),
                std::invalid_argument);
-  // 2400 tiles a side would be 2,306,880,800 tasks: refused before anything is built.
-  EXPECT_REFUSED(CholeskyGraph(2400 * CholeskyTile::kTile), "2400 tiles a side, 2306880800 tasks");
+  // 2344 tiles a side would be 2,149,224,040 tasks, past an int: refused before anything is
+  // built (2343 would be accepted, at 2,146,474,220, but take too long to build here).
+  EXPECT_REFUSED(CholeskyGraph(2344 * CholeskyTile::kTile), "2344 tiles a side; at most 2343");
   EXPECT_REFUSED(spd_matrix(-5), "(got -5)");
 }
 
@@ -565,6 +626,9 @@ TEST(Tnn, BadSizesNullArraysAndCallsFromAHeapWorkerAreRefusedNamingThem) {
   PointSet short_norms = points;
   short_norms.norms.pop_back();
   EXPECT_REFUSED(on_pool(short_norms, points.row_major.data(), 4, 5), "99 norms");
+  PointSet short_rows = points;
+  short_rows.row_major.pop_back();
+  EXPECT_REFUSED(reference_tnn(short_rows, 5), "800 / 799 coordinates");
   PointSet no_d = points;
   no_d.d = 0;
   EXPECT_REFUSED(reference_tnn(no_d, 5), "(got n 100, d 0)");
@@ -630,7 +694,7 @@ TEST(Kmeans, BadSizesNullBuffersAndStrayLabelsAreRefusedNamingThem) {
   EXPECT_REFUSED(on_pool(200, 1, labels.data(), host_upload), "(got d 4, k 200, iterations 1)");
   EXPECT_REFUSED(on_pool(k, 0, labels.data(), host_upload), "iterations 0");
   EXPECT_REFUSED(on_pool(k, 1, nullptr, host_upload), "labels_for_blocks is null");
-  EXPECT_REFUSED(on_pool(k, 1, labels.data(), nullptr), "upload is null");
+  EXPECT_REFUSED(on_pool(k, 1, labels.data(), nullptr), "upload is empty");
   EXPECT_REFUSED(reference_kmeans(points, 0, k, 1), "(got d 0");
   EXPECT_REFUSED(reference_kmeans(std::span(points).first(n * d - 1), d, k, 1),
                  "are not whole points of d = 4");
@@ -737,10 +801,22 @@ TEST(References, ShortOrInconsistentInputsAreRefusedNamingThem) {
   CsrMatrix stray = m;
   stray.col[3] = 40;
   EXPECT_REFUSED(reference_spmv(stray, x, y), "entry 3's column 40 is not in [0, 40)");
+  CsrMatrix fewer_starts = m;
+  fewer_starts.row_start.pop_back();
+  EXPECT_REFUSED(reference_spmv(fewer_starts, x, y), "50 rows need 51 row starts (got 50)");
+  CsrMatrix falling = m;
+  falling.row_start[5] = falling.row_start[6] + 1;
+  EXPECT_REFUSED(reference_spmv(falling, x, y), "row 5 starts at");
+  CsrMatrix short_values = m;
+  short_values.value.pop_back();
+  EXPECT_REFUSED(reference_spmv(short_values, x, y), "past the columns or values given");
   Options o = Options::random(10, 2);
   o.years.pop_back();
   std::vector<float> call, put;
   EXPECT_REFUSED(reference_black_scholes(o, 0.02f, 0.3f, call, put), "and 9 maturities");
+  o = Options::random(10, 2);
+  o.strike.pop_back();
+  EXPECT_REFUSED(reference_black_scholes(o, 0.02f, 0.3f, call, put), "10 spots, 9 strikes");
   const std::vector<double> a = spd_matrix(4);
   EXPECT_REFUSED(cholesky_residual(a, std::vector<double>(15), 4), "(got 16 and 15)");
   EXPECT_REFUSED(cholesky_residual(a, a, 0), "n = 0");
