@@ -61,6 +61,15 @@ using weft::split::GpuContext;
 using weft::split::Range;
 using weft::split::RegionWork;
 
+// A part's range must lie in the region's items: the parts index their arrays by it.
+void check_range(const char* app, Range r, std::int64_t items) {
+  if (r.begin < 0 || r.end < r.begin || r.end > items) {
+    throw std::out_of_range(std::string("apps::split::") + app + ": range [" +
+                            std::to_string(r.begin) + ", " + std::to_string(r.end) +
+                            ") outside its " + std::to_string(items) + " items");
+  }
+}
+
 // The workspace of a GPU part, made on first use on the context's device.
 cuda::Workspace& workspace(cuda::WorkspacePtr& w, int device) {
   if (!w) w = cuda::make_workspace(device);
@@ -103,12 +112,14 @@ class GemmRows final : public SplitApp {
   }
 
   void gpu_part(Range r, const GpuContext& g) override {
+    check_range("gemm_rows", r, m_);
     if (g.emulated) return cpu_part(r, 0);
     cuda::gemm_rows(workspace(ws_, g.device), g.stream, a_.data() + r.begin * k_, b_.data(),
                     c_.data() + r.begin * n_, r.size(), n_, k_);
   }
 
   void cpu_part(Range r, std::size_t) override {
+    check_range("gemm_rows", r, m_);
 #if APPS_HAVE_CBLAS
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(r.size()), n_, k_, 1.0,
                 a_.data() + r.begin * k_, k_, b_.data(), n_, 0.0, c_.data() + r.begin * n_, n_);
@@ -190,12 +201,14 @@ class Triad final : public SplitApp {
   }
 
   void gpu_part(Range r, const GpuContext& g) override {
+    check_range("triad_host", r, n_);
     if (g.emulated) return cpu_part(r, 0);
     cuda::triad(workspace(ws_, g.device), g.stream, a_.data() + r.begin, b_.data() + r.begin,
                 c_.data() + r.begin, kScalar, r.size());
   }
 
   void cpu_part(Range r, std::size_t) override {
+    check_range("triad_host", r, n_);
     double* __restrict a = a_.data();
     const double* __restrict b = b_.data();
     const double* __restrict c = c_.data();
@@ -258,12 +271,14 @@ class Spmv final : public SplitApp {
   }
 
   void gpu_part(Range r, const GpuContext& g) override {
+    check_range("spmv_host", r, rows_);
     if (g.emulated) return cpu_part(r, 0);
     cuda::spmv(workspace(ws_, g.device), g.stream, row_start_.data() + r.begin, col_.data(),
                val_.data(), x_.data(), rows_, y_.data() + r.begin, r.size());
   }
 
   void cpu_part(Range r, std::size_t) override {
+    check_range("spmv_host", r, rows_);
     for (std::int64_t i = r.begin; i < r.end; ++i) {
       float sum = 0.0f;
       for (std::int64_t j = row_start_[std::size_t(i)]; j < row_start_[std::size_t(i + 1)]; ++j) {

@@ -153,6 +153,12 @@ std::vector<std::size_t> classes_of(const std::string& text) {
   return out;
 }
 
+// SQLite opens a temporary database for "": what it learned would be lost at exit.
+const std::string& non_empty_path(const std::string& path) {
+  if (path.empty()) throw InvalidArgument("weft::split::SplitStore: an empty path");
+  return path;
+}
+
 // The tables a row describes, before their learned state is restored.
 SplitTables tables_of(const store::SqliteStatement& s) {
   SplitOptions o;
@@ -184,7 +190,7 @@ std::string SplitStore::default_path() {
   return path;
 }
 
-SplitStore::SplitStore(const std::string& path) : db_(std::make_unique<Db>(path)) {
+SplitStore::SplitStore(const std::string& path) : db_(std::make_unique<Db>(non_empty_path(path))) {
   db_->sqlite.exec(kSchema, "creating the table");
 }
 

@@ -52,10 +52,22 @@ double RateEstimate::value() const {
   return 0.5 * (lower + upper);
 }
 
+namespace {
+
+// The GPU's share of a region balanced between rates g and c: g / (g + c), written so that
+// rates near DBL_MAX (a prior of "as fast as can be") do not overflow the sum.
+double share_of(double g, double c) { return g > 0 ? 1 / (1 + c / g) : 0; }
+
+}  // namespace
+
 SplitTables::SplitTables(std::size_t cores, PeakRates prior, SplitOptions options)
     : cores_(cores), prior_(prior), options_(std::move(options)) {
   if (cores_ == 0) bad("no cores take part (cores must be >= 1)");
   if (options_.buckets == 0) bad("0 size buckets (M must be >= 1)");
+  if (options_.buckets > kMaxBuckets) {
+    bad(std::to_string(options_.buckets) + " size buckets: M is at most " +
+        std::to_string(kMaxBuckets) + " (the seed used 50 to 200)");
+  }
   if (options_.window == 0) bad("a rate window of 0 measurements");
   if (options_.revisit == 0) bad("revisit must be >= 1 region");
   if (!(options_.deadband >= 0 && options_.deadband < 0.5)) {
@@ -73,6 +85,12 @@ SplitTables::SplitTables(std::size_t cores, PeakRates prior, SplitOptions option
       bad("per_class needs one class per core: " + std::to_string(options_.core_class.size()) +
           " classes given for " + std::to_string(cores_) + " cores");
     }
+    for (std::size_t j = 0; j < cores_; ++j) {
+      if (options_.core_class[j] >= cores_) {
+        bad("core_class[" + std::to_string(j) + "] = " + std::to_string(options_.core_class[j]) +
+            ": class ids must be below the cores (" + std::to_string(cores_) + ")");
+      }
+    }
     classes_ = *std::max_element(options_.core_class.begin(), options_.core_class.end()) + 1;
   } else {
     classes_ = cores_;
@@ -89,7 +107,9 @@ SplitTables::SplitTables(std::size_t cores, PeakRates prior, SplitOptions option
 }
 
 void SplitTables::set_size_range(double size_min, double size_max) {
-  if (!std::isfinite(size_min) || !std::isfinite(size_max) || size_max < size_min) {
+  // [0, 0] is "not set yet" (SplitOptions); any other range needs room for its buckets.
+  if (!std::isfinite(size_min) || !std::isfinite(size_max) || size_max < size_min ||
+      (size_max == size_min && size_max != 0)) {
     bad("the size range [" + std::to_string(size_min) + ", " + std::to_string(size_max) +
         "] is empty or not finite");
   }
@@ -150,9 +170,7 @@ double SplitTables::clamp_share(double g) const {
   return g;
 }
 
-double SplitTables::prior_gsplit() const {
-  return clamp_share(prior_.gpu / (prior_.gpu + prior_.cpu));
-}
+double SplitTables::prior_gsplit() const { return clamp_share(share_of(prior_.gpu, prior_.cpu)); }
 
 double SplitTables::balanced_gsplit(std::size_t b) const {
   if (b >= buckets_.size()) {
@@ -160,7 +178,7 @@ double SplitTables::balanced_gsplit(std::size_t b) const {
   }
   const double g = gpu_rate_for(b);
   const double c = cpu_rate_for(b);
-  return clamp_share(g / (g + c));
+  return clamp_share(share_of(g, c));
 }
 
 // The split regions of a bucket keep to the split they ran at while the balanced one stays
@@ -278,7 +296,7 @@ void SplitTables::update(std::size_t b, const RegionTiming& t) {
   // What would have balanced this region alone: measured where a side ran, estimated where not.
   const double g = gpu_measured > 0 ? gpu_measured : gpu_rate_for(b);
   const double c = cpu_measured > 0 ? cpu_measured : cpu_rate_for(b);
-  bucket.last_balanced = g / (g + c);
+  bucket.last_balanced = share_of(g, c);
   if (t.gpu_work > 0 && cpu_work > 0) {
     // How much each side slows the other depends on the split: rates measured far from this
     // region's split (the prior's, on a cold bucket) describe another way of running, and the

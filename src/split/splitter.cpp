@@ -7,6 +7,7 @@
 #include <cmath>
 #include <exception>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "graph/device/device_backend.hpp"
@@ -60,6 +61,7 @@ class EmulatedSide final : public GpuSide {
 void check_work(const RegionWork& w) {
   const char* what = nullptr;
   if (w.items < 0) what = "a negative number of items";
+  if (w.items > kMaxItems) what = "more items than a region may have (2^60)";
   if (w.grain < 1) what = "a grain below 1";
   if (!std::isfinite(w.work) || w.work < 0) what = "work that is negative or not finite";
   if (!std::isfinite(w.size) || w.size < 0) what = "a size that is negative or not finite";
@@ -78,8 +80,9 @@ double fraction_before(const RegionWork& w, std::int64_t i) {
 std::int64_t cut_at(const RegionWork& w, double target) {
   if (target <= 0) return 0;
   if (target >= 1) return w.items;
-  const std::int64_t slots = (w.items + w.grain - 1) / w.grain;  // boundaries 1..slots
-  auto boundary = [&](std::int64_t k) { return std::min(k * w.grain, w.items); };
+  // Boundaries 1..slots; written so that neither a grain near 2^63 nor the product overflows.
+  const std::int64_t slots = w.items / w.grain + (w.items % w.grain != 0 ? 1 : 0);
+  auto boundary = [&](std::int64_t k) { return k >= slots ? w.items : k * w.grain; };
   std::int64_t lo = 0;
   std::int64_t hi = slots;  // fraction_before(boundary(hi)) = 1 >= target
   while (lo < hi) {         // the first boundary at or past the target
@@ -111,6 +114,49 @@ std::unique_ptr<GpuSide> GpuSide::best_available() {
 
 namespace {
 
+// Holds the splitter's running flag and its executor for one region. The executor claim is
+// process-wide: two splitters on one executor would each wait in a team barrier for workers
+// the other holds. Both are released on every way out of the region.
+class OneRegionAtATime {
+ public:
+  OneRegionAtATime(std::atomic<bool>& running, const cpu::Executor& ex, const std::string& region)
+      : running_(running), ex_(&ex) {
+    // acq_rel: acquires the last region's release below (its tables' writes) and publishes
+    // the claim to a concurrent caller's exchange.
+    if (running_.exchange(true, std::memory_order_acq_rel)) {
+      throw InvalidState("weft::split::Splitter: a region of '" + region +
+                         "' is already running (one region at a time; run() is not reentrant)");
+    }
+    const std::lock_guard lock(busy_mutex());
+    if (!busy_executors().insert(ex_).second) {
+      running_.store(false, std::memory_order_release);
+      throw InvalidState("weft::split::Splitter: region '" + region +
+                         "' was started while another splitter's region runs on its executor");
+    }
+  }
+  ~OneRegionAtATime() {
+    {
+      const std::lock_guard lock(busy_mutex());
+      busy_executors().erase(ex_);
+    }
+    running_.store(false, std::memory_order_release);  // pairs with the exchange above
+  }
+  OneRegionAtATime(const OneRegionAtATime&) = delete;
+  OneRegionAtATime& operator=(const OneRegionAtATime&) = delete;
+
+ private:
+  static std::mutex& busy_mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::set<const cpu::Executor*>& busy_executors() {
+    static std::set<const cpu::Executor*> s;
+    return s;
+  }
+  std::atomic<bool>& running_;
+  const cpu::Executor* ex_;
+};
+
 // The CPU's ranges as the cores claim them. Without tail-taking a core claims its own range
 // whole, once. With it, each range is cut into pieces (about kPiecesPerRange, on the grain)
 // claimed from the front by a cursor per range; a core out of its own takes from the range
@@ -126,7 +172,11 @@ class TailPieces {
       const std::int64_t size = ranges[j].size();
       const std::int64_t pieces = take_tail ? kPiecesPerRange : 1;
       const std::int64_t rough = std::max<std::int64_t>(1, (size + pieces - 1) / pieces);
-      piece_[j] = std::max<std::int64_t>(w.grain, (rough + w.grain - 1) / w.grain * w.grain);
+      // On the grain, but never past the range: a cursor then moves at most one range's size
+      // past its end per claim, far from overflowing (items <= kMaxItems).
+      const std::int64_t on_grain =
+          rough <= w.grain ? w.grain : rough / w.grain * w.grain + (rough % w.grain ? w.grain : 0);
+      piece_[j] = std::max<std::int64_t>(1, std::min(on_grain, size));
     }
   }
   // The next piece for `core` into `out`; false when it has none left to run.
@@ -171,6 +221,19 @@ double work_in(const RegionWork& w, Range r) {
 
 SplitRanges split_ranges(const RegionWork& w, double gsplit, const std::vector<double>& csplit) {
   check_work(w);
+  if (!(gsplit >= 0 && gsplit <= 1)) {
+    throw InvalidArgument("weft::split::split_ranges: gsplit " + std::to_string(gsplit) +
+                          " is outside [0, 1]");
+  }
+  if (csplit.empty() && gsplit < 1 && w.items > 0) {
+    throw InvalidArgument("weft::split::split_ranges: no core shares for the cores' part");
+  }
+  for (std::size_t j = 0; j < csplit.size(); ++j) {
+    if (!(csplit[j] >= 0) || !std::isfinite(csplit[j])) {
+      throw InvalidArgument("weft::split::split_ranges: core " + std::to_string(j) + "'s share " +
+                            std::to_string(csplit[j]) + " is negative or not finite");
+    }
+  }
   SplitRanges out;
   const std::int64_t gpu_end = cut_at(w, gsplit);
   out.gpu = {0, gpu_end};
@@ -199,17 +262,35 @@ Splitter::~Splitter() = default;
 
 bool Splitter::attach(SplitStore& store, const std::string& machine) {
   if (machine.empty()) throw InvalidArgument("weft::split::Splitter::attach: an empty machine");
+  if (store_ != nullptr) {
+    throw InvalidState("weft::split::Splitter::attach: already attached (machine " + machine_ +
+                       "); one store per splitter");
+  }
+  // Into a copy: a load that throws leaves the tables, and the splitter unattached, as they were.
+  SplitTables loaded = tables_;
+  const bool found =
+      store.load({machine, region_, gpu_.description()}, loaded) == SplitStore::Load::loaded;
+  tables_ = std::move(loaded);
   store_ = &store;
   machine_ = machine;
-  return store.load({machine_, region_, gpu_.description()}, tables_) == SplitStore::Load::loaded;
+  return found;
 }
 
 void Splitter::save() {
   if (store_ != nullptr) store_->save({machine_, region_, gpu_.description()}, tables_);
 }
 
+void Splitter::check_parts(const GpuPart& gpu, const CpuPart& cpu) const {
+  if (!gpu || !cpu) {
+    throw InvalidArgument(std::string("weft::split::Splitter: region '") + region_ +
+                          "' was given an empty " + (!gpu ? "GPU" : "CPU") + " part");
+  }
+}
+
 RegionReport Splitter::run(const RegionWork& work, const GpuPart& gpu, const CpuPart& cpu) {
   check_work(work);
+  check_parts(gpu, cpu);
+  const OneRegionAtATime guard(running_, ex_, region_);  // over the tables' reads and update
   const std::size_t bucket = tables_.bucket_of(work.size);
   RegionReport report = run_split(work, bucket, tables_.gsplit(bucket), tables_.csplit(), gpu, cpu);
   RegionTiming timing;
@@ -236,6 +317,8 @@ RegionReport Splitter::run(const RegionWork& work, const GpuPart& gpu, const Cpu
 RegionReport Splitter::run_fixed(const RegionWork& work, double gsplit, const GpuPart& gpu,
                                  const CpuPart& cpu, std::vector<double> core_shares) {
   check_work(work);
+  check_parts(gpu, cpu);
+  const OneRegionAtATime guard(running_, ex_, region_);
   if (!(gsplit >= 0 && gsplit <= 1)) {
     throw InvalidArgument("weft::split::Splitter::run_fixed: gsplit " + std::to_string(gsplit) +
                           " is outside [0, 1]");
@@ -263,6 +346,7 @@ RegionReport Splitter::run_split(const RegionWork& work, std::size_t bucket, dou
         "weft::split::Splitter: a region was started on one of its executor's workers (the "
         "CPU's part needs every worker; start regions from another thread)");
   }
+
   const std::size_t cores = tables_.cores();
   const SplitRanges ranges = split_ranges(work, gsplit, core_shares);
   RegionReport report;

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "split_apps.hpp"
@@ -63,6 +65,27 @@ TEST(SplitApps, BadSizesAreRefused) {
   EXPECT_THROW(apps::split::make_gemm_rows(0, 1, 1, 1), std::invalid_argument);
   EXPECT_THROW(apps::split::make_triad(0, 1), std::invalid_argument);
   EXPECT_THROW(apps::split::make_spmv(0, 1, 1), std::invalid_argument);
+}
+
+// A part given a range outside its items refuses it, naming it, where it would write past
+// its arrays.
+TEST(SplitApps, APartRefusesARangeOutsideItsItems) {
+  const auto triad = apps::split::make_triad(1000, 1);
+  const ws::GpuContext emulated{nullptr, -1, true};
+  for (const ws::Range bad : {ws::Range{0, 1001}, ws::Range{-1, 10}, ws::Range{20, 10}}) {
+    EXPECT_THROW(triad->cpu_part(bad, 0), std::out_of_range);
+    EXPECT_THROW(triad->gpu_part(bad, emulated), std::out_of_range);
+  }
+  try {
+    apps::split::make_gemm_rows(8, 4, 4, 1)->cpu_part({4, 9}, 0);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::out_of_range& e) {
+    EXPECT_NE(std::string(e.what()).find("gemm_rows: range [4, 9) outside its 8 items"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(apps::split::make_spmv(50, 5, 1)->cpu_part({0, 51}, 0), std::out_of_range);
+  EXPECT_NO_THROW(triad->cpu_part({0, 1000}, 0));
 }
 
 class SplitHplLu : public ::testing::Test {

@@ -208,6 +208,8 @@ TEST_F(SplitStoreTest, EmptyKeysAndMissingDirectoriesAreNamed) {
   } catch (const weft::Error& e) {
     EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
   }
+  // "" would be SQLite's temporary database, lost at exit.
+  EXPECT_THROW(ws::SplitStore(""), weft::InvalidArgument);
 }
 
 // A child saves tables over and over, each save with every rate equal to its round; it is
@@ -288,4 +290,7 @@ TEST_F(SplitStoreTest, TheSplitterLoadsAndSavesThroughTheStore) {
   ws::Splitter again(ex, *gpu, "attach", {1, 1}, opts());
   EXPECT_TRUE(again.attach(store, "host-a"));
   EXPECT_DOUBLE_EQ(again.tables().gsplit(1), learned);  // size 100 is bucket 1
+  // One store per splitter: a second attach would replace what it learned.
+  EXPECT_THROW(again.attach(store, "host-b"), weft::InvalidState);
+  EXPECT_DOUBLE_EQ(again.tables().gsplit(1), learned);
 }

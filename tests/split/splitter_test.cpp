@@ -8,13 +8,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "weft/cpu/executor.hpp"
 #include "weft/error.hpp"
 #include "weft/split/splitter.hpp"
+#include "weft/split/tables.hpp"
 
 namespace ws = weft::split;
 using namespace std::chrono_literals;
@@ -397,6 +400,115 @@ TEST(Splitter, RefusesBadRegionsAndWorkerCallers) {
   EXPECT_THROW(s.run(w, g, c), weft::InvalidArgument);
   EXPECT_THROW(ex.submit([&] { s.run(region(10), g, c); }).get(), weft::InvalidState);
   EXPECT_THROW(ws::Splitter(ex, *gpu, "", {1, 1}), weft::InvalidArgument);
+}
+
+// The message of the weft::Error that `call` throws, or "no exception".
+template <class Call>
+std::string error_of(Call&& call) {
+  try {
+    call();
+  } catch (const weft::Error& e) {
+    return e.what();
+  }
+  return "no exception";
+}
+
+// A region started while another runs, of the same splitter or of another on the same
+// executor, would wait in the team's barrier for workers the first holds: it is refused, and
+// both splitters run regions afterwards.
+TEST(Splitter, ARegionStartedWhileAnotherRunsOnItsExecutorIsRefused) {
+  auto ex = make_executor(2);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "first", {1, 1});
+  ws::Splitter other(ex, *gpu, "second", {1, 1});
+  const ws::CpuPart c = [](ws::Range, std::size_t) {};
+  const ws::GpuPart nothing = [](ws::Range, const ws::GpuContext&) {};
+  std::string same, shared;
+  s.run(
+      region(1000),
+      [&](ws::Range, const ws::GpuContext&) {
+        same = error_of([&] { s.run(region(10), nothing, c); });
+        shared = error_of([&] { other.run_fixed(region(10), 0.5, nothing, c); });
+      },
+      c);
+  EXPECT_NE(same.find("a region of 'first' is already running"), std::string::npos) << same;
+  EXPECT_NE(shared.find("another splitter's region runs on its executor"), std::string::npos)
+      << shared;
+  EXPECT_NO_THROW(s.run(region(10), nothing, c));
+  EXPECT_NO_THROW(other.run(region(10), nothing, c));
+}
+
+// Options and inputs that would crash, hang or lose items are refused, naming them.
+TEST(Splitter, RefusesOptionsAndInputsThatWouldCrashHangOrLoseItems) {
+  auto ex = make_executor(2);
+  auto gpu = ws::GpuSide::emulated();
+  ws::SplitOptions classes;
+  classes.core_shares = ws::CoreShares::per_class;
+  classes.core_class = {0, static_cast<std::size_t>(-1)};
+  EXPECT_NE(error_of([&] {
+              ws::Splitter(ex, *gpu, "c", {1, 1}, classes);
+            }).find("core_class[1] = 18446744073709551615: class ids must be below the cores (2)"),
+            std::string::npos);
+  ws::SplitOptions many;
+  many.buckets = ws::kMaxBuckets + 1;
+  EXPECT_NE(error_of([&] {
+              ws::Splitter(ex, *gpu, "m", {1, 1}, many);
+            }).find("M is at most"),
+            std::string::npos);
+  ws::SplitOptions point;
+  point.size_min = point.size_max = 50;
+  EXPECT_NE(error_of([&] {
+              ws::Splitter(ex, *gpu, "f", {1, 1}, point);
+            }).find("[50.000000, 50"),
+            std::string::npos);
+  // Peak rates at the double's limit: the prior split is still even, not 0.
+  const ws::SplitTables huge(2, {1.7e308, 1.7e308}, {});
+  EXPECT_DOUBLE_EQ(huge.prior_gsplit(), 0.5);
+
+  ws::Splitter s(ex, *gpu, "inputs", {1, 1});
+  const ws::GpuPart g = [](ws::Range, const ws::GpuContext&) {};
+  const ws::CpuPart c = [](ws::Range, std::size_t) {};
+  EXPECT_NE(error_of([&] { s.run(region(10), {}, c); }).find("an empty GPU part"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { s.run(region(10), g, {}); }).find("an empty CPU part"),
+            std::string::npos);
+  ws::RegionWork too_many = region(10);
+  too_many.items = ws::kMaxItems + 1;
+  EXPECT_THROW(s.run(too_many, g, c), weft::InvalidArgument);
+  EXPECT_NE(error_of([&] {
+              (void)ws::split_ranges(region(100), std::nan(""), {0.5, 0.5});
+            }).find("gsplit nan is outside [0, 1]"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)ws::split_ranges(region(100), 0.3, {}); }).find("no core shares"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              (void)ws::split_ranges(region(100), 0.3, {1.5, -0.5});
+            }).find("core 1's share -0.500000"),
+            std::string::npos);
+  EXPECT_EQ(ws::split_ranges(region(100), 1.0, {}).gpu.size(), 100);  // no cores' part: fine
+}
+
+// A grain near the largest int64 is one slot: the region runs every item once, where the
+// cuts and the cores' cursors used to overflow into endless negative ranges.
+TEST(Splitter, AGrainNearTheLargestIntegerRunsEveryItemOnce) {
+  auto ex = make_executor(2);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "grain", {1, 1});
+  ws::RegionWork w = region(1000);
+  w.grain = std::numeric_limits<std::int64_t>::max() - 10;
+  std::vector<std::atomic<int>> runs(1000);
+  auto count = [&](ws::Range r) {
+    ASSERT_GE(r.begin, 0);
+    ASSERT_LE(r.end, 1000);
+    for (std::int64_t i = r.begin; i < r.end; ++i) runs[static_cast<std::size_t>(i)]++;
+  };
+  for (const double gsplit : {0.0, 0.5, 1.0}) {
+    for (auto& r : runs) r = 0;
+    s.run_fixed(
+        w, gsplit, [&](ws::Range r, const ws::GpuContext&) { count(r); },
+        [&](ws::Range r, std::size_t) { count(r); });
+    for (std::size_t i = 0; i < runs.size(); ++i) ASSERT_EQ(runs[i].load(), 1) << "item " << i;
+  }
 }
 
 TEST(Splitter, AnEmptyRegionRunsNothing) {

@@ -23,6 +23,7 @@
 // part that started has finished: no part is left running.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -125,7 +126,9 @@ struct RegionReport {
 };
 
 /// Runs regions split between a GPU side and an executor's workers, learning as it goes.
-/// One region at a time; not thread-safe.
+/// One region at a time, and one region at a time on an executor: a region started while
+/// another of this splitter, or of any splitter on the same executor, is running (from another
+/// thread, or from inside a part) throws weft::InvalidState instead of deadlocking.
 class Splitter {
  public:
   /// `region` names the tables (the store's key). The CPU's part runs on every worker of `ex`,
@@ -139,10 +142,10 @@ class Splitter {
 
   /// Runs a region with the learned split and learns from it, then saves the tables to the
   /// attached store, if any (a failed save is reported in RegionReport::store_error). Throws
-  /// weft::InvalidArgument for a region with negative items, a grain < 1 or work that is
-  /// negative or not finite; weft::InvalidState when called from one of the executor's workers;
-  /// and rethrows the first error of a part once every part has finished (the tables then learn
-  /// nothing).
+  /// weft::InvalidArgument for a region with negative items (or more than kMaxItems), a grain
+  /// < 1, work that is negative or not finite, or an empty part; weft::InvalidState when called
+  /// from one of the executor's workers or while a region runs (above); and rethrows the first
+  /// error of a part once every part has finished (the tables then learn nothing).
   RegionReport run(const RegionWork& work, const GpuPart& gpu, const CpuPart& cpu);
   /// Runs a region with the GPU's share fixed at `gsplit` (in [0, 1]) and the cores' shares
   /// `core_shares` (one per core, summing to 1; empty: DB2's current ones), learning nothing:
@@ -153,7 +156,8 @@ class Splitter {
 
   /// Loads this region's tables from `store` (when it holds valid ones for this machine, device
   /// and options) and saves them there after every region from now on. `machine` names the
-  /// host (the store's key). Returns whether tables were loaded.
+  /// host (the store's key). Returns whether tables were loaded. A load that throws leaves the
+  /// splitter as it was, unattached; a splitter attaches once (weft::InvalidState after).
   bool attach(SplitStore& store, const std::string& machine);
 
   [[nodiscard]] const SplitTables& tables() const noexcept { return tables_; }
@@ -165,6 +169,7 @@ class Splitter {
   RegionReport run_split(const RegionWork& work, std::size_t bucket, double gsplit,
                          const std::vector<double>& core_shares, const GpuPart& gpu,
                          const CpuPart& cpu);
+  void check_parts(const GpuPart& gpu, const CpuPart& cpu) const;
   void save();
 
   cpu::Executor& ex_;
@@ -173,11 +178,21 @@ class Splitter {
   SplitTables tables_;
   SplitStore* store_ = nullptr;
   std::string machine_;
+  // Set while a region runs (acq_rel exchange on entry, release store on exit: each region's
+  // use of the tables happens before the next region's).
+  std::atomic<bool> running_{false};
 };
+
+/// The most items a region may have: the cuts and the cores' cursors add a grain or a piece to
+/// an item index, which must not overflow.
+inline constexpr std::int64_t kMaxItems = std::int64_t{1} << 60;
 
 /// Cuts [0, work.items) into the GPU's range (first) and one range per core, in core order, so
 /// that the GPU gets about `gsplit` of the work and core j about (1 - gsplit) * csplit[j], split
 /// points on multiples of work.grain. Exposed for tests and for callers that split by hand.
+/// Throws weft::InvalidArgument as Splitter::run does for the region, for a gsplit outside
+/// [0, 1], and for csplit empty (with items for the cores) or holding a share that is negative
+/// or not finite.
 struct SplitRanges {
   Range gpu;
   std::vector<Range> cores;

@@ -52,7 +52,8 @@ class SplitStore {
   enum class Load { loaded, absent, invalidated };
 
   /// Opens (creating it and its table if needed) the database at `path`. Throws weft::Error
-  /// naming the path and SQLite's message when it cannot.
+  /// naming the path and SQLite's message when it cannot, weft::InvalidArgument for an empty
+  /// path (SQLite's temporary database, lost at exit).
   explicit SplitStore(const std::string& path);
   ~SplitStore();
   SplitStore(const SplitStore&) = delete;

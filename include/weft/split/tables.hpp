@@ -141,12 +141,16 @@ struct Bucket {
   std::uint64_t since_split = 0;
 };
 
+/// The most size buckets (M) a table may have.
+inline constexpr std::size_t kMaxBuckets = 100000;
+
 /// DB1 and DB2. Not thread-safe: the splitter that owns it updates it between regions.
 class SplitTables {
  public:
   /// `cores` takes part in the CPU's part. Throws weft::InvalidArgument for 0 cores, bad options
-  /// (buckets or window 0, min_share outside [0, 0.5), size_max < size_min, a core_class of the
-  /// wrong length under per_class) or a prior that is not positive and finite.
+  /// (buckets 0 or above kMaxBuckets, window 0, min_share outside [0, 0.5), size_max < size_min
+  /// or both equal and not 0, a core_class of the wrong length or with a class id >= cores
+  /// under per_class) or a prior that is not positive and finite.
   SplitTables(std::size_t cores, PeakRates prior, SplitOptions options);
 
   /// The bucket of size F (setting [Fmin, Fmax] from it on the first call when they were 0).
