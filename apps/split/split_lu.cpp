@@ -238,8 +238,13 @@ weft::split::PeakRates HplLu::peak_rates(weft::split::Splitter& s, weft::split::
   reset();
   factor_panel(gpu, 0);
   const RegionWork w = update_work(0);
+  if (w.items == 0) {
+    throw std::invalid_argument("apps::split::HplLu::peak_rates: n = " + std::to_string(n_) +
+                                " with nb = " + std::to_string(nb_) +
+                                " leaves no trailing update to measure");
+  }
   double cpu = 0;
-  if (w.items > 0) {
+  {
     const weft::split::RegionReport rep = s.run_fixed(
         w, 0, [](Range, const GpuContext&) {},
         [&](Range r, std::size_t) { update_columns(0, trailing(0, r)); });

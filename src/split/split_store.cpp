@@ -125,7 +125,7 @@ void decode_into(SplitTables& t, const std::string& bucket_state, const std::str
     RateEstimate* windows[] = {&k.gpu_rate, &k.cpu_rate, &k.split_cost, &k.gpu_alone_cost,
                                &k.cpu_alone_cost};
     for (std::size_t i = 0; i < 5; ++i) {
-      *windows[i] = RateEstimate(100);  // restore_bucket keeps the tables' window of them
+      *windows[i] = RateEstimate(kMaxWindow);  // restore_bucket keeps the tables' window
       for (double v : numbers(parts[i + 1])) windows[i]->add(v);
     }
     t.restore_bucket(static_cast<std::size_t>(head[0]), k);
@@ -142,6 +142,15 @@ void check_key(const SplitKey& k, const char* what) {
   if (k.machine.empty() || k.region.empty() || k.device.empty()) {
     throw InvalidArgument(std::string(kOwner) + "::" + what +
                           ": machine, region and device must not be empty");
+  }
+  // A control character (NUL included) would make keys that list alike and cannot be typed.
+  for (const std::string* s : {&k.machine, &k.region, &k.device}) {
+    for (const char c : *s) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        throw InvalidArgument(std::string(kOwner) + "::" + what +
+                              ": a key with a control character (machine, region or device)");
+      }
+    }
   }
 }
 

@@ -68,7 +68,10 @@ SplitTables::SplitTables(std::size_t cores, PeakRates prior, SplitOptions option
     bad(std::to_string(options_.buckets) + " size buckets: M is at most " +
         std::to_string(kMaxBuckets) + " (the seed used 50 to 200)");
   }
-  if (options_.window == 0) bad("a rate window of 0 measurements");
+  if (options_.window == 0 || options_.window > kMaxWindow) {
+    bad("a rate window of " + std::to_string(options_.window) + " measurements (1 to " +
+        std::to_string(kMaxWindow) + ")");
+  }
   if (options_.revisit == 0) bad("revisit must be >= 1 region");
   if (!(options_.deadband >= 0 && options_.deadband < 0.5)) {
     bad("deadband " + std::to_string(options_.deadband) + " is outside [0, 0.5)");

@@ -256,6 +256,11 @@ Splitter::Splitter(cpu::Executor& ex, GpuSide& gpu, std::string region, PeakRate
       region_(std::move(region)),
       tables_(ex.num_workers(), prior, std::move(options)) {
   if (region_.empty()) throw InvalidArgument("weft::split::Splitter: an empty region name");
+  for (const char c : region_) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      throw InvalidArgument("weft::split::Splitter: region name with a control character");
+    }
+  }
 }
 
 Splitter::~Splitter() = default;

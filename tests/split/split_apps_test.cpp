@@ -174,4 +174,20 @@ TEST_F(SplitHplLu, LookAheadGivesTheSameFactors) {
 TEST(SplitApps, HplLuRefusesBadSizes) {
   EXPECT_THROW(apps::split::HplLu(0, 1, 1), std::invalid_argument);
   EXPECT_THROW(apps::split::HplLu(10, 11, 1), std::invalid_argument);
+  // One panel and nothing right of it: no update whose rates could be measured.
+  weft::cpu::ExecutorOptions o;
+  o.workers = 2;
+  o.pinning = weft::cpu::Pinning::none;
+  weft::cpu::Executor ex(o);
+  auto gpu = ws::GpuSide::emulated();
+  ws::Splitter s(ex, *gpu, "lu", {1, 1});
+  apps::split::HplLu one_panel(64, 64, 1);
+  try {
+    (void)one_panel.peak_rates(s, *gpu);
+    ADD_FAILURE() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("n = 64 with nb = 64 leaves no trailing update"),
+              std::string::npos)
+        << e.what();
+  }
 }

@@ -210,6 +210,8 @@ TEST_F(SplitStoreTest, EmptyKeysAndMissingDirectoriesAreNamed) {
   }
   // "" would be SQLite's temporary database, lost at exit.
   EXPECT_THROW(ws::SplitStore(""), weft::InvalidArgument);
+  // Keys that would list alike ("gemm" twice) and could not be typed back to reset.
+  EXPECT_THROW(store.save({"host", std::string("gemm\0A", 6), "d"}, t), weft::InvalidArgument);
 }
 
 // A child saves tables over and over, each save with every rate equal to its round; it is

@@ -461,6 +461,16 @@ TEST(Splitter, RefusesOptionsAndInputsThatWouldCrashHangOrLoseItems) {
               ws::Splitter(ex, *gpu, "f", {1, 1}, point);
             }).find("[50.000000, 50"),
             std::string::npos);
+  ws::SplitOptions long_window;
+  long_window.window = ws::kMaxWindow + 1;
+  EXPECT_NE(error_of([&] {
+              ws::Splitter(ex, *gpu, "w", {1, 1}, long_window);
+            }).find("a rate window of 101 measurements (1 to 100)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              ws::Splitter(ex, *gpu, std::string("ge\nmm"), {1, 1});
+            }).find("control character"),
+            std::string::npos);
   // Peak rates at the double's limit: the prior split is still even, not 0.
   const ws::SplitTables huge(2, {1.7e308, 1.7e308}, {});
   EXPECT_DOUBLE_EQ(huge.prior_gsplit(), 0.5);

@@ -143,12 +143,15 @@ struct Bucket {
 
 /// The most size buckets (M) a table may have.
 inline constexpr std::size_t kMaxBuckets = 100000;
+/// The longest rate window (SplitOptions::window) a table may have: what the store keeps.
+inline constexpr std::size_t kMaxWindow = 100;
 
 /// DB1 and DB2. Not thread-safe: the splitter that owns it updates it between regions.
 class SplitTables {
  public:
   /// `cores` takes part in the CPU's part. Throws weft::InvalidArgument for 0 cores, bad options
-  /// (buckets 0 or above kMaxBuckets, window 0, min_share outside [0, 0.5), size_max < size_min
+  /// (buckets 0 or above kMaxBuckets, window 0 or above kMaxWindow, min_share outside [0, 0.5),
+  /// size_max < size_min
   /// or both equal and not 0, a core_class of the wrong length or with a class id >= cores
   /// under per_class) or a prior that is not positive and finite.
   SplitTables(std::size_t cores, PeakRates prior, SplitOptions options);
