@@ -66,6 +66,18 @@ void check_work(const RegionWork& w) {
   if (!std::isfinite(w.work) || w.work < 0) what = "work that is negative or not finite";
   if (!std::isfinite(w.size) || w.size < 0) what = "a size that is negative or not finite";
   if (what != nullptr) throw InvalidArgument(std::string("weft::split: a region with ") + what);
+  // work_before must run from 0 to the work: its fractions are where the cuts fall (the
+  // values between are the caller's; both ends are checked here, once a region).
+  if (w.work_before && w.work > 0 && w.items > 0) {
+    const double first = w.work_before(0), last = w.work_before(w.items);
+    const double tolerance = 1e-9 * w.work;
+    if (!(std::abs(first) <= tolerance) || !(std::abs(last - w.work) <= 1e-6 * w.work)) {
+      throw InvalidArgument(
+          "weft::split: a region whose work_before(0) = " + std::to_string(first) +
+          " and work_before(items) = " + std::to_string(last) + " are not 0 and the work " +
+          std::to_string(w.work));
+    }
+  }
 }
 
 // The fraction of the region's work before item i.

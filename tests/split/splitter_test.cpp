@@ -482,6 +482,12 @@ TEST(Splitter, RefusesOptionsAndInputsThatWouldCrashHangOrLoseItems) {
             std::string::npos);
   EXPECT_NE(error_of([&] { s.run(region(10), g, {}); }).find("an empty CPU part"),
             std::string::npos);
+  ws::RegionWork scaled = region(10);
+  scaled.work_before = [](std::int64_t i) { return 1000.0 * static_cast<double>(i); };
+  EXPECT_NE(error_of([&] { s.run(scaled, g, c); }).find("work_before(items) = 10000.000000"),
+            std::string::npos);
+  scaled.work_before = [](std::int64_t i) { return static_cast<double>(i); };
+  EXPECT_NO_THROW(s.run(scaled, g, c));
   ws::RegionWork too_many = region(10);
   too_many.items = ws::kMaxItems + 1;
   EXPECT_THROW(s.run(too_many, g, c), weft::InvalidArgument);

@@ -91,9 +91,9 @@ class GpuSide {
 /// One region: its size F (the key of DB1's buckets, in any unit that grows with the problem),
 /// its work S (in the unit of the peak rates, e.g. floating-point operations), and the items
 /// [0, items) that are split. Items are taken to carry equal work unless `work_before` says how
-/// much work lies before item i (non-decreasing, 0 at 0 and `work` at `items`), for items of
-/// unequal cost (rows of a sparse matrix). Split points fall on multiples of `grain` (and at
-/// `items`).
+/// much work lies before item i (non-decreasing, 0 at 0 and `work` at `items`: both ends are
+/// checked, weft::InvalidArgument), for items of unequal cost (rows of a sparse matrix). Split
+/// points fall on multiples of `grain` (and at `items`).
 struct RegionWork {
   double size = 0;
   double work = 0;
