@@ -115,6 +115,14 @@ void decode_into(SplitTables& t, const std::string& bucket_state, const std::str
       throw Error(std::string(kOwner) + ": " + what + ": a bucket row cannot be read: '" + line +
                   "'");
     }
+    // Counters are whole numbers >= 0 (a negative one would come back near 2^64).
+    for (const std::size_t counter : {std::size_t{1}, std::size_t{4}}) {
+      if (!(head[counter] >= 0) || head[counter] != std::floor(head[counter]) ||
+          head[counter] > 1e15) {
+        throw Error(std::string(kOwner) + ": " + what + ": a bucket row's counter is not a " +
+                    "count: '" + line + "'");
+      }
+    }
     Bucket k;
     k.regions = static_cast<std::uint64_t>(head[1]);
     k.last_used = head[2];
@@ -275,13 +283,19 @@ std::vector<StoredSplit> SplitStore::list(const std::string& machine, std::size_
     // the caller may say how many there were. Whichever CPU learned it: a store shared by
     // machines lists theirs too (each row's fingerprint names its CPU; load() on another CPU
     // does not use it).
-    SplitTables t = tables_of(s);
-    if (fingerprint_without_cpu(s.column_text(3)) != fingerprint_without_cpu(fingerprint_of(t))) {
+    // A row that cannot be read back (damaged, or written by hand) is left out and counted
+    // like an older one: one bad row must not hide the others.
+    try {
+      SplitTables t = tables_of(s);
+      if (fingerprint_without_cpu(s.column_text(3)) != fingerprint_without_cpu(fingerprint_of(t))) {
+        if (stale != nullptr) ++*stale;
+        continue;
+      }
+      decode_into(t, s.column_text(15), s.column_text(16), describe(key));
+      out.push_back(StoredSplit{std::move(key), s.column_text(3), s.column_text(17), std::move(t)});
+    } catch (const Error&) {
       if (stale != nullptr) ++*stale;
-      continue;
     }
-    decode_into(t, s.column_text(15), s.column_text(16), describe(key));
-    out.push_back(StoredSplit{std::move(key), s.column_text(3), s.column_text(17), std::move(t)});
   }
   return out;
 }

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <thread>
 
@@ -37,6 +38,17 @@ class SplitStoreTest : public ::testing::Test {
     path_ = (dir_ / "models.db").string();
   }
   void TearDown() override { fs::remove_all(dir_); }
+#if WEFT_TEST_SQLITE_DIRECT
+  // Runs SQL on the store's file behind its back (rows as another weft, or damage, left them).
+  void exec_sql(std::initializer_list<const char*> statements) const {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    for (const char* sql : statements) {
+      ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+    }
+    sqlite3_close(db);
+  }
+#endif
 
   fs::path dir_;
   std::string path_;
@@ -143,16 +155,8 @@ TEST_F(SplitStoreTest, TablesOfAnOlderFormatAreCountedNotShown) {
   store.save(kKey, t);
   store.save({"host-b", "old", "d"}, t);
 #if WEFT_TEST_SQLITE_DIRECT
-  {  // a row as an older weft wrote it: another format's fingerprint
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db,
-                           "UPDATE split_tables SET fingerprint = 'cores=1 buckets=20' WHERE "
-                           "machine = 'host-b'",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
-    sqlite3_close(db);
-  }
+  // A row as an older weft wrote it: another format's fingerprint.
+  exec_sql({"UPDATE split_tables SET fingerprint = 'cores=1 buckets=20' WHERE machine = 'host-b'"});
   std::size_t stale = 0;
   const auto shown = store.list("", &stale);
   ASSERT_EQ(shown.size(), 1u);
@@ -165,6 +169,36 @@ TEST_F(SplitStoreTest, TablesOfAnOlderFormatAreCountedNotShown) {
 #endif
 }
 
+// Damaged rows (no cores; buckets past what a table may have; a negative counter) are left
+// out and counted, and the healthy row is still listed; loading a damaged one names it.
+TEST_F(SplitStoreTest, DamagedRowsAreCountedAndDoNotHideTheOthers) {
+  ws::SplitTables t(1, {1, 1}, opts());
+  t.update(0, {1.0, 1.0, 1.0, {1.0}, {1.0}});
+  ws::SplitStore store(path_);
+  store.save(kKey, t);
+  for (const char* m : {"no-cores", "many-buckets", "negative"}) store.save({m, "r", "d"}, t);
+#if WEFT_TEST_SQLITE_DIRECT
+  exec_sql({"UPDATE split_tables SET cores = 0 WHERE machine = 'no-cores'",
+            "UPDATE split_tables SET buckets = 100000000000 WHERE machine = 'many-buckets'",
+            "UPDATE split_tables SET bucket_state = replace(bucket_state, '0 1 ', '0 -5 ') WHERE "
+            "machine = 'negative'"});
+  std::size_t stale = 0;
+  const auto shown = store.list("", &stale);
+  ASSERT_EQ(shown.size(), 1u);
+  EXPECT_EQ(shown[0].key, kKey);
+  EXPECT_EQ(stale, 3u);
+  ws::SplitTables back(1, {1, 1}, opts());
+  try {
+    (void)store.load({"negative", "r", "d"}, back);
+    ADD_FAILURE() << "loaded";
+  } catch (const weft::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("counter is not a count"), std::string::npos) << e.what();
+  }
+#else
+  GTEST_SKIP() << "needs SQLite's header to damage a row";
+#endif
+}
+
 // A machine that keeps its name but not its CPU (a cloud instance on other hardware): the
 // tables learned on the other CPU are not used.
 TEST_F(SplitStoreTest, TablesLearnedOnAnotherCpuAreNotUsed) {
@@ -174,16 +208,9 @@ TEST_F(SplitStoreTest, TablesLearnedOnAnotherCpuAreNotUsed) {
   ws::SplitStore store(path_);
   store.save(kKey, t);
 #if WEFT_TEST_SQLITE_DIRECT
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db,
-                           "UPDATE split_tables SET fingerprint = substr(fingerprint, 1, "
-                           "instr(fingerprint, ' cpu=') - 1) || ' cpu=\"Another CPU\"'",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
-    sqlite3_close(db);
-  }
+  exec_sql(
+      {"UPDATE split_tables SET fingerprint = substr(fingerprint, 1, "
+       "instr(fingerprint, ' cpu=') - 1) || ' cpu=\"Another CPU\"'"});
   ws::SplitTables back(2, {100, 10}, opts());
   EXPECT_EQ(store.load(kKey, back), ws::SplitStore::Load::invalidated);
   EXPECT_EQ(back.buckets()[3].regions, 0u);  // left at the prior

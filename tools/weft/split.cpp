@@ -77,7 +77,8 @@ int run_split_show(const SplitArgs& args) {
   if (shown == 0) std::printf("no split tables in %s\n", path.c_str());
   if (stale > 0) {
     std::printf(
-        "(%zu set(s) stored by an older weft are not shown; weft split reset removes them)\n",
+        "(%zu set(s) stored by an older weft, or unreadable, are not shown; weft split reset "
+        "removes them)\n",
         stale);
   }
   return 0;

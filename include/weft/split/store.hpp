@@ -72,8 +72,8 @@ class SplitStore {
   /// weft::Error for a row that cannot be read back.
   Load load(const SplitKey& key, SplitTables& tables) const;
   /// Every stored set of tables, or those of one machine, ordered by machine, region, device.
-  /// Sets stored by a weft whose rows held another format are left out, and counted in `stale`
-  /// when given (reset() removes them).
+  /// Sets stored by a weft whose rows held another format, and rows that cannot be read back,
+  /// are left out, and counted in `stale` when given (reset() removes them).
   [[nodiscard]] std::vector<StoredSplit> list(const std::string& machine = "",
                                               std::size_t* stale = nullptr) const;
   /// Removes the tables of `machine` (every machine when empty) and `region` (every region when
