@@ -3,9 +3,12 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
+#include <string>
 
 #include "stream/device.hpp"
+#include "weft/error.hpp"
 
 namespace weft::stream::detail {
 
@@ -36,6 +39,10 @@ class HostQueue final : public Queue {
 constexpr std::size_t kAlignment = 4096;
 
 void* aligned_bytes(std::size_t bytes) {
+  if (bytes > std::numeric_limits<std::size_t>::max() - kAlignment) {
+    throw InvalidArgument("weft::stream host device: cannot allocate " + std::to_string(bytes) +
+                          " bytes");
+  }
   const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
   if (p == nullptr) throw std::bad_alloc();

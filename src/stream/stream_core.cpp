@@ -200,8 +200,12 @@ void StreamCore::end_run() {
       const bool withdrawn = op->kind == OpKind::Send ? world_.withdraw_local_send(op)
                                                       : world_.withdraw_local_recv(op);
       if (withdrawn) {
-        problems.push_back("rank " + std::to_string(rank_) + " ended with a " + describe(*op) +
-                           " pending");
+        const std::string what =
+            "rank " + std::to_string(rank_) + " ended with a " + describe(*op) + " pending";
+        problems.push_back(what);
+        // A Request kept past run() must not wait for it forever: it fails, saying so.
+        op->error = std::make_exception_ptr(MessageError(what + "; it was withdrawn"));
+        op->status.store(OpStatus::Failed, std::memory_order_release);  // pairs with wait's acquire
         continue;
       }
     }

@@ -68,8 +68,9 @@ WorldCore::WorldCore(WorldOptions options) : options_(std::move(options)) {
     throw InvalidArgument("weft::stream::World: streams_per_process must be in 1..1024, not " +
                           std::to_string(options_.streams_per_process));
   }
-  if (options_.chunk_bytes < 4096) {
-    throw InvalidArgument("weft::stream::World: chunk_bytes must be at least 4096, not " +
+  // At most 2^30: MPI counts a chunk in an int, and a larger one would be cut short.
+  if (options_.chunk_bytes < 4096 || options_.chunk_bytes > (std::size_t{1} << 30)) {
+    throw InvalidArgument("weft::stream::World: chunk_bytes must be in 4096..1073741824, not " +
                           std::to_string(options_.chunk_bytes));
   }
   streams_ = options_.streams_per_process;
@@ -375,6 +376,17 @@ void WorldCore::barrier(StreamCore& stream) {
 
 void WorldCore::run(const std::function<void(TaskStream&)>& body) {
   if (!body) throw InvalidArgument("weft::stream::World::run: an empty body");
+  // acq_rel: acquires the last run's release below and publishes this claim to a concurrent
+  // caller's exchange. A nested or concurrent run would reset the mailboxes of the live one.
+  if (running_.exchange(true, std::memory_order_acq_rel)) {
+    throw InvalidState(
+        "weft::stream::World::run: a run is already in progress (run is not "
+        "reentrant)");
+  }
+  struct EndRun {
+    std::atomic<bool>& running;
+    ~EndRun() { running.store(false, std::memory_order_release); }  // pairs with the exchange
+  } end_run{running_};
   errors_.clear();
   barrier_arrived_ = 0;
   barrier_generation_ = 0;

@@ -87,6 +87,7 @@ class WorldCore {
   std::vector<std::unique_ptr<StreamCore>> streams_core_;
   std::vector<std::unique_ptr<Mailbox>> mailboxes_;
   std::unique_ptr<std::atomic<bool>[]> ended_;
+  std::atomic<bool> running_{false};  // while run() runs (World::run is not reentrant)
 
   // The barrier: streams of this process arrive; the last runs the processes' barrier.
   std::mutex barrier_mutex_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
@@ -56,6 +57,30 @@ TEST(StreamWorld, RejectsOptionsOutOfRange) {
   o.streams_per_process = 1;
   o.chunk_bytes = 100;
   EXPECT_THROW(ws::World{o}, weft::InvalidArgument);
+  o.chunk_bytes = (std::size_t{1} << 30) + 1;  // MPI counts a chunk in an int
+  EXPECT_THROW(ws::World{o}, weft::InvalidArgument);
+}
+
+// A run started inside a run would reset the live one's mailboxes: refused.
+TEST(StreamWorld, ARunInsideARunIsRefused) {
+  ws::World world = make_world(1);
+  world.run([&](ws::TaskStream&) {
+    EXPECT_THROW(world.run([](ws::TaskStream&) {}), weft::InvalidState);
+  });
+  int runs = 0;
+  world.run([&](ws::TaskStream&) { ++runs; });  // the world runs again afterwards
+  EXPECT_EQ(runs, 1);
+}
+
+// Sizes past size_t are refused, where they wrapped to a small region or allocation.
+TEST(StreamWorld, SizesThatOverflowAreRefused) {
+  ws::World world = make_world(1);
+  world.run([](ws::TaskStream& ts) {
+    EXPECT_THROW((void)ts.region<double>((std::size_t{1} << 61) + 1, ws::Policy::Simple),
+                 weft::InvalidArgument);
+    EXPECT_THROW((void)ts.allocate(std::numeric_limits<std::size_t>::max() - 10),
+                 weft::InvalidArgument);
+  });
 }
 
 TEST(StreamWorld, BodyErrorIsRethrownAndReported) {
@@ -297,6 +322,27 @@ TEST(StreamMessages, ARequestLeftPendingIsWithdrawnAndReported) {
         contains(e.what(), "rank 1 ended with a receive from rank 0 (tag 9, 4 bytes) pending") ||
         contains(e.what(), "never waited on failed"))
         << e.what();
+  }
+}
+
+// A request kept past run() whose receive was withdrawn at the stream's end fails when waited
+// on, naming it, where it stayed pending and wait() never returned.
+TEST(StreamMessages, ARequestKeptPastRunFailsInsteadOfWaitingForever) {
+  ws::World world = make_world(2);
+  ws::Request kept;
+  static int sink = 0;
+  try {
+    world.run([&](ws::TaskStream& ts) {
+      if (ts.rank() == 1) kept = ts.irecv(ws::host(&sink, 1), 0, 9);
+    });
+  } catch (const weft::MessageError&) {  // reported by run(), as the test above says
+  }
+  EXPECT_THROW((void)kept.test(), weft::MessageError);  // ended, failed: test() throws
+  try {
+    kept.wait();
+    FAIL() << "the withdrawn receive completed";
+  } catch (const weft::MessageError& e) {
+    EXPECT_TRUE(contains(e.what(), "tag 9")) << e.what();  // withdrawn, or failed as above
   }
 }
 

@@ -22,9 +22,11 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <string>
 
+#include "weft/error.hpp"
 #include "weft/stream/buffer.hpp"
 #include "weft/stream/region.hpp"
 #include "weft/stream/request.hpp"
@@ -102,6 +104,10 @@ class TaskStream {
   /// A shared region of `count` elements (host side zeroed; state InHost).
   template <class T>
   [[nodiscard]] Region<T> region(std::size_t count, Policy policy) {
+    if (count > std::numeric_limits<std::size_t>::max() / sizeof(T)) {
+      throw InvalidArgument("weft::stream::TaskStream::region: " + std::to_string(count) +
+                            " elements of " + std::to_string(sizeof(T)) + " bytes overflow size_t");
+    }
     return Region<T>(make_region(count * sizeof(T), policy));
   }
 
