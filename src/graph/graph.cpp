@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
+#include <exception>
 
 #include "graph_impl.hpp"
 #include "weft/error.hpp"
@@ -102,10 +104,33 @@ void add_unique(std::vector<std::size_t>& v, std::size_t x) {
 
 }  // namespace
 
+namespace {
+
+// A graph changes only between runs: a node or datum added during one would not be in the
+// run's dispatcher (never run), and its vectors would move under it. acquire: pairs with the
+// release that ends a run.
+void check_not_running(const detail::GraphImpl& g, const char* call) {
+  if (g.running.load(std::memory_order_acquire)) {
+    throw InvalidState(std::string("weft::graph::Graph::") + call +
+                       ": the graph is running (build it before or after a run)");
+  }
+}
+
+}  // namespace
+
 Graph::Graph() : impl_(std::make_unique<detail::GraphImpl>()) {}
-Graph::~Graph() = default;
+
+Graph::~Graph() {
+  // A run holds the graph's nodes and data: destroying it then would leave the run reading
+  // freed memory, which no error could be returned from.
+  if (impl_ && impl_->running.load(std::memory_order_acquire)) {
+    std::fputs("weft::graph::Graph destroyed while a run of it is in progress\n", stderr);
+    std::terminate();
+  }
+}
 
 Data Graph::add_data(std::string name, void* host, std::size_t bytes) {
+  check_not_running(*impl_, "add_data");
   if (name.empty()) throw InvalidArgument("weft::graph::Graph::add_data: an empty name");
   if (host == nullptr) {
     throw InvalidArgument("weft::graph::Graph::add_data: data '" + name + "' has a null buffer");
@@ -133,6 +158,7 @@ Data Graph::add_data(std::string name, std::size_t bytes) {
 }
 
 NodeId Graph::add_node(Kernel kernel, std::vector<Arg> args, std::string label) {
+  check_not_running(*impl_, "add_node");
   auto& g = *impl_;
   const std::size_t index = g.nodes.size();
   if (label.empty()) label = kernel.name;
@@ -201,6 +227,7 @@ NodeId Graph::add_node(Kernel kernel, std::vector<Arg> args, std::string label) 
 }
 
 void Graph::add_edge(NodeId before, NodeId after) {
+  check_not_running(*impl_, "add_edge");
   auto& g = *impl_;
   const std::size_t b = g.node_index(before, "add_edge");
   const std::size_t a = g.node_index(after, "add_edge");

@@ -2,6 +2,7 @@
 // dependencies. The runtime reads and updates it through detail::GraphAccess.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -77,7 +78,10 @@ struct GraphImpl {
   // when nodes or edges are added, and when it holds kOverlapMappings mappings.
   static constexpr std::size_t kOverlapMappings = 64;
   std::map<std::vector<Device>, std::vector<double>> overlap_by_mapping;
-  bool running = false;
+  // Set while a run of the graph is in progress (Runtime::execute claims it with an acq_rel
+  // exchange and clears it with a release store); read by the graph's own members to refuse
+  // changes during a run (acquire).
+  std::atomic<bool> running{false};
 };
 
 struct GraphAccess {

@@ -270,7 +270,37 @@ RunReport Runtime::run(Graph& graph, const std::vector<Device>& mapping) {
   return execute(graph, mapping, "forced");
 }
 
+namespace {
+
+// Holds a flag for one run (a runtime's busy flag, a graph's running flag) and clears it on
+// every way out. acq_rel exchange: acquires the last holder's release store (what it did
+// happens before this run) and publishes the claim to a concurrent claimant's exchange.
+class Claim {
+ public:
+  Claim(std::atomic<bool>& flag, const char* refusal) : flag_(&flag) {
+    if (flag_->exchange(true, std::memory_order_acq_rel)) {
+      flag_ = nullptr;
+      throw InvalidState(refusal);
+    }
+  }
+  ~Claim() { release(); }
+  Claim(const Claim&) = delete;
+  Claim& operator=(const Claim&) = delete;
+  void release() noexcept {
+    if (flag_ != nullptr) flag_->store(false, std::memory_order_release);  // pairs above
+    flag_ = nullptr;
+  }
+
+ private:
+  std::atomic<bool>* flag_;
+};
+
+}  // namespace
+
 RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std::string policy) {
+  const Claim runtime_claim(busy_,
+                            "weft::graph::Runtime::run: a run is already in progress on this "
+                            "runtime (run() is not reentrant; serialise calls)");
   auto& g = detail::GraphAccess::impl(graph);
   check_mapping_size(g, mapping, "run");
   bool uses_gpu = false;
@@ -294,7 +324,7 @@ RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std
                             "' has no CPU implementation");
     }
   }
-  if (g.running) throw InvalidState("weft::graph::Runtime::run: the graph is already running");
+  Claim graph_claim(g.running, "weft::graph::Runtime::run: the graph is already running");
   if (uses_gpu) {
     if (g.memory && g.memory != memory_) {
       throw InvalidState(
@@ -312,16 +342,12 @@ RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std
   } catch (const InvalidState&) {
     report.predicted_cost = 0;  // no models yet
   }
-  g.running = true;
-  try {
+  {
     detail::Dispatcher d(g, mapping, device_.get(), memory_.get(), executor_,
                          options_.compute_streams, options_.cpu_nodes_at_once);
     d.run(report);
-  } catch (...) {
-    g.running = false;
-    throw;
   }
-  g.running = false;
+  graph_claim.release();  // the graph's nodes are done; the runtime learns from them below
   predict_and_remember(g, mapping, report);
   if (options_.learn) {
     for (const NodeRecord& n : report.nodes) {
@@ -371,8 +397,11 @@ void Runtime::predict_and_remember(detail::GraphImpl& g, const std::vector<Devic
 }
 
 void Runtime::release(Graph& graph) {
+  const Claim runtime_claim(busy_,
+                            "weft::graph::Runtime::release: a run is in progress on this "
+                            "runtime");
   auto& g = detail::GraphAccess::impl(graph);
-  if (g.running) throw InvalidState("weft::graph::Runtime::release: the graph is running");
+  const Claim graph_claim(g.running, "weft::graph::Runtime::release: the graph is running");
   if (g.memory && g.memory == memory_) {
     g.release_device_copies();
     g.memory.reset();

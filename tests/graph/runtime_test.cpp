@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <set>
@@ -407,6 +408,52 @@ TEST(Runtime, AFailingNodeStopsTheRunNamesItAndTheGraphRunsAgain) {
     EXPECT_EQ(consumer_runs.load(), 1);
     expect_near_all(d.out, d.expected());
   }
+}
+
+// The nested exception's message of a run that failed in a node (the node's own error).
+std::string nested_message(const std::function<void()>& run) {
+  try {
+    run();
+  } catch (const weft::Error& e) {
+    try {
+      std::rethrow_if_nested(e);
+    } catch (const std::exception& inner) {
+      return inner.what();
+    }
+    return std::string("not nested: ") + e.what();
+  }
+  return "no error";
+}
+
+// From inside a node: changing the graph, running it on another runtime, and running anything
+// on this runtime are refused, where they ran a node twice at once, lost the added node, or
+// hung; afterwards the graph and the runtime run as before.
+TEST(Runtime, WhatARunningGraphOrRuntimeCannotTakeIsRefused) {
+  weft::cpu::Executor ex(weft::cpu::ExecutorOptions{.workers = 2});
+  Runtime rt(ex, emulated());
+  Runtime other(ex, emulated());
+  Graph g;
+  Graph second;
+  second.add_node(Kernel{"noop", [](const CpuCall&) {}, {}, {}}, {});
+  std::function<void()> inside;
+  g.add_node(Kernel{"inside", [&](const CpuCall&) { inside(); }, {}, {}}, {}, "inside");
+  const std::vector<Device> cpu_only{kCpu};
+  auto run_g = [&] { (void)rt.run(g, cpu_only); };
+  inside = [&] { g.add_node(Kernel{"late", [](const CpuCall&) {}, {}, {}}, {}); };
+  EXPECT_NE(nested_message(run_g).find("add_node: the graph is running"), std::string::npos);
+  inside = [&] { (void)g.add_data("late", 8); };
+  EXPECT_NE(nested_message(run_g).find("add_data: the graph is running"), std::string::npos);
+  inside = [&] { (void)other.run(g, cpu_only); };
+  EXPECT_NE(nested_message(run_g).find("the graph is already running"), std::string::npos);
+  inside = [&] { (void)rt.run(second, cpu_only); };
+  EXPECT_NE(nested_message(run_g).find("a run is already in progress on this runtime"),
+            std::string::npos);
+  inside = [&] { rt.release(second); };
+  EXPECT_NE(nested_message(run_g).find("release: a run is in progress"), std::string::npos);
+  inside = [] {};
+  EXPECT_EQ(g.num_nodes(), 1u);  // nothing was added
+  EXPECT_NO_THROW(run_g());
+  EXPECT_NO_THROW((void)other.run(g, cpu_only));
 }
 
 TEST(Runtime, RefusesMappingsItCannotRunBeforeRunningAnything) {

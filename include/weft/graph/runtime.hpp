@@ -6,6 +6,7 @@
 // transfer refines the models.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -166,6 +167,9 @@ class Runtime {
   /// returns (graph-owned intermediates stay where they are: Graph::fetch). When a node throws,
   /// the run stops issuing nodes, waits for those in flight, and throws weft::Error naming the
   /// node with the original exception nested; every node has then run, failed or not run.
+  /// One run at a time on a runtime, and of a graph: a run started while another of this
+  /// runtime, or of this graph on any runtime, is in progress (from another thread, or from a
+  /// node) throws weft::InvalidState.
   RunReport run(Graph& graph, Policy policy);
   /// Runs with a given mapping. Throws InvalidArgument for a mapping of the wrong size, a node
   /// mapped to a device it has no implementation for, or the GPU without a device.
@@ -190,6 +194,9 @@ class Runtime {
   std::string no_device_why_;
   std::shared_ptr<detail::DeviceMemory> memory_;  // shared with the graphs run on the device
   CostModels models_;
+  // Set while a run or release is in progress (acq_rel exchange on entry, release store on
+  // exit: each run's use of the device and models happens before the next one's).
+  std::atomic<bool> busy_{false};
 };
 
 }  // namespace weft::graph
