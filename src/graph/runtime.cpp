@@ -62,8 +62,9 @@ Policy parse_policy(std::string_view name) {
 
 Runtime::Runtime(cpu::Executor& executor, RuntimeOptions options)
     : executor_(executor), options_(options) {
-  if (options_.compute_streams < 1) {
-    throw InvalidArgument("weft::graph::RuntimeOptions::compute_streams must be >= 1 (got " +
+  if (options_.compute_streams < 1 || options_.compute_streams > kMaxComputeStreams) {
+    throw InvalidArgument("weft::graph::RuntimeOptions::compute_streams must be in [1, " +
+                          std::to_string(kMaxComputeStreams) + "] (got " +
                           std::to_string(options_.compute_streams) + ")");
   }
   if (options_.cpu_nodes_at_once < 0) {
@@ -205,6 +206,11 @@ void check_mapping_size(const detail::GraphImpl& g, const std::vector<Device>& m
 }  // namespace
 
 std::vector<Device> Runtime::map(const Graph& graph, Policy policy) const {
+  if (std::find(std::begin(kAllPolicies), std::end(kAllPolicies), policy) ==
+      std::end(kAllPolicies)) {
+    throw InvalidArgument("weft::graph::Runtime::map: unknown policy " +
+                          std::to_string(static_cast<int>(policy)));
+  }
   const auto& g = detail::GraphAccess::impl(graph);
   if (!device_ || policy == Policy::a_free || policy == Policy::d_map) {
     std::vector<Device> m;
@@ -231,7 +237,7 @@ std::vector<Device> Runtime::map(const Graph& graph, Policy policy) const {
     default:
       break;
   }
-  return {};
+  return {};  // a_free and d_map returned above; the policies are checked at the top
 }
 
 std::size_t Runtime::planned_transfer_bytes(const Graph& graph,

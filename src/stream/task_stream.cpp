@@ -80,6 +80,11 @@ DeviceBytes TaskStream::allocate(std::size_t bytes) {
 
 std::shared_ptr<detail::RegionCore> TaskStream::make_region(std::size_t bytes, Policy policy) {
   core_->check_owner("region");
+  if (static_cast<unsigned>(policy) > static_cast<unsigned>(Policy::Async)) {
+    throw InvalidArgument("weft::stream::TaskStream::region: policy " +
+                          std::to_string(static_cast<unsigned>(policy)) +
+                          " is not Simple, ImprovedSimple, ReadWrite or Async");
+  }
   return std::make_shared<detail::RegionCore>(*core_, bytes, policy);
 }
 

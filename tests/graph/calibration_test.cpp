@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -53,6 +54,30 @@ RunReport run_of(Device d, double size, double seconds, double overlap = 0) {
 // Ten runs at the small size, then two hundred at the large one: the fit goes through both
 // sizes' means, however many runs came later at the other size (RLS with forgetting would have
 // let the small size fade).
+// A time that is not finite or negative, or a node the graph does not have, is refused before
+// anything is kept: such a sample would make every later fit throw.
+TEST(Calibration, BadTimesAndNodesAreRefusedBeforeAnythingIsKept) {
+  Graph g;
+  g.add_node(Kernel{"k", [](const weft::graph::CpuCall&) {}, {}, {}}, {});
+  Calibration c;
+  RunReport r;
+  NodeRecord n;
+  n.end = std::nan("");
+  r.nodes = {n};
+  EXPECT_THROW(c.add(g, r), weft::InvalidArgument);
+  r.nodes[0].end = -1.0;
+  EXPECT_THROW(c.add(g, r), weft::InvalidArgument);
+  r.nodes[0].end = 1.0;
+  r.nodes[0].node = 3;
+  EXPECT_THROW(c.add(g, r), weft::InvalidArgument);
+  r.nodes[0].node = 0;
+  TransferRecord t;
+  t.end = std::nan("");
+  r.transfers = {t};
+  EXPECT_THROW(c.add(g, r), weft::InvalidArgument);
+  EXPECT_EQ(c.size(), 0u);  // nothing of the refused reports was kept
+}
+
 TEST(Calibration, EveryModelIsTheFitOfAllItsRuns) {
   OneNode app;
   Calibration cal;

@@ -38,6 +38,13 @@ TEST(LinearCostModel, FitRecoversAnExactLine) {
   EXPECT_LT(m.median_relative_error(s), 1e-6);
 }
 
+// Finite samples whose fit overflows (a slope past the double's range) are refused, where the
+// model came out NaN and predicted every node free.
+TEST(LinearCostModel, AFitThatOverflowsIsRefused) {
+  const std::vector<CostSample> huge{{1.0, 0.0}, {1.5, 1.7e308}};
+  EXPECT_THROW((void)LinearCostModel::fit(huge), weft::InvalidArgument);
+}
+
 TEST(LinearCostModel, FitIsLeastSquaresUnderNoise) {
   std::mt19937_64 rng(7);
   std::normal_distribution<double> noise(0.0, 1e-4);

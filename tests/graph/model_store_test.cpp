@@ -85,6 +85,11 @@ bool write_first_version_store(const std::filesystem::path& path) {
 
 }  // namespace
 
+TEST(ModelStore, AnEmptyPathIsRefused) {
+  REQUIRE_SQLITE();
+  EXPECT_THROW(ModelStore(""), weft::InvalidArgument);  // SQLite's temporary database
+}
+
 TEST(ModelStore, StoresAndResumesAModelExactly) {
   REQUIRE_SQLITE();
   TempDb db;

@@ -456,6 +456,37 @@ TEST(Runtime, WhatARunningGraphOrRuntimeCannotTakeIsRefused) {
   EXPECT_NO_THROW((void)other.run(g, cpu_only));
 }
 
+// Options, policies and kernel arguments out of range are refused, naming them.
+TEST(Runtime, OutOfRangeOptionsPoliciesAndArgumentsAreRefused) {
+  weft::cpu::Executor ex(weft::cpu::ExecutorOptions{.workers = 1});
+  RuntimeOptions many = emulated();
+  many.compute_streams = weft::graph::kMaxComputeStreams + 1;
+  EXPECT_THROW(Runtime(ex, many), weft::InvalidArgument);
+  Runtime rt(ex, emulated());
+  Graph g;
+  auto x = g.add_data("x", 16);
+  std::string argument_error;
+  g.add_node(Kernel{"one-argument",
+                    [&](const CpuCall& c) {
+                      try {
+                        (void)c.get<float>(1);
+                      } catch (const weft::InvalidArgument& e) {
+                        argument_error = e.what();
+                      }
+                    },
+                    {},
+                    {}},
+             {write(x)});
+  (void)rt.run(g, std::vector<Device>{kCpu});
+  EXPECT_NE(argument_error.find("argument 1 of 1"), std::string::npos) << argument_error;
+  try {
+    (void)rt.map(g, static_cast<weft::graph::Policy>(42));
+    FAIL() << "no error";
+  } catch (const weft::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown policy 42"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Runtime, RefusesMappingsItCannotRunBeforeRunningAnything) {
   weft::cpu::Executor ex;
   Runtime rt(ex, emulated());

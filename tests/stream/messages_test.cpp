@@ -80,6 +80,7 @@ TEST(StreamWorld, SizesThatOverflowAreRefused) {
                  weft::InvalidArgument);
     EXPECT_THROW((void)ts.allocate(std::numeric_limits<std::size_t>::max() - 10),
                  weft::InvalidArgument);
+    EXPECT_THROW((void)ts.region<float>(4, static_cast<ws::Policy>(9)), weft::InvalidArgument);
   });
 }
 

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "weft/error.hpp"
+
 namespace weft::cpu {
 class Executor;
 }
@@ -60,16 +62,25 @@ inline Arg read_write(Data d) { return {d, Access::read_write}; }
 
 /// What an implementation receives: one pointer per argument, in the node's order, to memory on
 /// the device the node runs on, and each argument's size in bytes.
+/// get and count throw weft::InvalidArgument for an argument the node does not have.
 struct KernelArgs {
   std::span<void* const> pointers;
   std::span<const std::size_t> bytes;
   template <class T>
   [[nodiscard]] T* get(std::size_t i) const {
+    check_argument(i);
     return static_cast<T*>(pointers[i]);
   }
   template <class T>
   [[nodiscard]] std::size_t count(std::size_t i) const {
+    check_argument(i);
     return bytes[i] / sizeof(T);
+  }
+  void check_argument(std::size_t i) const {
+    if (i >= pointers.size() || i >= bytes.size()) {
+      throw InvalidArgument("weft::graph::KernelArgs: argument " + std::to_string(i) + " of " +
+                            std::to_string(pointers.size()));
+    }
   }
 };
 

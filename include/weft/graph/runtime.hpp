@@ -57,7 +57,8 @@ struct RuntimeOptions {
   /// stream for outputs the host needs, enqueued with their kernel), so they overlap the
   /// kernels. The default,
   /// one, runs GPU nodes one at a time, as the cost models and the schedulers assume (a bulk
-  /// kernel fills the GPU; two at once would each measure the other's time).
+  /// kernel fills the GPU; two at once would each measure the other's time). At most
+  /// kMaxComputeStreams (64).
   int compute_streams = 1;
   /// CPU nodes running at once; 0: no limit. The default, one, gives each CPU node every
   /// worker for its parallel loops, as the models assume: nodes measured while sharing the
@@ -130,6 +131,9 @@ struct RunReport {
 ///   weft::graph::Runtime rt(ex);
 ///   auto report = rt.run(graph, weft::graph::Policy::pptm);
 /// @endcode
+/// The most compute streams a runtime may have (RuntimeOptions::compute_streams).
+inline constexpr int kMaxComputeStreams = 64;
+
 class Runtime {
  public:
   explicit Runtime(cpu::Executor& executor, RuntimeOptions options = {});

@@ -1,6 +1,9 @@
 #include "weft/graph/mapping/calibration.hpp"
+#include "weft/error.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 namespace weft::graph {
 
@@ -14,6 +17,22 @@ bool two_sizes(const std::vector<CostSample>& s) {
 }  // namespace
 
 void Calibration::add(const Graph& graph, const RunReport& report) {
+  // Every time first, before anything is kept: a bad sample would make every later fit throw.
+  auto check = [](double seconds, const std::string& what) {
+    if (!std::isfinite(seconds) || seconds < 0) {
+      throw InvalidArgument("weft::graph::Calibration::add: " + what + "'s time " +
+                            std::to_string(seconds) + " must be finite and >= 0");
+    }
+  };
+  for (const NodeRecord& n : report.nodes) {
+    if (n.node >= graph.num_nodes()) {
+      throw InvalidArgument("weft::graph::Calibration::add: node " + std::to_string(n.node) +
+                            " of a report is not in the graph (" +
+                            std::to_string(graph.num_nodes()) + " nodes)");
+    }
+    check(n.end - n.start, "node " + std::to_string(n.node));
+  }
+  for (const TransferRecord& t : report.transfers) check(t.end - t.start, "a transfer");
   for (const NodeRecord& n : report.nodes) {
     const std::string& kernel = graph.kernel(NodeId{n.node}).name;
     const auto size = static_cast<double>(n.size);

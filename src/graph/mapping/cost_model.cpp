@@ -90,6 +90,13 @@ LinearCostModel LinearCostModel::fit(std::span<const CostSample> samples, double
   }
   const double slope = sxy / sxx;
   const double theta[2] = {mean_y - slope * mean_x, slope};
+  // Finite samples can still overflow the sums (times near 1e308): a NaN model would predict
+  // 0 s, a free node, and could not be stored.
+  if (!std::isfinite(theta[0]) || !std::isfinite(theta[1]) || !std::isfinite(sxx)) {
+    throw InvalidArgument(
+        "weft::graph::LinearCostModel::fit: the samples overflow the fit (non-finite "
+        "coefficients)");
+  }
   // The inverse of the normal matrix [[n, sum x], [sum x, sum x^2]], from the centred sums:
   // its determinant is n * sxx.
   const double sum_x = n * mean_x;

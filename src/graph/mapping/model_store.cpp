@@ -98,7 +98,17 @@ StoredModel read_row(const Statement& s) {
 
 bool ModelStore::available() noexcept { return true; }
 
-ModelStore::ModelStore(const std::string& path) : db_(std::make_unique<Db>(path)) {
+namespace {
+
+// SQLite opens a temporary database for "": what it learned would be lost at exit.
+const std::string& non_empty_path(const std::string& path) {
+  if (path.empty()) throw InvalidArgument("weft::graph::ModelStore: an empty path");
+  return path;
+}
+
+}  // namespace
+
+ModelStore::ModelStore(const std::string& path) : db_(std::make_unique<Db>(non_empty_path(path))) {
   store::SqliteDb& db = db_->sqlite;
   db.exec(kSchema, "creating the table");
   auto missing_columns = [&] {
