@@ -1,5 +1,6 @@
 // Shared regions: the four update policies of seed 001 (section 4.4) as one state machine.
 #include <cstring>
+#include <string>
 
 #include "stream/region_core.hpp"
 #include "stream/stream_core.hpp"
@@ -176,13 +177,22 @@ void* begin_host_access(RegionCore& region, Access access) {
 
 void end_host_access(RegionCore& region, Access access) noexcept { region.end_host(access); }
 
+void refuse_empty_region(const char* call) {
+  throw InvalidState(std::string("weft::stream::Region::") + call +
+                     ": an empty region (default-constructed or moved from)");
+}
+
 }  // namespace detail
 
 std::size_t RegionBytes::bytes() const noexcept { return core_ ? core_->bytes() : 0; }
-Policy RegionBytes::policy() const noexcept { return core_->policy(); }
-RegionState RegionBytes::state() const noexcept { return core_->state(); }
-bool RegionBytes::copy_in_flight() const noexcept { return core_->copy_in_flight(); }
-RegionCopies RegionBytes::copies() const noexcept { return core_->copies(); }
-void* RegionBytes::device_bytes() const noexcept { return core_->device(); }
+Policy RegionBytes::policy() const noexcept { return core_ ? core_->policy() : Policy::Simple; }
+RegionState RegionBytes::state() const noexcept {
+  return core_ ? core_->state() : RegionState::InHost;
+}
+bool RegionBytes::copy_in_flight() const noexcept { return core_ && core_->copy_in_flight(); }
+RegionCopies RegionBytes::copies() const noexcept {
+  return core_ ? core_->copies() : RegionCopies{};
+}
+void* RegionBytes::device_bytes() const noexcept { return core_ ? core_->device() : nullptr; }
 
 }  // namespace weft::stream

@@ -58,6 +58,20 @@ std::ostream& operator<<(std::ostream& os, Copies c) {
 
 }  // namespace
 
+// A default-constructed or moved-from region reports empty values and refuses host access,
+// where its getters dereferenced a null core.
+TEST(StreamRegion, AnEmptyRegionReportsEmptyValuesAndRefusesHostAccess) {
+  const ws::Region<float> none;
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(none.size(), 0u);
+  EXPECT_EQ(none.policy(), ws::Policy::Simple);
+  EXPECT_EQ(none.state(), ws::RegionState::InHost);
+  EXPECT_FALSE(none.copy_in_flight());
+  EXPECT_EQ(none.copies().to_device, 0u);
+  EXPECT_EQ(none.device_bytes(), nullptr);
+  EXPECT_THROW((void)none.host(ws::Access::Read), weft::InvalidState);
+}
+
 TEST(StreamRegion, StartsInHostZeroed) {
   on_stream([](ws::TaskStream& ts) {
     auto r = ts.region<int>(16, Policy::ReadWrite);

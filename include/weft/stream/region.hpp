@@ -61,6 +61,8 @@ void* begin_host_access(RegionCore& region, Access access);
 /// Ends it (an Async write starts its copy to the device here). A failure to start that copy
 /// is kept and thrown by the region's next access.
 void end_host_access(RegionCore& region, Access access) noexcept;
+/// Throws weft::InvalidState: `call` on an empty region.
+[[noreturn]] void refuse_empty_region(const char* call);
 }  // namespace detail
 
 /// The untyped region; Region<T> below is what programs use.
@@ -70,6 +72,8 @@ class RegionBytes {
   explicit RegionBytes(std::shared_ptr<detail::RegionCore> core) noexcept
       : core_(std::move(core)) {}
 
+  /// An empty region (default-constructed or moved from) reports 0 bytes, Policy::Simple,
+  /// InHost, no copies and a null device buffer; its host access throws weft::InvalidState.
   [[nodiscard]] bool empty() const noexcept { return core_ == nullptr; }
   [[nodiscard]] std::size_t bytes() const noexcept;
   [[nodiscard]] Policy policy() const noexcept;
@@ -131,6 +135,7 @@ class Region : public RegionBytes {
   [[nodiscard]] T* device_data() const noexcept { return static_cast<T*>(device_bytes()); }
   /// The host buffer for `access` (see the file comment for what Write promises).
   [[nodiscard]] HostAccess<T> host(Access access) const {
+    if (empty()) detail::refuse_empty_region("host");
     return HostAccess<T>(core(), size(), access);
   }
 };
