@@ -487,6 +487,38 @@ TEST(Runtime, OutOfRangeOptionsPoliciesAndArgumentsAreRefused) {
   }
 }
 
+// On the device, a producer that fails on one stream stops its consumer on another: the
+// error travels with the event the consumer's stream waits on, as a sticky CUDA error does.
+TEST(Runtime, AGpuConsumerOfAFailedProducerOnAnotherStreamDoesNotRun) {
+  weft::cpu::Executor ex;
+  Runtime rt(ex, emulated(2, 1));
+  Graph g;
+  std::vector<float> x(4), out(4);
+  const auto dx = g.add_data("x", x.data(), 16);
+  const auto a = g.add_data("a", 16);
+  const auto b = g.add_data("b", 16);
+  const auto dout = g.add_data("out", out.data(), 16);
+  std::atomic<int> consumer_runs{0};
+  const Kernel slow{
+      "slow",
+      [](const CpuCall&) { std::this_thread::sleep_for(std::chrono::milliseconds(50)); },
+      not_on_emulated,
+      {}};
+  const Kernel failing{"failing",
+                       [](const CpuCall&) { throw std::runtime_error("producer failed"); },
+                       not_on_emulated,
+                       {}};
+  const Kernel consumer{
+      "consumer", [&](const CpuCall&) { consumer_runs.fetch_add(1); }, not_on_emulated, {}};
+  g.add_node(slow, {read(dx), write(a)}, "P1");
+  g.add_node(failing, {read(dx), write(b)}, "P2");
+  g.add_node(consumer, {read(a), read(b), write(dout)}, "C");
+  for (int round = 0; round < 5; ++round) {
+    EXPECT_THROW((void)rt.run(g, std::vector<Device>{kGpu, kGpu, kGpu}), weft::Error);
+    EXPECT_EQ(consumer_runs.load(), 0) << "round " << round;
+  }
+}
+
 TEST(Runtime, RefusesMappingsItCannotRunBeforeRunningAnything) {
   weft::cpu::Executor ex;
   Runtime rt(ex, emulated());

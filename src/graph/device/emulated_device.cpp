@@ -82,23 +82,28 @@ class EmulatedDevice final : public DeviceBackend {
       if (st.ops.empty() && !st.busy) {
         events_[e].done = true;
         events_[e].when = Clock::now();
-        return e;  // nothing waits on an event before record() has returned it
+        events_[e].error = st.error;  // idle: its thread's last write came before busy = false
+        return e;                     // nothing waits on an event before record() has returned it
       }
     }
-    enqueue(s, [this, e](Stream&) {
+    enqueue(s, [this, e](Stream& st) {
       {
         std::lock_guard lock(mutex_);
         events_[e].done = true;
         events_[e].when = Clock::now();
+        events_[e].error = st.error;
       }
       changed_.notify_all();
     });
     return e;
   }
   void wait(int s, Event e) override {
-    enqueue(s, [this, e](Stream&) {
+    enqueue(s, [this, e](Stream& st) {
       std::unique_lock lock(mutex_);
       changed_.wait(lock, [&] { return events_[e].done; });
+      // The recording stream's error reaches the work behind the wait, as a sticky CUDA error
+      // reaches every stream: a consumer of a failed producer does not run.
+      if (!st.error) st.error = events_[e].error;
     });
   }
   void on_host(int s, std::function<void(std::exception_ptr)> callback) override {
@@ -137,12 +142,15 @@ class EmulatedDevice final : public DeviceBackend {
   struct Stream {
     std::deque<std::function<void(Stream&)>> ops;
     bool busy = false;
-    std::exception_ptr error;  // written and read by the stream's thread only, and reset
-    std::thread thread;        // after synchronize
+    // Written by the stream's thread (read by record() under the lock once the stream is
+    // idle), and reset after synchronize.
+    std::exception_ptr error;
+    std::thread thread;
   };
   struct EventState {
     bool done = false;
     Clock::time_point when{};
+    std::exception_ptr error;  // the recording stream's error when it reached the event
   };
 
   void check_stream(int s) const {
