@@ -1,5 +1,7 @@
 #include "batched_gemm.hpp"
 
+#include "first_null.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -54,8 +56,12 @@ GemmBatch GemmBatch::variable(int count, int lo, int hi, std::uint64_t seed) {
   return packed(std::move(shapes));
 }
 
-void GemmBatch::check(const char* caller) const {
+void GemmBatch::check(const char* caller, const void* a, const void* b, const void* c) const {
   const std::string where = std::string("apps::gpu::") + caller + ": ";
+  if (const char* null = first_null({{"a", a}, {"b", b}, {"c", c}});
+      null != nullptr && !shapes.empty()) {
+    throw std::invalid_argument(where + "buffer " + null + " is null");
+  }
   if (a_at.size() != shapes.size() || b_at.size() != shapes.size() ||
       c_at.size() != shapes.size()) {
     throw std::invalid_argument(where + std::to_string(shapes.size()) + " shapes but offsets for " +
@@ -112,14 +118,7 @@ void fill_inputs(const GemmBatch& batch, std::vector<T>& a, std::vector<T>& b) {
 
 template <class T>
 void reference_gemm(const GemmBatch& batch, const T* a, const T* b, T* c) {
-  batch.check("reference_gemm");
-  if (!batch.shapes.empty() && (a == nullptr || b == nullptr || c == nullptr)) {
-    throw std::invalid_argument(std::string("apps::gpu::reference_gemm: buffer ") +
-                                (a == nullptr   ? "a"
-                                 : b == nullptr ? "b"
-                                                : "c") +
-                                " is null");
-  }
+  batch.check("reference_gemm", a, b, c);
   for (std::size_t i = 0; i < batch.shapes.size(); ++i) {
     const GemmShape s = batch.shapes[i];
     const T* ai = a + batch.a_at[i];

@@ -39,8 +39,9 @@ struct GemmBatch {
   static GemmBatch variable(int count, int lo, int hi, std::uint64_t seed);
   /// Throws std::invalid_argument, naming `caller`, the product and what is wrong, unless the
   /// batch is consistent: one offset of each kind per shape, every size in [1, kMaxSide], and
-  /// every matrix inside its buffer's size (a batch assembled by hand, field by field).
-  void check(const char* caller) const;
+  /// every matrix inside its buffer's size (a batch assembled by hand, field by field); and,
+  /// for a batch with products, naming the buffer when a, b or c is null.
+  void check(const char* caller, const void* a, const void* b, const void* c) const;
   /// The 64x64 tile tasks of the batch.
   [[nodiscard]] std::size_t tiles() const;
   /// Floating-point operations of the batch (2 m n k each).
@@ -67,14 +68,7 @@ double max_relative_error(std::span<const T> got, std::span<const T> ref);
 template <class T, std::size_t Capacity>
 std::vector<weft::gpu::TaskRecord<Capacity>> gemm_tasks(const GemmBatch& batch, const T* a,
                                                         const T* b, T* c) {
-  batch.check("gemm_tasks");
-  if (!batch.shapes.empty() && (a == nullptr || b == nullptr || c == nullptr)) {
-    throw std::invalid_argument(std::string("apps::gpu::gemm_tasks: buffer ") +
-                                (a == nullptr   ? "a"
-                                 : b == nullptr ? "b"
-                                                : "c") +
-                                " is null");
-  }
+  batch.check("gemm_tasks", a, b, c);
   using Tile = std::conditional_t<std::is_same_v<T, double>, DgemmTile, SgemmTile>;
   constexpr int kTile = Tile::kTile;
   std::vector<weft::gpu::TaskRecord<Capacity>> tasks;

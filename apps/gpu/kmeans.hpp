@@ -21,6 +21,7 @@
 #include <weft/cpu/task_group.hpp>
 #include <weft/gpu/pool.hpp>
 
+#include "first_null.hpp"
 #include "gemm_tile.hpp"
 
 namespace apps::gpu {
@@ -184,16 +185,13 @@ KmeansResult kmeans_on_pool(Pool& pool, std::span<const float> points, int d, in
                             weft::cpu::Executor* sum_workers = nullptr) {
   using Record = typename Pool::Record;
   check_kmeans("kmeans_on_pool", points, d, k, iterations);
-  const char* null = points_for_blocks == nullptr      ? "points_for_blocks"
-                     : centroids_for_blocks == nullptr ? "centroids_for_blocks"
-                     : norms_for_blocks == nullptr     ? "norms_for_blocks"
-                     : labels_for_blocks == nullptr    ? "labels_for_blocks"
-                     : !upload                         ? "upload"
-                                                       : nullptr;
-  if (null != nullptr) {
-    throw std::invalid_argument(std::string("apps::gpu::kmeans_on_pool: ") + null +
-                                (upload ? " is null" : " is empty"));
+  if (const char* null = first_null({{"points_for_blocks", points_for_blocks},
+                                     {"centroids_for_blocks", centroids_for_blocks},
+                                     {"norms_for_blocks", norms_for_blocks},
+                                     {"labels_for_blocks", labels_for_blocks}})) {
+    throw std::invalid_argument(std::string("apps::gpu::kmeans_on_pool: ") + null + " is null");
   }
+  if (!upload) throw std::invalid_argument("apps::gpu::kmeans_on_pool: upload is empty");
   if (sum_workers != nullptr && sum_workers->this_worker_index() >= 0) {
     throw std::invalid_argument(
         "apps::gpu::kmeans_on_pool: called from a worker of sum_workers (its summing tasks "

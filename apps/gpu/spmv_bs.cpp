@@ -1,8 +1,8 @@
 #include "spmv_bs.hpp"
 
 #include "app_pool.hpp"
+#include "first_null.hpp"
 
-#include <initializer_list>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -21,18 +21,6 @@ weft::gpu::PoolOptions spmv_bs_pool_options(std::vector<int> devices) {
   o.ring_depth = 1;
   return o;
 }
-
-namespace {
-
-// The name of the first null pointer of `named`, or null.
-const char* first_null(std::initializer_list<std::pair<const char*, const void*>> named) {
-  for (const auto& [name, pointer] : named) {
-    if (pointer == nullptr) return name;
-  }
-  return nullptr;
-}
-
-}  // namespace
 
 void check_spmv_bs_tasks(const SpmvBsArrays& a, int rows_per_task, int options_per_task) {
   const std::string where = "apps::gpu::spmv_bs_tasks: ";

@@ -26,6 +26,7 @@
 #include <weft/cpu/task_group.hpp>
 #include <weft/gpu/pool.hpp>
 
+#include "first_null.hpp"
 #include "gemm_tile.hpp"
 
 namespace apps::gpu {
@@ -155,11 +156,8 @@ std::vector<std::vector<Neighbour>> tnn_on_pool(Pool& pool, const PointSet& poin
   using Record = typename Pool::Record;
   constexpr int kTile = SgemmTile::kTile;
   check_tnn("tnn_on_pool", points, t);
-  const char* null = col_major == nullptr   ? "col_major"
-                     : row_major == nullptr ? "row_major"
-                     : buffers == nullptr   ? "buffers"
-                                            : nullptr;
-  if (null != nullptr) {
+  if (const char* null =
+          first_null({{"col_major", col_major}, {"row_major", row_major}, {"buffers", buffers}})) {
     throw std::invalid_argument(std::string("apps::gpu::tnn_on_pool: ") + null + " is null");
   }
   if (slots == 0 || slots > kMaxTnnSlots) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <vector>
 
+#include "common/flag_claim.hpp"
 #include "device/device_backend.hpp"
 #include "dispatcher.hpp"
 #include "graph_impl.hpp"
@@ -276,37 +277,11 @@ RunReport Runtime::run(Graph& graph, const std::vector<Device>& mapping) {
   return execute(graph, mapping, "forced");
 }
 
-namespace {
-
-// Holds a flag for one run (a runtime's busy flag, a graph's running flag) and clears it on
-// every way out. acq_rel exchange: acquires the last holder's release store (what it did
-// happens before this run) and publishes the claim to a concurrent claimant's exchange.
-class Claim {
- public:
-  Claim(std::atomic<bool>& flag, const char* refusal) : flag_(&flag) {
-    if (flag_->exchange(true, std::memory_order_acq_rel)) {
-      flag_ = nullptr;
-      throw InvalidState(refusal);
-    }
-  }
-  ~Claim() { release(); }
-  Claim(const Claim&) = delete;
-  Claim& operator=(const Claim&) = delete;
-  void release() noexcept {
-    if (flag_ != nullptr) flag_->store(false, std::memory_order_release);  // pairs above
-    flag_ = nullptr;
-  }
-
- private:
-  std::atomic<bool>* flag_;
-};
-
-}  // namespace
-
 RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std::string policy) {
-  const Claim runtime_claim(busy_,
-                            "weft::graph::Runtime::run: a run is already in progress on this "
-                            "runtime (run() is not reentrant; serialise calls)");
+  const weft::detail::FlagClaim runtime_claim(
+      busy_,
+      "weft::graph::Runtime::run: a run is already in progress on this "
+      "runtime (run() is not reentrant; serialise calls)");
   auto& g = detail::GraphAccess::impl(graph);
   check_mapping_size(g, mapping, "run");
   bool uses_gpu = false;
@@ -330,7 +305,8 @@ RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std
                             "' has no CPU implementation");
     }
   }
-  Claim graph_claim(g.running, "weft::graph::Runtime::run: the graph is already running");
+  weft::detail::FlagClaim graph_claim(g.running,
+                                      "weft::graph::Runtime::run: the graph is already running");
   if (uses_gpu) {
     if (g.memory && g.memory != memory_) {
       throw InvalidState(
@@ -403,11 +379,13 @@ void Runtime::predict_and_remember(detail::GraphImpl& g, const std::vector<Devic
 }
 
 void Runtime::release(Graph& graph) {
-  const Claim runtime_claim(busy_,
-                            "weft::graph::Runtime::release: a run is in progress on this "
-                            "runtime");
+  const weft::detail::FlagClaim runtime_claim(
+      busy_,
+      "weft::graph::Runtime::release: a run is in progress on this "
+      "runtime");
   auto& g = detail::GraphAccess::impl(graph);
-  const Claim graph_claim(g.running, "weft::graph::Runtime::release: the graph is running");
+  const weft::detail::FlagClaim graph_claim(g.running,
+                                            "weft::graph::Runtime::release: the graph is running");
   if (g.memory && g.memory == memory_) {
     g.release_device_copies();
     g.memory.reset();

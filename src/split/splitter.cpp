@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "common/flag_claim.hpp"
 #include "graph/device/device_backend.hpp"
 #include "weft/cpu/executor.hpp"
 #include "weft/cpu/team.hpp"
@@ -126,32 +127,25 @@ std::unique_ptr<GpuSide> GpuSide::best_available() {
 
 namespace {
 
-// Holds the splitter's running flag and its executor for one region. The executor claim is
-// process-wide: two splitters on one executor would each wait in a team barrier for workers
-// the other holds. Both are released on every way out of the region.
+// Holds the splitter's running flag and its executor for one region, released on every way
+// out. The executor claim is process-wide: two splitters on one executor would each wait in a
+// team barrier for workers the other holds.
 class OneRegionAtATime {
  public:
   OneRegionAtATime(std::atomic<bool>& running, const cpu::Executor& ex, const std::string& region)
-      : running_(running), ex_(&ex) {
-    // acq_rel: acquires the last region's release below (its tables' writes) and publishes
-    // the claim to a concurrent caller's exchange.
-    if (running_.exchange(true, std::memory_order_acq_rel)) {
-      throw InvalidState("weft::split::Splitter: a region of '" + region +
-                         "' is already running (one region at a time; run() is not reentrant)");
-    }
+      : running_(running, "weft::split::Splitter: a region of '" + region +
+                              "' is already running (one region at a time; run() is not "
+                              "reentrant)"),
+        ex_(&ex) {
     const std::lock_guard lock(busy_mutex());
     if (!busy_executors().insert(ex_).second) {
-      running_.store(false, std::memory_order_release);
       throw InvalidState("weft::split::Splitter: region '" + region +
                          "' was started while another splitter's region runs on its executor");
     }
   }
   ~OneRegionAtATime() {
-    {
-      const std::lock_guard lock(busy_mutex());
-      busy_executors().erase(ex_);
-    }
-    running_.store(false, std::memory_order_release);  // pairs with the exchange above
+    const std::lock_guard lock(busy_mutex());
+    busy_executors().erase(ex_);
   }
   OneRegionAtATime(const OneRegionAtATime&) = delete;
   OneRegionAtATime& operator=(const OneRegionAtATime&) = delete;
@@ -165,7 +159,7 @@ class OneRegionAtATime {
     static std::set<const cpu::Executor*> s;
     return s;
   }
-  std::atomic<bool>& running_;
+  weft::detail::FlagClaim running_;  // released after the executor (declared first)
   const cpu::Executor* ex_;
 };
 
@@ -231,6 +225,28 @@ double work_in(const RegionWork& w, Range r) {
   return w.work * (fraction_before(w, r.end) - fraction_before(w, r.begin));
 }
 
+namespace {
+
+// The cut itself, for arguments already checked (Splitter::run_split's come checked from
+// run and run_fixed).
+SplitRanges cut_ranges(const RegionWork& w, double gsplit, const std::vector<double>& csplit) {
+  SplitRanges out;
+  const std::int64_t gpu_end = cut_at(w, gsplit);
+  out.gpu = {0, gpu_end};
+  double before = gsplit;
+  std::int64_t begin = gpu_end;
+  for (std::size_t j = 0; j < csplit.size(); ++j) {
+    before += (1 - gsplit) * csplit[j];
+    const std::int64_t end =
+        j + 1 == csplit.size() ? w.items : std::max(begin, cut_at(w, std::min(before, 1.0)));
+    out.cores.push_back({begin, end});
+    begin = end;
+  }
+  return out;
+}
+
+}  // namespace
+
 SplitRanges split_ranges(const RegionWork& w, double gsplit, const std::vector<double>& csplit) {
   check_work(w);
   if (!(gsplit >= 0 && gsplit <= 1)) {
@@ -246,19 +262,7 @@ SplitRanges split_ranges(const RegionWork& w, double gsplit, const std::vector<d
                             std::to_string(csplit[j]) + " is negative or not finite");
     }
   }
-  SplitRanges out;
-  const std::int64_t gpu_end = cut_at(w, gsplit);
-  out.gpu = {0, gpu_end};
-  double before = gsplit;
-  std::int64_t begin = gpu_end;
-  for (std::size_t j = 0; j < csplit.size(); ++j) {
-    before += (1 - gsplit) * csplit[j];
-    const std::int64_t end =
-        j + 1 == csplit.size() ? w.items : std::max(begin, cut_at(w, std::min(before, 1.0)));
-    out.cores.push_back({begin, end});
-    begin = end;
-  }
-  return out;
+  return cut_ranges(w, gsplit, csplit);
 }
 
 Splitter::Splitter(cpu::Executor& ex, GpuSide& gpu, std::string region, PeakRates prior,
@@ -365,7 +369,7 @@ RegionReport Splitter::run_split(const RegionWork& work, std::size_t bucket, dou
   }
 
   const std::size_t cores = tables_.cores();
-  const SplitRanges ranges = split_ranges(work, gsplit, core_shares);
+  const SplitRanges ranges = cut_ranges(work, gsplit, core_shares);
   RegionReport report;
   report.bucket = bucket;
   report.gsplit = work.work > 0 ? work_in(work, ranges.gpu) / work.work : gsplit;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/flag_claim.hpp"
 #include "stream/mpi_transport.hpp"
 #include "weft/error.hpp"
 
@@ -376,17 +377,10 @@ void WorldCore::barrier(StreamCore& stream) {
 
 void WorldCore::run(const std::function<void(TaskStream&)>& body) {
   if (!body) throw InvalidArgument("weft::stream::World::run: an empty body");
-  // acq_rel: acquires the last run's release below and publishes this claim to a concurrent
-  // caller's exchange. A nested or concurrent run would reset the mailboxes of the live one.
-  if (running_.exchange(true, std::memory_order_acq_rel)) {
-    throw InvalidState(
-        "weft::stream::World::run: a run is already in progress (run is not "
-        "reentrant)");
-  }
-  struct EndRun {
-    std::atomic<bool>& running;
-    ~EndRun() { running.store(false, std::memory_order_release); }  // pairs with the exchange
-  } end_run{running_};
+  // A nested or concurrent run would reset the mailboxes of the live one.
+  const weft::detail::FlagClaim claim(running_,
+                                      "weft::stream::World::run: a run is already in "
+                                      "progress (run is not reentrant)");
   errors_.clear();
   barrier_arrived_ = 0;
   barrier_generation_ = 0;
