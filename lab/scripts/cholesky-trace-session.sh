@@ -5,7 +5,8 @@
 # the three graph shapes (32, 64 and 128 tasks a side) with empty bodies (the graph's own cost
 # per task);
 # then compute-sanitizer memcheck on the probe at a small size (its stamps' writes).
-#   device: WEFT_COMMIT=<hash> bash lab/scripts/cholesky-trace-session.sh [REPS]
+#   device: WEFT_COMMIT=<hash> [TRACE_SIZES="N:BLOCK[:empty] ..."] \
+#           bash lab/scripts/cholesky-trace-session.sh [REPS]
 set -uo pipefail
 source lab/scripts/session-lib.sh
 start_session
@@ -17,8 +18,9 @@ nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -maxrregcount=168 -Iincl
   build-gpu/src/libweft.a -lopenblas -lhwloc -o "$work/cholesky_trace" \
   > "$work/build-probe.log" 2>&1 || { tail -20 "$work/build-probe.log"; exit 1; }
 echo "built at $(($(date +%s) - t0)) s"
-timeout 150 "$work/cholesky_trace" "$reps" 1024:1 2048:1 4096:2 8192:2 8192:1 \
-  2048:1:empty 8192:1:empty 8192:2:empty | tee "$work/trace.txt"
+sizes=${TRACE_SIZES:-1024:1 2048:1 4096:2 8192:2 8192:1 2048:1:empty 8192:1:empty 8192:2:empty}
+# shellcheck disable=SC2086  # one argument per size
+timeout 150 "$work/cholesky_trace" "$reps" $sizes | tee "$work/trace.txt"
 echo "traced (rc ${PIPESTATUS[0]}) at $(($(date +%s) - t0)) s"
 timeout 120 compute-sanitizer --tool memcheck "$work/cholesky_trace" 1 512:1 512:2 2>&1 |
   tail -4
