@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "stream/device.hpp"
+#include "stream/stream_life.hpp"
 #include "weft/stream/buffer.hpp"
 
 namespace weft::stream::detail {
@@ -31,6 +32,10 @@ struct Operation {
   int tag = 0;
   Buffer buffer;
   StreamCore* owner = nullptr;
+  /// The owner's life and the run that posted the op: `owner` is used only while that run is
+  /// under way (a Request kept longer reports how its op ended instead).
+  std::shared_ptr<StreamLife> life;
+  std::uint64_t run = 0;
 
   /// Stored with release after `error`, `path` and `copied` are written; loaded with acquire
   /// by the owner's wait, which then reads them.

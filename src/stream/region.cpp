@@ -1,6 +1,8 @@
 // Shared regions: the four update policies of seed 001 (section 4.4) as one state machine.
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "stream/region_core.hpp"
 #include "stream/stream_core.hpp"
@@ -18,25 +20,49 @@ bool writes(Access a) noexcept { return a != Access::Read; }
 }  // namespace
 
 RegionCore::RegionCore(StreamCore& stream, std::size_t bytes, Policy policy)
-    : stream_(stream), bytes_(bytes), policy_(policy) {
+    : stream_(stream), life_(stream.life()), bytes_(bytes), policy_(policy) {
   host_ = stream_.device().allocate_pinned(bytes_);
   try {
     device_ = stream_.device().allocate(bytes_);
+    const std::lock_guard lock(life_->mutex);
+    life_->regions.insert(this);
   } catch (...) {
+    stream_.device().release(device_);
     stream_.device().release_pinned(host_);
     throw;
   }
   std::memset(host_, 0, bytes_);
 }
 
+// Whichever of the region and its stream goes first frees the memory (under the life's lock).
 RegionCore::~RegionCore() {
+  const std::lock_guard lock(life_->mutex);
+  if (orphaned_) return;
+  life_->regions.erase(this);
   try {
     stream_.queue().synchronize();
     stream_.transfers().synchronize();
   } catch (...) {  // a failed device: the memory goes all the same
   }
-  stream_.device().release(device_);
-  stream_.device().release_pinned(host_);
+  release_memory();
+}
+
+void RegionCore::orphan() noexcept {
+  release_memory();  // the stream synchronized its queues first
+  orphaned_ = true;
+}
+
+void RegionCore::release_memory() noexcept {
+  stream_.device().release(std::exchange(device_, nullptr));
+  stream_.device().release_pinned(std::exchange(host_, nullptr));
+  host_read_ = to_host_ = to_device_ = nullptr;
+}
+
+void RegionCore::check_alive(const char* call) const {
+  if (orphaned_) {
+    throw InvalidState(std::string("weft::stream::Region: ") + call +
+                       " on a region whose World was destroyed (its memory went with it)");
+  }
 }
 
 void RegionCore::rethrow_deferred() {
@@ -126,6 +152,7 @@ void RegionCore::after_kernel(Access access) {
 }
 
 void* RegionCore::begin_host(Access access) {
+  check_alive("host access");
   rethrow_deferred();
   if (writes(access)) wait_host_readers();
   switch (policy_) {
@@ -150,10 +177,13 @@ void* RegionCore::begin_host(Access access) {
       if (writes(access)) state_ = RegionState::InHost;
       break;
   }
+  ++open_host_;
   return host_;
 }
 
 void RegionCore::end_host(Access access) noexcept {
+  if (orphaned_) return;
+  --open_host_;
   if (policy_ != Policy::Async || !writes(access)) return;
   try {
     // The copy in waits for the kernels enqueued so far: they may still read the device buffer.
@@ -171,6 +201,7 @@ void RegionCore::end_host(Access access) noexcept {
 }
 
 void* begin_host_access(RegionCore& region, Access access) {
+  region.check_alive("host access");
   region.stream().check_owner("region host access");
   return region.begin_host(access);
 }

@@ -4,8 +4,10 @@
 
 #include <cstddef>
 #include <exception>
+#include <memory>
 
 #include "stream/device.hpp"
+#include "stream/stream_life.hpp"
 #include "weft/stream/region.hpp"
 
 namespace weft::stream::detail {
@@ -19,7 +21,15 @@ class RegionCore {
   RegionCore(const RegionCore&) = delete;
   RegionCore& operator=(const RegionCore&) = delete;
 
+  /// The stream that made it; valid only while !orphaned().
   [[nodiscard]] StreamCore& stream() const noexcept { return stream_; }
+  /// True once the World was destroyed before the region: its memory is freed, and every
+  /// access throws weft::InvalidState.
+  [[nodiscard]] bool orphaned() const noexcept { return orphaned_; }
+  /// Called by the stream as it is destroyed, under its life's lock.
+  void orphan() noexcept;
+  /// Host accesses begun and not yet ended (a kernel may not use the region meanwhile).
+  [[nodiscard]] int open_host_accesses() const noexcept { return open_host_; }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
   [[nodiscard]] Policy policy() const noexcept { return policy_; }
   [[nodiscard]] RegionState state() const noexcept { return state_; }
@@ -34,13 +44,20 @@ class RegionCore {
   void* begin_host(Access access);
   void end_host(Access access) noexcept;
 
+  /// Throws weft::InvalidState naming `call` once the region is orphaned.
+  void check_alive(const char* call) const;
+
  private:
+  void release_memory() noexcept;
   void copy_in_now();        // host to device on the kernels' queue, before what follows
   void copy_out_and_wait();  // device to host after the kernels so far, waited for
   void wait_host_readers();  // copies still reading the host buffer
   void rethrow_deferred();
 
   StreamCore& stream_;
+  std::shared_ptr<StreamLife> life_;
+  bool orphaned_ = false;  // under life_->mutex when written
+  int open_host_ = 0;
   std::size_t bytes_;
   Policy policy_;
   RegionState state_ = RegionState::InHost;

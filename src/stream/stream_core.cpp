@@ -1,9 +1,11 @@
 // A task stream's operations and the wait loop that moves them on.
 #include "stream/stream_core.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "stream/mpi_transport.hpp"
+#include "stream/region_core.hpp"
 #include "stream/world_core.hpp"
 #include "weft/error.hpp"
 
@@ -33,12 +35,50 @@ StreamCore::StreamCore(WorldCore& world, int local_index, Device& device, Device
       transfers_(device.make_queue()) {}
 
 StreamCore::~StreamCore() {
+  release_handles();
   for (void*& slot : staging_.slot) {
     if (slot != nullptr) device_.release_pinned(slot);
   }
 }
 
+void StreamCore::release_handles() noexcept {
+  try {
+    queue_->synchronize();
+    transfers_->synchronize();
+  } catch (...) {  // a failed device: the memory goes all the same
+  }
+  const std::lock_guard lock(life_->mutex);
+  for (RegionCore* region : life_->regions) region->orphan();
+  for (void* data : life_->allocations) device_.release(data);
+  life_->regions.clear();
+  life_->allocations.clear();
+  // release: pairs with the acquire load of a handle that finds it false without the lock.
+  life_->alive.store(false, std::memory_order_release);
+}
+
+void* StreamCore::allocate_tracked(std::size_t bytes) {
+  void* data = device_.allocate(bytes);
+  const std::lock_guard lock(life_->mutex);
+  try {
+    life_->allocations.insert(data);
+  } catch (...) {
+    device_.release(data);
+    throw;
+  }
+  return data;
+}
+
+void StreamCore::release_tracked(StreamCore* owner, StreamLife& life, void* data) noexcept {
+  const std::lock_guard lock(life.mutex);
+  if (!life.alive.load(std::memory_order_relaxed)) return;  // the stream freed it (under lock)
+  life.allocations.erase(data);
+  owner->device().release(data);
+}
+
 void StreamCore::begin_run() {
+  // release: pairs with is_current's acquire loads (a request of this run may wait from now).
+  life_->run.fetch_add(1, std::memory_order_release);
+  life_->running.store(true, std::memory_order_release);
   thread_ = std::this_thread::get_id();
   device_.make_current();
   problems.clear();
@@ -77,6 +117,8 @@ OpPtr StreamCore::post(OpKind kind, const Buffer& buffer, int peer, int tag) {
   op->tag = tag;
   op->buffer = buffer;
   op->owner = this;
+  op->life = life_;
+  op->run = life_->run.load(std::memory_order_relaxed);  // written by this thread
   // A device buffer's transfer waits for the kernels enqueued before it, unless the queue has
   // none left to run (the common case of a message after a synchronize costs no event then).
   // Copies the stream's regions put on its transfer queue (an Async write's) count as work
@@ -98,6 +140,8 @@ OpPtr StreamCore::post(OpKind kind, const Buffer& buffer, int peer, int tag) {
       wire->peer = peer;
       wire->tag = tag;
       wire->owner = this;
+      wire->life = life_;
+      wire->run = op->run;
       const auto* bytes = static_cast<const std::byte*>(buffer.data);
       wire->eager.assign(bytes, bytes + buffer.bytes);
       wire->is_eager = true;
@@ -156,7 +200,55 @@ bool StreamCore::test(Operation& op) {
   return true;
 }
 
+void StreamCore::wait_request(Operation& op) {
+  if (op.life->is_current(op.run)) {
+    op.owner->check_owner("Request::wait");
+    op.owner->wait(op);
+    return;
+  }
+  if (test_request(op)) return;
+  throw InvalidState("weft::stream::Request::wait: the " + describe(op) + " of rank " +
+                     std::to_string(op.self) +
+                     " has not ended and its run is over (or its World destroyed): it can be "
+                     "waited on only during the run that made it");
+}
+
+bool StreamCore::test_request(Operation& op) {
+  if (op.life->is_current(op.run)) {
+    op.owner->check_owner("Request::test");
+    return op.owner->test(op);
+  }
+  // Outside its run the op is not moved on, only read: its status was stored with release
+  // after its error (end_run, or whoever ended it).
+  switch (op.status.load(std::memory_order_acquire)) {
+    case OpStatus::Done:
+      return true;
+    case OpStatus::Failed:
+      std::rethrow_exception(op.error);
+    default:
+      return false;
+  }
+}
+
+void StreamCore::fail_unmatchable(Operation& op) {
+  const auto it = std::find_if(pending_.begin(), pending_.end(),
+                               [&](const OpPtr& p) { return p.get() == &op; });
+  if (it == pending_.end()) return;
+  const OpPtr held = *it;
+  const bool withdrawn =
+      op.kind == OpKind::Send ? world_.withdraw_local_send(held) : world_.withdraw_local_recv(held);
+  if (!withdrawn) return;  // matched meanwhile: the wait goes on as usual
+  op.error = std::make_exception_ptr(MessageError(
+      "rank " + std::to_string(rank_) + " waits on a " + describe(op) +
+      ", its own rank, that nothing has matched: only this stream could post the match, and it "
+      "is waiting (post the matching isend or irecv before waiting)"));
+  op.status.store(OpStatus::Failed, std::memory_order_release);  // pairs with wait's acquire
+}
+
 void StreamCore::wait(Operation& op) {
+  if (op.peer == rank_ && op.status.load(std::memory_order_acquire) == OpStatus::Pending) {
+    fail_unmatchable(op);
+  }
   int spins = 0;
   for (;;) {
     const std::uint32_t seen = wake_.load(std::memory_order_acquire);
@@ -190,6 +282,11 @@ void StreamCore::observe(Operation& op) {
 }
 
 void StreamCore::end_run() {
+  // However it ends, the run is over: its requests report how they ended from then on.
+  struct RunOver {
+    StreamLife& life;
+    ~RunOver() { life.running.store(false, std::memory_order_release); }  // pairs: is_current
+  } over{*life_};
   // What the body left unwaited: local ops still unmatched are withdrawn (their buffers may be
   // gone), copies in flight are waited for, MPI receives are cancelled; each is reported.
   std::vector<OpPtr> left;

@@ -14,6 +14,7 @@
 
 #include "stream/device.hpp"
 #include "stream/operation.hpp"
+#include "stream/stream_life.hpp"
 #include "weft/stream/task_stream.hpp"
 
 namespace weft::stream::detail {
@@ -57,10 +58,23 @@ class StreamCore {
 
   /// Posts a send or receive, validated, and returns it pending (or already ended).
   [[nodiscard]] OpPtr post(OpKind kind, const Buffer& buffer, int peer, int tag);
-  /// Blocks until `op` ends; throws its error.
+  /// Blocks until `op` ends; throws its error. An op to or from this stream's own rank that
+  /// is still unmatched fails at once: only this thread could post its match.
   void wait(Operation& op);
   /// Moves pending work on once; true when `op` has ended (throws its error).
   [[nodiscard]] bool test(Operation& op);
+  /// Request::wait and Request::test: during the run that posted `op`, the owner's wait and
+  /// test from the owner's thread (weft::InvalidState from another); after that run, or once
+  /// the World is gone, how `op` ended, without the owner.
+  static void wait_request(Operation& op);
+  [[nodiscard]] static bool test_request(Operation& op);
+
+  /// Shared with the handles this stream gives out (stream_life.hpp).
+  [[nodiscard]] const std::shared_ptr<StreamLife>& life() const noexcept { return life_; }
+  /// Device memory for a DeviceBytes, recorded so that the stream frees it if it goes first;
+  /// and its release by the handle (a no-op once the stream has freed it).
+  [[nodiscard]] void* allocate_tracked(std::size_t bytes);
+  static void release_tracked(StreamCore* owner, StreamLife& life, void* data) noexcept;
 
   /// Moves the stream's MPI operations on once (its own thread, or the World's after it ended).
   void progress_messages() { progress(); }
@@ -86,6 +100,9 @@ class StreamCore {
   void progress();
   void observe(Operation& op);
   void settle_copy(Operation& op);
+  void fail_unmatchable(Operation& op);
+  /// ~StreamCore: frees what the handles still alive hold, and marks them so.
+  void release_handles() noexcept;
 
   WorldCore& world_;
   int local_index_;
@@ -103,6 +120,7 @@ class StreamCore {
   std::vector<OpPtr> pending_;
   std::deque<OpPtr> mpi_ops_;
   TransferCounts counts_;
+  std::shared_ptr<StreamLife> life_ = std::make_shared<StreamLife>();
 };
 
 }  // namespace weft::stream::detail

@@ -30,10 +30,10 @@ void check_user_tag(const detail::StreamCore& core, int tag, const char* call) {
 // ---- requests ----
 
 void Request::wait() {
-  if (op_) op_->owner->wait(*op_);
+  if (op_) detail::StreamCore::wait_request(*op_);
 }
 
-bool Request::test() { return !op_ || op_->owner->test(*op_); }
+bool Request::test() { return !op_ || detail::StreamCore::test_request(*op_); }
 
 Path Request::path() const noexcept {
   return op_ && op_->status.load(std::memory_order_acquire) == detail::OpStatus::Done ? op_->path
@@ -44,8 +44,15 @@ std::size_t Request::bytes() const noexcept { return op_ ? op_->buffer.bytes : 0
 
 // ---- device memory ----
 
+DeviceBytes::DeviceBytes(detail::StreamCore* owner, void* data, std::size_t bytes) noexcept
+    : owner_(owner),
+      life_(owner != nullptr ? owner->life() : nullptr),
+      data_(data),
+      bytes_(bytes) {}
+
 DeviceBytes::DeviceBytes(DeviceBytes&& o) noexcept
     : owner_(std::exchange(o.owner_, nullptr)),
+      life_(std::move(o.life_)),
       data_(std::exchange(o.data_, nullptr)),
       bytes_(std::exchange(o.bytes_, 0)) {}
 
@@ -53,6 +60,7 @@ DeviceBytes& DeviceBytes::operator=(DeviceBytes&& o) noexcept {
   if (this != &o) {
     DeviceBytes gone(std::move(*this));
     owner_ = std::exchange(o.owner_, nullptr);
+    life_ = std::move(o.life_);
     data_ = std::exchange(o.data_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
   }
@@ -60,7 +68,7 @@ DeviceBytes& DeviceBytes::operator=(DeviceBytes&& o) noexcept {
 }
 
 DeviceBytes::~DeviceBytes() {
-  if (owner_ != nullptr) owner_->device().release(data_);
+  if (owner_ != nullptr) detail::StreamCore::release_tracked(owner_, *life_, data_);
 }
 
 // ---- who and where ----
@@ -75,7 +83,8 @@ int TaskStream::max_tag() const noexcept { return core_->world().max_tag(); }
 TransferCounts TaskStream::transfers() const noexcept { return core_->counts(); }
 
 DeviceBytes TaskStream::allocate(std::size_t bytes) {
-  return DeviceBytes(core_, core_->device().allocate(bytes), bytes);
+  core_->check_owner("allocate");
+  return DeviceBytes(core_, core_->allocate_tracked(bytes), bytes);
 }
 
 std::shared_ptr<detail::RegionCore> TaskStream::make_region(std::size_t bytes, Policy policy) {
@@ -101,6 +110,7 @@ void TaskStream::launch(std::initializer_list<Use> uses,
                             ": an empty region among the uses");
     }
     const detail::RegionCore& r = use.region->core();
+    r.check_alive("launch");
     if (&r.stream() != core_) {
       throw InvalidArgument("weft::stream::TaskStream::launch on rank " + std::to_string(rank()) +
                             ": a region of another task stream (rank " +
@@ -109,6 +119,12 @@ void TaskStream::launch(std::initializer_list<Use> uses,
     if (!seen.insert(&r).second) {
       throw InvalidArgument("weft::stream::TaskStream::launch on rank " + std::to_string(rank()) +
                             ": a region appears twice among the uses (use Access::ReadWrite)");
+    }
+    if (r.open_host_accesses() > 0) {
+      throw InvalidState("weft::stream::TaskStream::launch on rank " + std::to_string(rank()) +
+                         ": a region among the uses has a host access open (destroy its "
+                         "HostAccess before the launch: the kernel and its copies would race "
+                         "with the host's reads and writes)");
     }
   }
   for (const Use& use : uses) use.region->core().before_kernel(use.access);

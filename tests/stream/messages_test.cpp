@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "stream_test_support.hpp"
@@ -233,6 +234,39 @@ TEST(StreamMessages, SendToItselfWorks) {
   });
 }
 
+// Only the stream itself could post the match of a message to or from its own rank, and it is
+// the one waiting: the wait fails at once, naming it, where it waited forever.
+TEST(StreamMessages, ABlockingReceiveFromItsOwnRankThatNothingSentFails) {
+  ws::World world = make_world(1);
+  world.run([](ws::TaskStream& ts) {
+    int in = 0;
+    try {
+      ts.recv(ws::host(&in, 1), 0, 3);
+      FAIL() << "the receive returned";
+    } catch (const weft::MessageError& e) {
+      EXPECT_TRUE(contains(e.what(), "receive from rank 0 (tag 3, 4 bytes), its own rank"))
+          << e.what();
+    }
+  });  // failed and observed: run() has nothing left to report
+}
+
+TEST(StreamMessages, ALargeBlockingSendToItsOwnRankFailsAndASmallOneIsBuffered) {
+  ws::World world = make_world(1, /*eager=*/16);
+  world.run([](ws::TaskStream& ts) {
+    std::vector<std::int32_t> big = iota_from(0, 64), in(64);
+    EXPECT_THROW(ts.send(ws::host(big.data(), big.size()), 0, 1), weft::MessageError);
+    // A withdrawn send leaves nothing behind: a later pair on the same tag matches each other.
+    ws::Request r = ts.irecv(ws::host(in.data(), in.size()), 0, 1);
+    ts.send(ws::host(big.data(), big.size()), 0, 1);
+    r.wait();
+    EXPECT_EQ(in, big);
+    std::int32_t small = 7, got = 0;
+    ts.send(ws::host(&small, 1), 0, 2);  // eager: it ends at once, its bytes wait to be received
+    ts.recv(ws::host(&got, 1), 0, 2);
+    EXPECT_EQ(got, 7);
+  });
+}
+
 TEST(StreamMessages, NoSuchRankIsAnError) {
   ws::World world = make_world(2);
   world.run([](ws::TaskStream& ts) {
@@ -354,6 +388,52 @@ TEST(StreamMessages, CallsFromAnotherThreadAreRefused) {
     std::thread other([&] { EXPECT_THROW(ts.send(ws::host(&v, 1), 0, 0), weft::InvalidState); });
     other.join();
   });
+}
+
+// A request is moved on by its own stream's thread only: from another, its wait and test are
+// refused (they raced with the stream's own progress).
+TEST(StreamMessages, ARequestWaitedOnFromAnotherThreadIsRefused) {
+  ws::World world = make_world(1);
+  world.run([](ws::TaskStream& ts) {
+    int in = 0, out = 5;
+    ws::Request r = ts.irecv(ws::host(&in, 1), 0, 1);
+    std::thread other([&] {
+      EXPECT_THROW(r.wait(), weft::InvalidState);
+      EXPECT_THROW((void)r.test(), weft::InvalidState);
+    });
+    other.join();
+    ts.send(ws::host(&out, 1), 0, 1);
+    r.wait();
+    EXPECT_EQ(in, 5);
+  });
+}
+
+// A request kept past its World reports how its transfer ended without touching the stream,
+// which is gone.
+TEST(StreamMessages, ARequestOutlivingItsWorldReportsHowItEnded) {
+  ws::Request sent, withdrawn;
+  static int out = 4, in = 0, sink = 0;
+  {
+    ws::World world = make_world(2);
+    try {
+      world.run([&](ws::TaskStream& ts) {
+        if (ts.rank() == 0) {
+          sent = ts.isend(ws::host(&out, 1), 1, 1);
+          sent.wait();
+        } else {
+          ts.recv(ws::host(&in, 1), 0, 1);
+          withdrawn = ts.irecv(ws::host(&sink, 1), 0, 9);
+        }
+      });
+    } catch (const weft::MessageError&) {  // the receive left pending, reported by run()
+    }
+  }
+  EXPECT_EQ(in, 4);
+  EXPECT_TRUE(sent.test());
+  sent.wait();
+  EXPECT_EQ(sent.path(), ws::Path::HostCopy);
+  EXPECT_THROW(withdrawn.wait(), weft::MessageError);
+  EXPECT_THROW((void)withdrawn.test(), weft::MessageError);
 }
 
 TEST(StreamCollectives, BarrierHoldsEveryRankUntilAllArrive) {

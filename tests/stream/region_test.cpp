@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "weft/error.hpp"
@@ -247,3 +248,42 @@ TEST(StreamRegion, LaunchRejectsARegionTwiceOrOfAnotherStream) {
   });
   regions.clear();
 }
+
+// A launch while a HostAccess of one of its regions is open is refused: the kernel and the
+// policy's copies would race with the host's reads and writes through it.
+TEST(StreamRegion, ALaunchWhileAHostAccessIsOpenIsRefused) {
+  on_stream([](ws::TaskStream& ts) {
+    auto r = ts.region<int>(4, Policy::ReadWrite);
+    {
+      auto h = r.host(Access::Write);
+      auto moved = std::move(h);  // the access stays open until the one holding it goes
+      EXPECT_THROW(add_on_device(ts, r, 1, Access::ReadWrite), weft::InvalidState);
+      moved[0] = 5;
+    }
+    add_on_device(ts, r, 1, Access::ReadWrite);
+    EXPECT_EQ(host_value(r), 6);
+  });
+}
+
+// Regions and allocations kept past their World: the World freed their memory as it went, and
+// the handles refuse access instead of reaching for a stream that is gone.
+TEST(StreamRegion, ARegionOutlivingItsWorldRefusesAccessAndFreesNothingTwice) {
+  ws::Region<int> kept;
+  ws::DeviceBytes bytes;
+  {
+    ws::World world = host_world();
+    world.run([&](ws::TaskStream& ts) {
+      kept = ts.region<int>(8, Policy::Async);
+      fill_host(kept, 3);  // an Async write: its copy to the device is in flight
+      bytes = ts.allocate(64);
+    });
+  }
+  EXPECT_EQ(kept.size(), 8u);
+  EXPECT_EQ(kept.device_data(), nullptr);
+  try {
+    (void)kept.host(Access::Read);
+    FAIL() << "a host access to a region whose World is gone";
+  } catch (const weft::InvalidState& e) {
+    EXPECT_NE(std::string(e.what()).find("World was destroyed"), std::string::npos) << e.what();
+  }
+}  // `kept` and `bytes` go here: nothing is freed twice (the sanitizer builds check it)

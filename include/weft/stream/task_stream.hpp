@@ -39,7 +39,8 @@ namespace weft::stream {
 
 namespace detail {
 class StreamCore;
-}
+struct StreamLife;
+}  // namespace detail
 
 /// The device a task stream drives.
 struct DeviceInfo {
@@ -64,12 +65,13 @@ struct TransferCounts {
   [[nodiscard]] std::uint64_t of(Path p) const noexcept { return count[static_cast<int>(p)]; }
 };
 
-/// Device memory of a task stream's device, freed when it goes.
+/// Device memory of a task stream's device, freed when it goes, or with its World if that goes
+/// first (data() then still returns the freed address: nothing may use it).
 class DeviceBytes {
  public:
   DeviceBytes() = default;
-  DeviceBytes(detail::StreamCore* owner, void* data, std::size_t bytes) noexcept
-      : owner_(owner), data_(data), bytes_(bytes) {}
+  /// `bytes` at `data`, allocated by `owner` (TaskStream::allocate).
+  DeviceBytes(detail::StreamCore* owner, void* data, std::size_t bytes) noexcept;
   DeviceBytes(DeviceBytes&& o) noexcept;
   DeviceBytes& operator=(DeviceBytes&& o) noexcept;
   DeviceBytes(const DeviceBytes&) = delete;
@@ -81,6 +83,7 @@ class DeviceBytes {
 
  private:
   detail::StreamCore* owner_ = nullptr;
+  std::shared_ptr<detail::StreamLife> life_;
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
 };
