@@ -85,6 +85,7 @@ void StreamCore::begin_run() {
   remote_sent.clear();
   remote_headers.clear();
   barriers = 0;
+  collectives = 0;
 }
 
 void StreamCore::check_owner(const char* call) const {

@@ -92,6 +92,8 @@ class StreamCore {
   /// Barriers this stream has passed (written by its thread; read by others under the
   /// barrier's lock).
   std::uint64_t barriers = 0;
+  /// Collective calls this stream has made in the run (its thread only).
+  std::size_t collectives = 0;
   /// Requests of the last run ended without having been waited on, and unreceived messages:
   /// what end_run found, for World::run to report.
   std::vector<std::string> problems;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "stream/region_core.hpp"
@@ -158,24 +159,22 @@ Request TaskStream::irecv(const Buffer& buffer, int source, int tag) {
 
 void TaskStream::barrier() {
   core_->check_owner("barrier");
+  core_->world().check_collective(*core_, {"barrier"});
   core_->world().barrier(*core_);
 }
 
+namespace {
+
 // A binomial tree from the root: each rank receives once from its parent and sends to its
 // children, so that a broadcast takes log2(size) rounds.
-void TaskStream::bcast(const Buffer& buffer, int root) {
-  const int n = size();
-  if (root < 0 || root >= n) {
-    throw MessageError("bcast on rank " + std::to_string(rank()) + ": root " +
-                       std::to_string(root) + " does not exist (the World has " +
-                       std::to_string(n) + " ranks)");
-  }
-  const int tag = core_->world().bcast_tag();
-  const int relative = (rank() - root + n) % n;
+void bcast_tree(detail::StreamCore& core, const Buffer& buffer, int root) {
+  const int n = core.world().size();
+  const int tag = core.world().bcast_tag();
+  const int relative = (core.rank() - root + n) % n;
   int mask = 1;
   while (mask < n) {
     if ((relative & mask) != 0) {
-      Request(core_->post(OpKind::Recv, buffer, (relative - mask + root) % n, tag)).wait();
+      Request(core.post(OpKind::Recv, buffer, (relative - mask + root) % n, tag)).wait();
       break;
     }
     mask <<= 1;
@@ -183,10 +182,24 @@ void TaskStream::bcast(const Buffer& buffer, int root) {
   std::vector<Request> children;
   for (mask >>= 1; mask > 0; mask >>= 1) {
     if (relative + mask < n) {
-      children.emplace_back(core_->post(OpKind::Send, buffer, (relative + mask + root) % n, tag));
+      children.emplace_back(core.post(OpKind::Send, buffer, (relative + mask + root) % n, tag));
     }
   }
   for (Request& r : children) r.wait();
+}
+
+}  // namespace
+
+void TaskStream::bcast(const Buffer& buffer, int root) {
+  const int n = size();
+  if (root < 0 || root >= n) {
+    throw MessageError("bcast on rank " + std::to_string(rank()) + ": root " +
+                       std::to_string(root) + " does not exist (the World has " +
+                       std::to_string(n) + " ranks)");
+  }
+  core_->check_owner("bcast");
+  core_->world().check_collective(*core_, {"bcast", root, buffer.bytes});
+  bcast_tree(*core_, buffer, root);
 }
 
 namespace {
@@ -208,7 +221,7 @@ void allreduce_on_host(TaskStream& ts, detail::StreamCore& core, T* data, std::s
       for (std::size_t i = 0; i < count; ++i) data[i] += incoming[i];
     }
   }
-  ts.bcast(host(data, count), 0);
+  bcast_tree(core, host(data, count), 0);
 }
 
 template <class T>
@@ -217,6 +230,11 @@ void allreduce(TaskStream& ts, detail::StreamCore& core, T* data, std::size_t co
   if (data == nullptr && count != 0) {
     throw InvalidArgument("allreduce_sum on rank " + std::to_string(ts.rank()) + ": null data");
   }
+  core.check_owner("allreduce_sum");
+  constexpr const char* kKind = std::is_same_v<T, double>  ? "allreduce_sum of doubles"
+                                : std::is_same_v<T, float> ? "allreduce_sum of floats"
+                                                           : "allreduce_sum of int64s";
+  core.world().check_collective(core, {kKind, 0, count * sizeof(T)});
   if (memory == Memory::Host) {
     allreduce_on_host(ts, core, data, count);
     return;

@@ -375,6 +375,34 @@ void WorldCore::barrier(StreamCore& stream) {
   ++stream.barriers;
 }
 
+namespace {
+
+std::string describe(const WorldCore::Collective& c) {
+  if (std::string(c.kind) == "barrier") return "barrier";
+  return std::string(c.kind) + " (root " + std::to_string(c.root) + ", " + std::to_string(c.bytes) +
+         " bytes)";
+}
+
+}  // namespace
+
+void WorldCore::check_collective(StreamCore& stream, Collective call) {
+  const std::size_t index = stream.collectives++;
+  const std::lock_guard lock(collectives_mutex_);
+  if (index == collectives_.size()) {
+    collectives_.push_back({call, stream.rank()});
+    return;
+  }
+  const RecordedCollective& first = collectives_[index];
+  if (std::string(first.call.kind) == call.kind && first.call.root == call.root &&
+      first.call.bytes == call.bytes) {
+    return;
+  }
+  throw MessageError("collective call " + std::to_string(index) + " of " +
+                     rank_name(stream.rank()) + " is " + describe(call) + " where " +
+                     rank_name(first.rank) + "'s is " + describe(first.call) +
+                     ": every rank makes the same collective calls in the same order");
+}
+
 void WorldCore::run(const std::function<void(TaskStream&)>& body) {
   if (!body) throw InvalidArgument("weft::stream::World::run: an empty body");
   // A nested or concurrent run would reset the mailboxes of the live one.
@@ -385,6 +413,7 @@ void WorldCore::run(const std::function<void(TaskStream&)>& body) {
   barrier_arrived_ = 0;
   barrier_generation_ = 0;
   barrier_failure_.clear();
+  collectives_.clear();
   for (int i = 0; i < streams_; ++i) {
     ended_[static_cast<std::size_t>(i)].store(false, std::memory_order_relaxed);
     Mailbox& box = *mailboxes_[static_cast<std::size_t>(i)];

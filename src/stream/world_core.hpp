@@ -66,6 +66,20 @@ class WorldCore {
   /// The barrier of every rank (called by each stream's thread).
   void barrier(StreamCore& stream);
 
+  /// One collective call: its kind ("barrier", "bcast", "allreduce_sum of doubles", ...), root
+  /// and bytes.
+  struct Collective {
+    const char* kind;
+    int root = 0;
+    std::size_t bytes = 0;
+  };
+  /// Checks that `stream`'s next collective call is the one every other stream of this process
+  /// made (or will make) at the same place in the run: the first stream there records it, the
+  /// others compare. Throws weft::MessageError naming both calls where they differ, so that
+  /// the program fails instead of waiting in mismatched collectives. Streams of other
+  /// processes are not compared.
+  void check_collective(StreamCore& stream, Collective call);
+
   void run(const std::function<void(TaskStream&)>& body);
   [[nodiscard]] const std::vector<std::string>& errors() const noexcept { return errors_; }
 
@@ -95,6 +109,14 @@ class WorldCore {
   int barrier_arrived_ = 0;
   std::uint64_t barrier_generation_ = 0;
   std::string barrier_failure_;
+
+  // The collective calls of this run in order, each as the first stream to reach it made it.
+  struct RecordedCollective {
+    Collective call;
+    int rank;
+  };
+  std::mutex collectives_mutex_;
+  std::vector<RecordedCollective> collectives_;
 
   std::vector<std::string> errors_;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -460,6 +461,56 @@ TEST(StreamCollectives, BarrierFailsWhenARankEndedBeforeIt) {
       EXPECT_TRUE(contains(e.what(), "rank 2 ended without reaching barrier")) << e.what();
     }
   });
+}
+
+// Collectives that differ between ranks (the kind, the root or the size) fail on the rank
+// that finds the difference, and the others' collectives fail as it ends: where they waited
+// on each other, each in its own collective, none returned.
+TEST(StreamCollectives, MismatchedCollectivesFailInsteadOfWaiting) {
+  struct Case {
+    const char* name;
+    std::function<void(ws::TaskStream&, std::vector<std::int32_t>&)> call;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"kind",
+       [](ws::TaskStream& ts, std::vector<std::int32_t>& v) {
+         if (ts.rank() == 0) {
+           ts.barrier();
+         } else {
+           ts.bcast(ws::host(v.data(), v.size()), 1);
+         }
+       },
+       "is barrier"},
+      {"root",
+       [](ws::TaskStream& ts, std::vector<std::int32_t>& v) {
+         ts.bcast(ws::host(v.data(), v.size()), ts.rank());
+       },
+       "bcast (root"},
+      {"size",
+       [](ws::TaskStream& ts, std::vector<std::int32_t>& v) {
+         ts.bcast(ws::host(v.data(), v.size() - static_cast<std::size_t>(ts.rank())), 0);
+       },
+       "bytes)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ws::World world = make_world(2, /*eager=*/16);  // large: a send waits for its receive
+    try {
+      world.run([&](ws::TaskStream& ts) {
+        std::vector<std::int32_t> v = iota_from(0, 64);
+        ts.barrier();  // a matching collective first: the check compares by position
+        c.call(ts, v);
+      });
+      FAIL() << "mismatched collectives returned";
+    } catch (const weft::MessageError&) {
+    }
+    bool named = false;
+    for (const std::string& e : world.errors()) {
+      named = named || (contains(e, "collective call 1 of rank") && contains(e, c.expected));
+    }
+    EXPECT_TRUE(named) << testing::PrintToString(world.errors());
+  }
 }
 
 TEST(StreamCollectives, BroadcastFromEveryRootToEverySize) {

@@ -128,7 +128,8 @@ class TaskStream {
   void recv(const Buffer& buffer, int source, int tag);
   [[nodiscard]] Request isend(const Buffer& buffer, int dest, int tag);
   [[nodiscard]] Request irecv(const Buffer& buffer, int source, int tag);
-  /// Every rank of the World calls the collectives, in the same order.
+  /// Every rank of the World calls the collectives, in the same order, with the same root and
+  /// size; within a process a call that differs throws weft::MessageError.
   void barrier();
   void bcast(const Buffer& buffer, int root);
   /// Sums `count` elements across all ranks into every rank's buffer.
