@@ -53,9 +53,9 @@ void NodeLog::add(const char* phase, const std::string& app, std::size_t total, 
     std::fprintf(
         file_.get(), "%s,%s,%s,%s,%zu,%zu,%s,%s,%zu,%.4f,%.4f,%.4f,%.4f,%.3f,%.4f,%s,%.4f,%.4f\n",
         phase, app.c_str(), size_label(total).c_str(), policy, runs_, n.node,
-        g.kernel(wg::NodeId{n.node}).name.c_str(), wg::to_string(n.device), n.size, n.start * 1e3,
+        g.kernel(g.node_at(n.node)).name.c_str(), wg::to_string(n.device), n.size, n.start * 1e3,
         n.end * 1e3, (n.end - n.start) * 1e3, n.predicted * 1e3, n.copy_overlap, r.seconds * 1e3,
-        csv_quoted(g.label(wg::NodeId{n.node})).c_str(), n.launch_seconds * 1e3, n.issued * 1e3);
+        csv_quoted(g.label(g.node_at(n.node))).c_str(), n.launch_seconds * 1e3, n.issued * 1e3);
   }
   for (const wg::TransferRecord& t : r.transfers) {  // node "-": a copy of datum `what`
     std::fprintf(file_.get(), "%s,%s,%s,%s,%zu,-,%s,gpu,%zu,%.4f,%.4f,%.4f,,,%.4f,%s,,\n", phase,
@@ -99,7 +99,7 @@ void collect_errors(const wg::Graph& g, const wg::RunReport& r, const char* poli
     const double measured = n.end - n.start;
     if (n.predicted <= 0 || measured <= 0) continue;
     const std::string key =
-        std::string(wg::to_string(n.device)) + "_" + g.kernel(wg::NodeId{n.node}).name;
+        std::string(wg::to_string(n.device)) + "_" + g.kernel(g.node_at(n.node)).name;
     errors[key].push_back(std::abs(n.predicted - measured) / measured);
     auto& [m, p] = seen[{key, n.size}];
     m.push_back(measured);

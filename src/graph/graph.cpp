@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <sstream>
 
 #include "graph_impl.hpp"
 #include "weft/error.hpp"
+#include "weft/graph/mapping/cost_models.hpp"
 
 namespace weft::graph {
 
@@ -45,12 +48,16 @@ DataEntry& GraphImpl::entry(Data d, const std::string& who) {
 }
 
 std::size_t GraphImpl::node_index(NodeId n, const char* who) const {
-  if (n.index >= nodes.size()) {
-    throw InvalidArgument(std::string("weft::graph::Graph::") + who + ": node " +
-                          std::to_string(n.index) + " does not exist (the graph has " +
-                          std::to_string(nodes.size()) + ")");
+  const std::string prefix = std::string("weft::graph::Graph::") + who + ": ";
+  if (n.graph_ != id) {
+    throw InvalidArgument(
+        prefix + (n.graph_ == 0 ? "a default-constructed node id" : "a node id of another graph"));
   }
-  return n.index;
+  if (n.index_ >= nodes.size()) {  // nodes are never removed: a guard, not a case
+    throw InvalidArgument(prefix + "node " + std::to_string(n.index_) +
+                          " does not exist (the graph has " + std::to_string(nodes.size()) + ")");
+  }
+  return n.index_;
 }
 
 std::string GraphImpl::describe(std::size_t node) const {
@@ -116,6 +123,35 @@ void check_not_running(const detail::GraphImpl& g, const char* call) {
   }
 }
 
+// "[0x1000, 0x1040)": the bytes of a buffer, as an overlap's message names them.
+std::string byte_range(const void* host, std::size_t bytes) {
+  std::ostringstream s;
+  s << '[' << host << ", " << static_cast<const void*>(static_cast<const std::byte*>(host) + bytes)
+    << ')';
+  return s.str();
+}
+
+// One byte, one datum: each datum tracks its own last writer and readers (add_node), so a node
+// reading a byte through one datum would not wait for a node writing it through another.
+void check_no_overlap(const detail::GraphImpl& g, const std::string& name, const void* host,
+                      std::size_t bytes) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(host);
+  if (bytes > UINTPTR_MAX - begin) {
+    throw InvalidArgument("weft::graph::Graph::add_data: data '" + name + "' (" +
+                          std::to_string(bytes) + " bytes at " + byte_range(host, 0) +
+                          ") runs past the end of memory");
+  }
+  for (const detail::DataEntry& d : g.data) {
+    const auto other = reinterpret_cast<std::uintptr_t>(d.host);
+    if (begin < other + d.bytes && other < begin + bytes) {
+      throw InvalidArgument("weft::graph::Graph::add_data: data '" + name + "' " +
+                            byte_range(host, bytes) + " overlaps data '" + d.name + "' " +
+                            byte_range(d.host, d.bytes) +
+                            " (a buffer is one datum: register it once and pass that handle)");
+    }
+  }
+}
+
 }  // namespace
 
 Graph::Graph() : impl_(std::make_unique<detail::GraphImpl>()) {}
@@ -138,6 +174,7 @@ Data Graph::add_data(std::string name, void* host, std::size_t bytes) {
   if (bytes == 0) {
     throw InvalidArgument("weft::graph::Graph::add_data: data '" + name + "' has 0 bytes");
   }
+  check_no_overlap(*impl_, name, host, bytes);
   detail::DataEntry e;
   e.name = std::move(name);
   e.bytes = bytes;
@@ -165,6 +202,12 @@ NodeId Graph::add_node(Kernel kernel, std::vector<Arg> args, std::string label) 
   const std::string who = "weft::graph::Graph::add_node: node " + std::to_string(index) +
                           (label.empty() ? "" : " ('" + label + "')");
   if (kernel.name.empty()) throw InvalidArgument(who + ": the kernel has no name");
+  if (is_reserved_model_key(kernel.name)) {
+    throw InvalidArgument(who + ": the kernel name '" + kernel.name +
+                          "' is reserved for the cost models' own keys (names starting with "
+                          "\"transfer:\" or ending with \"" +
+                          kBesideCopies + "\")");
+  }
   if (!kernel.cpu && !kernel.gpu) {
     throw InvalidArgument(who + ": kernel '" + kernel.name + "' has no implementation");
   }
@@ -223,7 +266,7 @@ NodeId Graph::add_node(Kernel kernel, std::vector<Arg> args, std::string label) 
   g.overlap_by_mapping.clear();
   g.consumers.emplace_back();
   for (std::size_t p : g.nodes.back().producers) g.consumers[p].push_back(index);
-  return NodeId{index};
+  return NodeId(g.id, index);
 }
 
 void Graph::add_edge(NodeId before, NodeId after) {
@@ -249,6 +292,14 @@ void Graph::add_edge(NodeId before, NodeId after) {
 
 std::size_t Graph::num_nodes() const noexcept { return impl_->nodes.size(); }
 std::size_t Graph::num_data() const noexcept { return impl_->data.size(); }
+NodeId Graph::node_at(std::size_t index) const {
+  if (index >= impl_->nodes.size()) {
+    throw InvalidArgument("weft::graph::Graph::node_at: node " + std::to_string(index) +
+                          " does not exist (the graph has " + std::to_string(impl_->nodes.size()) +
+                          ")");
+  }
+  return NodeId(impl_->id, index);
+}
 const std::string& Graph::label(NodeId n) const {
   return impl_->nodes[impl_->node_index(n, "label")].label;
 }

@@ -60,7 +60,7 @@ std::vector<Span> spans(const Graph& graph, const RunReport& report) {
   std::vector<Span> out;
   for (const NodeRecord& n : report.nodes) {
     out.push_back({{n.device == Device::gpu ? 2 : 1, n.lane},
-                   graph.label(NodeId{n.node}),
+                   graph.label(graph.node_at(n.node)),
                    n.start,
                    n.end,
                    false,

@@ -193,8 +193,21 @@ SplitTables tables_of(const store::SqliteStatement& s) {
 }  // namespace
 
 struct SplitStore::Db {
-  explicit Db(const std::string& path) : sqlite(kOwner, path) {}
+  Db(const std::string& path, Mode mode)
+      : sqlite(kOwner, path,
+               mode == Mode::read_only ? store::SqliteDb::Mode::read_only
+                                       : store::SqliteDb::Mode::read_write),
+        read_only(mode == Mode::read_only) {}
   store::SqliteDb sqlite;
+  bool read_only;
+  bool has_table = false;  // read-only, a calibration store may have no split tables yet
+
+  void check_writable(const char* what) const {
+    if (read_only) {
+      throw InvalidState(std::string(kOwner) + " (" + sqlite.path() + "): " + what +
+                         ": the store was opened read-only");
+    }
+  }
 };
 
 bool SplitStore::available() noexcept { return true; }
@@ -207,14 +220,21 @@ std::string SplitStore::default_path() {
   return path;
 }
 
-SplitStore::SplitStore(const std::string& path) : db_(std::make_unique<Db>(non_empty_path(path))) {
+SplitStore::SplitStore(const std::string& path, Mode mode)
+    : db_(std::make_unique<Db>(non_empty_path(path), mode)) {
+  if (mode == Mode::read_only) {
+    db_->has_table = db_->sqlite.has_table("split_tables");
+    return;
+  }
   db_->sqlite.exec(kSchema, "creating the table");
+  db_->has_table = true;
 }
 
 SplitStore::~SplitStore() = default;
 
 void SplitStore::save(const SplitKey& key, const SplitTables& t) {
   check_key(key, "save");
+  db_->check_writable("saving");
   const SplitOptions& o = t.options();
   std::string classes;
   for (std::size_t c : o.core_class) classes += std::to_string(c) + ' ';
@@ -246,6 +266,7 @@ void SplitStore::save(const SplitKey& key, const SplitTables& t) {
 
 SplitStore::Load SplitStore::load(const SplitKey& key, SplitTables& tables) const {
   check_key(key, "load");
+  if (!db_->has_table) return Load::absent;
   store::SqliteStatement s(db_->sqlite, std::string("SELECT ") + kColumns +
                                             " FROM split_tables WHERE machine = ?1 AND region = "
                                             "?2 AND device = ?3");
@@ -268,13 +289,14 @@ SplitStore::Load SplitStore::load(const SplitKey& key, SplitTables& tables) cons
 }
 
 std::vector<StoredSplit> SplitStore::list(const std::string& machine, std::size_t* stale) const {
+  if (stale != nullptr) *stale = 0;
+  if (!db_->has_table) return {};
   store::SqliteStatement s(db_->sqlite,
                            std::string("SELECT ") + kColumns +
                                " FROM split_tables WHERE ?1 = '' OR machine = ?1 ORDER BY "
                                "machine, region, device");
   s.text(1, machine);
   std::vector<StoredSplit> out;
-  if (stale != nullptr) *stale = 0;
   for (int rc; (rc = s.step()) != SQLITE_DONE;) {
     if (rc != SQLITE_ROW) db_->sqlite.fail("listing");
     SplitKey key{s.column_text(0), s.column_text(1), s.column_text(2)};
@@ -301,6 +323,7 @@ std::vector<StoredSplit> SplitStore::list(const std::string& machine, std::size_
 }
 
 std::size_t SplitStore::reset(const std::string& machine, const std::string& region) {
+  db_->check_writable("resetting");
   store::SqliteStatement s(db_->sqlite,
                            "DELETE FROM split_tables WHERE (?1 = '' OR machine = ?1) AND "
                            "(?2 = '' OR region = ?2)");

@@ -10,7 +10,7 @@ struct SplitStore::Db {};
 bool SplitStore::available() noexcept { return false; }
 std::string SplitStore::default_path() { return graph::ModelStore::default_path(); }
 
-SplitStore::SplitStore(const std::string& path) {
+SplitStore::SplitStore(const std::string& path, Mode) {
   throw InvalidState("weft::split::SplitStore (" + path +
                      "): weft was built without SQLite (install libsqlite3-dev and rebuild)");
 }

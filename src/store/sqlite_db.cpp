@@ -1,27 +1,30 @@
 // src/store/sqlite_db.hpp: SQLite's C API in two RAII types.
 #include "store/sqlite_db.hpp"
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <iterator>
 #include <thread>
 
 #include "weft/error.hpp"
 
 namespace weft::store {
 
-SqliteDb::SqliteDb(std::string owner, std::string path)
+SqliteDb::SqliteDb(std::string owner, std::string path, Mode mode)
     : owner_(std::move(owner)), path_(std::move(path)) {
   try {
-    open();
+    open(mode);
   } catch (...) {
     sqlite3_close(handle_);  // a constructor that throws runs no destructor
     throw;
   }
 }
 
-void SqliteDb::open() {
-  if (sqlite3_open_v2(path_.c_str(), &handle_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                      nullptr) != SQLITE_OK) {
+void SqliteDb::open(Mode mode) {
+  const int flags =
+      mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  if (sqlite3_open_v2(path_.c_str(), &handle_, flags, nullptr) != SQLITE_OK) {
     // SQLite says only "unable to open database file"; the usual reason is worth naming.
     std::error_code ec;
     const std::filesystem::path dir = std::filesystem::path(path_).parent_path();
@@ -31,8 +34,38 @@ void SqliteDb::open() {
     fail("opening");
   }
   sqlite3_busy_timeout(handle_, static_cast<int>(kPatience.count()));  // another process writing
+  refuse_foreign();  // before the journal mode, which is written to the file
+  if (mode == Mode::read_only) return;
   exec_waiting("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", "setting the journal mode",
                kPatience);
+}
+
+void SqliteDb::refuse_foreign() const {
+  // Reading the schema writes nothing (indexes and triggers name their table in tbl_name;
+  // SQLite's own tables start with "sqlite_").
+  SqliteStatement s(*this,
+                    "SELECT DISTINCT tbl_name FROM sqlite_master WHERE tbl_name NOT LIKE "
+                    "'sqlite\\_%' ESCAPE '\\' ORDER BY tbl_name");
+  std::string foreign;
+  for (int rc; (rc = s.step()) != SQLITE_DONE;) {
+    if (rc != SQLITE_ROW) fail("reading the schema");
+    const std::string table = s.column_text(0);
+    if (std::find(std::begin(kWeftTables), std::end(kWeftTables), table) != std::end(kWeftTables))
+      continue;
+    foreign += (foreign.empty() ? "'" : ", '") + table + "'";
+  }
+  if (!foreign.empty()) {
+    throw InvalidArgument(owner_ + " (" + path_ + "): not a weft store: it holds table(s) " +
+                          foreign + " of another application (left as they are)");
+  }
+}
+
+bool SqliteDb::has_table(const char* name) const {
+  SqliteStatement s(*this, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1");
+  s.text(1, name);
+  const int rc = s.step();
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail("reading the schema");
+  return rc == SQLITE_ROW;
 }
 
 SqliteDb::~SqliteDb() { sqlite3_close(handle_); }  // statements are finalised by their owners first

@@ -19,14 +19,23 @@ namespace weft::store {
 /// An open database in WAL mode with synchronous=FULL: a writer never blocks readers, a crash
 /// (even a power cut) leaves the last committed transaction, and a reader never sees half of one.
 /// Not thread-safe: one owner.
+///
+/// Only weft's own file is opened: one whose tables are all weft stores' (kWeftTables; a new,
+/// empty database has none). Every store shares the calibration store's file, and a path given
+/// by mistake may name another application's database, which must not be written to.
 class SqliteDb {
  public:
   /// How long a busy database (another process writing) is waited for.
   static constexpr std::chrono::milliseconds kPatience{5000};
+  /// read_write: the file is created if needed and switched to WAL. read_only: the file must
+  /// exist, and nothing is written to it (any journal mode is read as it is).
+  enum class Mode { read_write, read_only };
 
-  /// Opens (creating it if needed) the database at `path`; `owner` prefixes every error
-  /// ("weft::graph::ModelStore"). Throws weft::Error naming the path and the reason.
-  SqliteDb(std::string owner, std::string path);
+  /// Opens the database at `path`; `owner` prefixes every error ("weft::graph::ModelStore").
+  /// Throws weft::InvalidArgument, naming the path and the tables that are not weft's, for
+  /// another application's database, before anything is written to it; weft::Error naming the
+  /// path and the reason when it cannot open it (a file that is not a database included).
+  SqliteDb(std::string owner, std::string path, Mode mode = Mode::read_write);
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
@@ -44,14 +53,21 @@ class SqliteDb {
   void exec_waiting(const char* sql, const char* what, std::chrono::milliseconds patience);
   /// Rows the last INSERT, UPDATE or DELETE changed.
   [[nodiscard]] int changes() const noexcept;
+  /// Whether the database has a table of that name.
+  [[nodiscard]] bool has_table(const char* name) const;
 
  private:
-  void open();
+  void open(Mode mode);
+  void refuse_foreign() const;
 
   std::string owner_;
   std::string path_;
   sqlite3* handle_ = nullptr;
 };
+
+/// The tables of weft's stores (the cost models', the split tables'): a file holding any other
+/// table is not weft's.
+inline constexpr const char* kWeftTables[] = {"cost_models", "split_tables"};
 
 /// One prepared statement, finalised on scope exit. Parameters are numbered from 1, columns
 /// from 0, as in SQLite.

@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "weft/error.hpp"
 #include "weft/graph/detail/coherence.hpp"
+#include "weft/graph/mapping/cost_models.hpp"
 
 namespace {
 
@@ -64,7 +66,7 @@ TEST(Graph, ExplicitEdgesAddDependenciesAndRefuseCycles) {
   const std::string why = message_of([&] { g.add_edge(z, x); });
   EXPECT_NE(why.find("closes a cycle"), std::string::npos) << why;
   EXPECT_NE(message_of([&] { g.add_edge(x, x); }).find("to itself"), std::string::npos);
-  EXPECT_NE(message_of([&] { g.add_edge(x, NodeId{7}); }).find("node 7 does not exist"),
+  EXPECT_NE(message_of([&] { (void)g.node_at(7); }).find("node 7 does not exist"),
             std::string::npos);
   g.add_edge(x, z);  // not a cycle: allowed
   EXPECT_EQ(g.producers(z), (std::vector<std::size_t>{0, 1}));
@@ -94,6 +96,72 @@ TEST(Graph, RefusesDanglingHandlesDuplicatesAndKernelsWithoutImplementations) {
   EXPECT_EQ(g.num_nodes(), 0u);  // nothing refused was added
   EXPECT_THROW(g.add_data("null", nullptr, 4), weft::InvalidArgument);
   EXPECT_THROW(g.add_data("zero", 0), weft::InvalidArgument);
+}
+
+TEST(Graph, RefusesANodeIdOfAnotherGraph) {
+  Graph g, other;
+  const NodeId x = g.add_node(cpu_kernel("x"), {});
+  const NodeId y = g.add_node(cpu_kernel("y"), {});
+  other.add_node(cpu_kernel("p"), {});
+  other.add_node(cpu_kernel("q"), {});
+  // `other` has nodes at x's and y's indices: a plain index would name them.
+  EXPECT_NE(message_of([&] { other.add_edge(x, y); }).find("a node id of another graph"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { (void)other.label(x); }).find("a node id of another graph"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { g.add_edge(x, NodeId{}); }).find("a default-constructed node id"),
+            std::string::npos);
+  EXPECT_TRUE(g.producers(y).empty());  // nothing refused was added
+  EXPECT_TRUE(other.producers(other.node_at(1)).empty());
+  EXPECT_EQ(g.node_at(1), y);
+  EXPECT_NE(other.node_at(1), y);
+}
+
+TEST(Graph, RefusesDataOverlappingDataItAlreadyHas) {
+  // Two data over one byte would each track their own writers: a node reading one would not
+  // wait for a node writing the other.
+  std::vector<float> buffer(96);
+  float* p = buffer.data();
+  constexpr std::size_t kBytes = 32 * sizeof(float);
+  Graph g;
+  g.add_data("a", p + 16, kBytes);  // [p + 16, p + 48)
+  auto address = [](const void* q) {
+    std::ostringstream s;
+    s << q;
+    return s.str();
+  };
+  const std::string why = message_of([&] { g.add_data("b", p + 32, kBytes); });
+  EXPECT_NE(why.find("data 'b' [" + address(p + 32) + ", " + address(p + 64) + ")"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("data 'a' [" + address(p + 16) + ", " + address(p + 48) + ")"),
+            std::string::npos)
+      << why;
+  EXPECT_THROW(g.add_data("again", p + 16, kBytes), weft::InvalidArgument);  // the same range
+  EXPECT_THROW(g.add_data("head", p, kBytes), weft::InvalidArgument);
+  EXPECT_THROW(g.add_data("inside", p + 17, 4), weft::InvalidArgument);
+  EXPECT_THROW(g.add_data("around", p, 3 * kBytes), weft::InvalidArgument);
+  EXPECT_EQ(g.num_data(), 1u);
+  EXPECT_NO_THROW(g.add_data("before", p, 16 * sizeof(float)));  // ends where a starts
+  EXPECT_NO_THROW(g.add_data("after", p + 48, kBytes));          // starts where a ends
+  Graph other;  // another graph may register the same buffer
+  EXPECT_NO_THROW(other.add_data("a", p + 16, kBytes));
+}
+
+TEST(Graph, RefusesKernelNamesTheCostModelsKeepForThemselves) {
+  Graph g;
+  const std::string beside = std::string("moving_mean") + weft::graph::kBesideCopies;
+  for (const std::string& name :
+       {std::string(weft::graph::kTransferToDevice), std::string(weft::graph::kTransferToHost),
+        std::string("transfer:p2p"), beside}) {
+    const std::string why = message_of([&] { g.add_node(cpu_kernel(name), {}); });
+    EXPECT_NE(why.find("'" + name + "' is reserved"), std::string::npos) << why;
+  }
+  EXPECT_EQ(g.num_nodes(), 0u);
+  // Names near them stay valid (a window in the name, as moving_correlation/20's).
+  EXPECT_NO_THROW(g.add_node(cpu_kernel("moving_correlation/20"), {}));
+  EXPECT_NO_THROW(g.add_node(cpu_kernel("transfer"), {}));
+  EXPECT_NO_THROW(g.add_node(cpu_kernel("copies+x"), {}));
 }
 
 TEST(Graph, AKernelsSizeCheckRefusesMismatchedArgumentsNamingTheNode) {

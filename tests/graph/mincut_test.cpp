@@ -1,4 +1,5 @@
-// The exact two-device mapper against brute force, and its bad input.
+// The exact two-device mapper against brute force, and its bad input; costs every mapper
+// refuses.
 #include "weft/graph/mapping/mincut.hpp"
 #include "weft/graph/mapping/policies.hpp"
 #include "weft/graph/mapping/schedule.hpp"
@@ -6,7 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "random_problems.hpp"
@@ -160,4 +164,58 @@ TEST(MinCutMapping, BadInputIsRejectedWithAReason) {
   p.nodes = {{std::nan(""), 1}};
   EXPECT_THROW(min_cut_mapping(p), InvalidArgument);
   EXPECT_THROW(mapping_cost(MappingProblem{{{1, 1}}, {}, {}}, {}), InvalidArgument);
+}
+
+TEST(Mappers, EveryMapperRefusesNaNNegativeOrInfiniteCostsNamingThem) {
+  // A NaN compares false with everything: a mapper that took one would return some mapping,
+  // silently. Each entry point refuses it, and a negative cost, and an infinite transfer (only a
+  // node's time may be infinite: kNoImplementation).
+  MappingProblem good;
+  good.nodes = {{2, 1}, {3, 2}, {1, kInf}};  // node 2 is a fence
+  good.edges = {{0, 1, 0.5, 0.5, 0}, {1, 2, 0.5, 0.5}};
+  good.inputs = {{{0, 1}, 0.25}};
+  const std::vector<Device> on_cpu(good.nodes.size(), Device::cpu);
+  const std::vector<std::pair<std::string, std::function<void(const MappingProblem&)>>> mappers = {
+      {"map_a_free", [](const MappingProblem& p) { (void)weft::graph::map_a_free(p); }},
+      {"map_d_map", [](const MappingProblem& p) { (void)weft::graph::map_d_map(p); }},
+      {"map_pptm", [](const MappingProblem& p) { (void)weft::graph::map_pptm(p); }},
+      {"min_cut_mapping", [](const MappingProblem& p) { (void)min_cut_mapping(p); }},
+      {"mapping_cost", [&](const MappingProblem& p) { (void)mapping_cost(p, on_cpu); }},
+      {"heft_schedule", [](const MappingProblem& p) { (void)weft::graph::heft_schedule(p); }},
+      {"simulate_schedule",
+       [&](const MappingProblem& p) { (void)weft::graph::simulate_schedule(p, on_cpu); }}};
+  const double nan = std::nan("");
+  struct Bad {
+    std::string what;  // as the message names it
+    std::function<void(MappingProblem&)> spoil;
+  };
+  const std::vector<Bad> bad = {
+      {"node 1's CPU time", [&](MappingProblem& p) { p.nodes[1].cpu = nan; }},
+      {"node 1's GPU time", [&](MappingProblem& p) { p.nodes[1].gpu = nan; }},
+      {"node 0's CPU time", [&](MappingProblem& p) { p.nodes[0].cpu = -1; }},
+      {"node 0's GPU time", [&](MappingProblem& p) { p.nodes[0].gpu = -kInf; }},
+      {"edge 0 -> 1's host-to-device transfer",
+       [&](MappingProblem& p) { p.edges[0].to_gpu = nan; }},
+      {"edge 1 -> 2's device-to-host transfer", [&](MappingProblem& p) { p.edges[1].to_cpu = -1; }},
+      {"edge 0 -> 1's host-to-device transfer",
+       [&](MappingProblem& p) { p.edges[0].to_gpu = kInf; }},
+      {"shared input 0's host-to-device transfer",
+       [&](MappingProblem& p) { p.inputs[0].to_gpu = nan; }},
+      {"shared input 0's host-to-device transfer",
+       [&](MappingProblem& p) { p.inputs[0].to_gpu = kInf; }},
+  };
+  for (const auto& [name, map] : mappers) {
+    EXPECT_NO_THROW(map(good)) << name;
+    for (const Bad& b : bad) {
+      MappingProblem p = good;
+      b.spoil(p);
+      try {
+        map(p);
+        ADD_FAILURE() << name << " took a bad " << b.what;
+      } catch (const InvalidArgument& e) {
+        const std::string why = e.what();
+        EXPECT_NE(why.find("weft::graph::" + name + ": " + b.what), std::string::npos) << why;
+      }
+    }
+  }
 }

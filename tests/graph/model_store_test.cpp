@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -211,6 +213,36 @@ TEST(ModelStore, BadKeysAndPathsAreErrorsWithAReason) {
         << e.what();
   }
 }
+
+#if WEFT_TEST_SQLITE_DIRECT
+// A --db naming another application's database: refused, naming its tables, before anything is
+// written to it (no table created, no journal mode switched).
+TEST(ModelStore, AnotherApplicationsDatabaseIsRefusedAndLeftByteForByte) {
+  REQUIRE_SQLITE();
+  TempDb db;
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db.path.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "CREATE TABLE orders (id INTEGER PRIMARY KEY, total REAL)", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  auto contents = [&] {
+    std::ifstream in(db.path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string before = contents();
+  try {
+    ModelStore store(db.path.string());
+    FAIL() << "opened another application's database";
+  } catch (const weft::InvalidArgument& e) {
+    const std::string why = e.what();
+    EXPECT_NE(why.find(db.path.string() + "): not a weft store"), std::string::npos) << why;
+    EXPECT_NE(why.find("'orders'"), std::string::npos) << why;
+  }
+  EXPECT_EQ(contents(), before);
+  EXPECT_FALSE(std::filesystem::exists(db.path.string() + "-wal"));
+}
+#endif
 
 TEST(ModelStore, AProcessKilledMidRunLosesNothingItHadStored) {
   REQUIRE_SQLITE();

@@ -175,7 +175,7 @@ TEST(Pipelines, PptmMapsANodeFeedingAFenceByItsGainAgainstTheReadBack) {
     const auto pptm = rt.map(g, Policy::pptm);
     const auto cut = rt.map(g, Policy::mincut);
     const std::size_t v9 = 2;  // the order nodes were added: v4, v8, v9, ...
-    EXPECT_EQ(g.label({v9}), "v9");
+    EXPECT_EQ(g.label(g.node_at(v9)), "v9");
     EXPECT_EQ(pptm[v9], s9 > 1.0 ? Device::gpu : Device::cpu) << "s9 = " << s9;
     EXPECT_EQ(cut[v9], pptm[v9]) << "s9 = " << s9;
     const auto p = rt.problem(g);

@@ -620,7 +620,7 @@ TEST(Runtime, RecordsEachNodeOnceAndConsumersStartAfterTheirProducersEnd) {
   }
   EXPECT_EQ(seen, std::vector<int>(6, 1));
   for (std::size_t c = 0; c < 6; ++c) {
-    for (std::size_t p : d.g.producers({c})) {
+    for (std::size_t p : d.g.producers(d.g.node_at(c))) {
       EXPECT_LE(end[p], start[c] + 2e-3) << p << " -> " << c;  // event times are approximate
     }
   }

@@ -1,19 +1,26 @@
 // The split tables' store (weft/split/store.hpp): what is saved comes back, tables learned for
-// other cores or buckets are refused, a process killed mid-save leaves whole tables, and the
-// splitter loads and saves through it.
+// other cores or buckets are refused, another application's database and a store opened
+// read-only are not written to, a process killed mid-save leaves whole tables, and the splitter
+// loads and saves through it.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "weft/cpu/executor.hpp"
 #include "weft/error.hpp"
+#include "weft/graph/mapping/model_store.hpp"
 #include "weft/split/splitter.hpp"
 #include "weft/split/store.hpp"
 
@@ -239,6 +246,88 @@ TEST_F(SplitStoreTest, EmptyKeysAndMissingDirectoriesAreNamed) {
   EXPECT_THROW(ws::SplitStore(""), weft::InvalidArgument);
   // Keys that would list alike ("gemm" twice) and could not be typed back to reset.
   EXPECT_THROW(store.save({"host", std::string("gemm\0A", 6), "d"}, t), weft::InvalidArgument);
+}
+
+namespace {
+
+std::string contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// What a store's write-ahead log holds: 0 when nothing was written since the last checkpoint
+// (a reader of a WAL database may create an empty log and its index, as SQLite's readers do).
+std::uintmax_t wal_bytes(const std::string& path) {
+  const std::string wal = path + "-wal";
+  return fs::exists(wal) ? fs::file_size(wal) : 0;
+}
+
+std::vector<std::string> files_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& f : fs::directory_iterator(dir)) names.push_back(f.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+#if WEFT_TEST_SQLITE_DIRECT
+// `weft split show|reset --db` given another application's database: refused, naming its
+// tables, before anything is written (no table created, no journal mode switched).
+TEST_F(SplitStoreTest, AnotherApplicationsDatabaseIsRefusedAndLeftByteForByte) {
+  exec_sql({"CREATE TABLE contacts (name TEXT PRIMARY KEY, phone TEXT)",
+            "CREATE INDEX by_phone ON contacts (phone)",
+            "INSERT INTO contacts VALUES ('ada', '1815')"});
+  const std::string before = contents(path_);
+  ASSERT_FALSE(before.empty());
+  for (const auto mode : {ws::SplitStore::Mode::read_only, ws::SplitStore::Mode::read_write}) {
+    try {
+      ws::SplitStore store(path_, mode);
+      ADD_FAILURE() << "opened another application's database";
+    } catch (const weft::InvalidArgument& e) {
+      const std::string why = e.what();
+      EXPECT_NE(why.find(path_ + "): not a weft store"), std::string::npos) << why;
+      EXPECT_NE(why.find("'contacts'"), std::string::npos) << why;
+    }
+  }
+  // The calibration store opens the same file (`weft models`, the runtime's models) alike.
+  EXPECT_THROW(weft::graph::ModelStore{path_}, weft::InvalidArgument);
+  EXPECT_EQ(contents(path_), before);
+  EXPECT_EQ(files_in(dir_), std::vector<std::string>{"models.db"});
+}
+#endif
+
+// `weft split show`: a calibration store is read, never written, whether it holds split tables
+// yet or not; a path that does not exist is not created.
+TEST_F(SplitStoreTest, OpenedReadOnlyItWritesNothing) {
+  { weft::graph::ModelStore models(path_); }  // cost models only, no split tables yet
+  ws::SplitTables t(1, {1, 1}, opts());
+  std::string before = contents(path_);
+  {
+    ws::SplitStore store(path_, ws::SplitStore::Mode::read_only);
+    std::size_t stale = 7;
+    EXPECT_TRUE(store.list("", &stale).empty());
+    EXPECT_EQ(stale, 0u);
+    EXPECT_EQ(store.load(kKey, t), ws::SplitStore::Load::absent);
+    EXPECT_THROW(store.save(kKey, t), weft::InvalidState);
+    EXPECT_THROW(store.reset("", ""), weft::InvalidState);
+  }
+  EXPECT_EQ(contents(path_), before);
+  EXPECT_EQ(wal_bytes(path_), 0u);
+
+  { ws::SplitStore(path_).save(kKey, t); }
+  before = contents(path_);
+  {
+    ws::SplitStore store(path_, ws::SplitStore::Mode::read_only);
+    EXPECT_EQ(store.list().size(), 1u);
+    EXPECT_EQ(store.load(kKey, t), ws::SplitStore::Load::loaded);
+  }
+  EXPECT_EQ(contents(path_), before);
+  EXPECT_EQ(wal_bytes(path_), 0u);
+
+  const fs::path absent = dir_ / "absent.db";
+  EXPECT_THROW(ws::SplitStore(absent.string(), ws::SplitStore::Mode::read_only), weft::Error);
+  EXPECT_FALSE(fs::exists(absent));
 }
 
 // A child saves tables over and over, each save with every rate equal to its round; it is

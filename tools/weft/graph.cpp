@@ -111,11 +111,11 @@ int run_graph_explain(const GraphArgs& a) {
     const auto& n = p.nodes[i];
     const bool fence = n.gpu == wg::MappingProblem::kNoImplementation;
     if (fence) {
-      std::printf("%-4zu %-32s %12.3f %12s %12s\n", i, g.label({i}).c_str(), n.cpu * 1e3, "fence",
-                  "-");
+      std::printf("%-4zu %-32s %12.3f %12s %12s\n", i, g.label(g.node_at(i)).c_str(), n.cpu * 1e3,
+                  "fence", "-");
     } else {
-      std::printf("%-4zu %-32s %12.3f %12.3f %12.3f\n", i, g.label({i}).c_str(), n.cpu * 1e3,
-                  n.gpu * 1e3, (n.cpu - n.gpu) * 1e3);
+      std::printf("%-4zu %-32s %12.3f %12.3f %12.3f\n", i, g.label(g.node_at(i)).c_str(),
+                  n.cpu * 1e3, n.gpu * 1e3, (n.cpu - n.gpu) * 1e3);
     }
   }
   std::printf("\n%-7s %-12s %16s %16s %14s\n", "policy", "mapping", "additive ms", "schedule ms",
@@ -156,7 +156,8 @@ int run_graph_run(const GraphArgs& a) {
               bench::graph::mapping_string(mapping).c_str(), r.seconds * 1e3, r.bytes_to_device,
               r.bytes_to_host, cmp.ok() ? "matches the reference" : "DOES NOT MATCH");
   for (const wg::NodeRecord& n : r.nodes) {
-    std::printf("  %-32s %s lane %2d  %9.3f .. %9.3f ms\n", built.graph->label({n.node}).c_str(),
+    std::printf("  %-32s %s lane %2d  %9.3f .. %9.3f ms\n",
+                built.graph->label(built.graph->node_at(n.node)).c_str(),
                 n.device == wg::Device::gpu ? "GPU" : "CPU", n.lane, n.start * 1e3, n.end * 1e3);
   }
   if (!a.trace.empty()) {
@@ -295,7 +296,7 @@ bool run_graph_demo(cpu::Executor& ex, bool quick, const std::string& trace) {
       }
       why = buf;
     }
-    std::printf("  %-32s -> %s  (%s)\n", g.label({i}).c_str(),
+    std::printf("  %-32s -> %s  (%s)\n", g.label(g.node_at(i)).c_str(),
                 pptm[i] == wg::Device::gpu ? "GPU" : "CPU", why.c_str());
   }
   rt->set_learning(false);

@@ -51,21 +51,24 @@ void show_one(const weft::split::StoredSplit& s) {
 }
 
 // The store named by the arguments, when its file exists (else says so and returns none:
-// show and reset have nothing to do, and opening would create the file).
-std::optional<weft::split::SplitStore> open_existing(const SplitArgs& args, std::string& path) {
+// show and reset have nothing to do, and opening would create the file). A file that is not a
+// weft store throws, untouched (SplitStore).
+std::optional<weft::split::SplitStore> open_existing(const SplitArgs& args, std::string& path,
+                                                     weft::split::SplitStore::Mode mode) {
   path = args.db.empty() ? default_models_path() : args.db;
   if (!std::filesystem::exists(path)) {
     std::printf("no split tables: %s does not exist\n", path.c_str());
     return std::nullopt;
   }
-  return std::optional<weft::split::SplitStore>(std::in_place, path);
+  return std::optional<weft::split::SplitStore>(std::in_place, path, mode);
 }
 
 }  // namespace
 
 int run_split_show(const SplitArgs& args) {
   std::string path;
-  std::optional<weft::split::SplitStore> store = open_existing(args, path);
+  std::optional<weft::split::SplitStore> store =
+      open_existing(args, path, weft::split::SplitStore::Mode::read_only);  // show writes nothing
   if (!store) return 0;
   int shown = 0;
   std::size_t stale = 0;
@@ -86,7 +89,8 @@ int run_split_show(const SplitArgs& args) {
 
 int run_split_reset(const SplitArgs& args) {
   std::string path;
-  std::optional<weft::split::SplitStore> store = open_existing(args, path);
+  std::optional<weft::split::SplitStore> store =
+      open_existing(args, path, weft::split::SplitStore::Mode::read_write);
   if (!store) return 0;
   const std::size_t removed = store->reset(args.machine, args.region);
   std::printf("removed %zu set(s) of split tables from %s\n", removed, path.c_str());

@@ -42,10 +42,21 @@ class Data {
   std::size_t index_ = 0;
 };
 
-/// A node of one Graph: its index in the order nodes were added.
-struct NodeId {
-  std::size_t index = 0;
+/// A node of one Graph (cheap to copy): its index in the order nodes were added, and the graph
+/// it belongs to. A default-constructed id, or one of another graph, is refused by the graph
+/// with InvalidArgument: a bare index would name whichever node another graph has there.
+class NodeId {
+ public:
+  NodeId() = default;
+  [[nodiscard]] std::size_t index() const noexcept { return index_; }
   friend bool operator==(const NodeId&, const NodeId&) = default;
+
+ private:
+  friend struct detail::GraphImpl;
+  friend class Graph;
+  NodeId(std::uint64_t graph, std::size_t index) : graph_(graph), index_(index) {}
+  std::uint64_t graph_ = 0;
+  std::size_t index_ = 0;
 };
 
 /// How a node uses a piece of data. `write` overwrites all of it (nothing is copied in first);
@@ -139,7 +150,9 @@ class Graph {
 
   /// Registers a host buffer the caller owns (it must outlive the graph). Before every run the
   /// runtime takes what the buffer holds as the data's value; after a run, data that nodes wrote
-  /// are back in it. Throws InvalidArgument for a null buffer, 0 bytes or an empty name.
+  /// are back in it. Throws InvalidArgument for a null buffer, 0 bytes, an empty name, or a
+  /// buffer that overlaps one the graph already has (the same one included), naming both ranges:
+  /// each datum tracks its own readers and writers, so two over one byte would not be ordered.
   Data add_data(std::string name, void* host, std::size_t bytes);
   /// Registers data the graph owns (a zeroed host buffer; intermediates). After a run its value
   /// may live on a device only: fetch() brings it to the host.
@@ -148,16 +161,20 @@ class Graph {
   /// Adds a node running `kernel` on `args`. It depends on the last earlier writer of each datum
   /// it reads, and a writer also on the earlier readers since that writer (sequential
   /// semantics). Throws InvalidArgument for a kernel without a name or any implementation, a
-  /// handle not of this graph, a datum named twice, or sizes the kernel's check refuses; the
-  /// message names the node (label, else kernel name and index).
+  /// kernel name the cost models keep for themselves (is_reserved_model_key), a handle not of
+  /// this graph, a datum named twice, or sizes the kernel's check refuses; the message names the
+  /// node (label, else kernel name and index).
   NodeId add_node(Kernel kernel, std::vector<Arg> args, std::string label = {});
 
-  /// An explicit dependency: `after` runs after `before`. Throws InvalidArgument for a node not
+  /// An explicit dependency: `after` runs after `before`. Throws InvalidArgument for an id not
   /// of this graph, an edge from a node to itself, or an edge that closes a cycle (naming it).
   void add_edge(NodeId before, NodeId after);
 
   [[nodiscard]] std::size_t num_nodes() const noexcept;
   [[nodiscard]] std::size_t num_data() const noexcept;
+  /// The id of the node added `index`-th (as RunReport records name nodes). Throws
+  /// InvalidArgument when there is no such node.
+  [[nodiscard]] NodeId node_at(std::size_t index) const;
   /// The node's label (its kernel's name when none was given), kernel name, and arguments.
   [[nodiscard]] const std::string& label(NodeId n) const;
   [[nodiscard]] const Kernel& kernel(NodeId n) const;

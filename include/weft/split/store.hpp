@@ -50,11 +50,17 @@ struct StoredSplit {
 class SplitStore {
  public:
   enum class Load { loaded, absent, invalidated };
+  /// read_write: the store and its table are created if needed. read_only (`weft split show`):
+  /// the file must exist and nothing is written to it (beside a WAL store SQLite may leave an
+  /// empty log and its index, as for any reader); a store without split tables lists none, and
+  /// save and reset throw weft::InvalidState.
+  enum class Mode { read_write, read_only };
 
-  /// Opens (creating it and its table if needed) the database at `path`. Throws weft::Error
-  /// naming the path and SQLite's message when it cannot, weft::InvalidArgument for an empty
-  /// path (SQLite's temporary database, lost at exit).
-  explicit SplitStore(const std::string& path);
+  /// Opens the database at `path`. Throws weft::Error naming the path and SQLite's message when
+  /// it cannot, weft::InvalidArgument for an empty path (SQLite's temporary database, lost at
+  /// exit) or for a file holding tables that are not weft's (another application's database:
+  /// naming them, and leaving the file as it was).
+  explicit SplitStore(const std::string& path, Mode mode = Mode::read_write);
   ~SplitStore();
   SplitStore(const SplitStore&) = delete;
   SplitStore& operator=(const SplitStore&) = delete;

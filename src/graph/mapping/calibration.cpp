@@ -34,7 +34,7 @@ void Calibration::add(const Graph& graph, const RunReport& report) {
   }
   for (const TransferRecord& t : report.transfers) check(t.end - t.start, "a transfer");
   for (const NodeRecord& n : report.nodes) {
-    const std::string& kernel = graph.kernel(NodeId{n.node}).name;
+    const std::string& kernel = graph.kernel(graph.node_at(n.node)).name;
     const auto size = static_cast<double>(n.size);
     if (n.device == Device::cpu) {
       cpu_[kernel].push_back({size, n.end - n.start, n.copy_overlap});

@@ -13,6 +13,13 @@ constexpr std::size_t kRecent = 64;
 
 }  // namespace
 
+bool is_reserved_model_key(std::string_view kernel) noexcept {
+  constexpr std::string_view transfer = "transfer:";  // kTransferToDevice's and kTransferToHost's
+  static_assert(std::string_view(kTransferToDevice).starts_with(transfer) &&
+                std::string_view(kTransferToHost).starts_with(transfer));
+  return kernel.starts_with(transfer) || kernel.ends_with(kBesideCopies);
+}
+
 void CostModels::set(const std::string& device, const std::string& kernel, LinearCostModel model) {
   entries_[{device, kernel}].model = std::move(model);
 }

@@ -1,9 +1,13 @@
 // The graph view the mapping policies and the schedulers share (src/graph only): each node's
-// incoming and outgoing edges and a topological order, with the problem's edges checked.
+// incoming and outgoing edges and a topological order, with the problem's edges checked; and the
+// check of its costs every mapper starts with.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "weft/error.hpp"
@@ -15,6 +19,48 @@ struct Dag {
   std::vector<std::vector<const MappingProblem::Edge*>> in, out;
   std::vector<std::size_t> topo;  // producers first (Kahn's algorithm)
 };
+
+/// Whether a cost is one no mapper can weigh: NaN (it compares false with everything, so a
+/// mapper that took one would return some mapping, silently), negative, or infinite where only a
+/// node's time may be (MappingProblem::kNoImplementation).
+inline bool bad_cost(double cost, bool may_be_infinite) {
+  return !(cost >= 0) || (!may_be_infinite && std::isinf(cost));
+}
+
+[[noreturn]] inline void refuse_cost(const char* who, const std::string& what, double cost) {
+  char value[32];
+  std::snprintf(value, sizeof value, "%g", cost);
+  throw InvalidArgument(std::string("weft::graph::") + who + ": " + what + " is " + value +
+                        " (a cost is a number >= 0; only a node's time may be infinite: no "
+                        "implementation)");
+}
+
+/// Throws InvalidArgument, naming `who` and the cost, for a bad_cost anywhere in `p`. Every
+/// mapping entry point calls it first.
+inline void check_costs(const MappingProblem& p, const char* who) {
+  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+    const auto& v = p.nodes[i];
+    if (bad_cost(v.cpu, true)) refuse_cost(who, "node " + std::to_string(i) + "'s CPU time", v.cpu);
+    if (bad_cost(v.gpu, true)) refuse_cost(who, "node " + std::to_string(i) + "'s GPU time", v.gpu);
+  }
+  for (const auto& e : p.edges) {
+    for (const auto& [cost, way] :
+         {std::pair{e.to_gpu, "host-to-device"}, std::pair{e.to_cpu, "device-to-host"}}) {
+      if (bad_cost(cost, false)) {
+        refuse_cost(who,
+                    "edge " + std::to_string(e.from) + " -> " + std::to_string(e.to) + "'s " + way +
+                        " transfer",
+                    cost);
+      }
+    }
+  }
+  for (std::size_t k = 0; k < p.inputs.size(); ++k) {
+    if (bad_cost(p.inputs[k].to_gpu, false)) {
+      refuse_cost(who, "shared input " + std::to_string(k) + "'s host-to-device transfer",
+                  p.inputs[k].to_gpu);
+    }
+  }
+}
 
 /// Throws InvalidArgument, naming `who`, for a shared input whose reader does not exist.
 inline void check_inputs(const MappingProblem& p, const char* who) {

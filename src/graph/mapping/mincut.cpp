@@ -108,13 +108,6 @@ class MaxFlow {
   std::vector<std::size_t> next_;
 };
 
-void check_cost(double c, const std::string& what) {
-  if (std::isnan(c) || c < 0) {
-    throw InvalidArgument("weft::graph::min_cut_mapping: " + what + " must be non-negative (got " +
-                          std::to_string(c) + ")");
-  }
-}
-
 }  // namespace
 
 double mapping_cost(const MappingProblem& problem, const std::vector<Device>& device) {
@@ -122,6 +115,7 @@ double mapping_cost(const MappingProblem& problem, const std::vector<Device>& de
     throw InvalidArgument("weft::graph::mapping_cost: " + std::to_string(device.size()) +
                           " devices for " + std::to_string(problem.nodes.size()) + " nodes");
   }
+  detail::check_costs(problem, "mapping_cost");
   double cost = 0;
   for (std::size_t i = 0; i < device.size(); ++i) {
     cost += device[i] == Device::cpu ? problem.nodes[i].cpu : problem.nodes[i].gpu;
@@ -154,6 +148,7 @@ double mapping_cost(const MappingProblem& problem, const std::vector<Device>& de
 }
 
 Mapping min_cut_mapping(const MappingProblem& problem) {
+  detail::check_costs(problem, "min_cut_mapping");
   const std::size_t n = problem.nodes.size();
   // Infinite capacities become one more than everything finite together: no minimum cut
   // crosses such an arc while a finite cut exists, and one always does (every node has a
@@ -161,8 +156,6 @@ Mapping min_cut_mapping(const MappingProblem& problem) {
   double finite = 1.0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& v = problem.nodes[i];
-    check_cost(v.cpu, "node " + std::to_string(i) + "'s CPU time");
-    check_cost(v.gpu, "node " + std::to_string(i) + "'s GPU time");
     if (std::isinf(v.cpu) && std::isinf(v.gpu)) {
       throw InvalidArgument("weft::graph::min_cut_mapping: node " + std::to_string(i) +
                             " has no implementation on either device");
@@ -175,16 +168,10 @@ Mapping min_cut_mapping(const MappingProblem& problem) {
       throw InvalidArgument("weft::graph::min_cut_mapping: an edge names node " +
                             std::to_string(std::max(e.from, e.to)) + " of " + std::to_string(n));
     }
-    check_cost(e.to_gpu, "a host-to-device transfer");
-    check_cost(e.to_cpu, "a device-to-host transfer");
-    if (std::isfinite(e.to_gpu)) finite += e.to_gpu;
-    if (std::isfinite(e.to_cpu)) finite += e.to_cpu;
+    finite += e.to_gpu + e.to_cpu;  // finite: check_costs
   }
   detail::check_inputs(problem, "min_cut_mapping");
-  for (const auto& in : problem.inputs) {
-    check_cost(in.to_gpu, "a shared input's host-to-device transfer");
-    if (std::isfinite(in.to_gpu)) finite += in.to_gpu;
-  }
+  for (const auto& in : problem.inputs) finite += in.to_gpu;
   auto cap = [&](double c) { return std::isinf(c) ? finite : c; };
   // Source = CPU, sink = GPU. A node on the sink side (GPU) cuts source -> node: its GPU time;
   // on the source side (CPU) it cuts node -> sink: its CPU time. An edge from -> to with `from`

@@ -18,6 +18,7 @@ bool gpu_capable(const MappingProblem::Node& v) { return std::isfinite(v.gpu); }
 }  // namespace
 
 std::vector<Device> map_a_free(const MappingProblem& problem) {
+  detail::check_costs(problem, "map_a_free");
   for (std::size_t i = 0; i < problem.nodes.size(); ++i) {
     if (!std::isfinite(problem.nodes[i].cpu)) {
       throw InvalidArgument("weft::graph::map_a_free: node " + std::to_string(i) +
@@ -28,6 +29,7 @@ std::vector<Device> map_a_free(const MappingProblem& problem) {
 }
 
 std::vector<Device> map_d_map(const MappingProblem& problem) {
+  detail::check_costs(problem, "map_d_map");
   std::vector<Device> d(problem.nodes.size());
   for (std::size_t i = 0; i < d.size(); ++i) {
     d[i] = gpu_capable(problem.nodes[i]) ? Device::gpu : Device::cpu;
@@ -36,6 +38,7 @@ std::vector<Device> map_d_map(const MappingProblem& problem) {
 }
 
 std::vector<Device> map_pptm(const MappingProblem& problem) {
+  detail::check_costs(problem, "map_pptm");
   const std::size_t n = problem.nodes.size();
   const detail::Dag g = detail::make_dag(problem, "map_pptm");
   const auto& order = g.topo;

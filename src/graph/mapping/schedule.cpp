@@ -107,6 +107,7 @@ Schedule simulate_schedule(const MappingProblem& problem, const std::vector<Devi
     throw InvalidArgument("weft::graph::simulate_schedule: " + std::to_string(device.size()) +
                           " devices for " + std::to_string(problem.nodes.size()) + " nodes");
   }
+  detail::check_costs(problem, "simulate_schedule");
   for (std::size_t i = 0; i < device.size(); ++i) {
     if (!std::isfinite(cost_on(problem.nodes[i], device[i]))) {
       throw InvalidArgument("weft::graph::simulate_schedule: node " + std::to_string(i) +
@@ -119,13 +120,13 @@ Schedule simulate_schedule(const MappingProblem& problem, const std::vector<Devi
 }
 
 Schedule heft_schedule(const MappingProblem& problem) {
+  detail::check_costs(problem, "heft_schedule");
   const Dag g = make_dag(problem, "heft_schedule");
   for (std::size_t i = 0; i < problem.nodes.size(); ++i) {
     const auto& v = problem.nodes[i];
-    if (std::isnan(v.cpu) || std::isnan(v.gpu) || v.cpu < 0 || v.gpu < 0 ||
-        (std::isinf(v.cpu) && std::isinf(v.gpu))) {
+    if (std::isinf(v.cpu) && std::isinf(v.gpu)) {
       throw InvalidArgument("weft::graph::heft_schedule: node " + std::to_string(i) +
-                            " needs a non-negative time on at least one device");
+                            " has no implementation on either device");
     }
   }
   return list_schedule(problem, g, [&](std::size_t v, const double* at, const double* extra) {

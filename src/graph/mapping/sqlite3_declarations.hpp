@@ -43,6 +43,7 @@ inline constexpr int SQLITE_BUSY = 5;
 inline constexpr int SQLITE_LOCKED = 6;
 inline constexpr int SQLITE_ROW = 100;
 inline constexpr int SQLITE_DONE = 101;
+inline constexpr int SQLITE_OPEN_READONLY = 0x00000001;
 inline constexpr int SQLITE_OPEN_READWRITE = 0x00000002;
 inline constexpr int SQLITE_OPEN_CREATE = 0x00000004;
 // sqlite3.h defines SQLITE_TRANSIENT as ((sqlite3_destructor_type)-1): "copy the value now".

@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -38,6 +39,11 @@ inline constexpr double kBesideCopiesMinOverlap = 0.5;
 /// The model beside copies starts as the kernel's own line times the median slowdown of this
 /// many runs beside copies (at any sizes), then learns by RLS like every model.
 inline constexpr std::size_t kBesideCopiesSeedRuns = 3;
+
+/// Whether `kernel` is a key the models above keep for themselves: a transfer (starting with
+/// "transfer:") or a model beside copies (ending with kBesideCopies). A kernel of that name would
+/// share their models, in memory and in the store, so Graph::add_node refuses it.
+[[nodiscard]] bool is_reserved_model_key(std::string_view kernel) noexcept;
 
 /// Cost models by (device, kernel); devices are "cpu" and "gpu". Not thread-safe (the runtime
 /// owns one and updates it between runs).

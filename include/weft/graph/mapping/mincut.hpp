@@ -18,13 +18,14 @@ struct Mapping {
 };
 
 /// The additive cost of `device` for `problem` (infinity when a node is mapped to a device it
-/// has no implementation for). Throws InvalidArgument when the sizes do not match.
+/// has no implementation for). Throws InvalidArgument when the sizes do not match, and for a bad
+/// cost (problem.hpp).
 double mapping_cost(const MappingProblem& problem, const std::vector<Device>& device);
 
 /// The cheapest mapping under the additive model (a minimum cut; among equally cheap mappings,
 /// the one with the fewest nodes on the CPU: the residual graph's smallest source side). Throws
-/// InvalidArgument for an edge naming a node that does not exist, a negative or NaN cost, or a node
-/// with no implementation on either device.
+/// InvalidArgument for an edge naming a node that does not exist, a NaN or negative cost or an
+/// infinite transfer (problem.hpp), or a node with no implementation on either device.
 Mapping min_cut_mapping(const MappingProblem& problem);
 
 }  // namespace weft::graph

@@ -42,7 +42,8 @@ struct StoredModel {
 class ModelStore {
  public:
   /// Opens (creating it and its table if needed) the database at `path`. Throws Error naming
-  /// the path and SQLite's message when it cannot.
+  /// the path and SQLite's message when it cannot, InvalidArgument for a file holding tables that
+  /// are not weft's (another application's database: naming them, before anything is written).
   explicit ModelStore(const std::string& path);
   ~ModelStore();
   ModelStore(const ModelStore&) = delete;

@@ -13,7 +13,7 @@
 namespace weft::graph {
 
 /// Every node on the CPU (A-Free). Throws InvalidArgument for a node without a CPU
-/// implementation.
+/// implementation. Each of these throws InvalidArgument for a bad cost (problem.hpp).
 std::vector<Device> map_a_free(const MappingProblem& problem);
 
 /// Every node that has a GPU implementation on the GPU, the rest (fences) on the CPU (D-Map).

@@ -18,7 +18,9 @@ enum class Device { cpu, gpu };
   return d == Device::gpu ? "gpu" : "cpu";
 }
 
-/// A two-device mapping problem. Costs are seconds (any non-negative unit works).
+/// A two-device mapping problem. Costs are seconds (any non-negative unit works). Every mapper
+/// (policies.hpp, mincut.hpp, schedule.hpp) throws InvalidArgument, naming the cost, for a NaN or
+/// negative one, or an infinite transfer: only a node's time may be infinite.
 struct MappingProblem {
   /// Per node: its time on the CPU and on the GPU. A node without a GPU implementation (a
   /// fence) has gpu = kNoImplementation; likewise cpu for a node that cannot run on the CPU.

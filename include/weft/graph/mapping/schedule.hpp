@@ -25,7 +25,8 @@ struct Schedule {
 };
 
 /// The schedule of a given mapping under the model above. Throws InvalidArgument for a cycle,
-/// a bad edge, a size mismatch or a node mapped to a device it cannot run on.
+/// a bad edge, a bad cost (problem.hpp), a size mismatch or a node mapped to a device it cannot
+/// run on.
 Schedule simulate_schedule(const MappingProblem& problem, const std::vector<Device>& device);
 
 /// HEFT: in the same order, each node goes to the device where it would finish first (earliest
