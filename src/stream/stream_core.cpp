@@ -19,6 +19,13 @@ std::string describe(const Operation& op) {
          std::to_string(op.buffer.bytes) + " bytes)";
 }
 
+// From another thread than the stream's, `owner` may be gone by the time it is read (the run
+// may end and the World go meanwhile): the refusal names the rank from the op alone.
+[[noreturn]] void refuse_foreign_thread(const Operation& op, const char* call) {
+  throw InvalidState(std::string("weft::stream::Request::") + call + " of rank " +
+                     std::to_string(op.self) + " called from another thread than its own");
+}
+
 // Spins this many checks before a wait sleeps: a reply that comes within a few microseconds is
 // seen without a futex round trip.
 constexpr int kSpinsBeforeSleep = 2000;
@@ -77,9 +84,13 @@ void StreamCore::release_tracked(StreamCore* owner, StreamLife& life, void* data
 
 void StreamCore::begin_run() {
   // release: pairs with is_current's acquire loads (a request of this run may wait from now).
+  // Ops of earlier runs have all ended (the World finished them as those runs ended); the ones
+  // never waited on go now rather than across every later run.
+  std::erase_if(pending_, [](const OpPtr& op) { return op->ended(); });
+  thread_ = std::this_thread::get_id();
+  life_->thread.store(thread_, std::memory_order_release);
   life_->run.fetch_add(1, std::memory_order_release);
   life_->running.store(true, std::memory_order_release);
-  thread_ = std::this_thread::get_id();
   device_.make_current();
   problems.clear();
   remote_sent.clear();
@@ -203,7 +214,7 @@ bool StreamCore::test(Operation& op) {
 
 void StreamCore::wait_request(Operation& op) {
   if (op.life->is_current(op.run)) {
-    op.owner->check_owner("Request::wait");
+    if (!op.life->on_own_thread()) refuse_foreign_thread(op, "wait");
     op.owner->wait(op);
     return;
   }
@@ -216,7 +227,7 @@ void StreamCore::wait_request(Operation& op) {
 
 bool StreamCore::test_request(Operation& op) {
   if (op.life->is_current(op.run)) {
-    op.owner->check_owner("Request::test");
+    if (!op.life->on_own_thread()) refuse_foreign_thread(op, "test");
     return op.owner->test(op);
   }
   // Outside its run the op is not moved on, only read: its status was stored with release

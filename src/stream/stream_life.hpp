@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <mutex>
 #include <set>
+#include <thread>
 
 namespace weft::stream::detail {
 
@@ -26,6 +27,9 @@ struct StreamLife {
   /// stream's thread as a run begins and ends (release); read by any handle (acquire).
   std::atomic<std::uint64_t> run{0};
   std::atomic<bool> running{false};
+  /// The thread of the run under way (stored before `running`): a request compares the caller
+  /// with it without touching the stream, which another thread cannot know to be alive.
+  std::atomic<std::thread::id> thread{};
   /// Regions and device allocations not yet released (under `mutex`).
   std::set<RegionCore*> regions;
   std::set<void*> allocations;
@@ -34,6 +38,11 @@ struct StreamLife {
   [[nodiscard]] bool is_current(std::uint64_t of) const noexcept {
     return alive.load(std::memory_order_acquire) && running.load(std::memory_order_acquire) &&
            run.load(std::memory_order_acquire) == of;
+  }
+  /// Whether the caller is the thread of the run under way. Only then may a handle use the
+  /// stream itself: the World cannot end while that thread is inside its run.
+  [[nodiscard]] bool on_own_thread() const noexcept {
+    return thread.load(std::memory_order_acquire) == std::this_thread::get_id();
   }
 };
 

@@ -386,21 +386,22 @@ std::string describe(const WorldCore::Collective& c) {
 }  // namespace
 
 void WorldCore::check_collective(StreamCore& stream, Collective call) {
-  const std::size_t index = stream.collectives++;
+  const std::size_t index = stream.collectives;
   const std::lock_guard lock(collectives_mutex_);
   if (index == collectives_.size()) {
     collectives_.push_back({call, stream.rank()});
-    return;
+  } else {
+    const RecordedCollective& first = collectives_[index];
+    if (std::string(first.call.kind) != call.kind || first.call.root != call.root ||
+        first.call.bytes != call.bytes) {
+      // Not counted: a body that catches this and makes the right call is compared in place.
+      throw MessageError("collective call " + std::to_string(index + 1) + " (counting from 1) of " +
+                         rank_name(stream.rank()) + " is " + describe(call) + " where " +
+                         rank_name(first.rank) + "'s is " + describe(first.call) +
+                         ": every rank makes the same collective calls in the same order");
+    }
   }
-  const RecordedCollective& first = collectives_[index];
-  if (std::string(first.call.kind) == call.kind && first.call.root == call.root &&
-      first.call.bytes == call.bytes) {
-    return;
-  }
-  throw MessageError("collective call " + std::to_string(index) + " of " +
-                     rank_name(stream.rank()) + " is " + describe(call) + " where " +
-                     rank_name(first.rank) + "'s is " + describe(first.call) +
-                     ": every rank makes the same collective calls in the same order");
+  ++stream.collectives;
 }
 
 void WorldCore::run(const std::function<void(TaskStream&)>& body) {

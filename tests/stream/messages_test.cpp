@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -409,6 +410,43 @@ TEST(StreamMessages, ARequestWaitedOnFromAnotherThreadIsRefused) {
   });
 }
 
+// A thread that polls a request while its run ends and the next begins is refused, then told
+// how the transfer ended, without reading the stream's own state (ThreadSanitizer saw it race
+// with the next run's start).
+TEST(StreamMessages, ARequestPolledFromAnotherThreadAcrossRunsLeavesTheStreamAlone) {
+  ws::World world = make_world(2);
+  ws::Request r;
+  std::atomic<bool> posted{false}, stop{false};
+  std::atomic<int> refused{0}, ended{0};
+  static int in = 0, out = 5;
+  std::thread poller([&] {
+    while (!posted.load()) std::this_thread::yield();
+    while (!stop.load()) {
+      try {
+        if (r.test()) ended.fetch_add(1);
+      } catch (const weft::InvalidState&) {
+        refused.fetch_add(1);
+      }
+    }
+  });
+  world.run([&](ws::TaskStream& ts) {
+    if (ts.rank() == 0) {
+      r = ts.irecv(ws::host(&in, 1), 1, 1);
+      posted = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      r.wait();
+    } else {
+      ts.send(ws::host(&out, 1), 0, 1);
+    }
+  });
+  world.run([](ws::TaskStream&) { std::this_thread::sleep_for(std::chrono::milliseconds(10)); });
+  while (ended.load() == 0) std::this_thread::yield();  // once the run is over it reports
+  stop = true;
+  poller.join();
+  EXPECT_EQ(in, 5);
+  EXPECT_GT(refused.load(), 0);
+}
+
 // A request kept past its World reports how its transfer ended without touching the stream,
 // which is gone.
 TEST(StreamMessages, ARequestOutlivingItsWorldReportsHowItEnded) {
@@ -507,10 +545,30 @@ TEST(StreamCollectives, MismatchedCollectivesFailInsteadOfWaiting) {
     }
     bool named = false;
     for (const std::string& e : world.errors()) {
-      named = named || (contains(e, "collective call 1 of rank") && contains(e, c.expected));
+      named = named || (contains(e, "collective call 2 (counting from 1) of rank") &&
+                        contains(e, c.expected));
     }
     EXPECT_TRUE(named) << testing::PrintToString(world.errors());
   }
+}
+
+// A refused collective is not counted: a body that catches the refusal and makes the right call
+// goes on in step with the others.
+TEST(StreamCollectives, ACaughtMismatchLeavesTheCallsInStep) {
+  ws::World world = make_world(2);
+  world.run([](ws::TaskStream& ts) {
+    std::int32_t v = 0;
+    if (ts.rank() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // rank 1 records first
+      EXPECT_THROW(ts.bcast(ws::host(&v, 1), 0), weft::MessageError);
+      ts.bcast(ws::host(&v, 1), 1);
+    } else {
+      v = 7;
+      ts.bcast(ws::host(&v, 1), 1);
+    }
+    EXPECT_EQ(v, 7);
+    ts.barrier();
+  });
 }
 
 TEST(StreamCollectives, BroadcastFromEveryRootToEverySize) {

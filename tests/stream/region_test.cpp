@@ -287,3 +287,13 @@ TEST(StreamRegion, ARegionOutlivingItsWorldRefusesAccessAndFreesNothingTwice) {
     EXPECT_NE(std::string(e.what()).find("World was destroyed"), std::string::npos) << e.what();
   }
 }  // `kept` and `bytes` go here: nothing is freed twice (the sanitizer builds check it)
+
+// An access keeps its region alive: one taken from a temporary Region writes into a buffer that
+// is still there.
+TEST(StreamRegion, AHostAccessKeepsATemporaryRegionAlive) {
+  on_stream([](ws::TaskStream& ts) {
+    auto h = ts.region<int>(8, Policy::Async).host(Access::Write);
+    std::fill(h.begin(), h.end(), 3);
+    EXPECT_EQ(h[7], 3);
+  });  // the access ends (an Async write starts its copy in), then the region goes
+}

@@ -85,27 +85,31 @@ class RegionBytes {
   [[nodiscard]] void* device_bytes() const noexcept;
   [[nodiscard]] detail::RegionCore& core() const noexcept { return *core_; }
 
+ protected:
+  [[nodiscard]] const std::shared_ptr<detail::RegionCore>& shared_core() const noexcept {
+    return core_;
+  }
+
  private:
   std::shared_ptr<detail::RegionCore> core_;
 };
 
 /// A host access to a region: the host buffer, current for `access`, until it is destroyed
-/// (under Policy::Async the end of a write starts the copy to the device).
+/// (under Policy::Async the end of a write starts the copy to the device). It keeps its region
+/// alive (an access to a temporary Region is safe), but not the region's World: an access
+/// still open when its World is destroyed points at freed memory.
 template <class T>
 class HostAccess {
  public:
-  HostAccess(detail::RegionCore& region, std::size_t count, Access access)
-      : region_(&region),
-        data_(static_cast<T*>(detail::begin_host_access(region, access))),
+  HostAccess(std::shared_ptr<detail::RegionCore> region, std::size_t count, Access access)
+      : region_(std::move(region)),
+        data_(static_cast<T*>(detail::begin_host_access(*region_, access))),
         count_(count),
         access_(access) {}
   HostAccess(const HostAccess&) = delete;
   HostAccess& operator=(const HostAccess&) = delete;
   HostAccess(HostAccess&& o) noexcept
-      : region_(std::exchange(o.region_, nullptr)),
-        data_(o.data_),
-        count_(o.count_),
-        access_(o.access_) {}
+      : region_(std::move(o.region_)), data_(o.data_), count_(o.count_), access_(o.access_) {}
   HostAccess& operator=(HostAccess&&) = delete;
   ~HostAccess() {
     if (region_ != nullptr) detail::end_host_access(*region_, access_);
@@ -118,7 +122,7 @@ class HostAccess {
   T* end() const noexcept { return data_ + count_; }
 
  private:
-  detail::RegionCore* region_;
+  std::shared_ptr<detail::RegionCore> region_;
   T* data_;
   std::size_t count_;
   Access access_;
@@ -136,7 +140,7 @@ class Region : public RegionBytes {
   /// The host buffer for `access` (see the file comment for what Write promises).
   [[nodiscard]] HostAccess<T> host(Access access) const {
     if (empty()) detail::refuse_empty_region("host");
-    return HostAccess<T>(core(), size(), access);
+    return HostAccess<T>(shared_core(), size(), access);
   }
 };
 
