@@ -1,0 +1,129 @@
+// UpdateBlock (apps/gpu/cholesky_tiles.hpp) for blocks of 2 x 2 tiles as one 128 x 128 product
+// on 256 task threads (decision 040's probe body): A_ij -= A_ik A_jk^T over K = 128, 8 warps of
+// 64 x 32 on mma m16n8k4, chunks of K 16 deep copied 16 bytes at a time into 4 buffers. With
+// i == j (SYRK) only elements on or below the diagonal are written. Other block sizes, fewer
+// threads and the host run UpdateBlock itself. Lab only: the pool's apps kernel is not built
+// for 256 task threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cholesky_tiles.hpp"
+
+namespace lab {
+
+struct UpdateBlockBig {
+  static constexpr std::uint32_t kId = apps::gpu::UpdateBlock::kId;
+  static constexpr bool kOutOfLine = true;
+  static constexpr int kBig = 128, kDepth = 16, kStages = 4, kThreads = 256;
+  static constexpr int kStride = kBig + 4;  // both operands depth-major: x[kk * kStride + r]
+  static constexpr int kStageElems = 2 * kDepth * kStride;
+  static constexpr std::size_t kBigShared = sizeof(double) * kStageElems * kStages;
+  static constexpr std::size_t kSharedBytes = kBigShared > apps::gpu::UpdateBlock::kSharedBytes
+                                                  ? kBigShared
+                                                  : apps::gpu::UpdateBlock::kSharedBytes;
+  using Payload = apps::gpu::UpdateBlock::Payload;
+
+  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+#if defined(__CUDA_ARCH__)
+    if (p.nb == 2 && ctx.threads() >= kThreads) {
+      const Payload in = p;
+      big(in, ctx);
+      return;
+    }
+#endif
+    apps::gpu::UpdateBlock::run(p, ctx);
+  }
+
+#if defined(__CUDA_ARCH__)
+  __device__ static void copy16(double* to, const double* from) {
+    const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(to));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared), "l"(from));
+  }
+  __device__ static void mma(double (&d)[4], const double (&a)[2], double b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+        "{%0,%1,%2,%3};"
+        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+        : "d"(a[0]), "d"(a[1]), "d"(b));
+  }
+  // Chunk `c` of K: A_ik's rows (i0 ..) and A_jk's rows (j0 ..), both over K columns k0 + c * 16.
+  __device__ static void stage(const double* ai, const double* aj, int lda, double* buffer, int c,
+                               const weft::gpu::BlockContext& ctx) {
+    double* as = buffer;
+    double* bs = buffer + kDepth * kStride;
+    for (int i = ctx.thread(); i < kBig * kDepth / 2; i += ctx.threads()) {
+      const int r = 2 * (i % (kBig / 2)), kk = i / (kBig / 2);
+      const std::size_t at = r + static_cast<std::size_t>(c * kDepth + kk) * lda;
+      copy16(as + kk * kStride + r, ai + at);
+      copy16(bs + kk * kStride + r, aj + at);
+    }
+  }
+  __device__ static void big(const Payload& p, const weft::gpu::BlockContext& ctx) {
+    constexpr int n = apps::gpu::CholeskyTile::kTile;
+    const int i0 = p.i * 2 * n, j0 = p.j * 2 * n, k0 = p.k * 2 * n;
+    const double* ai = p.a + i0 + static_cast<std::size_t>(k0) * p.lda;
+    const double* aj = p.a + j0 + static_cast<std::size_t>(k0) * p.lda;
+    auto* buffers = static_cast<double*>(ctx.shared());
+    const int warp = ctx.thread() / 32, lane = ctx.thread() % 32;
+    const int g = lane / 4, q = lane % 4;
+    const int wm = (warp / 4) * 64, wn = (warp % 4) * 32;  // 2 x 4 warps of 64 x 32
+    constexpr int chunks = kBig / kDepth;
+    const bool active = warp < 8;
+    for (int s = 0; s < kStages - 1; ++s) {
+      stage(ai, aj, p.lda, buffers + s * kStageElems, s, ctx);
+      asm volatile("cp.async.commit_group;\n" ::);
+    }
+    double acc[4][4][4] = {};
+    for (int c = 0; c < chunks; ++c) {
+      asm volatile("cp.async.wait_group %0;\n" ::"n"(kStages - 2));
+      ctx.sync();  // chunk c is visible; chunk c - 1's buffer is free
+      if (c + kStages - 1 < chunks) {
+        stage(ai, aj, p.lda, buffers + ((c + kStages - 1) % kStages) * kStageElems, c + kStages - 1,
+              ctx);
+      }
+      asm volatile("cp.async.commit_group;\n" ::);
+      const double* as = buffers + (c % kStages) * kStageElems;
+      const double* bs = as + kDepth * kStride;
+      if (!active) continue;
+#pragma unroll
+      for (int ks = 0; ks < kDepth; ks += 4) {
+        double af[4][2], bf[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {  // a_r: row g + 8 r, column q
+          af[i][0] = as[(ks + q) * kStride + wm + 16 * i + g];
+          af[i][1] = as[(ks + q) * kStride + wm + 16 * i + g + 8];
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) bf[j] = bs[(ks + q) * kStride + wn + 8 * j + g];  // (q, g)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) mma(acc[i][j], af[i], bf[j]);
+        }
+      }
+    }
+    asm volatile("cp.async.wait_group 0;\n" ::);
+    ctx.sync();  // every thread's reads of the tiles are done before C, which may alias, changes
+    if (!active) return;
+    double* cij = p.a + i0 + static_cast<std::size_t>(j0) * p.lda;
+    const bool lower_only = p.i == p.j;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {  // c_r: row g + 8 (r / 2), column 2 q + r % 2
+          const int row = wm + 16 * i + g + 8 * (r / 2);
+          const int col = wn + 8 * j + 2 * q + r % 2;
+          if (lower_only && row < col) continue;
+          cij[row + static_cast<std::size_t>(col) * p.lda] -= acc[i][j][r];
+        }
+      }
+    }
+  }
+#endif
+};
+
+}  // namespace lab
