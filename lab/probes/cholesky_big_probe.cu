@@ -6,7 +6,7 @@
 //   cholesky_big REPS N:BLOCK[:empty][:big] ... [--host]
 // :big runs the graph on the big pool. Build on the GPU machine after scripts/gpu-build.sh ...
 // weft_gpu_apps:
-//   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -maxrregcount=200 -Iinclude
+//   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -maxrregcount=184 -Iinclude
 //     -Iapps/gpu -Ilab/probes lab/probes/cholesky_big_probe.cu build-gpu/apps/libweft_gpu_apps.a
 //     build-gpu/src/libweft.a -lopenblas -lhwloc -o /tmp/cholesky_big
 //   /tmp/cholesky_big 3 4096:2 4096:2:big 8192:2 8192:2:big
