@@ -6,7 +6,7 @@
 //   cholesky_big REPS N:BLOCK[:empty][:big] ... [--host]
 // :big runs the graph on the big pool. Build on the GPU machine after scripts/gpu-build.sh ...
 // weft_gpu_apps:
-//   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -maxrregcount=184 -Iinclude
+//   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -maxrregcount=168 -Iinclude
 //     -Iapps/gpu -Ilab/probes lab/probes/cholesky_big_probe.cu build-gpu/apps/libweft_gpu_apps.a
 //     build-gpu/src/libweft.a -lopenblas -lhwloc -o /tmp/cholesky_big
 //   /tmp/cholesky_big 3 4096:2 4096:2:big 8192:2 8192:2:big
@@ -399,8 +399,33 @@ void run(int n, int block, bool empty, int reps, bool host, int threads) {
 
 }  // namespace
 
+// --fit: what the CUDA occupancy calculator says of the big pool's kernels (why a pool of 256
+// task threads would not fit).
+template <bool Graphs>
+void print_fit() {
+  const auto kernel = &weft::gpu::detail::resident_kernel<BigTypes, kCapacity, Graphs>;
+  cudaFuncAttributes at{};
+  ok(cudaFuncGetAttributes(&at, kernel), "attributes");
+  const weft::gpu::DeviceProgram program = weft::gpu::device_program<BigTypes, kCapacity>();
+  const std::size_t shared = program.shared_bytes(8, Graphs);
+  std::printf(
+      "graphs %d: %d registers, %zu static shared, %zu local, max threads %d; dynamic %zu\n",
+      Graphs ? 1 : 0, at.numRegs, at.sharedSizeBytes, at.localSizeBytes, at.maxThreadsPerBlock,
+      shared);
+  for (int threads : {128, 192, 224, 256}) {
+    int fit = -1;
+    const int e = program.max_blocks_per_sm(threads, shared, Graphs, &fit);
+    std::printf("  %d task threads: %d block(s) a SM (status %d)\n", threads, fit, e);
+  }
+}
+
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line out as printed: a timeout keeps them
+  if (argc == 2 && std::string(argv[1]) == "--fit") {
+    print_fit<false>();
+    print_fit<true>();
+    return 0;
+  }
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s REPS N:BLOCK[:empty] ... [--host]\n", argv[0]);
     return 2;
