@@ -53,6 +53,7 @@ struct UpdateBlockBig {
                                const weft::gpu::BlockContext& ctx) {
     double* as = buffer;
     double* bs = buffer + kDepth * kStride;
+#pragma unroll 1
     for (int i = ctx.thread(); i < kBig * kDepth / 2; i += ctx.threads()) {
       const int r = 2 * (i % (kBig / 2)), kk = i / (kBig / 2);
       const std::size_t at = r + static_cast<std::size_t>(c * kDepth + kk) * lda;
@@ -87,38 +88,39 @@ struct UpdateBlockBig {
       const double* as = buffers + (c % kStages) * kStageElems;
       const double* bs = as + kDepth * kStride;
       if (!active) continue;
-#pragma unroll
+      // B's fragments for the step first, then A's one row of fragments at a time: 12 values
+      // live beside the 64 sums, so that the body fits the pool's 168 registers.
+      const double* a_at = as + q * kStride + wm + g;
+      const double* b_at = bs + q * kStride + wn + g;
+#pragma unroll 1
       for (int ks = 0; ks < kDepth; ks += 4) {
-        double af[4][2], bf[4];
+        double bf[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) bf[j] = b_at[ks * kStride + 8 * j];  // b: (q, g)
 #pragma unroll
         for (int i = 0; i < 4; ++i) {  // a_r: row g + 8 r, column q
-          af[i][0] = as[(ks + q) * kStride + wm + 16 * i + g];
-          af[i][1] = as[(ks + q) * kStride + wm + 16 * i + g + 8];
-        }
+          const double af[2] = {a_at[ks * kStride + 16 * i], a_at[ks * kStride + 16 * i + 8]};
 #pragma unroll
-        for (int j = 0; j < 4; ++j) bf[j] = bs[(ks + q) * kStride + wn + 8 * j + g];  // (q, g)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-#pragma unroll
-          for (int j = 0; j < 4; ++j) mma(acc[i][j], af[i], bf[j]);
+          for (int j = 0; j < 4; ++j) mma(acc[i][j], af, bf[j]);
         }
       }
     }
     asm volatile("cp.async.wait_group 0;\n" ::);
     ctx.sync();  // every thread's reads of the tiles are done before C, which may alias, changes
     if (!active) return;
-    double* cij = p.a + i0 + static_cast<std::size_t>(j0) * p.lda;
     const bool lower_only = p.i == p.j;
+    // c_r: row g + 8 (r / 2), column 2 q + r % 2 of fragment (i, j).
+    double* c_at = p.a + i0 + wm + g + static_cast<std::size_t>(j0 + wn + 2 * q) * p.lda;
+    const int row0 = wm + g, col0 = wn + 2 * q;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) {
+      for (int i = 0; i < 4; ++i) {
 #pragma unroll
-        for (int r = 0; r < 4; ++r) {  // c_r: row g + 8 (r / 2), column 2 q + r % 2
-          const int row = wm + 16 * i + g + 8 * (r / 2);
-          const int col = wn + 8 * j + 2 * q + r % 2;
-          if (lower_only && row < col) continue;
-          cij[row + static_cast<std::size_t>(col) * p.lda] -= acc[i][j][r];
+        for (int r = 0; r < 4; ++r) {
+          const int row = 16 * i + 8 * (r / 2), col = 8 * j + r % 2;
+          if (lower_only && row0 + row < col0 + col) continue;
+          c_at[row + static_cast<std::size_t>(col) * p.lda] -= acc[i][j][r];
         }
       }
     }
