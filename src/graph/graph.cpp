@@ -131,10 +131,20 @@ std::string byte_range(const void* host, std::size_t bytes) {
   return s.str();
 }
 
-// One byte, one datum: each datum tracks its own last writer and readers (add_node), so a node
-// reading a byte through one datum would not wait for a node writing it through another.
-void check_no_overlap(const detail::GraphImpl& g, const std::string& name, const void* host,
-                      std::size_t bytes) {
+bool overlap(const void* host, std::size_t bytes, const detail::DataEntry& d) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(host);
+  const auto other = reinterpret_cast<std::uintptr_t>(d.host);
+  return begin < other + d.bytes && other < begin + bytes;
+}
+
+// Written bytes, one datum: each datum orders its own last writer and readers (add_node), so a
+// node reading a byte through one datum would not wait for a node writing it through another.
+// Data that only nodes' reads reach may overlap (two views of one input).
+const char* const kOverlapWhy =
+    " (its readers and writers would not be ordered with the other's: pass one handle)";
+
+void check_overlap_on_add(const detail::GraphImpl& g, const std::string& name, const void* host,
+                          std::size_t bytes) {
   const auto begin = reinterpret_cast<std::uintptr_t>(host);
   if (bytes > UINTPTR_MAX - begin) {
     throw InvalidArgument("weft::graph::Graph::add_data: data '" + name + "' (" +
@@ -142,12 +152,23 @@ void check_no_overlap(const detail::GraphImpl& g, const std::string& name, const
                           ") runs past the end of memory");
   }
   for (const detail::DataEntry& d : g.data) {
-    const auto other = reinterpret_cast<std::uintptr_t>(d.host);
-    if (begin < other + d.bytes && other < begin + bytes) {
+    if (d.written && overlap(host, bytes, d)) {
       throw InvalidArgument("weft::graph::Graph::add_data: data '" + name + "' " +
                             byte_range(host, bytes) + " overlaps data '" + d.name + "' " +
-                            byte_range(d.host, d.bytes) +
-                            " (a buffer is one datum: register it once and pass that handle)");
+                            byte_range(d.host, d.bytes) + ", which a node writes" + kOverlapWhy);
+    }
+  }
+}
+
+// A node that writes datum `w` (index in g.data): no other datum may reach its bytes.
+void check_overlap_on_write(const detail::GraphImpl& g, const std::string& who, std::size_t w) {
+  const detail::DataEntry& e = g.data[w];
+  for (std::size_t i = 0; i < g.data.size(); ++i) {
+    const detail::DataEntry& d = g.data[i];
+    if (i != w && overlap(e.host, e.bytes, d)) {
+      throw InvalidArgument(who + ": it writes data '" + e.name + "' " +
+                            byte_range(e.host, e.bytes) + ", which overlaps data '" + d.name +
+                            "' " + byte_range(d.host, d.bytes) + kOverlapWhy);
     }
   }
 }
@@ -174,7 +195,7 @@ Data Graph::add_data(std::string name, void* host, std::size_t bytes) {
   if (bytes == 0) {
     throw InvalidArgument("weft::graph::Graph::add_data: data '" + name + "' has 0 bytes");
   }
-  check_no_overlap(*impl_, name, host, bytes);
+  check_overlap_on_add(*impl_, name, host, bytes);
   detail::DataEntry e;
   e.name = std::move(name);
   e.bytes = bytes;
@@ -217,9 +238,12 @@ NodeId Graph::add_node(Kernel kernel, std::vector<Arg> args, std::string label) 
     for (std::size_t j = 0; j < i; ++j) {
       if (args[j].data == args[i].data) {
         throw InvalidArgument(who + ": data '" + e.name + "' is argument " + std::to_string(j) +
-                              " and " + std::to_string(i) + " (use read_write to update it)");
+                              " and " + std::to_string(i) +
+                              " (pass it once, with read_write to update it; two reads of one "
+                              "buffer take a second datum over it)");
       }
     }
+    if (args[i].access != Access::read) check_overlap_on_write(g, who, args[i].data.index());
     bytes.push_back(e.bytes);
   }
   if (kernel.check) {

@@ -22,6 +22,7 @@ SqliteDb::SqliteDb(std::string owner, std::string path, Mode mode)
 }
 
 void SqliteDb::open(Mode mode) {
+  refuse_foreign_file();
   const int flags =
       mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   if (sqlite3_open_v2(path_.c_str(), &handle_, flags, nullptr) != SQLITE_OK) {
@@ -40,24 +41,76 @@ void SqliteDb::open(Mode mode) {
                kPatience);
 }
 
-void SqliteDb::refuse_foreign() const {
-  // Reading the schema writes nothing (indexes and triggers name their table in tbl_name;
-  // SQLite's own tables start with "sqlite_").
-  SqliteStatement s(*this,
-                    "SELECT DISTINCT tbl_name FROM sqlite_master WHERE tbl_name NOT LIKE "
-                    "'sqlite\\_%' ESCAPE '\\' ORDER BY tbl_name");
-  std::string foreign;
-  for (int rc; (rc = s.step()) != SQLITE_DONE;) {
-    if (rc != SQLITE_ROW) fail("reading the schema");
-    const std::string table = s.column_text(0);
+namespace {
+
+// Tables only: a view, index or trigger a user adds over weft's tables does not make the file
+// another application's; SQLite's own tables start with "sqlite_".
+constexpr const char* kTablesSql =
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' "
+    "ESCAPE '\\' ORDER BY name";
+
+// "'a', 'b'": the tables of `db` that are not weft's; false when the schema cannot be read.
+bool foreign_tables(sqlite3* db, std::string& foreign) {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v2(db, kTablesSql, -1, &s, nullptr) != SQLITE_OK) return false;
+  int rc = 0;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    const auto* text = sqlite3_column_text(s, 0);
+    const std::string table = text != nullptr ? reinterpret_cast<const char*>(text) : "";
     if (std::find(std::begin(kWeftTables), std::end(kWeftTables), table) != std::end(kWeftTables))
       continue;
     foreign += (foreign.empty() ? "'" : ", '") + table + "'";
   }
-  if (!foreign.empty()) {
-    throw InvalidArgument(owner_ + " (" + path_ + "): not a weft store: it holds table(s) " +
-                          foreign + " of another application (left as they are)");
+  sqlite3_finalize(s);
+  return rc == SQLITE_DONE;
+}
+
+// The file as an SQLite URI that opens it immutable: '%', '?' and '#' escaped (the rest of a
+// path stands as it is), absolute so that no "//" reads as an authority.
+std::string immutable_uri(const std::string& path) {
+  std::string uri = "file:";
+  for (const char c : std::filesystem::absolute(path).lexically_normal().string()) {
+    if (c == '%' || c == '?' || c == '#') {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      uri += '%';
+      uri += kHex[static_cast<unsigned char>(c) >> 4];
+      uri += kHex[static_cast<unsigned char>(c) & 0xF];
+    } else {
+      uri += c;
+    }
   }
+  return uri + "?immutable=1";
+}
+
+}  // namespace
+
+void SqliteDb::refuse_foreign_file() const {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path_, ec) || std::filesystem::file_size(path_, ec) == 0) {
+    return;  // a new store, or what the open itself will refuse with its own reason
+  }
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(immutable_uri(path_).c_str(), &db,
+                                 SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  std::string foreign;
+  const bool read = rc == SQLITE_OK && foreign_tables(db, foreign);
+  const std::string message = db != nullptr ? sqlite3_errmsg(db) : "out of memory";
+  sqlite3_close(db);
+  if (!read) throw Error(owner_ + " (" + path_ + "): reading the schema: " + message);
+  if (!foreign.empty()) refuse(foreign);
+}
+
+void SqliteDb::refuse_foreign() {
+  std::string foreign;
+  if (!foreign_tables(handle_, foreign)) fail("reading the schema");
+  if (foreign.empty()) return;
+  sqlite3_db_config(handle_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  refuse(foreign);
+}
+
+void SqliteDb::refuse(const std::string& tables) const {
+  throw InvalidArgument(owner_ + " (" + path_ + "): not a weft store: it holds table(s) " + tables +
+                        " of another application (left as they are)");
 }
 
 bool SqliteDb::has_table(const char* name) const {

@@ -58,7 +58,14 @@ class SqliteDb {
 
  private:
   void open(Mode mode);
-  void refuse_foreign() const;
+  /// Throws InvalidArgument when the file at path_ holds tables that are not weft's, read on a
+  /// connection of its own that writes nothing, takes no lock and replays no journal
+  /// (immutable=1): the check leaves another application's file as it was, its log included.
+  void refuse_foreign_file() const;
+  /// The same on this connection (tables written only to a log the first check could not see);
+  /// a refusal turns off the checkpoint its close would make.
+  void refuse_foreign();
+  [[noreturn]] void refuse(const std::string& tables) const;
 
   std::string owner_;
   std::string path_;

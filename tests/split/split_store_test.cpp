@@ -295,6 +295,38 @@ TEST_F(SplitStoreTest, AnotherApplicationsDatabaseIsRefusedAndLeftByteForByte) {
   EXPECT_EQ(contents(path_), before);
   EXPECT_EQ(files_in(dir_), std::vector<std::string>{"models.db"});
 }
+
+// Another application's database in WAL mode, closed with its last commits still in the log
+// (not checkpointed into the file): refused by every store and mode, with the file and the log
+// left as they were. Closing the connection that found it foreign would otherwise checkpoint
+// the log into the file.
+TEST_F(SplitStoreTest, AnotherApplicationsWalDatabaseIsRefusedWithItsLogLeftAsItWas) {
+  sqlite3* app = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &app), SQLITE_OK);
+  for (const char* sql : {"PRAGMA journal_mode=WAL", "CREATE TABLE contacts (name TEXT)",
+                          "INSERT INTO contacts VALUES ('ada')"}) {
+    ASSERT_EQ(sqlite3_exec(app, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+  }
+  sqlite3_db_config(app, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  sqlite3_close(app);
+  const std::string file = contents(path_), log = contents(path_ + "-wal");
+  ASSERT_FALSE(log.empty());
+  for (const auto mode : {ws::SplitStore::Mode::read_write, ws::SplitStore::Mode::read_only}) {
+    EXPECT_THROW(ws::SplitStore(path_, mode), weft::InvalidArgument);
+  }
+  EXPECT_THROW(weft::graph::ModelStore{path_}, weft::InvalidArgument);
+  EXPECT_EQ(contents(path_), file);
+  EXPECT_EQ(contents(path_ + "-wal"), log);
+}
+
+// Only tables make a file another application's: a view a user adds over weft's own table
+// leaves it weft's.
+TEST_F(SplitStoreTest, AViewOverWeftsOwnTableKeepsTheStoreWefts) {
+  { weft::graph::ModelStore models(path_); }
+  exec_sql({"CREATE VIEW recent AS SELECT * FROM cost_models"});
+  EXPECT_NO_THROW(weft::graph::ModelStore{path_});
+  EXPECT_NO_THROW(ws::SplitStore(path_, ws::SplitStore::Mode::read_only));
+}
 #endif
 
 // `weft split show`: a calibration store is read, never written, whether it holds split tables

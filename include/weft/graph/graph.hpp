@@ -151,8 +151,9 @@ class Graph {
   /// Registers a host buffer the caller owns (it must outlive the graph). Before every run the
   /// runtime takes what the buffer holds as the data's value; after a run, data that nodes wrote
   /// are back in it. Throws InvalidArgument for a null buffer, 0 bytes, an empty name, or a
-  /// buffer that overlaps one the graph already has (the same one included), naming both ranges:
-  /// each datum tracks its own readers and writers, so two over one byte would not be ordered.
+  /// buffer that overlaps data a node writes, naming both ranges: each datum orders its own
+  /// readers and writers, so two over one written byte would not be ordered. Data that nodes
+  /// only read may overlap (two views of one input).
   Data add_data(std::string name, void* host, std::size_t bytes);
   /// Registers data the graph owns (a zeroed host buffer; intermediates). After a run its value
   /// may live on a device only: fetch() brings it to the host.
@@ -161,6 +162,7 @@ class Graph {
   /// Adds a node running `kernel` on `args`. It depends on the last earlier writer of each datum
   /// it reads, and a writer also on the earlier readers since that writer (sequential
   /// semantics). Throws InvalidArgument for a kernel without a name or any implementation, a
+  /// datum it writes that overlaps another datum (see add_data), a
   /// kernel name the cost models keep for themselves (is_reserved_model_key), a handle not of
   /// this graph, a datum named twice, or sizes the kernel's check refuses; the message names the
   /// node (label, else kernel name and index).

@@ -35,6 +35,7 @@ int sqlite3_bind_int64(sqlite3_stmt* stmt, int index, sqlite3_int64 value);
 const unsigned char* sqlite3_column_text(sqlite3_stmt* stmt, int column);
 double sqlite3_column_double(sqlite3_stmt* stmt, int column);
 sqlite3_int64 sqlite3_column_int64(sqlite3_stmt* stmt, int column);
+int sqlite3_db_config(sqlite3* db, int op, ...);
 }
 
 // Result codes and open flags (sqlite3.h: "Result Codes", "Flags For File Open Operations").
@@ -46,5 +47,8 @@ inline constexpr int SQLITE_DONE = 101;
 inline constexpr int SQLITE_OPEN_READONLY = 0x00000001;
 inline constexpr int SQLITE_OPEN_READWRITE = 0x00000002;
 inline constexpr int SQLITE_OPEN_CREATE = 0x00000004;
+inline constexpr int SQLITE_OPEN_URI = 0x00000040;
+// sqlite3.h: "Database Connection Configuration Options" (since 3.16).
+inline constexpr int SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE = 1010;
 // sqlite3.h defines SQLITE_TRANSIENT as ((sqlite3_destructor_type)-1): "copy the value now".
 #define SQLITE_TRANSIENT (reinterpret_cast<sqlite3_destructor_type>(static_cast<std::intptr_t>(-1)))
