@@ -316,6 +316,7 @@ void Graph::add_edge(NodeId before, NodeId after) {
 
 std::size_t Graph::num_nodes() const noexcept { return impl_->nodes.size(); }
 std::size_t Graph::num_data() const noexcept { return impl_->data.size(); }
+std::uint64_t Graph::id() const noexcept { return impl_->id; }
 NodeId Graph::node_at(std::size_t index) const {
   if (index >= impl_->nodes.size()) {
     throw InvalidArgument("weft::graph::Graph::node_at: node " + std::to_string(index) +

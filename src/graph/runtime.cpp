@@ -317,6 +317,7 @@ RunReport Runtime::execute(Graph& graph, const std::vector<Device>& mapping, std
     g.pin_host_buffers();  // once per buffer; outside the run's time
   }
   RunReport report;
+  report.graph = graph.id();
   report.policy = std::move(policy);
   report.mapping = mapping;
   try {

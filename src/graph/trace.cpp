@@ -57,6 +57,9 @@ struct Span {
 };
 
 std::vector<Span> spans(const Graph& graph, const RunReport& report) {
+  if (report.graph != 0 && report.graph != graph.id()) {  // its nodes are another's indices
+    throw InvalidArgument("weft::graph::trace: the report is of another graph");
+  }
   std::vector<Span> out;
   for (const NodeRecord& n : report.nodes) {
     out.push_back({{n.device == Device::gpu ? 2 : 1, n.lane},

@@ -75,7 +75,13 @@ TEST(Calibration, BadTimesAndNodesAreRefusedBeforeAnythingIsKept) {
   t.end = std::nan("");
   r.transfers = {t};
   EXPECT_THROW(c.add(g, r), weft::InvalidArgument);
+  r.transfers.clear();
+  Graph other;  // a report of another graph: its node 0 is not this graph's node 0
+  other.add_node(Kernel{"other's", [](const weft::graph::CpuCall&) {}, {}, {}}, {});
+  r.graph = other.id();
+  EXPECT_THROW(c.add(g, r), weft::InvalidArgument);
   EXPECT_EQ(c.size(), 0u);  // nothing of the refused reports was kept
+  EXPECT_NO_THROW(c.add(other, r));
 }
 
 TEST(Calibration, EveryModelIsTheFitOfAllItsRuns) {

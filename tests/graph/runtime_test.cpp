@@ -145,6 +145,7 @@ TEST(Runtime, EveryMappingGivesTheSameResult) {
     std::fill(d.out.begin(), d.out.end(), -1.0f);
     const auto report = rt.run(d.g, m);
     expect_near_all(d.out, d.expected());
+    EXPECT_EQ(report.graph, d.g.id());
     EXPECT_EQ(report.nodes.size(), 6u);
     for (const auto& r : report.nodes) EXPECT_EQ(r.device, m[r.node]) << "node " << r.node;
   }

@@ -174,6 +174,8 @@ class Graph {
 
   [[nodiscard]] std::size_t num_nodes() const noexcept;
   [[nodiscard]] std::size_t num_data() const noexcept;
+  /// A number no other Graph of this process has (RunReport::graph names the graph it ran).
+  [[nodiscard]] std::uint64_t id() const noexcept;
   /// The id of the node added `index`-th (as RunReport records name nodes). Throws
   /// InvalidArgument when there is no such node.
   [[nodiscard]] NodeId node_at(std::size_t index) const;

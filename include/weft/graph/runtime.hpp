@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -107,6 +108,9 @@ struct TransferRecord {
 };
 
 struct RunReport {
+  /// Graph::id() of the graph that ran: its nodes are that graph's indices. 0 in a report made
+  /// by hand, which Calibration::add and the traces take for whichever graph they are given.
+  std::uint64_t graph = 0;
   std::string policy;  // the policy's name, or "forced"
   std::vector<Device> mapping;
   double seconds = 0;         // the whole run, wall clock, including the final copies back

@@ -17,6 +17,11 @@ bool two_sizes(const std::vector<CostSample>& s) {
 }  // namespace
 
 void Calibration::add(const Graph& graph, const RunReport& report) {
+  // Another graph's report names its own nodes by index: it would teach this graph's kernels
+  // another's times.
+  if (report.graph != 0 && report.graph != graph.id()) {
+    throw InvalidArgument("weft::graph::Calibration::add: the report is of another graph");
+  }
   // Every time first, before anything is kept: a bad sample would make every later fit throw.
   auto check = [](double seconds, const std::string& what) {
     if (!std::isfinite(seconds) || seconds < 0) {
