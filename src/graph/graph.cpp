@@ -109,10 +109,6 @@ void add_unique(std::vector<std::size_t>& v, std::size_t x) {
     v.insert(std::upper_bound(v.begin(), v.end(), x), x);
 }
 
-}  // namespace
-
-namespace {
-
 // A graph changes only between runs: a node or datum added during one would not be in the
 // run's dispatcher (never run), and its vectors would move under it. acquire: pairs with the
 // release that ends a run.

@@ -83,12 +83,12 @@ void StreamCore::release_tracked(StreamCore* owner, StreamLife& life, void* data
 }
 
 void StreamCore::begin_run() {
-  // release: pairs with is_current's acquire loads (a request of this run may wait from now).
   // Ops of earlier runs have all ended (the World finished them as those runs ended); the ones
   // never waited on go now rather than across every later run.
   std::erase_if(pending_, [](const OpPtr& op) { return op->ended(); });
-  thread_ = std::this_thread::get_id();
-  life_->thread.store(thread_, std::memory_order_release);
+  // release: pairs with is_current's and on_own_thread's acquire loads (a request of this run
+  // may wait from now, on this thread).
+  life_->thread.store(std::this_thread::get_id(), std::memory_order_release);
   life_->run.fetch_add(1, std::memory_order_release);
   life_->running.store(true, std::memory_order_release);
   device_.make_current();
@@ -100,7 +100,7 @@ void StreamCore::begin_run() {
 }
 
 void StreamCore::check_owner(const char* call) const {
-  if (std::this_thread::get_id() != thread_) {
+  if (!life_->on_own_thread()) {
     throw InvalidState(std::string("weft::stream::TaskStream::") + call + " of rank " +
                        std::to_string(rank_) + " called from another thread than its own");
   }

@@ -115,7 +115,6 @@ class StreamCore {
   std::unique_ptr<Queue> transfers_;
   Staging staging_;
   EventPtr region_copy_;  // the last region copy on transfers_ no message has waited for yet
-  std::thread::id thread_{};
   /// Bumped (release) and notified by whoever ends one of this stream's operations; the
   /// stream's wait reads it (acquire) before it checks, and sleeps only while it is unchanged.
   std::atomic<std::uint32_t> wake_{0};

@@ -378,7 +378,7 @@ void WorldCore::barrier(StreamCore& stream) {
 namespace {
 
 std::string describe(const WorldCore::Collective& c) {
-  if (std::string(c.kind) == "barrier") return "barrier";
+  if (c.kind == "barrier") return "barrier";
   return std::string(c.kind) + " (root " + std::to_string(c.root) + ", " + std::to_string(c.bytes) +
          " bytes)";
 }
@@ -392,7 +392,7 @@ void WorldCore::check_collective(StreamCore& stream, Collective call) {
     collectives_.push_back({call, stream.rank()});
   } else {
     const RecordedCollective& first = collectives_[index];
-    if (std::string(first.call.kind) != call.kind || first.call.root != call.root ||
+    if (first.call.kind != call.kind || first.call.root != call.root ||
         first.call.bytes != call.bytes) {
       // Not counted: a body that catches this and makes the right call is compared in place.
       throw MessageError("collective call " + std::to_string(index + 1) + " (counting from 1) of " +

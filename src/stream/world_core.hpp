@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stream/device.hpp"
@@ -69,7 +70,7 @@ class WorldCore {
   /// One collective call: its kind ("barrier", "bcast", "allreduce_sum of doubles", ...), root
   /// and bytes.
   struct Collective {
-    const char* kind;
+    std::string_view kind;
     int root = 0;
     std::size_t bytes = 0;
   };
