@@ -7,6 +7,7 @@
 // C (M x 128) = A (M x K) B (K x 128), M = 128 x SMs, column-major, each checked against a host
 // reference. Build and run on the GPU machine from the repository root:
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -Xptxas -v -Iinclude -Iapps/gpu \
+//     -Ilab/probes \
 //     lab/probes/big_tile_probe.cu -o /tmp/big && /tmp/big
 #include <cuda_runtime.h>
 
@@ -17,6 +18,7 @@
 #include <random>
 #include <vector>
 
+#include "fp64_mma.cuh"
 #include "gemm_tile.hpp"
 
 namespace {
@@ -51,29 +53,15 @@ struct BigPayload {
   int k, lda, ldb, ldc, row0;
 };
 
-__device__ __forceinline__ void copy16(double* to, const double* from) {
-  const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(to));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared), "l"(from));
-}
-
-__device__ __forceinline__ void mma16n8k8(double (&d)[4], const double (&a)[4],
-                                          const double (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};"
-      : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-      : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
-}
-
 __device__ __forceinline__ void stage(const BigPayload& p, double* buffer, int k0) {
   double* as = buffer;
   double* bs = buffer + kDepth * kSA;
   const int t = static_cast<int>(threadIdx.x);
   for (int i = t; i < kBig * kDepth / 2; i += kThreads) {
     const int r = 2 * (i % (kBig / 2)), kk = i / (kBig / 2);
-    copy16(as + kk * kSA + r, p.a + p.row0 + r + static_cast<std::size_t>(k0 + kk) * p.lda);
+    lab::copy16(as + kk * kSA + r, p.a + p.row0 + r + static_cast<std::size_t>(k0 + kk) * p.lda);
     const int k2 = 2 * (i % (kDepth / 2)), c = i / (kDepth / 2);
-    copy16(bs + c * kSB + k2, p.b + k0 + k2 + static_cast<std::size_t>(c) * p.ldb);
+    lab::copy16(bs + c * kSB + k2, p.b + k0 + k2 + static_cast<std::size_t>(c) * p.ldb);
   }
 }
 
@@ -115,7 +103,7 @@ __global__ void __launch_bounds__(kThreads, 1) big_kernel(const BigPayload* payl
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
 #pragma unroll
-        for (int j = 0; j < 4; ++j) mma16n8k8(acc[i][j], af[i], bf[j]);
+        for (int j = 0; j < 4; ++j) lab::mma_m16n8k8(acc[i][j], af[i], bf[j]);
       }
     }
   }

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "cholesky_tiles.hpp"
+#include "fp64_mma.cuh"
 
 namespace lab {
 
@@ -37,17 +38,6 @@ struct UpdateBlockBig {
   }
 
 #if defined(__CUDA_ARCH__)
-  __device__ static void copy16(double* to, const double* from) {
-    const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(to));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared), "l"(from));
-  }
-  __device__ static void mma(double (&d)[4], const double (&a)[2], double b) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
-        "{%0,%1,%2,%3};"
-        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-        : "d"(a[0]), "d"(a[1]), "d"(b));
-  }
   // Chunk `c` of K: A_ik's rows (i0 ..) and A_jk's rows (j0 ..), both over K columns k0 + c * 16.
   __device__ static void stage(const double* ai, const double* aj, int lda, double* buffer, int c,
                                const weft::gpu::BlockContext& ctx) {
@@ -57,8 +47,8 @@ struct UpdateBlockBig {
     for (int i = ctx.thread(); i < kBig * kDepth / 2; i += ctx.threads()) {
       const int r = 2 * (i % (kBig / 2)), kk = i / (kBig / 2);
       const std::size_t at = r + static_cast<std::size_t>(c * kDepth + kk) * lda;
-      copy16(as + kk * kStride + r, ai + at);
-      copy16(bs + kk * kStride + r, aj + at);
+      lab::copy16(as + kk * kStride + r, ai + at);
+      lab::copy16(bs + kk * kStride + r, aj + at);
     }
   }
   __device__ static void big(const Payload& p, const weft::gpu::BlockContext& ctx) {
@@ -101,7 +91,7 @@ struct UpdateBlockBig {
         for (int i = 0; i < 4; ++i) {  // a_r: row g + 8 r, column q
           const double af[2] = {a_at[ks * kStride + 16 * i], a_at[ks * kStride + 16 * i + 8]};
 #pragma unroll
-          for (int j = 0; j < 4; ++j) mma(acc[i][j], af, bf[j]);
+          for (int j = 0; j < 4; ++j) lab::mma_m16n8k4(acc[i][j], af, bf[j]);
         }
       }
     }

@@ -15,12 +15,15 @@
 //   - how many bodies ran at once, averaged over ten slices of the span.
 // Beside it, the untimed CholeskyPlan on the apps' own pool (AppPool), for how far the probe's
 // kernel is from the real one.
-//   cholesky_trace REPS N:BLOCK[:empty] ... [--host]
+//   cholesky_trace REPS N:BLOCK[:empty][:big] ... [--host]  |  cholesky_trace --fit
 // :empty runs the same graph with the bodies left out (stamps only): the graph's own cost.
+// :big runs it on a pool of 256 task threads a block whose update blocks of 2 x 2 tiles are one
+// 128 x 128 product (big_update_block.cuh; decision 040); --fit prints what the CUDA occupancy
+// calculator says of that pool's kernels.
 // --host runs both pools on the host backend (the logic, not the speed; small N). Build on the
 // GPU machine after scripts/gpu-build.sh ... weft_gpu_apps:
 //   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -maxrregcount=168 -Iinclude
-//     -Iapps/gpu lab/probes/cholesky_trace_probe.cu build-gpu/apps/libweft_gpu_apps.a
+//     -Iapps/gpu -Ilab/probes lab/probes/cholesky_trace_probe.cu build-gpu/apps/libweft_gpu_apps.a
 //     build-gpu/src/libweft.a -lopenblas -lhwloc -o /tmp/cholesky_trace
 //   /tmp/cholesky_trace 3 1024:1 2048:1 4096:2 8192:2 8192:1 2048:1:empty 8192:1:empty \
 //     8192:2:empty
@@ -41,6 +44,7 @@
 #include <weft/gpu/device.cuh>
 
 #include "app_pool.hpp"
+#include "big_update_block.cuh"
 #include "cholesky.hpp"
 
 namespace {
@@ -115,9 +119,13 @@ using Types =
     weft::gpu::TaskTypes<TPotrfTile, TTrsmTile, TUpdateTile, TPotrfBlock, TTrsmBlock, TUpdateBlock>;
 constexpr std::size_t kCapacity = apps::gpu::kAppCapacity;
 using ProbePool = weft::gpu::Pool<Types, kCapacity>;
-using Record = ProbePool::Record;
+using TUpdateBlockBig = Timed<lab::UpdateBlockBig, 926>;
+using BigTypes = weft::gpu::TaskTypes<TPotrfTile, TTrsmTile, TUpdateTile, TPotrfBlock, TTrsmBlock,
+                                      TUpdateBlockBig>;
+using BigPool = weft::gpu::Pool<BigTypes, kCapacity>;
 constexpr std::size_t kGraphCapacity = std::size_t{1} << 19;
 
+template <class Record, class TUpdate>
 std::vector<Record> timed_records(const CholeskyGraph& g, double* a, int lda,
                                   unsigned long long* stamps, bool empty) {
   std::vector<Record> r;
@@ -129,16 +137,18 @@ std::vector<Record> timed_records(const CholeskyGraph& g, double* a, int lda,
     const bool blocks = nb > 1;
     switch (x.kind) {
       case CholeskyGraph::Kind::potrf:
-        r.push_back(blocks ? Record::make<TPotrfBlock>({{a, lda, x.k, nb, 0}, s, empty}, t)
-                           : Record::make<TPotrfTile>({{a, lda, x.k, 0}, s, empty}, t));
+        r.push_back(blocks ? Record::template make<TPotrfBlock>({{a, lda, x.k, nb, 0}, s, empty}, t)
+                           : Record::template make<TPotrfTile>({{a, lda, x.k, 0}, s, empty}, t));
         break;
       case CholeskyGraph::Kind::trsm:
-        r.push_back(blocks ? Record::make<TTrsmBlock>({{a, lda, x.i, x.k, nb}, s, empty}, t)
-                           : Record::make<TTrsmTile>({{a, lda, x.i, x.k}, s, empty}, t));
+        r.push_back(blocks
+                        ? Record::template make<TTrsmBlock>({{a, lda, x.i, x.k, nb}, s, empty}, t)
+                        : Record::template make<TTrsmTile>({{a, lda, x.i, x.k}, s, empty}, t));
         break;
       default:
-        r.push_back(blocks ? Record::make<TUpdateBlock>({{a, lda, x.i, x.j, x.k, nb}, s, empty}, t)
-                           : Record::make<TUpdateTile>({{a, lda, x.i, x.j, x.k}, s, empty}, t));
+        r.push_back(
+            blocks ? Record::template make<TUpdate>({{a, lda, x.i, x.j, x.k, nb}, s, empty}, t)
+                   : Record::template make<TUpdateTile>({{a, lda, x.i, x.j, x.k}, s, empty}, t));
     }
   }
   return r;
@@ -311,22 +321,24 @@ struct Matrix {
 };
 
 template <class Pool>
-Pool make_pool(weft::gpu::DeviceProgram program, bool host) {
+Pool make_pool(weft::gpu::DeviceProgram program, bool host, int threads = 128) {
   weft::gpu::PoolOptions o;
   if (!host) {
     o.backend = weft::gpu::Backend::device;
     o.program = program;
     o.devices = {0};
-    o.threads_per_block = 128;
+    o.threads_per_block = threads;
   }
   o.graph_capacity = kGraphCapacity;
   return Pool(o);
 }
 
-void run(int n, int block, bool empty, int reps, bool host) {
+template <class PoolT, class TypesT, class TUpdate>
+void run(int n, int block, bool empty, int reps, bool host, int threads) {
+  using Record = typename PoolT::Record;
   const CholeskyGraph g(n, block);
-  std::printf("n = %d, blocks of %d tile(s): %zu tasks%s\n", n, block, g.tasks().size(),
-              empty ? ", empty bodies" : "");
+  std::printf("n = %d, blocks of %d tile(s): %zu tasks%s, %d task threads a block\n", n, block,
+              g.tasks().size(), empty ? ", empty bodies" : "", threads);
   // The stamps: mapped host memory the GPU's blocks write, or plain memory on --host.
   std::vector<unsigned long long> host_stamps;
   unsigned long long* stamps = nullptr;
@@ -343,8 +355,9 @@ void run(int n, int block, bool empty, int reps, bool host) {
     // The matrix before the pool: cudaMalloc and cudaFree wait for every kernel, the pool's
     // resident one included (docs/gpu.md), so the pool ends first.
     Matrix m(n, host);
-    ProbePool pool = make_pool<ProbePool>(
-        host ? weft::gpu::DeviceProgram{} : weft::gpu::device_program<Types, kCapacity>(), host);
+    PoolT pool = make_pool<PoolT>(
+        host ? weft::gpu::DeviceProgram{} : weft::gpu::device_program<TypesT, kCapacity>(), host,
+        threads);
     const weft::gpu::GraphShape shape =
         pool.prepare_graph(g.tasks().size(), g.edges(), g.priorities());
     std::vector<Record> done(g.tasks().size());
@@ -355,7 +368,7 @@ void run(int n, int block, bool empty, int reps, bool host) {
       if (r == reps) std::fill(stamps, stamps + stamp_count, 0ULL);  // the traced rep's alone
       // The records are built inside the time, as CholeskyPlan::factor builds its own.
       const long long h0 = host_ns();
-      const std::vector<Record> records = timed_records(g, a, n, stamps, empty);
+      const std::vector<Record> records = timed_records<Record, TUpdate>(g, a, n, stamps, empty);
       pool.push_graph(shape, records);
       for (std::size_t got = 0; got < done.size();) {
         const std::size_t k = pool.pop_batch(std::span<Record>(done).subspan(got));
@@ -384,7 +397,7 @@ void run(int n, int block, bool empty, int reps, bool host) {
     }
     pool.pause();
   }
-  if (!empty) {  // the apps' own pool and plan, untimed inside
+  if (!empty && threads == 128) {  // the apps' own pool and plan, untimed inside
     Matrix m(n, host);
     apps::gpu::AppPool pool = make_pool<apps::gpu::AppPool>(
         host ? weft::gpu::DeviceProgram{} : apps::gpu::app_program(), host);
@@ -405,8 +418,33 @@ void run(int n, int block, bool empty, int reps, bool host) {
 
 }  // namespace
 
+// --fit: what the CUDA occupancy calculator says of the big pool's kernels (why a pool of 256
+// task threads would not fit).
+template <bool Graphs>
+void print_fit() {
+  const auto kernel = &weft::gpu::detail::resident_kernel<BigTypes, kCapacity, Graphs>;
+  cudaFuncAttributes at{};
+  ok(cudaFuncGetAttributes(&at, kernel), "attributes");
+  const weft::gpu::DeviceProgram program = weft::gpu::device_program<BigTypes, kCapacity>();
+  const std::size_t shared = program.shared_bytes(8, Graphs);
+  std::printf(
+      "graphs %d: %d registers, %zu static shared, %zu local, max threads %d; dynamic %zu\n",
+      Graphs ? 1 : 0, at.numRegs, at.sharedSizeBytes, at.localSizeBytes, at.maxThreadsPerBlock,
+      shared);
+  for (int threads : {128, 192, 224, 256}) {
+    int fit = -1;
+    const int e = program.max_blocks_per_sm(threads, shared, Graphs, &fit);
+    std::printf("  %d task threads: %d block(s) a SM (status %d)\n", threads, fit, e);
+  }
+}
+
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // each line out as printed: a timeout keeps them
+  if (argc == 2 && std::string(argv[1]) == "--fit") {
+    print_fit<false>();
+    print_fit<true>();
+    return 0;
+  }
   if (argc < 3) {
     std::fprintf(stderr, "usage: %s REPS N:BLOCK[:empty] ... [--host]\n", argv[0]);
     return 2;
@@ -415,7 +453,7 @@ int main(int argc, char** argv) {
   bool host = false;
   struct Size {
     int n, block;
-    bool empty;
+    bool empty, big;
   };
   std::vector<Size> sizes;
   for (int i = 2; i < argc; ++i) {
@@ -428,8 +466,14 @@ int main(int argc, char** argv) {
     const auto colon = s.find(':');
     const int block = colon == std::string::npos ? 1 : std::atoi(s.substr(colon + 1).c_str());
     sizes.push_back({std::atoi(s.substr(0, colon).c_str()), block,
-                     s.size() > 6 && s.substr(s.size() - 6) == ":empty"});
+                     s.find(":empty") != std::string::npos, s.find(":big") != std::string::npos});
   }
-  for (const Size& z : sizes) run(z.n, z.block, z.empty, reps, host);
+  for (const Size& z : sizes) {
+    if (z.big) {
+      run<BigPool, BigTypes, TUpdateBlockBig>(z.n, z.block, z.empty, reps, host, 256);
+    } else {
+      run<ProbePool, Types, TUpdateBlock>(z.n, z.block, z.empty, reps, host, 128);
+    }
+  }
   return 0;
 }

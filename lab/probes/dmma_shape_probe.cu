@@ -7,7 +7,7 @@
 //    plain kernels: one block (a task's latency) and 264 blocks (two a SM, each its own tile of
 //    C, as the pool's blocks), K = 64 and 512; each checked against a host reference.
 // Build and run on the GPU machine from the repository root:
-//   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -Iinclude -Iapps/gpu \
+//   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -Iinclude -Iapps/gpu -Ilab/probes \
 //     lab/probes/dmma_shape_probe.cu -o /tmp/dmma && /tmp/dmma
 #include <cuda_runtime.h>
 
@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "fp64_mma.cuh"
 #include "gemm_tile.hpp"
 
 namespace {
@@ -31,32 +32,20 @@ void check(cudaError_t e, const char* what) {
 }
 
 // ---- 1. The instruction's rate ----
-template <int Shape>  // 0: m8n8k4, 1: m16n8k4, 2: m16n8k8, 3: m16n8k16
+// Shape 0: m8n8k4, 1: m16n8k4, 2: m16n8k8, 3: m16n8k16, each on the first of `a` and `b` it
+// takes (fp64_mma.cuh).
+template <int Shape>
 __device__ __forceinline__ void mma_shape(double (&d)[4], const double (&a)[8],
                                           const double (&b)[4]) {
   if constexpr (Shape == 0) {
-    asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};"
-                 : "+d"(d[0]), "+d"(d[1])
-                 : "d"(a[0]), "d"(b[0]));
+    lab::mma_m8n8k4(reinterpret_cast<double(&)[2]>(d), a[0], b[0]);
   } else if constexpr (Shape == 1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
-        "{%0,%1,%2,%3};"
-        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-        : "d"(a[0]), "d"(a[1]), "d"(b[0]));
+    lab::mma_m16n8k4(d, reinterpret_cast<const double(&)[2]>(a), b[0]);
   } else if constexpr (Shape == 2) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k8.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};"
-        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(b[0]), "d"(b[1]));
+    lab::mma_m16n8k8(d, reinterpret_cast<const double(&)[4]>(a),
+                     reinterpret_cast<const double(&)[2]>(b));
   } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, "
-        "{%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, {%0,%1,%2,%3};"
-        : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
-        : "d"(a[0]), "d"(a[1]), "d"(a[2]), "d"(a[3]), "d"(a[4]), "d"(a[5]), "d"(a[6]), "d"(a[7]),
-          "d"(b[0]), "d"(b[1]), "d"(b[2]), "d"(b[3]));
+    lab::mma_m16n8k16(d, a, b);
   }
 }
 constexpr double kShapeFlops[] = {2.0 * 8 * 8 * 4, 2.0 * 16 * 8 * 4, 2.0 * 16 * 8 * 8,
@@ -178,11 +167,6 @@ constexpr std::size_t staged_bytes() {
   return sizeof(double) * kStageElems * Stages;
 }
 
-__device__ __forceinline__ void copy16(double* to, const double* from) {
-  const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(to));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared), "l"(from));
-}
-
 template <bool BT>
 __device__ __forceinline__ void stage16(const Tile::Payload& p, const weft::gpu::BlockContext& ctx,
                                         double* buffer, int k0) {
@@ -191,12 +175,12 @@ __device__ __forceinline__ void stage16(const Tile::Payload& p, const weft::gpu:
   constexpr int kPairs = kT * kDepth / 2;
   for (int i = ctx.thread(); i < kPairs; i += ctx.threads()) {
     const int r = 2 * (i % (kT / 2)), kk = i / (kT / 2);
-    copy16(as + kk * kSA + r, p.a + p.row0 + r + static_cast<std::size_t>(k0 + kk) * p.lda);
+    lab::copy16(as + kk * kSA + r, p.a + p.row0 + r + static_cast<std::size_t>(k0 + kk) * p.lda);
     if constexpr (BT) {
-      copy16(bs + kk * kSA + r, p.b + p.col0 + r + static_cast<std::size_t>(k0 + kk) * p.ldb);
+      lab::copy16(bs + kk * kSA + r, p.b + p.col0 + r + static_cast<std::size_t>(k0 + kk) * p.ldb);
     } else {
       const int k2 = 2 * (i % (kDepth / 2)), c = i / (kDepth / 2);
-      copy16(bs + c * kSBn + k2, p.b + k0 + k2 + static_cast<std::size_t>(p.col0 + c) * p.ldb);
+      lab::copy16(bs + c * kSBn + k2, p.b + k0 + k2 + static_cast<std::size_t>(p.col0 + c) * p.ldb);
     }
   }
 }
