@@ -274,15 +274,15 @@ int main(int argc, char** argv) {
     for (int i = 3; i < argc; ++i) {
       g_carveout = std::atoi(argv[i]);
       std::printf("| carveout %d%%, %zu bytes a block | | | | | |\n", g_carveout, g_min_shared);
-      time_tile<PotrfTile>("potrf (window)", 128, potrf, 0, 0, true);
-      time_tile<TrsmTile>("trsm (window)", 128, trsm, kN, 0, false);
+      time_tile<PotrfTile>("potrf (128 threads)", 128, potrf, 0, 0, true);
+      time_tile<TrsmTile>("trsm (128 threads)", 128, trsm, kN, 0, false);
       time_tile<UpdateTile>("update (syrk)", 128, update, kN, kN, false);
     }
     return 0;
   }
-  time_tile<PotrfTile>("potrf (window)", 128, potrf, 0, 0, true);
+  time_tile<PotrfTile>("potrf (128 threads)", 128, potrf, 0, 0, true);
   time_tile<PotrfTile>("potrf (shared)", 64, potrf, 0, 0, true);
-  time_tile<TrsmTile>("trsm (window)", 128, trsm, kN, 0, false);
+  time_tile<TrsmTile>("trsm (128 threads)", 128, trsm, kN, 0, false);
   time_tile<TrsmTile>("trsm (shared)", 64, trsm, kN, 0, false);
   // The update's numbers are not checked here (the factor below covers it).
   time_tile<UpdateTile>("update (syrk)", 128, update, kN, kN, false);

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One device call (one H200): the Cholesky POTRF and TRSM tile bodies in panels of 16 columns
+# against the sliding window they replace (lab/probes/sliding/cholesky_tiles.hpp, the old
+# header), each timed alone and checked (lab/probes/cholesky_tiles_probe.cu), then the
+# application's GPU tests with compute-sanitizer memcheck, racecheck and synccheck on the
+# Cholesky ones, the trace of whole factorizations (lab/probes/cholesky_trace_probe.cu), and
+# the stream, graph and split tests with the sanitizers on the CUDA stream tests (the
+# validation left from the last session).
+#   device: WEFT_COMMIT=<hash> bash lab/scripts/cholesky-panels-session.sh
+set -uo pipefail
+source lab/scripts/session-lib.sh
+start_session
+t0=$(date +%s)
+probe() {  # probe NAME INCLUDES...: the tile probe built against the header the includes find
+  local name=$1
+  shift
+  nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -Xptxas -v -Iinclude "$@" \
+    lab/probes/cholesky_tiles_probe.cu -o "$work/$name" > "$work/$name.log" 2>&1 ||
+    tail -20 "$work/$name.log"
+}
+probe tiles_sliding -Ilab/probes/sliding -Iapps/gpu &
+probe tiles_panels -Iapps/gpu &
+scripts/gpu-build.sh "$work" weft_gpu_apps weft_gpu_apps_device_tests weft_stream_tests \
+  weft_stream_gpu_tests weft_stream_mpi_tests weft_stream_mpi_fault_tests \
+  weft_stream_gpu_mpi_tests weft_graph_tests weft_graph_gpu_tests weft_split_tests || exit 1
+wait
+echo "built at $(($(date +%s) - t0)) s"
+for name in tiles_sliding tiles_panels; do
+  echo "== $name"
+  timeout 60 "$work/$name" 2>&1 | tee "$work/$name.txt"
+done
+echo "== device tests (at $(($(date +%s) - t0)) s)"
+timeout 200 build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 2>&1 | tail -6
+nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -maxrregcount=168 -Iinclude -Iapps/gpu \
+  -Ilab/probes lab/probes/cholesky_trace_probe.cu build-gpu/apps/libweft_gpu_apps.a \
+  build-gpu/src/libweft.a -lopenblas -lhwloc -o "$work/cholesky_trace" \
+  > "$work/build-trace.log" 2>&1 || tail -20 "$work/build-trace.log"
+echo "== trace (at $(($(date +%s) - t0)) s)"
+timeout 120 "$work/cholesky_trace" 3 1024:1 2048:1 4096:2 | tee "$work/trace.txt"
+sanitize build-gpu/tests/weft_gpu_apps_device_tests 'CholeskyOnGpu.*' 150
+echo "== streams (at $(($(date +%s) - t0)) s)"
+(cd build-gpu && timeout 300 ctest -L stream 2>&1 | tail -4)
+sanitize build-gpu/tests/weft_stream_gpu_tests '*' 100
+echo "== graph (at $(($(date +%s) - t0)) s)"
+timeout 200 build-gpu/tests/weft_graph_gpu_tests --gtest_brief=1 2>&1 | tail -3
+timeout 200 build-gpu/tests/weft_graph_tests --gtest_brief=1 2>&1 | tail -3
+echo "== split (at $(($(date +%s) - t0)) s)"
+timeout 200 build-gpu/tests/weft_split_tests --gtest_brief=1 2>&1 | tail -3
+echo "done at $(($(date +%s) - t0)) s"
