@@ -6,7 +6,8 @@
 # Cholesky ones, the trace of whole factorizations (lab/probes/cholesky_trace_probe.cu), and
 # the stream, graph and split tests with the sanitizers on the CUDA stream tests (the
 # validation left from the last session).
-#   device: WEFT_COMMIT=<hash> bash lab/scripts/cholesky-panels-session.sh
+# ONLY_CHOLESKY=1 leaves out the stream, graph and split tests.
+#   device: WEFT_COMMIT=<hash> [ONLY_CHOLESKY=1] bash lab/scripts/cholesky-panels-session.sh
 set -uo pipefail
 source lab/scripts/session-lib.sh
 start_session
@@ -20,9 +21,11 @@ probe() {  # probe NAME INCLUDES...: the tile probe built against the header the
 }
 probe tiles_sliding -Ilab/probes/sliding -Iapps/gpu &
 probe tiles_panels -Iapps/gpu &
-scripts/gpu-build.sh "$work" weft_gpu_apps weft_gpu_apps_device_tests weft_stream_tests \
-  weft_stream_gpu_tests weft_stream_mpi_tests weft_stream_mpi_fault_tests \
-  weft_stream_gpu_mpi_tests weft_graph_tests weft_graph_gpu_tests weft_split_tests || exit 1
+validation=(weft_stream_tests weft_stream_gpu_tests weft_stream_mpi_tests
+  weft_stream_mpi_fault_tests weft_stream_gpu_mpi_tests weft_graph_tests weft_graph_gpu_tests
+  weft_split_tests)
+[ "${ONLY_CHOLESKY:-0}" = 1 ] && validation=()
+scripts/gpu-build.sh "$work" weft_gpu_apps weft_gpu_apps_device_tests "${validation[@]}" || exit 1
 wait
 echo "built at $(($(date +%s) - t0)) s"
 for name in tiles_sliding tiles_panels; do
@@ -38,6 +41,7 @@ nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -maxrregcount=168 -Iincl
 echo "== trace (at $(($(date +%s) - t0)) s)"
 timeout 120 "$work/cholesky_trace" 3 1024:1 2048:1 4096:2 | tee "$work/trace.txt"
 sanitize build-gpu/tests/weft_gpu_apps_device_tests 'CholeskyOnGpu.*' 150
+[ "${ONLY_CHOLESKY:-0}" = 1 ] && { echo "done at $(($(date +%s) - t0)) s"; exit 0; }
 echo "== streams (at $(($(date +%s) - t0)) s)"
 (cd build-gpu && timeout 300 ctest -L stream 2>&1 | tail -4)
 sanitize build-gpu/tests/weft_stream_gpu_tests '*' 100
