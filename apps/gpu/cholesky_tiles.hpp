@@ -46,67 +46,52 @@ struct TileThreads {
   [[nodiscard]] WEFT_HD bool idle() const { return first_lane >= lanes; }
 };
 
-// The GPU path of POTRF and TRSM (a block of at least kPanelThreads task threads): the tile in
-// panels of kPanel columns. A panel's serial steps are each row's solve against the panel's
-// diagonal block, rows independent; between panels the block updates the rest of the tile by
-// the solved rows. Thread t < kPanelThreads owns row t % kTile of the tile (a warp: 32
-// consecutive rows): `parity` = t / kTile 0 solves it, and in the updates each of the two takes
-// every second column from its parity. Threads past kPanelThreads sit out.
-struct PanelThreads {
-  static constexpr int kPanel = 16;
-  static constexpr int kPanelThreads = 2 * CholeskyTile::kTile;
-  static constexpr int kRowStride = kPanel + 2;  // a panel row in shared memory: 16-byte aligned,
-                                                 // eight rows of a quarter-warp on distinct banks
-  int row, parity;
-  bool active;
-  WEFT_HD explicit PanelThreads(const weft::gpu::BlockContext& ctx)
-      : row(ctx.thread() % CholeskyTile::kTile),
-        parity(ctx.thread() / CholeskyTile::kTile),
-        active(ctx.thread() < kPanelThreads) {}
-  [[nodiscard]] WEFT_HD bool solves() const { return active && parity == 0; }
 #if defined(__CUDA_ARCH__)
-  // One row's x L^T = w against a panel's diagonal block L (lower), right-looking: step j sets
-  // x_j = w_j / L_jj and takes x_j L_qj from every later w_q. The loop stays rolled, w sliding
-  // down one place a step (w[c] holds column j + c), so that no register is indexed at run
-  // time and the body, called out of line, keeps few registers: its caller's live values stay
-  // in registers across the call. `lower(q, j)` is L_qj (j < q < kPanel), `inverse(j)` 1 / L_jj,
-  // `put(j, x)` takes x_j.
-  template <class Lower, class Inverse, class Put>
-  __device__ static void solve_row(double (&w)[kPanel], Lower lower, Inverse inverse, Put put) {
-#pragma unroll 1
-    for (int j = 0; j < kPanel; ++j) {
-      const double x = w[0] * inverse(j);
-      put(j, x);
+// The register layout of POTRF and TRSM on a GPU block of at least 128 task threads: thread
+// t = 32 w + lane (t < 128) works on row 16 w + lane / 2 of the tile, the pair of lanes of a
+// row sharing it by halves h = lane % 2. At step j, half h holds the row's columns
+// j + 32 h + c, c = 0..31, in x[c]; slide() computes step j's update and moves every column
+// down one place in the same pass, so the loop over the 64 steps stays rolled (its unrolled
+// form overflows the instruction cache) with no dynamically indexed register. A step's values
+// of L come from shared memory as rows of kRow positions, the halves at offset(h): 16-byte
+// aligned pairs on distinct banks.
+struct SlidingWindow {
+  static constexpr int kWidth = CholeskyTile::kTile / 2;
+  static constexpr int kRow = CholeskyTile::kTile + 4;  // [0, 32) | pad 2 | [34, 66) | pad 2
+  __device__ static constexpr int offset(int half) { return (kWidth + 2) * half; }
+
+  int lane, half, row;
+  bool active;
+  __device__ explicit SlidingWindow(const weft::gpu::BlockContext& ctx)
+      : lane(ctx.thread() % 32),
+        half(lane % 2),
+        row((ctx.thread() / 32) * (kWidth / 2) + lane / 2),
+        active(ctx.thread() < 2 * CholeskyTile::kTile) {}
+  // The first half's value of `v` to both lanes of the pair (the warp's lanes all call it).
+  __device__ double from_first_half(double v) const {
+    return __shfl_sync(0xffffffffu, v, lane & ~1);
+  }
+  // x[c] = x[c + 1] - s v[c], the last column coming from the second half's x[0] (zero for
+  // the second half: past the tile). v: this half's 32 values, 16-byte aligned.
+  __device__ void slide(double (&x)[kWidth], double s, const double* v) const {
+    const double next = __shfl_sync(0xffffffffu, x[0], lane | 1);
+    const double last = half == 0 ? next : 0.0;
+    const auto* pairs = reinterpret_cast<const double2*>(v);
 #pragma unroll
-      for (int c = 0; c + 1 < kPanel; ++c) {
-        const int q = j + 1 + c;
-        w[c] = q < kPanel ? fma(-x, lower(q, j), w[c + 1]) : 0.0;
-      }
+    for (int c = 0; c < kWidth; c += 2) {
+      const double2 vc = pairs[c / 2];
+      x[c] = x[c + 1] - s * vc.x;
+      x[c + 1] = (c + 2 < kWidth ? x[c + 2] : last) - s * vc.y;
     }
   }
-  // x less the dot product of a row's kPanel panel values and the kPanel values at `l` (16-byte
-  // aligned, and the same for the whole warp: every load a broadcast).
-  __device__ static double minus_dot(double x, const double (&v)[kPanel], const double* l) {
-    const auto* pairs = reinterpret_cast<const double2*>(l);
-    double sum[4] = {0.0, 0.0, 0.0, 0.0};  // four chains: a quarter of the dependent FMAs
-#pragma unroll
-    for (int k = 0; k < kPanel; k += 2) {
-      const double2 lk = pairs[k / 2];
-      sum[k % 4] = fma(v[k], lk.x, sum[k % 4]);
-      sum[k % 4 + 1] = fma(v[k + 1], lk.y, sum[k % 4 + 1]);
-    }
-    return x - ((sum[0] + sum[1]) + (sum[2] + sum[3]));
-  }
-#endif
 };
+#endif
 
 struct PotrfTile {
   static constexpr std::uint32_t kId = 111;
   static constexpr bool kOutOfLine = true;  // its own registers (docs/gpu.md)
-  // The tile; on the GPU's panel path also a panel row per tile row and the reciprocals of the
-  // diagonal.
   static constexpr std::size_t kSharedBytes =
-      sizeof(double) * CholeskyTile::kTile * (CholeskyTile::kTile + PanelThreads::kRowStride + 1);
+      sizeof(double) * CholeskyTile::kTile * CholeskyTile::kTile;
   struct Payload {
     double* a;
     int lda, k;
@@ -118,10 +103,11 @@ struct PotrfTile {
     const int info = factor(p, ctx);
     if (ctx.thread() == 0) p.info = info;
   }
-  // Factors the tile; returns info, thread 0's value being the tile's.
+  // Factors the tile; returns info, thread 0's value being the tile's (on the GPU's sliding
+  // window, threads past its 2 kTile return 0).
   WEFT_HD APPS_GEMM_INLINE static int factor(const Payload p, const weft::gpu::BlockContext& ctx) {
 #if defined(__CUDA_ARCH__)
-    if (ctx.threads() >= PanelThreads::kPanelThreads) return factor_in_panels(p, ctx);
+    if (ctx.threads() >= 2 * CholeskyTile::kTile) return run_in_registers(p, ctx);
 #endif
     constexpr int n = CholeskyTile::kTile;
     double* t = CholeskyTile::at(p.a, p.lda, p.k, p.k);
@@ -163,108 +149,51 @@ struct PotrfTile {
   }
 
 #if defined(__CUDA_ARCH__)
-  // With PanelThreads::kPanelThreads task threads or more, panel by panel: (1) warp 0 factors
-  // the panel's diagonal block (factor_diagonal_block); (2) every row below it solves its panel
-  // values against that block (PanelThreads::solve_row); (3) the block updates the trailing
-  // lower triangle by those rows. The unfactored part of the tile stays in shared memory
-  // (column-major), each row's panel values go to `rows` for the others to read, and every value of
-  // L goes out as soon as it is final. A pivot that is not positive sets info and the steps go on
-  // (every thread takes the same barriers).
-  __device__ __forceinline__ static int factor_in_panels(const Payload p,
+  // With 128 task threads or more: a sliding window (SlidingWindow). Rows exchange their
+  // column-j values through shared memory, one barrier per step (ping-pong buffers): row q
+  // writes a_qj at position P(q - j), where P(0) = 0 holds the pivot and P(1 + 32 h + c) =
+  // SlidingWindow::offset(h) + c, so that each half reads its 32 values as aligned pairs.
+  // Positions no row writes hold zeros or an earlier step's finite values; they only reach
+  // window columns past a row's diagonal, which are never stored. A pivot that is not positive
+  // sets info and the steps go on (every thread takes the same number of barriers).
+  __device__ __forceinline__ static int run_in_registers(const Payload p,
                                                          const weft::gpu::BlockContext& ctx) {
-    using P = PanelThreads;
+    using W = SlidingWindow;
     constexpr int n = CholeskyTile::kTile;
     double* tile = CholeskyTile::at(p.a, p.lda, p.k, p.k);
-    auto* s = static_cast<double*>(ctx.shared());  // the tile, column-major, ld n
-    double* rows = s + n * n;                      // row r's panel values at r * kRowStride
-    double* inverse = rows + n * P::kRowStride;    // 1 / L_jj
-    for (int e = ctx.thread(); e < n * n; e += ctx.threads()) {
-      const int r = e % n, c = e / n;
-      if (r >= c) s[e] = tile[r + static_cast<std::size_t>(c) * p.lda];
+    auto* buffers = static_cast<double*>(ctx.shared());  // two of W::kRow positions
+    for (int e = ctx.thread(); e < 2 * W::kRow; e += ctx.threads()) buffers[e] = 0.0;
+    ctx.sync();  // the zeros land before any row's value
+    const W w(ctx);
+    double x[W::kWidth];
+#pragma unroll
+    for (int c = 0; c < W::kWidth; ++c) {
+      const int q = W::kWidth * w.half + c;
+      x[c] = w.active && q <= w.row ? tile[w.row + static_cast<std::size_t>(q) * p.lda] : 0.0;
     }
-    ctx.sync();
-    const P me(ctx);
     int info = 0;
+    double* out = tile + w.row;
 #pragma unroll 1
-    for (int c0 = 0; c0 < n; c0 += P::kPanel) {
-      if (ctx.thread() < 32)
-        info = factor_diagonal_block(s, rows, inverse, tile, p.lda, c0, ctx.thread(), info);
-      ctx.sync();                      // the block's rows and reciprocals are in shared memory
-      if (c0 + P::kPanel == n) break;  // no rows below (uniform)
-      const bool below = me.active && me.row >= c0 + P::kPanel;
-      if (below && me.solves()) {
-        double w[P::kPanel];
-#pragma unroll
-        for (int k = 0; k < P::kPanel; ++k) w[k] = s[me.row + (c0 + k) * n];
-        double* mine = rows + me.row * P::kRowStride;
-        double* out = tile + me.row + static_cast<std::size_t>(c0) * p.lda;
-        P::solve_row(
-            w, [&](int q, int j) { return rows[(c0 + q) * P::kRowStride + j]; },
-            [&](int j) { return inverse[c0 + j]; },
-            [&](int j, double x) {
-              mine[j] = x;
-              out[static_cast<std::size_t>(j) * p.lda] = x;
-            });
+    for (int j = 0; j < n; ++j) {
+      double* col = buffers + (j % 2) * W::kRow;
+      if (w.active && w.half == 0 && w.row >= j) col[position(w.row - j)] = x[0];
+      ctx.sync();
+      if (!w.active) continue;
+      const double d = col[0];
+      if (!(d > 0.0) && info == 0) info = j + 1;
+      const double rs = rsqrt(d);
+      const double aij = w.from_first_half(x[0]);
+      if (w.half == 0 && w.row >= j) {
+        out[static_cast<std::size_t>(j) * p.lda] = w.row == j ? d * rs : aij * rs;
       }
-      ctx.sync();  // every row's panel values are in `rows`
-      if (below) {
-        double v[P::kPanel];
-        load_row(v, rows + me.row * P::kRowStride);
-#pragma unroll 2
-        for (int c = c0 + P::kPanel + me.parity; c <= me.row; c += 2)
-          s[me.row + c * n] = P::minus_dot(s[me.row + c * n], v, rows + c * P::kRowStride);
-      }
-      ctx.sync();  // the trailing triangle is updated; `rows` may be written again
+      w.slide(x, aij * (rs * rs), col + 2 + W::offset(w.half));
     }
     return info;
   }
-  __device__ static void load_row(double (&v)[PanelThreads::kPanel], const double* row) {
-    const auto* pairs = reinterpret_cast<const double2*>(row);
-#pragma unroll
-    for (int k = 0; k < PanelThreads::kPanel; k += 2) {
-      const double2 vk = pairs[k / 2];
-      v[k] = vk.x;
-      v[k + 1] = vk.y;
-    }
-  }
-  // Warp 0: factors the diagonal block of the panel at column c0 (in `s`, updated by the panels
-  // before), lane i < kPanel holding its row i and lanes past it shadowing lane i - kPanel (the
-  // shuffles take the whole warp). Step j's pivot and column go from lane to lane by shuffles,
-  // with no barrier. The block's rows go to `rows` (zeros above the diagonal) and to the tile,
-  // 1 / L_jj to `inverse`. Returns `info`, or c0 + j + 1 for the first pivot j that is not
-  // positive when `info` is 0.
-  __device__ __forceinline__ static int factor_diagonal_block(const double* s, double* rows,
-                                                              double* inverse, double* tile,
-                                                              int lda, int c0, int lane, int info) {
-    using P = PanelThreads;
-    constexpr int n = CholeskyTile::kTile;
-    constexpr unsigned kWarp = 0xffffffffu;
-    const int i = lane % P::kPanel;
-    double d[P::kPanel];
-#pragma unroll
-    for (int k = 0; k < P::kPanel; ++k) d[k] = k <= i ? s[c0 + i + (c0 + k) * n] : 0.0;
-#pragma unroll
-    for (int j = 0; j < P::kPanel; ++j) {
-      const double pivot = __shfl_sync(kWarp, d[j], j);
-      if (!(pivot > 0.0) && info == 0) info = c0 + j + 1;  // also NaN
-      const double rs = rsqrt(pivot);
-      if (i >= j) d[j] = i == j ? pivot * rs : d[j] * rs;
-#pragma unroll
-      for (int q = j + 1; q < P::kPanel; ++q) {
-        const double lq = __shfl_sync(kWarp, d[j], q);
-        if (i >= q) d[q] = fma(-d[j], lq, d[q]);
-      }
-      if (lane == j) inverse[c0 + j] = rs;
-    }
-    if (lane < P::kPanel) {
-      double* out = rows + (c0 + i) * P::kRowStride;
-#pragma unroll
-      for (int k = 0; k < P::kPanel; ++k) {
-        out[k] = d[k];
-        if (k <= i) tile[c0 + i + static_cast<std::size_t>(c0 + k) * lda] = d[k];
-      }
-    }
-    return info;
+  __device__ static int position(int k) {
+    return k == 0 ? 0
+                  : 2 + SlidingWindow::offset((k - 1) / SlidingWindow::kWidth) +
+                        (k - 1) % SlidingWindow::kWidth;
   }
 #endif
 };
@@ -273,12 +202,9 @@ struct TrsmTile {
   static constexpr std::uint32_t kId = 112;
   static constexpr bool kOutOfLine = true;                 // its own registers (docs/gpu.md)
   static constexpr int kStride = CholeskyTile::kTile + 1;  // B's columns, padded
-  // L's rows on the GPU's panel path: 16-byte aligned, the last place holding 1 / L_jj.
-  static constexpr int kLRow = CholeskyTile::kTile + 2;
-  // L and B: the shared-memory path's, or the panel path's (L by rows), whichever is larger.
+  // The shared-memory path's L and B; the window's rows of L and inverses are fewer.
   static constexpr std::size_t kSharedBytes =
-      sizeof(double) * CholeskyTile::kTile *
-      (CholeskyTile::kTile + (kStride > kLRow ? kStride : kLRow));
+      sizeof(double) * CholeskyTile::kTile * (CholeskyTile::kTile + kStride);
   struct Payload {
     double* a;
     int lda, i, k;
@@ -290,8 +216,8 @@ struct TrsmTile {
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) { solve(p, ctx); }
   WEFT_HD APPS_GEMM_INLINE static void solve(const Payload p, const weft::gpu::BlockContext& ctx) {
 #if defined(__CUDA_ARCH__)
-    if (ctx.threads() >= PanelThreads::kPanelThreads) {
-      solve_in_panels(p, ctx);
+    if (ctx.threads() >= 2 * CholeskyTile::kTile) {
+      run_in_registers(p, ctx);
       return;
     }
 #endif
@@ -329,53 +255,39 @@ struct TrsmTile {
   }
 
 #if defined(__CUDA_ARCH__)
-  // With PanelThreads::kPanelThreads task threads or more, panel by panel: each row of B solves
-  // its panel's values (X's: they go out, and over B's panel), then the two threads of the row
-  // update its later columns by them, each taking every second column. L sits in shared memory
-  // by rows (the 16 values a column's update reads are 8 broadcast reads), 1 / L_jj in the last
-  // place of row j; B column-major.
-  __device__ __forceinline__ static void solve_in_panels(const Payload p,
-                                                         const weft::gpu::BlockContext& ctx) {
-    using P = PanelThreads;
+  // With 128 task threads or more: a sliding window (SlidingWindow) over each row of B, and
+  // no barrier after L_kk is staged (rows are independent; a pair shares X_rj by shuffle).
+  // Shared memory holds column j of L below the diagonal as a row of W::kRow positions,
+  // S[j][offset(h) + c] = L(j + 1 + 32 h + c, j) (zero past the tile), then 1 / L_jj.
+  __device__ __forceinline__ static void run_in_registers(const Payload p,
+                                                          const weft::gpu::BlockContext& ctx) {
+    using W = SlidingWindow;
     constexpr int n = CholeskyTile::kTile;
     const double* l = CholeskyTile::at(p.a, p.lda, p.k, p.k);
     double* b = CholeskyTile::at(p.a, p.lda, p.i, p.k);
-    auto* ls = static_cast<double*>(ctx.shared());  // L_kk by rows, kLRow apart
-    double* bs = ls + n * kLRow;                    // B, column-major, ld n
+    auto* s = static_cast<double*>(ctx.shared());
+    double* inverse = s + n * W::kRow;
     for (int e = ctx.thread(); e < n * n; e += ctx.threads()) {
-      const int r = e % n, c = e / n;
-      if (r >= c) ls[r * kLRow + c] = l[r + static_cast<std::size_t>(c) * p.lda];
-      bs[e] = b[r + static_cast<std::size_t>(c) * p.lda];
+      const int k = e % n, j = e / n, row = j + 1 + k;
+      s[j * W::kRow + W::offset(k / W::kWidth) + k % W::kWidth] =
+          row < n ? l[row + static_cast<std::size_t>(j) * p.lda] : 0.0;
     }
     for (int j = ctx.thread(); j < n; j += ctx.threads())
-      ls[j * kLRow + n] = 1.0 / l[j + static_cast<std::size_t>(j) * p.lda];
-    const P me(ctx);
+      inverse[j] = 1.0 / l[j + static_cast<std::size_t>(j) * p.lda];
+    const W w(ctx);
+    double x[W::kWidth];
+#pragma unroll
+    for (int c = 0; c < W::kWidth; ++c) {
+      x[c] = w.active ? b[w.row + static_cast<std::size_t>(W::kWidth * w.half + c) * p.lda] : 0.0;
+    }
+    ctx.sync();  // L_kk is staged
+    if (!w.active) return;
+    double* out = b + w.row;
 #pragma unroll 1
-    for (int c0 = 0; c0 < n; c0 += P::kPanel) {
-      ctx.sync();  // L is staged; B's panel is updated by the panels before
-      if (me.solves()) {
-        double w[P::kPanel];
-#pragma unroll
-        for (int k = 0; k < P::kPanel; ++k) w[k] = bs[me.row + (c0 + k) * n];
-        const double* block = ls + c0 * kLRow + c0;  // the panel's diagonal block
-        double* panel = bs + me.row + c0 * n;
-        double* out = b + me.row + static_cast<std::size_t>(c0) * p.lda;
-        P::solve_row(
-            w, [&](int q, int j) { return block[q * kLRow + j]; },
-            [&](int j) { return block[j * kLRow + n - c0]; },
-            [&](int j, double x) {
-              panel[j * n] = x;  // X over B's panel, for the updates below
-              out[static_cast<std::size_t>(j) * p.lda] = x;
-            });
-      }
-      ctx.sync();  // X's panel is in shared memory
-      if (!me.active) continue;
-      double v[P::kPanel];
-#pragma unroll
-      for (int k = 0; k < P::kPanel; ++k) v[k] = bs[me.row + (c0 + k) * n];
-#pragma unroll 2
-      for (int c = c0 + P::kPanel + me.parity; c < n; c += 2)
-        bs[me.row + c * n] = P::minus_dot(bs[me.row + c * n], v, ls + c * kLRow + c0);
+    for (int j = 0; j < n; ++j) {
+      const double xj = w.from_first_half(x[0] * inverse[j]);
+      if (w.half == 0) out[static_cast<std::size_t>(j) * p.lda] = xj;
+      w.slide(x, xj, s + j * W::kRow + W::offset(w.half));
     }
   }
 #endif

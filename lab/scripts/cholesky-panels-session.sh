@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # One device call (one H200): the Cholesky POTRF and TRSM tile bodies in panels of 16 columns
-# against the sliding window they replace (lab/probes/sliding/cholesky_tiles.hpp, the old
-# header), each timed alone and checked (lab/probes/cholesky_tiles_probe.cu), then the
-# application's GPU tests with compute-sanitizer memcheck, racecheck and synccheck on the
-# Cholesky ones, the trace of whole factorizations (lab/probes/cholesky_trace_probe.cu), and
-# the stream, graph and split tests with the sanitizers on the CUDA stream tests (the
-# validation left from the last session).
+# (lab/probes/panels/cholesky_tiles.hpp; docs/decisions/041-cholesky-tile-bodies-in-panels.md)
+# against the application's sliding window, each timed alone and checked
+# (lab/probes/cholesky_tiles_probe.cu), then the application's GPU tests with compute-sanitizer
+# memcheck, racecheck and synccheck on the Cholesky ones, the trace of whole factorizations
+# (lab/probes/cholesky_trace_probe.cu), and the stream, graph and split tests with the
+# sanitizers on the CUDA stream tests. The panels ran as the application's bodies at 14c7db2
+# and ef0ca57; from a later tree the GPU tests and the trace run the application's own.
 # ONLY_CHOLESKY=1 leaves out the stream, graph and split tests.
 #   device: WEFT_COMMIT=<hash> [ONLY_CHOLESKY=1] bash lab/scripts/cholesky-panels-session.sh
 set -uo pipefail
@@ -19,8 +20,8 @@ probe() {  # probe NAME INCLUDES...: the tile probe built against the header the
     lab/probes/cholesky_tiles_probe.cu -o "$work/$name" > "$work/$name.log" 2>&1 ||
     tail -20 "$work/$name.log"
 }
-probe tiles_sliding -Ilab/probes/sliding -Iapps/gpu &
-probe tiles_panels -Iapps/gpu &
+probe tiles_apps -Iapps/gpu &
+probe tiles_panels -Ilab/probes/panels -Iapps/gpu &
 validation=(weft_stream_tests weft_stream_gpu_tests weft_stream_mpi_tests
   weft_stream_mpi_fault_tests weft_stream_gpu_mpi_tests weft_graph_tests weft_graph_gpu_tests
   weft_split_tests)
@@ -28,7 +29,7 @@ validation=(weft_stream_tests weft_stream_gpu_tests weft_stream_mpi_tests
 scripts/gpu-build.sh "$work" weft_gpu_apps weft_gpu_apps_device_tests "${validation[@]}" || exit 1
 wait
 echo "built at $(($(date +%s) - t0)) s"
-for name in tiles_sliding tiles_panels; do
+for name in tiles_apps tiles_panels; do
   echo "== $name"
   timeout 60 "$work/$name" 2>&1 | tee "$work/$name.txt"
 done
