@@ -2,12 +2,18 @@
 # Builds and runs graph_trace_probe.cu on the GPU machine (repository root): applies
 # graph_trace.patch (the kernel's stamps of each graph task), builds weft_gpu_apps_device_tests
 # and links the probe as app_bodies_probe.sh does, runs it, and takes the patch out again.
-#   bash lab/probes/graph_trace_probe.sh [n ...]
+#   [EXTRA_PATCH=lab/probes/X.patch] bash lab/probes/graph_trace_probe.sh [n ...]
 set -uo pipefail
 patch_file=$(realpath "$(dirname "$0")")/graph_trace.patch
 patch -p1 < "$patch_file" || exit 1
 root=$(pwd)
 trap 'cd "$root" && patch -R -p1 < "$patch_file"' EXIT
+# EXTRA_PATCH: a change to time, applied on top of the stamps (and taken out with them).
+if [ -n "${EXTRA_PATCH:-}" ]; then
+  extra=$(realpath "$EXTRA_PATCH")
+  patch -p1 < "$extra" || exit 1
+  trap 'cd "$root" && patch -R -p1 < "$extra" && patch -R -p1 < "$patch_file"' EXIT
+fi
 logs=$(mktemp -d)
 scripts/gpu-build.sh "$logs" weft_gpu_apps_device_tests || exit 1
 cd build-gpu/tests || exit 1
