@@ -55,6 +55,8 @@ struct TileThreads {
 // form overflows the instruction cache) with no dynamically indexed register. A step's values
 // of L come from shared memory as rows of kRow positions, the halves at offset(h): 16-byte
 // aligned pairs on distinct banks.
+// (Panels of 16 columns, a warp factoring each diagonal block with shuffles, were slower in
+// the pool: docs/decisions/041-cholesky-tile-bodies-in-panels.md.)
 struct SlidingWindow {
   static constexpr int kWidth = CholeskyTile::kTile / 2;
   static constexpr int kRow = CholeskyTile::kTile + 4;  // [0, 32) | pad 2 | [34, 66) | pad 2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call (one H200): the Cholesky POTRF and TRSM tile bodies in panels of 16 columns
-# (lab/probes/panels/cholesky_tiles.hpp; docs/decisions/041-cholesky-tile-bodies-in-panels.md)
+# (lab/probes/cholesky_panels.patch on a copy of the header; docs/decisions/041-*.md)
 # against the application's sliding window, each timed alone and checked
 # (lab/probes/cholesky_tiles_probe.cu), then the application's GPU tests with compute-sanitizer
 # memcheck, racecheck and synccheck on the Cholesky ones, the trace of whole factorizations
@@ -20,8 +20,11 @@ probe() {  # probe NAME INCLUDES...: the tile probe built against the header the
     lab/probes/cholesky_tiles_probe.cu -o "$work/$name" > "$work/$name.log" 2>&1 ||
     tail -20 "$work/$name.log"
 }
+panels=$work/panels
+mkdir -p "$panels" && cp apps/gpu/cholesky_tiles.hpp "$panels/" &&
+  (cd "$panels" && patch -p1 -s) < lab/probes/cholesky_panels.patch || exit 1
 probe tiles_apps -Iapps/gpu &
-probe tiles_panels -Ilab/probes/panels -Iapps/gpu &
+probe tiles_panels -I"$panels" -Iapps/gpu &
 validation=(weft_stream_tests weft_stream_gpu_tests weft_stream_mpi_tests
   weft_stream_mpi_fault_tests weft_stream_gpu_mpi_tests weft_graph_tests weft_graph_gpu_tests
   weft_split_tests)
