@@ -14,7 +14,7 @@
  *    count (one atomic read-modify-write); the block that brings it to zero enqueues it, once
  *    it has counted down every successor (one claim of queue positions for all it completed),
  *    except one that it keeps (with KEEP, as the build does: decision 042) and runs next,
- *    before it looks at the queue again;
+ *    before it looks at the queue again (a root from a ring slot keeps none);
  *  - write the task's completion into the completion ring (mapped host memory, one entry per
  *    task of the table, so never full): claim an entry, fill it, then mark it full;
  *  - with nothing to take: register as a sleeper, look at the queue again, and only then wait
@@ -290,9 +290,10 @@ proctype block(byte me) {
         :: else -> break
         od;
 #if KEEP
-        if /* keep the first successor completed: the block runs it next */
-        :: completed & 1 -> kept = succ[t * 2]; completed = completed & ~1
-        :: (completed >> 1) & 1 -> kept = succ[t * 2 + 1]; completed = completed & ~2
+        if /* keep the first successor completed (not after a slot task): the block runs it next */
+        :: !from_slot && (completed & 1) -> kept = succ[t * 2]; completed = completed & ~1
+        :: !from_slot && ((completed >> 1) & 1) == 1 && (completed & 1) == 0 ->
+           kept = succ[t * 2 + 1]; completed = completed & ~2
         :: else -> skip
         fi;
 #if MUTANT == 12 /* bug: the kept successor is enqueued as well */

@@ -194,13 +194,14 @@ __device__ inline int graph_keep_one(const DeviceGraphArgs& g, std::uint32_t s, 
 // positions from one claim (a fetch_add, as the model's enqueue) and are put there a lane each.
 // A warp, not one thread: one thread would keep the critical path waiting for a chain of
 // dependent atomics per successor.
-// One successor completed is kept instead (the model's KEEP; decision 042): the block runs it
-// next, without the queue's claim, put and take, which cost a dependent step about as much as
-// the count itself. It keeps the first urgent one, else the first normal one while the urgent
-// queue looks empty (a task in it would otherwise wait behind this block's next run). Returns
-// the task kept, or -1, in every lane.
+// With `may_keep` (a task taken from the ready queue, not a root from a ring slot) one successor
+// completed is kept instead (the model's KEEP; decision 042): the block runs it next, without
+// the queue's claim, put and take, which cost a dependent step about as much as the count
+// itself. It keeps the first urgent one, else the first normal one while the urgent queue looks
+// empty (a task in it would otherwise wait behind this block's next run). Returns the task
+// kept, or -1, in every lane.
 __device__ inline int graph_count_down(const DeviceGraphArgs& g, std::uint32_t t, TaskStatus status,
-                                       unsigned lane) {
+                                       unsigned lane, bool may_keep) {
   const std::uint32_t begin = DeviceScopeU32(g.successor_start[t]).load(cuda::memory_order_relaxed);
   const std::uint32_t end =
       DeviceScopeU32(g.successor_start[t + 1]).load(cuda::memory_order_relaxed);
@@ -223,7 +224,7 @@ __device__ inline int graph_count_down(const DeviceGraphArgs& g, std::uint32_t t
       if (completes && DeviceScopeU32(g.urgent[s]).load(cuda::memory_order_relaxed) != 0)
         level = kGraphUrgent;
     }
-    if (kept < 0) kept = graph_keep_one(g, s, completes, level, lane);
+    if (may_keep && kept < 0) kept = graph_keep_one(g, s, completes, level, lane);
     for (int q = kGraphUrgent; q >= kGraphNormal; --q) {  // uniform
       const unsigned ready = __ballot_sync(0xFFFFFFFFu, completes && level == q);
       if (ready == 0u) continue;
@@ -946,7 +947,7 @@ __device__ void run_graph_task(BlockShared& sh, uint4* payload, const DeviceGrap
                                          kRecordPayloadOffset);
     for (std::uint32_t i = me; i < words; i += 32) out[i] = payload[i];
     __syncwarp();  // the lanes' writes happen before the warp's releases
-    const int kept = graph_count_down(g, t, uniform(status), me);
+    const int kept = graph_count_down(g, t, uniform(status), me, true);
     if (me == 0) {
       sh.graph_kept = static_cast<std::uint32_t>(kept + 1);  // published by graph_done's arrival
       graph_publish(g, t, status);
@@ -1054,7 +1055,8 @@ __global__ void resident_kernel(ResidentArgs a) {
         // A graph's root: its successors are counted down before its slot reports it.
         if constexpr (Graphs) {
           if (sh.graph_task[j] != 0) {
-            graph_count_down(a.graph, sh.graph_task[j] - 1, uniform(status), me);
+            // A root keeps none: its loader takes ring runs, not a kept task.
+            (void)graph_count_down(a.graph, sh.graph_task[j] - 1, uniform(status), me, false);
           }
         }
         // release, block scope: pairs with the publisher's wait; with the barrier above, every
