@@ -249,6 +249,21 @@ __device__ inline int graph_count_down(const DeviceGraphArgs& g, std::uint32_t t
   return kept;
 }
 
+// One thread: enqueues task t, kept by graph_count_down and not run, at its level (the model's
+// enqueue: a claim, the put, then it counts as available). Its count reached zero in this block
+// (acquire), and the block's barriers order that before the put's release.
+__device__ inline void graph_requeue(const DeviceGraphArgs& g, std::uint32_t t) {
+  // relaxed: written by the host before the graph's roots were loaded, like the counts.
+  const int q = DeviceScopeU32(g.urgent[t]).load(cuda::memory_order_relaxed) != 0 ? kGraphUrgent
+                                                                                  : kGraphNormal;
+  // relaxed: the claim orders nothing; the cell's sequence publishes the task.
+  const unsigned long long at = DeviceScopeU64(g.counters[kGraphQueueWords * q + kGraphEnqueueAt])
+                                    .fetch_add(1, cuda::memory_order_relaxed);
+  graph_put(g, q, at, t);
+  // relaxed: as in graph_count_down.
+  graph_available(g, q).fetch_add(1, cuda::memory_order_relaxed);
+}
+
 // A warp's lane 0's status, in every lane: the one its task's slot or record reports.
 __device__ inline TaskStatus uniform(TaskStatus status) {
   return static_cast<TaskStatus>(__shfl_sync(0xFFFFFFFFu, static_cast<unsigned>(status), 0));
@@ -740,6 +755,15 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
       take_back_graph_task();
     } else if (held != 0) {
       named_sync(kFreeBarrier, pair);
+    }
+    if constexpr (Graphs) {
+      // The block ends (EXIT: a pause or shutdown) with a successor kept and not yet run: it
+      // goes to the ready queue, where the next launch's blocks take it (held here, it would be
+      // lost with the block's shared memory, and its graph would never end).
+      if (count == 0 && lane == 0 && sh.graph_kept != 0) {
+        graph_requeue(a.graph, sh.graph_kept - 1);
+        sh.graph_kept = 0;
+      }
     }
     if (lane == 0) {
       sh.run_first = pos;
