@@ -163,30 +163,6 @@ __device__ inline bool graph_runnable(const DeviceGraphArgs& g, std::uint32_t t)
          DeviceScopeU32(*g.cancelled).load(cuda::memory_order_relaxed) == 0;
 }
 
-// graph_count_down's keep, for one batch of successors (lane: successor s, `completes` when this
-// warp took its count to zero, at `level`): returns the successor kept, or -1, in every lane,
-// and clears `completes` in the keeping lane so that the batch's puts leave it out. Its count
-// reached zero in this warp's acq_rel decrement, as for a task it would enqueue: its inputs'
-// writes and poison are visible to this block, which runs it next.
-__device__ inline int graph_keep_one(const DeviceGraphArgs& g, std::uint32_t s, bool& completes,
-                                     int level, unsigned lane) {
-  const unsigned urgent = __ballot_sync(0xFFFFFFFFu, completes && level == kGraphUrgent);
-  unsigned pick = urgent;
-  if (pick == 0u) {
-    const unsigned normal = __ballot_sync(0xFFFFFFFFu, completes);
-    // A look at the urgent queue (lane 0's, for the warp) only when a normal one could be kept.
-    if (normal != 0u &&
-        __shfl_sync(0xFFFFFFFFu, lane == 0 && graph_queue_has_work(g, kGraphUrgent) ? 1 : 0, 0) ==
-            0) {
-      pick = normal;
-    }
-  }
-  if (pick == 0u) return -1;
-  const unsigned keeper = static_cast<unsigned>(__ffs(pick)) - 1u;
-  if (lane == keeper) completes = false;
-  return static_cast<int>(__shfl_sync(0xFFFFFFFFu, s, keeper));
-}
-
 // The first task warp, converged, once task t ended with `status` (the same in every lane):
 // the successor step of spec/device_graph.pml for 32 successors at a time, one a lane. Each lane
 // poisons its successor unless t ended ok, then counts its input down in one read-modify-write
@@ -194,18 +170,11 @@ __device__ inline int graph_keep_one(const DeviceGraphArgs& g, std::uint32_t s, 
 // positions from one claim (a fetch_add, as the model's enqueue) and are put there a lane each.
 // A warp, not one thread: one thread would keep the critical path waiting for a chain of
 // dependent atomics per successor.
-// With `may_keep` (a task taken from the ready queue, not a root from a ring slot) one successor
-// completed is kept instead (the model's KEEP; decision 042): the block runs it next, without
-// the queue's claim, put and take, which cost a dependent step about as much as the count
-// itself. It keeps the first urgent one, else the first normal one while the urgent queue looks
-// empty (a task in it would otherwise wait behind this block's next run). Returns the task
-// kept, or -1, in every lane.
-__device__ inline int graph_count_down(const DeviceGraphArgs& g, std::uint32_t t, TaskStatus status,
-                                       unsigned lane, bool may_keep) {
+__device__ inline void graph_count_down(const DeviceGraphArgs& g, std::uint32_t t,
+                                        TaskStatus status, unsigned lane) {
   const std::uint32_t begin = DeviceScopeU32(g.successor_start[t]).load(cuda::memory_order_relaxed);
   const std::uint32_t end =
       DeviceScopeU32(g.successor_start[t + 1]).load(cuda::memory_order_relaxed);
-  int kept = -1;
   for (std::uint32_t first = begin; first < end; first += 32) {  // uniform
     const std::uint32_t i = first + lane;
     std::uint32_t s = 0;
@@ -224,7 +193,6 @@ __device__ inline int graph_count_down(const DeviceGraphArgs& g, std::uint32_t t
       if (completes && DeviceScopeU32(g.urgent[s]).load(cuda::memory_order_relaxed) != 0)
         level = kGraphUrgent;
     }
-    if (may_keep && kept < 0) kept = graph_keep_one(g, s, completes, level, lane);
     for (int q = kGraphUrgent; q >= kGraphNormal; --q) {  // uniform
       const unsigned ready = __ballot_sync(0xFFFFFFFFu, completes && level == q);
       if (ready == 0u) continue;
@@ -246,22 +214,6 @@ __device__ inline int graph_count_down(const DeviceGraphArgs& g, std::uint32_t t
     }
   }
   __syncwarp();
-  return kept;
-}
-
-// One thread: enqueues task t, kept by graph_count_down and not run, at its level (the model's
-// enqueue: a claim, the put, then it counts as available). Its count reached zero in this block
-// (acquire), and the block's barriers order that before the put's release.
-__device__ inline void graph_requeue(const DeviceGraphArgs& g, std::uint32_t t) {
-  // relaxed: written by the host before the graph's roots were loaded, like the counts.
-  const int q = DeviceScopeU32(g.urgent[t]).load(cuda::memory_order_relaxed) != 0 ? kGraphUrgent
-                                                                                  : kGraphNormal;
-  // relaxed: the claim orders nothing; the cell's sequence publishes the task.
-  const unsigned long long at = DeviceScopeU64(g.counters[kGraphQueueWords * q + kGraphEnqueueAt])
-                                    .fetch_add(1, cuda::memory_order_relaxed);
-  graph_put(g, q, at, t);
-  // relaxed: as in graph_count_down.
-  graph_available(g, q).fetch_add(1, cuda::memory_order_relaxed);
 }
 
 // A warp's lane 0's status, in every lane: the one its task's slot or record reports.
@@ -435,9 +387,6 @@ struct BlockShared {
   std::uint64_t pub[kMaxRingDepth];   // publisher -> loader: slot j's FINISHED is stored
   std::uint64_t quit;                 // task threads -> publisher: the block ends
   std::uint64_t graph_done;           // task threads -> loader: the graph task has ended
-  // task threads -> loader, with graph_done: the successor that task kept (its index + 1; 0:
-  // none), which the loader hands over next (graph_count_down); the loader clears it.
-  std::uint32_t graph_kept;
   std::uint32_t type[kMaxRingDepth];  // slot j's task type and payload size (loader)
   std::uint32_t size[kMaxRingDepth];
   std::uint32_t graph_task[kMaxRingDepth];  // slot j's SlotHeader::graph_task (a graph root)
@@ -460,17 +409,14 @@ inline constexpr std::uint32_t kGraphWork = 0xFFFFFFFFu;
 // kMaxPollBackoffNs), then deep idle (lane 0) after warm_idle_ns (the scheduler rings the
 // doorbell only for blocks with nothing in flight). A standby block stays in warm idle with a
 // back-off of at most kStandbyBackoffNs. Returns kGraphWork instead when the task threads are
-// free and the graph task they ended kept a successor (`kept`, BlockShared::graph_kept, read
-// by lane 0 once busy() saw graph_done) or a ready queue has a graph task: before it reads the
-// ring, unless `ring_first` (the
+// free and a ready queue has a graph task: before it reads the ring, unless `ring_first` (the
 // loader's last take lost the task to another block: the ring is read once first, so that
 // ring tasks are not kept waiting while the blocks race for the queue).
 template <bool Graphs, class Busy>
 __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth, unsigned pos,
                                           unsigned usable, const ResidentArgs& a,
-                                          const std::uint32_t& kept, unsigned long long& polls,
-                                          unsigned first_backoff, bool standby, bool ring_first,
-                                          Busy busy) {
+                                          unsigned long long& polls, unsigned first_backoff,
+                                          bool standby, bool ring_first, Busy busy) {
   const unsigned lane = threadIdx.x;  // warp 0
   unsigned backoff = first_backoff;
   unsigned long long since = global_ns();
@@ -479,8 +425,7 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
     // Lane 0 looks, in device memory.
     if constexpr (Graphs) {
       if (!ring_first && !busy() &&
-          __shfl_sync(0xFFFFFFFFu, lane == 0 && (kept != 0 || graph_has_work(a.graph)) ? 1 : 0,
-                      0) != 0) {
+          __shfl_sync(0xFFFFFFFFu, lane == 0 && graph_has_work(a.graph) ? 1 : 0, 0) != 0) {
         return kGraphWork;
       }
       ring_first = false;
@@ -663,13 +608,7 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     if constexpr (Graphs) {
       if (!busy()) {
         int t = -1;
-        if (lane == 0) {
-          // The successor the last graph task kept, if any (busy() tested graph_done, whose
-          // arrival published it), else a take from the ready queues.
-          t = static_cast<int>(sh.graph_kept) - 1;
-          sh.graph_kept = 0;
-          if (t < 0) t = graph_take(a.graph);
-        }
+        if (lane == 0) t = graph_take(a.graph);
         t = __shfl_sync(0xFFFFFFFFu, t, 0);
         lost_take = t < 0 && took_graph_work;
         took_graph_work = false;
@@ -720,9 +659,8 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
       continue;
     }
     if (after_tasks) __nanosleep(kFirstBackoffAfterTaskNs);  // see kFirstBackoffAfterTaskNs
-    const std::uint32_t s =
-        poll_ring<Graphs>(states, depth, pos, depth - in_use, a, sh.graph_kept, polls,
-                          after_tasks ? 256u : 32u, standby, lost_take, busy);
+    const std::uint32_t s = poll_ring<Graphs>(states, depth, pos, depth - in_use, a, polls,
+                                              after_tasks ? 256u : 32u, standby, lost_take, busy);
     if (Graphs && s == kGraphWork) {  // every lane has it
       took_graph_work = true;
       continue;
@@ -755,15 +693,6 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
       take_back_graph_task();
     } else if (held != 0) {
       named_sync(kFreeBarrier, pair);
-    }
-    if constexpr (Graphs) {
-      // The block ends (EXIT: a pause or shutdown) with a successor kept and not yet run: it
-      // goes to the ready queue, where the next launch's blocks take it (held here, it would be
-      // lost with the block's shared memory, and its graph would never end).
-      if (count == 0 && lane == 0 && sh.graph_kept != 0) {
-        graph_requeue(a.graph, sh.graph_kept - 1);
-        sh.graph_kept = 0;
-      }
     }
     if (lane == 0) {
       sh.run_first = pos;
@@ -971,9 +900,8 @@ __device__ void run_graph_task(BlockShared& sh, uint4* payload, const DeviceGrap
                                          kRecordPayloadOffset);
     for (std::uint32_t i = me; i < words; i += 32) out[i] = payload[i];
     __syncwarp();  // the lanes' writes happen before the warp's releases
-    const int kept = graph_count_down(g, t, uniform(status), me, true);
+    graph_count_down(g, t, uniform(status), me);
     if (me == 0) {
-      sh.graph_kept = static_cast<std::uint32_t>(kept + 1);  // published by graph_done's arrival
       graph_publish(g, t, status);
     }
   }
@@ -1026,7 +954,6 @@ __global__ void resident_kernel(ResidentArgs a) {
     }
     mbar_init(&sh.quit, 1);        // task thread 0
     mbar_init(&sh.graph_done, 1);  // task thread 0
-    sh.graph_kept = 0;
   }
   __syncthreads();  // the mbarriers are initialised (the last block-wide barrier)
   if (threadIdx.x < 32) {
@@ -1079,8 +1006,7 @@ __global__ void resident_kernel(ResidentArgs a) {
         // A graph's root: its successors are counted down before its slot reports it.
         if constexpr (Graphs) {
           if (sh.graph_task[j] != 0) {
-            // A root keeps none: its loader takes ring runs, not a kept task.
-            (void)graph_count_down(a.graph, sh.graph_task[j] - 1, uniform(status), me, false);
+            graph_count_down(a.graph, sh.graph_task[j] - 1, uniform(status), me);
           }
         }
         // release, block scope: pairs with the publisher's wait; with the barrier above, every
