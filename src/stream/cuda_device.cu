@@ -189,6 +189,10 @@ class CudaDevice final : public Device {
     return p;
   }
   void release_pinned(void* p) noexcept override { cudaFreeHost(p); }
+  // cudaFreeHost needs no current device, and the World does not reset the device as it goes.
+  PinnedRelease pinned_release() const noexcept override {
+    return [](void* p) noexcept { cudaFreeHost(p); };
+  }
   std::unique_ptr<Queue> make_queue() override {
     return std::make_unique<CudaQueue>(ordinal_, pool_);
   }

@@ -59,6 +59,9 @@ class HostDevice final : public Device {
   void release(void* p) noexcept override { std::free(p); }
   void* allocate_pinned(std::size_t bytes) override { return aligned_bytes(bytes); }
   void release_pinned(void* p) noexcept override { std::free(p); }
+  PinnedRelease pinned_release() const noexcept override {
+    return [](void* p) noexcept { std::free(p); };
+  }
   std::unique_ptr<Queue> make_queue() override { return std::make_unique<HostQueue>(); }
   bool export_buffer(const void*, IpcHandle&) override { return false; }
   const void* import_buffer(const IpcHandle&) override { return nullptr; }

@@ -20,7 +20,11 @@ bool writes(Access a) noexcept { return a != Access::Read; }
 }  // namespace
 
 RegionCore::RegionCore(StreamCore& stream, std::size_t bytes, Policy policy)
-    : stream_(stream), life_(stream.life()), bytes_(bytes), policy_(policy) {
+    : stream_(stream),
+      life_(stream.life()),
+      bytes_(bytes),
+      policy_(policy),
+      pinned_release_(stream.device().pinned_release()) {
   host_ = stream_.device().allocate_pinned(bytes_);
   try {
     device_ = stream_.device().allocate(bytes_);
@@ -48,7 +52,13 @@ RegionCore::~RegionCore() {
 }
 
 void RegionCore::orphan() noexcept {
-  release_memory();  // the stream synchronized its queues first
+  // The stream synchronized its queues first.
+  if (open_host_ == 0) {
+    release_memory();
+  } else {  // an access still points at the host buffer: the last one frees it (end_host)
+    stream_.device().release(std::exchange(device_, nullptr));
+    host_read_ = to_host_ = to_device_ = nullptr;
+  }
   orphaned_ = true;
 }
 
@@ -177,13 +187,22 @@ void* RegionCore::begin_host(Access access) {
       if (writes(access)) state_ = RegionState::InHost;
       break;
   }
+  const std::lock_guard lock(life_->mutex);  // orphan() reads the count
   ++open_host_;
   return host_;
 }
 
 void RegionCore::end_host(Access access) noexcept {
-  if (orphaned_) return;
-  --open_host_;
+  {
+    const std::lock_guard lock(life_->mutex);  // against orphan(), on the World's thread
+    --open_host_;
+    if (orphaned_) {
+      // The World went while this access was open and left the host buffer to the last one.
+      if (open_host_ == 0 && host_ != nullptr && pinned_release_ != nullptr)
+        pinned_release_(std::exchange(host_, nullptr));
+      return;
+    }
+  }
   if (policy_ != Policy::Async || !writes(access)) return;
   try {
     // The copy in waits for the kernels enqueued so far: they may still read the device buffer.

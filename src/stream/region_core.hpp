@@ -26,7 +26,8 @@ class RegionCore {
   /// True once the World was destroyed before the region: its memory is freed, and every
   /// access throws weft::InvalidState.
   [[nodiscard]] bool orphaned() const noexcept { return orphaned_; }
-  /// Called by the stream as it is destroyed, under its life's lock.
+  /// Called by the stream as it is destroyed, under its life's lock. A host buffer that an
+  /// access still points at stays until the last such access ends (end_host).
   void orphan() noexcept;
   /// Host accesses begun and not yet ended (a kernel may not use the region meanwhile).
   [[nodiscard]] int open_host_accesses() const noexcept { return open_host_; }
@@ -57,9 +58,11 @@ class RegionCore {
   StreamCore& stream_;
   std::shared_ptr<StreamLife> life_;
   bool orphaned_ = false;  // under life_->mutex when written
-  int open_host_ = 0;
+  int open_host_ = 0;      // under life_->mutex when written (orphan() reads it)
   std::size_t bytes_;
   Policy policy_;
+  // Frees the host buffer once the World is gone: the last access open then frees it.
+  Device::PinnedRelease pinned_release_ = nullptr;
   RegionState state_ = RegionState::InHost;
   void* host_ = nullptr;
   void* device_ = nullptr;

@@ -3,6 +3,7 @@
 // (and only those), and data that comes out right through a chain of kernels.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -287,6 +288,22 @@ TEST(StreamRegion, ARegionOutlivingItsWorldRefusesAccessAndFreesNothingTwice) {
     EXPECT_NE(std::string(e.what()).find("World was destroyed"), std::string::npos) << e.what();
   }
 }  // `kept` and `bytes` go here: nothing is freed twice (the sanitizer builds check it)
+
+// An access still open as its World goes keeps the host buffer it points at: the World frees the
+// rest, and the access frees the buffer as it ends (the sanitizer builds check both).
+TEST(StreamRegion, AHostAccessOpenAsItsWorldGoesKeepsItsBufferUntilItEnds) {
+  std::unique_ptr<ws::HostAccess<int>> access;
+  {
+    ws::World world = host_world();
+    world.run([&](ws::TaskStream& ts) {
+      access = std::make_unique<ws::HostAccess<int>>(
+          ts.region<int>(8, Policy::Async).host(Access::Write));
+    });
+  }
+  std::fill(access->begin(), access->end(), 5);
+  EXPECT_EQ((*access)[7], 5);
+  access.reset();
+}
 
 // An access keeps its region alive: one taken from a temporary Region writes into a buffer that
 // is still there.

@@ -96,8 +96,9 @@ class RegionBytes {
 
 /// A host access to a region: the host buffer, current for `access`, until it is destroyed
 /// (under Policy::Async the end of a write starts the copy to the device). It keeps its region
-/// alive (an access to a temporary Region is safe), but not the region's World: an access
-/// still open when its World is destroyed points at freed memory.
+/// alive (an access to a temporary Region is safe), and the host buffer too when the region's
+/// World is destroyed first: the World then leaves the buffer to the last access, which frees
+/// it as it ends.
 template <class T>
 class HostAccess {
  public:
