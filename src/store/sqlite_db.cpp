@@ -23,8 +23,13 @@ SqliteDb::SqliteDb(std::string owner, std::string path, Mode mode)
 
 void SqliteDb::open(Mode mode) {
   refuse_foreign_file();
+  // read_only: SQLite's read-write connection all the same (never CREATE), read-only only where
+  // the file is write-protected: closing it as the last connection removes a WAL file's -wal
+  // and -shm files, as a writer's close does, where a read-only connection would leave them
+  // behind. Nothing is written through it (the stores refuse writes themselves), and a
+  // foreign file was refused before the open (refuse_foreign_file).
   const int flags =
-      mode == Mode::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+      mode == Mode::read_only ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   if (sqlite3_open_v2(path_.c_str(), &handle_, flags, nullptr) != SQLITE_OK) {
     // SQLite says only "unable to open database file"; the usual reason is worth naming.
     std::error_code ec;

@@ -28,7 +28,9 @@ class SqliteDb {
   /// How long a busy database (another process writing) is waited for.
   static constexpr std::chrono::milliseconds kPatience{5000};
   /// read_write: the file is created if needed and switched to WAL. read_only: the file must
-  /// exist, and nothing is written to it (any journal mode is read as it is).
+  /// exist, and nothing is written to it (any journal mode is read as it is), but for what
+  /// closing a WAL file does as its last connection: committed pages move from the -wal file
+  /// into it, and the -wal and -shm files go.
   enum class Mode { read_write, read_only };
 
   /// Opens the database at `path`; `owner` prefixes every error ("weft::graph::ModelStore").

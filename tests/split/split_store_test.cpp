@@ -330,7 +330,7 @@ TEST_F(SplitStoreTest, AViewOverWeftsOwnTableKeepsTheStoreWefts) {
 #endif
 
 // `weft split show`: a calibration store is read, never written, whether it holds split tables
-// yet or not; a path that does not exist is not created.
+// yet or not, and leaves no WAL files behind; a path that does not exist is not created.
 TEST_F(SplitStoreTest, OpenedReadOnlyItWritesNothing) {
   { weft::graph::ModelStore models(path_); }  // cost models only, no split tables yet
   ws::SplitTables t(1, {1, 1}, opts());
@@ -356,6 +356,7 @@ TEST_F(SplitStoreTest, OpenedReadOnlyItWritesNothing) {
   }
   EXPECT_EQ(contents(path_), before);
   EXPECT_EQ(wal_bytes(path_), 0u);
+  EXPECT_EQ(files_in(dir_), std::vector<std::string>{"models.db"});  // no -wal, -shm left
 
   const fs::path absent = dir_ / "absent.db";
   EXPECT_THROW(ws::SplitStore(absent.string(), ws::SplitStore::Mode::read_only), weft::Error);
