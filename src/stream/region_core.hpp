@@ -23,8 +23,8 @@ class RegionCore {
 
   /// The stream that made it; valid only while !orphaned().
   [[nodiscard]] StreamCore& stream() const noexcept { return stream_; }
-  /// True once the World was destroyed before the region: its memory is freed, and every
-  /// access throws weft::InvalidState.
+  /// True once the World was destroyed before the region: its memory is freed (the host
+  /// buffer once no access is open), and every new access throws weft::InvalidState.
   [[nodiscard]] bool orphaned() const noexcept { return orphaned_; }
   /// Called by the stream as it is destroyed, under its life's lock. A host buffer that an
   /// access still points at stays until the last such access ends (end_host).
