@@ -26,7 +26,7 @@ void SqliteDb::open(Mode mode) {
   // read_only: SQLite's read-write connection all the same (never CREATE), read-only only where
   // the file is write-protected: closing it as the last connection removes a WAL file's -wal
   // and -shm files, as a writer's close does, where a read-only connection would leave them
-  // behind. Nothing is written through it (the stores refuse writes themselves), and a
+  // behind. weft writes nothing through it (the stores refuse writes themselves), and a
   // foreign file was refused before the open (refuse_foreign_file).
   const int flags =
       mode == Mode::read_only ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;

@@ -192,16 +192,17 @@ void* RegionCore::begin_host(Access access) {
   return host_;
 }
 
+// Under the life's lock throughout: an access may end on another thread while the World goes,
+// and the stream's release (StreamCore::release_handles) then waits for the copy queued here
+// before it orphans the region.
 void RegionCore::end_host(Access access) noexcept {
-  {
-    const std::lock_guard lock(life_->mutex);  // against orphan(), on the World's thread
-    --open_host_;
-    if (orphaned_) {
-      // The World went while this access was open and left the host buffer to the last one.
-      if (open_host_ == 0 && host_ != nullptr && pinned_release_ != nullptr)
-        pinned_release_(std::exchange(host_, nullptr));
-      return;
-    }
+  const std::lock_guard lock(life_->mutex);
+  --open_host_;
+  if (orphaned_) {
+    // The World went while this access was open and left the host buffer to the last one.
+    if (open_host_ == 0 && host_ != nullptr && pinned_release_ != nullptr)
+      pinned_release_(std::exchange(host_, nullptr));
+    return;
   }
   if (policy_ != Policy::Async || !writes(access)) return;
   try {

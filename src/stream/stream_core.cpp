@@ -55,6 +55,12 @@ void StreamCore::release_handles() noexcept {
   } catch (...) {  // a failed device: the memory goes all the same
   }
   const std::lock_guard lock(life_->mutex);
+  try {
+    // Again under the lock: a host access that ended on another thread meanwhile may have
+    // queued its region's copy in (RegionCore::end_host holds this lock as it does).
+    transfers_->synchronize();
+  } catch (...) {
+  }
   for (RegionCore* region : life_->regions) region->orphan();
   for (void* data : life_->allocations) device_.release(data);
   life_->regions.clear();

@@ -400,6 +400,13 @@ TEST_F(SplitStoreTest, AProcessKilledMidSaveLeavesWholeTables) {
     int status = 0;
     ::waitpid(child, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status)) << "the child stopped by itself: " << status;
+    {  // `weft split show` first: whole tables, and no -wal or -shm left once it closes
+      ws::SplitStore shown(path_, ws::SplitStore::Mode::read_only);
+      ws::SplitTables seen(4, {1, 1}, opts());
+      ASSERT_EQ(shown.load(kKey, seen), ws::SplitStore::Load::loaded);
+      EXPECT_EQ(seen.buckets()[19].gpu_rate.value(), seen.buckets()[0].gpu_rate.value());
+    }
+    EXPECT_EQ(files_in(dir_), std::vector<std::string>{"models.db"});
     ws::SplitStore store(path_);
     ws::SplitTables back(4, {1, 1}, opts());
     ASSERT_EQ(store.load(kKey, back), ws::SplitStore::Load::loaded);

@@ -68,7 +68,7 @@ std::optional<weft::split::SplitStore> open_existing(const SplitArgs& args, std:
 int run_split_show(const SplitArgs& args) {
   std::string path;
   std::optional<weft::split::SplitStore> store =
-      open_existing(args, path, weft::split::SplitStore::Mode::read_only);  // show writes nothing
+      open_existing(args, path, weft::split::SplitStore::Mode::read_only);  // show writes no data
   if (!store) return 0;
   int shown = 0;
   std::size_t stale = 0;

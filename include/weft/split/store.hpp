@@ -51,9 +51,10 @@ class SplitStore {
  public:
   enum class Load { loaded, absent, invalidated };
   /// read_write: the store and its table are created if needed. read_only (`weft split show`):
-  /// the file must exist and nothing is written to it (beside a WAL store SQLite may leave an
-  /// empty log and its index, as for any reader); a store without split tables lists none, and
-  /// save and reset throw weft::InvalidState.
+  /// the file must exist and no data is written to it (closing it as a WAL store's last
+  /// connection, SQLite moves what a writer committed from the -wal file into the store and
+  /// removes the -wal and -shm files); a store without split tables lists none, and save and
+  /// reset throw weft::InvalidState.
   enum class Mode { read_write, read_only };
 
   /// Opens the database at `path`. Throws weft::Error naming the path and SQLite's message when
