@@ -53,7 +53,7 @@ std::size_t GraphImpl::node_index(NodeId n, const char* who) const {
     throw InvalidArgument(
         prefix + (n.graph_ == 0 ? "a default-constructed node id" : "a node id of another graph"));
   }
-  if (n.index_ >= nodes.size()) {  // nodes are never removed: a guard, not a case
+  if (n.index_ >= nodes.size()) {  // node_at(index) past the last node
     throw InvalidArgument(prefix + "node " + std::to_string(n.index_) +
                           " does not exist (the graph has " + std::to_string(nodes.size()) + ")");
   }
@@ -314,12 +314,9 @@ std::size_t Graph::num_nodes() const noexcept { return impl_->nodes.size(); }
 std::size_t Graph::num_data() const noexcept { return impl_->data.size(); }
 std::uint64_t Graph::id() const noexcept { return impl_->id; }
 NodeId Graph::node_at(std::size_t index) const {
-  if (index >= impl_->nodes.size()) {
-    throw InvalidArgument("weft::graph::Graph::node_at: node " + std::to_string(index) +
-                          " does not exist (the graph has " + std::to_string(impl_->nodes.size()) +
-                          ")");
-  }
-  return NodeId(impl_->id, index);
+  const NodeId n(impl_->id, index);
+  (void)impl_->node_index(n, "node_at");  // refuses an index past the last node
+  return n;
 }
 const std::string& Graph::label(NodeId n) const {
   return impl_->nodes[impl_->node_index(n, "label")].label;
