@@ -12,7 +12,11 @@
  *  - run it, or, when poisoned, finish it as cancelled without running it;
  *  - for each successor: poison it first when this task did not end ok, then decrement its
  *    count (one atomic read-modify-write); the block that brings it to zero enqueues it, once
- *    it has counted down every successor (one claim of queue positions for all it completed);
+ *    it has counted down every successor (one claim of queue positions for all it completed),
+ *    except one that it may keep (with KEEP, as the build does: decision 042) and run next,
+ *    before it looks at the queue again, or enqueue later, when its loader takes a ring run
+ *    or reads EXIT first (a root from a ring slot keeps none); the report of a task that kept
+ *    one is written once the kept task is taken or enqueued;
  *  - write the task's completion into the completion ring (mapped host memory, one entry per
  *    task of the table, so never full): claim an entry, fill it, then mark it full;
  *  - with nothing to take: register as a sleeper, look at the queue again, and only then wait
@@ -48,7 +52,8 @@
  * only when every input ended ok and cancelled only when one did not, each delivery carries
  * the outcome the block wrote (assertions); no block sleeps forever and every process ends
  * (invalid end states). Mutants that must be caught: 1, the sleeper looks at the queue before
- * registering (a lost wake-up); 2, the poison is set after the decrement (a successor runs
+ * registering (a lost wake-up); 12, with KEEP, the kept successor is also enqueued (it runs
+ * twice); 2, the poison is set after the decrement (a successor runs
  * on a failed input); 3, the count is decremented and read back in two steps (two blocks both
  * see zero and enqueue it twice); 4, a take claims a position without claiming an available
  * task first (it waits forever for a cell no enqueue will fill). With SECOND_ROOT (by hand),
@@ -91,6 +96,11 @@
 #endif
 #ifndef CANCEL
 #define CANCEL 0
+#endif
+#ifndef KEEP
+/* 1: a block runs one successor it completed itself, without the queue; 2: also as the build
+ * may, keeps none, or puts the kept one into the queue later (a ring run or EXIT came first) */
+#define KEEP 1
 #endif
 #ifndef G
 #define G 1 /* graphs run through the table one after the other */
@@ -231,11 +241,35 @@ inline try_dequeue(v) {
 #define QUEUE_HAS_WORK (avail > 0)
 
 proctype block(byte me) {
-  byte t, k, v, pos, s, status, e, entry, completed;
+  byte t, k, v, pos, s, status, e, entry, completed, kept = NONE;
+  byte report_task = NONE, report_status; /* a report left until the kept task is taken */
   short got;
   bit won, last, from_slot;
   do
-  :: try_dequeue(t);
+  :: if /* the successor this block kept, else the queue */
+     :: kept != NONE -> d_step { t = kept; kept = NONE }
+#if KEEP >= 2
+     :: kept != NONE -> /* the build's loader took a ring run or read EXIT first: the kept task
+                        * goes to the queue, and this block looks there as any block does */
+        v = kept;
+        kept = NONE;
+        enqueue(v);
+        v = 0;
+        try_dequeue(t)
+#endif
+     :: else -> try_dequeue(t)
+     fi;
+     if /* the report of the task that kept it: the build's loader publishes it once it has
+         * handed the kept task over */
+     :: report_task != NONE ->
+        atomic { entry = ring_claimed % N; ring_claimed++ }
+        assert(ring_full[entry] == 0);
+        ring_task[entry] = report_task;
+        ring_status[entry] = report_status;
+        ring_full[entry] = 1;
+        d_step { report_task = NONE; report_status = 0; entry = 0 }
+     :: else -> skip
+     fi;
 #if RINGS
      if /* the queue first: the critical path does not wait behind host-loaded work */
      :: t == NONE && MY_SLOT_LOADED -> t = slot_task[me]; from_slot = 1
@@ -280,6 +314,25 @@ proctype block(byte me) {
            k++
         :: else -> break
         od;
+#if KEEP
+        if /* keep the first successor completed (not after a slot task): the block runs it next */
+        :: !from_slot && (completed & 1) -> kept = succ[t * 2]; completed = completed & ~1
+        :: !from_slot && ((completed >> 1) & 1) == 1 && (completed & 1) == 0 ->
+           kept = succ[t * 2 + 1]; completed = completed & ~2
+#if KEEP >= 2
+        :: true -> skip /* none kept: a normal one while the urgent queue has work, in the build */
+#else
+        :: else -> skip
+#endif
+        fi;
+#if MUTANT == 12 /* bug: the kept successor is enqueued as well */
+        if
+        :: kept != NONE && kept == succ[t * 2] -> completed = completed | 1
+        :: kept != NONE && kept == succ[t * 2 + 1] -> completed = completed | 2
+        :: else -> skip
+        fi;
+#endif
+#endif
         if /* the successors completed: one claim, then a put each */
         :: completed != 0 ->
            atomic { pos = enq_pos; enq_pos = enq_pos + (completed & 1) + ((completed >> 1) & 1) };
@@ -311,6 +364,9 @@ proctype block(byte me) {
            ring_full[entry] = 1
 #endif
 #endif
+        :: kept != NONE -> /* reported after the kept task is taken (above) */
+           report_task = t;
+           report_status = status
         :: else ->
            atomic { entry = ring_claimed % N; ring_claimed++ }
            assert(ring_full[entry] == 0);

@@ -4,7 +4,7 @@
 # and the applications' Cholesky tests on the GPU, the Cholesky trace (host time and the chain's
 # waits) at n = 1024 and 2048, then compute-sanitizer racecheck, memcheck and synccheck on the
 # pool's graph tests. Every step has its own time limit and prints as it goes.
-#   device, on a tree with lab/probes/graph_keep.patch applied (at e4b0362 it was the tree):
+#   device (main has the keep with the report deferred; e4b0362 the keep alone):
 #     WEFT_COMMIT=<hash> bash lab/scripts/graph-keep-session.sh
 # The step's phases: WEFT_COMMIT=<hash> bash lab/probes/graph_trace_probe.sh 1024 2048
 set -uo pipefail

@@ -163,6 +163,30 @@ __device__ inline bool graph_runnable(const DeviceGraphArgs& g, std::uint32_t t)
          DeviceScopeU32(*g.cancelled).load(cuda::memory_order_relaxed) == 0;
 }
 
+// graph_count_down's keep, for one batch of successors (lane: successor s, `completes` when this
+// warp took its count to zero, at `level`): returns the successor kept, or -1, in every lane,
+// and clears `completes` in the keeping lane so that the batch's puts leave it out. Its count
+// reached zero in this warp's acq_rel decrement, as for a task it would enqueue: its inputs'
+// writes and poison are visible to this block, which runs it next.
+__device__ inline int graph_keep_one(const DeviceGraphArgs& g, std::uint32_t s, bool& completes,
+                                     int level, unsigned lane) {
+  const unsigned urgent = __ballot_sync(0xFFFFFFFFu, completes && level == kGraphUrgent);
+  unsigned pick = urgent;
+  if (pick == 0u) {
+    const unsigned normal = __ballot_sync(0xFFFFFFFFu, completes);
+    // A look at the urgent queue (lane 0's, for the warp) only when a normal one could be kept.
+    if (normal != 0u &&
+        __shfl_sync(0xFFFFFFFFu, lane == 0 && graph_queue_has_work(g, kGraphUrgent) ? 1 : 0, 0) ==
+            0) {
+      pick = normal;
+    }
+  }
+  if (pick == 0u) return -1;
+  const unsigned keeper = static_cast<unsigned>(__ffs(pick)) - 1u;
+  if (lane == keeper) completes = false;
+  return static_cast<int>(__shfl_sync(0xFFFFFFFFu, s, keeper));
+}
+
 // The first task warp, converged, once task t ended with `status` (the same in every lane):
 // the successor step of spec/device_graph.pml for 32 successors at a time, one a lane. Each lane
 // poisons its successor unless t ended ok, then counts its input down in one read-modify-write
@@ -170,11 +194,18 @@ __device__ inline bool graph_runnable(const DeviceGraphArgs& g, std::uint32_t t)
 // positions from one claim (a fetch_add, as the model's enqueue) and are put there a lane each.
 // A warp, not one thread: one thread would keep the critical path waiting for a chain of
 // dependent atomics per successor.
-__device__ inline void graph_count_down(const DeviceGraphArgs& g, std::uint32_t t,
-                                        TaskStatus status, unsigned lane) {
+// With `may_keep` (a task taken from the ready queue, not a root from a ring slot) one successor
+// completed is kept instead (the model's KEEP; decision 042): the block runs it next, without
+// the queue's claim, put and take, which cost a dependent step about as much as the count
+// itself. It keeps the first urgent one, else the first normal one while the urgent queue looks
+// empty (a task in it would otherwise wait behind this block's next run). Returns the task
+// kept, or -1, in every lane.
+__device__ inline int graph_count_down(const DeviceGraphArgs& g, std::uint32_t t, TaskStatus status,
+                                       unsigned lane, bool may_keep) {
   const std::uint32_t begin = DeviceScopeU32(g.successor_start[t]).load(cuda::memory_order_relaxed);
   const std::uint32_t end =
       DeviceScopeU32(g.successor_start[t + 1]).load(cuda::memory_order_relaxed);
+  int kept = -1;
   for (std::uint32_t first = begin; first < end; first += 32) {  // uniform
     const std::uint32_t i = first + lane;
     std::uint32_t s = 0;
@@ -193,6 +224,7 @@ __device__ inline void graph_count_down(const DeviceGraphArgs& g, std::uint32_t 
       if (completes && DeviceScopeU32(g.urgent[s]).load(cuda::memory_order_relaxed) != 0)
         level = kGraphUrgent;
     }
+    if (may_keep && kept < 0) kept = graph_keep_one(g, s, completes, level, lane);
     for (int q = kGraphUrgent; q >= kGraphNormal; --q) {  // uniform
       const unsigned ready = __ballot_sync(0xFFFFFFFFu, completes && level == q);
       if (ready == 0u) continue;
@@ -214,6 +246,22 @@ __device__ inline void graph_count_down(const DeviceGraphArgs& g, std::uint32_t 
     }
   }
   __syncwarp();
+  return kept;
+}
+
+// One thread: enqueues task t, kept by graph_count_down and not run, at its level (the model's
+// enqueue: a claim, the put, then it counts as available). Its count reached zero in this block
+// (acquire), and the block's barriers order that before the put's release.
+__device__ inline void graph_requeue(const DeviceGraphArgs& g, std::uint32_t t) {
+  // relaxed: written by the host before the graph's roots were loaded, like the counts.
+  const int q = DeviceScopeU32(g.urgent[t]).load(cuda::memory_order_relaxed) != 0 ? kGraphUrgent
+                                                                                  : kGraphNormal;
+  // relaxed: the claim orders nothing; the cell's sequence publishes the task.
+  const unsigned long long at = DeviceScopeU64(g.counters[kGraphQueueWords * q + kGraphEnqueueAt])
+                                    .fetch_add(1, cuda::memory_order_relaxed);
+  graph_put(g, q, at, t);
+  // relaxed: as in graph_count_down.
+  graph_available(g, q).fetch_add(1, cuda::memory_order_relaxed);
 }
 
 // A warp's lane 0's status, in every lane: the one its task's slot or record reports.
@@ -387,6 +435,14 @@ struct BlockShared {
   std::uint64_t pub[kMaxRingDepth];   // publisher -> loader: slot j's FINISHED is stored
   std::uint64_t quit;                 // task threads -> publisher: the block ends
   std::uint64_t graph_done;           // task threads -> loader: the graph task has ended
+  // task threads -> loader: the successor the graph task kept (its index + 1; 0: none), which
+  // the loader hands over next, or puts into the ready queue when a ring run or EXIT comes
+  // first (graph_count_down). Read as the loader takes the task back (after kFreeBarrier).
+  std::uint32_t graph_kept;
+  // task threads -> loader, with graph_done, when that task kept a successor: its report (the
+  // task's index + 1 and its status), which the loader publishes once it has handed the next
+  // run over, so that the kept task does not wait for the report's system-scope release.
+  std::uint32_t graph_report, graph_report_status;
   std::uint32_t type[kMaxRingDepth];  // slot j's task type and payload size (loader)
   std::uint32_t size[kMaxRingDepth];
   std::uint32_t graph_task[kMaxRingDepth];  // slot j's SlotHeader::graph_task (a graph root)
@@ -409,12 +465,14 @@ inline constexpr std::uint32_t kGraphWork = 0xFFFFFFFFu;
 // kMaxPollBackoffNs), then deep idle (lane 0) after warm_idle_ns (the scheduler rings the
 // doorbell only for blocks with nothing in flight). A standby block stays in warm idle with a
 // back-off of at most kStandbyBackoffNs. Returns kGraphWork instead when the task threads are
-// free and a ready queue has a graph task: before it reads the ring, unless `ring_first` (the
+// free and they held a graph task (`graph_held`: the loader takes it back, and with it the
+// successor it may have kept) or a ready queue has a graph task: before it reads the ring,
+// unless `ring_first` (the
 // loader's last take lost the task to another block: the ring is read once first, so that
 // ring tasks are not kept waiting while the blocks race for the queue).
 template <bool Graphs, class Busy>
 __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth, unsigned pos,
-                                          unsigned usable, const ResidentArgs& a,
+                                          unsigned usable, const ResidentArgs& a, bool graph_held,
                                           unsigned long long& polls, unsigned first_backoff,
                                           bool standby, bool ring_first, Busy busy) {
   const unsigned lane = threadIdx.x;  // warp 0
@@ -425,7 +483,8 @@ __device__ inline std::uint32_t poll_ring(std::uint32_t* states, unsigned depth,
     // Lane 0 looks, in device memory.
     if constexpr (Graphs) {
       if (!ring_first && !busy() &&
-          __shfl_sync(0xFFFFFFFFu, lane == 0 && graph_has_work(a.graph) ? 1 : 0, 0) != 0) {
+          (graph_held ||
+           __shfl_sync(0xFFFFFFFFu, lane == 0 && graph_has_work(a.graph) ? 1 : 0, 0) != 0)) {
         return kGraphWork;
       }
       ring_first = false;
@@ -588,15 +647,33 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
   // ring run that takes back the graph task may have tested the phase only while it was still
   // open. Task thread 0 arrives on it before kFreeBarrier, so after the barrier the wait
   // returns at once.
+  // The successor the task kept and the report it left to this warp (BlockShared::graph_kept,
+  // graph_report; lane 0) are taken with it, after kFreeBarrier: copied before the next run is
+  // handed over, whose task may leave the next ones.
+  std::uint32_t kept_task = 0, report = 0, report_status = 0;
   auto take_back_graph_task = [&] {
     named_sync(kFreeBarrier, pair);
     if (lane == 0) {
       while (!mbar_try_wait(&sh.graph_done, graph_parity)) {
       }
+      kept_task = sh.graph_kept;
+      sh.graph_kept = 0;
+      report = sh.graph_report;
+      report_status = sh.graph_report_status;
+      sh.graph_report = 0;
     }
     __syncwarp();  // the warp together again before its next barrier
     graph_parity ^= 1u;
     graph_held = false;
+  };
+  // Publishes that report, once the next run is handed over (the task threads run it meanwhile).
+  // Its system-scope release follows this lane's acquire of graph_done, so the task's results,
+  // written before that arrival, reach the host before it (as the publisher's FINISHED does).
+  auto publish_report = [&] {
+    if (Graphs && lane == 0 && report != 0) {
+      graph_publish(a.graph, report - 1, static_cast<TaskStatus>(report_status));
+      report = 0;
+    }
   };
   for (;;) {
     // A graph task from the ready queue first, but only while the task threads are free: a
@@ -607,14 +684,20 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     bool lost_take = false;  // a ready queue had work, another block took it
     if constexpr (Graphs) {
       if (!busy()) {
+        // A graph task that has ended goes back first, with what it kept and its report.
+        if (graph_held) take_back_graph_task();
         int t = -1;
-        if (lane == 0) t = graph_take(a.graph);
+        if (lane == 0) {
+          // The successor it kept, if any, else a take from the ready queues.
+          t = static_cast<int>(kept_task) - 1;
+          kept_task = 0;
+          if (t < 0) t = graph_take(a.graph);
+        }
         t = __shfl_sync(0xFFFFFFFFu, t, 0);
         lost_take = t < 0 && took_graph_work;
         took_graph_work = false;
         if (t >= 0) {
           __syncwarp();  // lane 0's acquire of the cell happens before every lane's record reads
-          if (graph_held) take_back_graph_task();
           // From the records' copy in device memory, past L1 (__ldcg: a line of the last graph's
           // records may still be in it; the host's copy of this graph's ended before its roots
           // were loaded, which this task's cell acquire follows).
@@ -640,6 +723,7 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
           }
           named_arrive(kFullBarrier, pair);  // as for a ring run, below
           graph_held = true;
+          publish_report();
           continue;
         }
       }
@@ -659,8 +743,9 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
       continue;
     }
     if (after_tasks) __nanosleep(kFirstBackoffAfterTaskNs);  // see kFirstBackoffAfterTaskNs
-    const std::uint32_t s = poll_ring<Graphs>(states, depth, pos, depth - in_use, a, polls,
-                                              after_tasks ? 256u : 32u, standby, lost_take, busy);
+    const std::uint32_t s =
+        poll_ring<Graphs>(states, depth, pos, depth - in_use, a, graph_held, polls,
+                          after_tasks ? 256u : 32u, standby, lost_take, busy);
     if (Graphs && s == kGraphWork) {  // every lane has it
       took_graph_work = true;
       continue;
@@ -694,6 +779,17 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     } else if (held != 0) {
       named_sync(kFreeBarrier, pair);
     }
+    if constexpr (Graphs) {
+      // A successor the graph task just taken back kept goes to the ready queue, where any
+      // block takes it: this block runs a ring run next, or ends (EXIT: its lane parks for a
+      // pause or shuts down, while the first lane's blocks stay up as long as a graph is in the
+      // table), and the kept task would otherwise wait behind that run, or be lost with the
+      // block.
+      if (lane == 0 && kept_task != 0) {
+        graph_requeue(a.graph, kept_task - 1);
+        kept_task = 0;
+      }
+    }
     if (lane == 0) {
       sh.run_first = pos;
       sh.run_count = count;
@@ -703,6 +799,7 @@ __device__ void load_loop(BlockShared& sh, uint4* payloads, std::uint32_t* state
     // Every lane's shared-memory writes (payloads, headers, run words) happen before the task
     // threads' reads: they wait at this barrier; this warp does not.
     named_arrive(kFullBarrier, pair);
+    if constexpr (Graphs) publish_report();
     if (count == 0) return;
     loaded += count;
     held = count;
@@ -900,9 +997,16 @@ __device__ void run_graph_task(BlockShared& sh, uint4* payload, const DeviceGrap
                                          kRecordPayloadOffset);
     for (std::uint32_t i = me; i < words; i += 32) out[i] = payload[i];
     __syncwarp();  // the lanes' writes happen before the warp's releases
-    graph_count_down(g, t, uniform(status), me);
+    const int kept = graph_count_down(g, t, uniform(status), me, true);
     if (me == 0) {
-      graph_publish(g, t, status);
+      // Both published by graph_done's arrival.
+      sh.graph_kept = static_cast<std::uint32_t>(kept + 1);
+      if (kept >= 0) {
+        sh.graph_report = t + 1;  // the loader publishes it after the kept task's handover
+        sh.graph_report_status = static_cast<std::uint32_t>(status);
+      } else {
+        graph_publish(g, t, status);
+      }
     }
   }
   // As after a ring run: the extra slot goes back to the loader once every thread left it.
@@ -954,6 +1058,8 @@ __global__ void resident_kernel(ResidentArgs a) {
     }
     mbar_init(&sh.quit, 1);        // task thread 0
     mbar_init(&sh.graph_done, 1);  // task thread 0
+    sh.graph_kept = 0;
+    sh.graph_report = 0;
   }
   __syncthreads();  // the mbarriers are initialised (the last block-wide barrier)
   if (threadIdx.x < 32) {
@@ -1006,7 +1112,8 @@ __global__ void resident_kernel(ResidentArgs a) {
         // A graph's root: its successors are counted down before its slot reports it.
         if constexpr (Graphs) {
           if (sh.graph_task[j] != 0) {
-            graph_count_down(a.graph, sh.graph_task[j] - 1, uniform(status), me);
+            // A root keeps none: its loader takes ring runs, not a kept task.
+            (void)graph_count_down(a.graph, sh.graph_task[j] - 1, uniform(status), me, false);
           }
         }
         // release, block scope: pairs with the publisher's wait; with the barrier above, every
