@@ -985,10 +985,13 @@ TEST(GpuPool, APausedPoolLetsOtherKernelsAndDeviceSynchronizeRun) {
 }
 
 // Copies on a non-blocking stream of the caller's run beside a pool that is not paused (the
-// applications upload their inputs so): host to device, device to device, device to host,
-// each synchronized in a thread of its own so that a hang is reported as a failure; a task
-// then reads what the copies wrote. Both resident kernels: with and without the graph code.
-void copies_beside_the_running_pool(const PoolOptions& options) {
+// applications upload their inputs so): host to device, then (with `device_to_device`) device
+// to device, then device to host, each synchronized in a thread of its own so that a hang is
+// reported as a failure; a task then reads what the copies wrote. A copy between host and
+// device memory runs on a copy engine beside any pool; one from device to device may run as a
+// kernel of the driver's, which needs room on an SM, so docs/gpu.md ("Sharing the GPU") puts it
+// beside a pool of fewer blocks per SM than fit, and so does this test.
+void copies_beside_the_running_pool(const PoolOptions& options, bool device_to_device) {
   constexpr int n = 1 << 22;  // 16 MiB of floats: a device-to-device copy of some size
   float *x = nullptr, *y = nullptr, *staged = nullptr;
   ASSERT_EQ(cudaMalloc(&x, n * sizeof(float)), cudaSuccess);
@@ -1018,8 +1021,11 @@ void copies_beside_the_running_pool(const PoolOptions& options) {
       const cudaError_t e = result.get();
       return e == cudaSuccess ? "" : cudaGetErrorString(e);
     };
-    ASSERT_EQ(copy(staged, ones.data(), cudaMemcpyHostToDevice), "") << "host to device";
-    ASSERT_EQ(copy(x, staged, cudaMemcpyDeviceToDevice), "") << "device to device";
+    ASSERT_EQ(copy(device_to_device ? staged : x, ones.data(), cudaMemcpyHostToDevice), "")
+        << "host to device";
+    if (device_to_device) {
+      ASSERT_EQ(copy(x, staged, cudaMemcpyDeviceToDevice), "") << "device to device";
+    }
     pool.push<Saxpy>({2.0f, n, x, y}, 0);  // y += 2x
     ASSERT_TRUE(pool.pop(0).ok());
     ASSERT_EQ(copy(back.data(), y, cudaMemcpyDeviceToHost), "") << "device to host";
@@ -1033,12 +1039,18 @@ void copies_beside_the_running_pool(const PoolOptions& options) {
 
 TEST(GpuPool, CopiesOnAStreamOfTheirOwnRunBesideTheRunningPool) {
   REQUIRE_GPU();
-  {
-    SCOPED_TRACE("the kernel with the graph code");
-    copies_beside_the_running_pool(graph_options());
+  for (const bool graphs : {true, false}) {
+    SCOPED_TRACE(graphs ? "the kernel with the graph code" : "the kernel without it");
+    const PoolOptions full = graphs ? graph_options() : device_options();
+    {
+      SCOPED_TRACE("between host and device, beside as many blocks as fit");
+      copies_beside_the_running_pool(full, false);
+    }
+    SCOPED_TRACE("device to device too, beside one block a SM");
+    PoolOptions roomy = full;
+    roomy.blocks_per_sm = 1;
+    copies_beside_the_running_pool(roomy, true);
   }
-  SCOPED_TRACE("the kernel without it");
-  copies_beside_the_running_pool(device_options());
 }
 
 TEST(GpuPool, BadDeviceOptionsAreRejected) {
