@@ -102,15 +102,28 @@ struct UpdateBlockBig {
     // c_r: row g + 8 (r / 2), column 2 q + r % 2 of fragment (i, j).
     double* c_at = p.a + i0 + wm + g + static_cast<std::size_t>(j0 + wn + 2 * q) * p.lda;
     const int row0 = wm + g, col0 = wn + 2 * q;
+    // A row of fragments' 16 old values are loaded before any of them is stored: one at a time,
+    // each load would wait for the store before it (they might alias), a trip to memory per
+    // element (six_warp_tile_probe.cu; decision 043).
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int i = 0; i < 4; ++i) {
+      double old[4][4];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 4; ++j) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int row = 16 * i + 8 * (r / 2), col = 8 * j + r % 2;
+          const bool writes = !(lower_only && row0 + row < col0 + col);
+          old[j][r] = writes ? c_at[row + static_cast<std::size_t>(col) * p.lda] : 0.0;
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
 #pragma unroll
         for (int r = 0; r < 4; ++r) {
           const int row = 16 * i + 8 * (r / 2), col = 8 * j + r % 2;
           if (lower_only && row0 + row < col0 + col) continue;
-          c_at[row + static_cast<std::size_t>(col) * p.lda] -= acc[i][j][r];
+          c_at[row + static_cast<std::size_t>(col) * p.lda] = old[j][r] - acc[i][j][r];
         }
       }
     }

@@ -6,6 +6,12 @@
 // - eight@255: decision 040's body (big_tile_probe.cu): 8 warps of 64 x 32, mma m16n8k8, chunks
 //   of K 16 deep copied 16 bytes at a time into 4 buffers, 256 threads;
 // - eight@168: the same body capped at 168 registers (__maxnreg__), as the apps' kernel is;
+// - eight lean@168: the form decision 040 ran in the pool (mma m16n8k4, a chunk's steps not
+//   unrolled, 12 fragment values live), capped the same;
+// - eight called@168: eight@168's body in a function called, not inlined (kOutOfLine);
+// - eight C+=@168 each / by row: eight@168 adding its sums to C (read-modify-write, as an
+//   update does) an element at a time, or a row of fragments' old values loaded first;
+// - eight C+=@168 shared: the sums through shared memory, added to C a column at a time;
 // - six@255 k8 / k4: 256 threads whose first two warps return at once (the role warps' place),
 //   the six others staging the chunks (a named barrier of 192) and computing 2 x 3 warp tiles of
 //   64 x 48, 64 x 40 and 64 x 40 on mma m16n8k8 or m16n8k4: each warp loads B's fragments for a
@@ -16,6 +22,7 @@
 //     -Ilab/probes lab/probes/six_warp_tile_probe.cu -o /tmp/six && /tmp/six
 #include <cuda_runtime.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -61,6 +68,18 @@ __device__ __forceinline__ void stage(const Payload& p, double* buffer, int k0, 
 }
 
 // ---- eight warps of 64 x 32 (decision 040's body) ----
+// Lean: the form the pool ran (big_update_block.cuh), mma m16n8k4 with the steps of a chunk
+// not unrolled, B's fragments first, then A's a row at a time, 12 values beside the 64 sums.
+// How a body writes its sums: stored; or added to C (C += A B, read-modify-write as the
+// Cholesky update's C -= A B^T) an element at a time, each load after the store before it
+// (they might alias), as big_update_block.cuh does; or with one row of fragments' 16 old
+// values loaded before any of them is stored, as DgemmTile does.
+// Or through shared memory (the staging buffers, free once the last chunk is used): each warp
+// puts its sums there, then every thread adds 8 consecutive-row elements at a time to C, their
+// old values loaded first, a warp's loads one line of a column.
+enum class Epilogue { store, add_each, add_by_row, add_through_shared };
+
+template <bool Lean, Epilogue E = Epilogue::store>
 __device__ __forceinline__ void eight_body(const Payload& p, double* buffers) {
   const int t = static_cast<int>(threadIdx.x);
   const int warp = t / 32, lane = t % 32;
@@ -80,6 +99,22 @@ __device__ __forceinline__ void eight_body(const Payload& p, double* buffers) {
     asm volatile("cp.async.commit_group;\n" ::);
     const double* as = buffers + (c % kStages) * kStageElems;
     const double* bs = as + kDepth * kSA;
+    if constexpr (Lean) {
+#pragma unroll 1
+      for (int ks = 0; ks < kDepth; ks += 4) {
+        double bf[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) bf[j] = bs[(wn + 8 * j + g) * kSB + ks + q];  // b: (q, g)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {  // a: (g, q), (g + 8, q)
+          const double af[2] = {as[(ks + q) * kSA + wm + 16 * i + g],
+                                as[(ks + q) * kSA + wm + 16 * i + g + 8]};
+#pragma unroll
+          for (int j = 0; j < 4; ++j) lab::mma_m16n8k4(acc[i][j], af, bf[j]);
+        }
+      }
+      continue;
+    }
 #pragma unroll
     for (int ks = 0; ks < kDepth; ks += 8) {
       double af[4][4], bf[4][2];
@@ -103,15 +138,57 @@ __device__ __forceinline__ void eight_body(const Payload& p, double* buffers) {
     }
   }
   asm volatile("cp.async.wait_group 0;\n" ::);
+  if constexpr (E == Epilogue::add_through_shared) {
+    __syncthreads();         // every warp is done with the staging buffers
+    double* tile = buffers;  // 128 x 128, column-major, leading dimension kBig + 1
+    constexpr int kLd = kBig + 1;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+          tile[(wm + 16 * i + g + 8 * (r / 2)) + (wn + 8 * j + 2 * q + r % 2) * kLd] = acc[i][j][r];
+      }
+    }
+    __syncthreads();
+    // Thread t: rows (t % 32) + 32 u of column t / 32 + 8 v: a warp takes one column.
+    const int row = t % 32;
+#pragma unroll 1
+    for (int v = 0; v < kBig / 8; ++v) {
+      const int col = t / 32 + 8 * v;
+      double* c_col = p.c + p.row0 + static_cast<std::size_t>(col) * p.ldc;
+      double old[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) old[u] = c_col[row + 32 * u];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) c_col[row + 32 * u] = old[u] + tile[row + 32 * u + col * kLd];
+    }
+    return;
+  }
+  // c_r: row g + 8 (r / 2), column 2 q + r % 2 of fragment (i, j).
+  auto at = [&](int i, int j, int r) -> double& {
+    const int row = p.row0 + wm + 16 * i + g + 8 * (r / 2);
+    const int col = wn + 8 * j + 2 * q + r % 2;
+    return p.c[row + static_cast<std::size_t>(col) * p.ldc];
+  };
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
+    double old[4][4] = {};
+    if constexpr (E == Epilogue::add_by_row) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) old[j][r] = at(i, j, r);
+      }
+    }
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
 #pragma unroll
-      for (int r = 0; r < 4; ++r) {  // c_r: row g + 8 (r / 2), column 2 q + r % 2
-        const int row = p.row0 + wm + 16 * i + g + 8 * (r / 2);
-        const int col = wn + 8 * j + 2 * q + r % 2;
-        p.c[row + static_cast<std::size_t>(col) * p.ldc] = acc[i][j][r];
+      for (int r = 0; r < 4; ++r) {
+        if constexpr (E == Epilogue::store) at(i, j, r) = acc[i][j][r];
+        if constexpr (E == Epilogue::add_each) at(i, j, r) += acc[i][j][r];
+        if constexpr (E == Epilogue::add_by_row) at(i, j, r) = old[j][r] + acc[i][j][r];
       }
     }
   }
@@ -119,12 +196,42 @@ __device__ __forceinline__ void eight_body(const Payload& p, double* buffers) {
 
 __global__ void __launch_bounds__(256, 1) eight_255(const Payload* payloads) {
   extern __shared__ double buffers[];
-  eight_body(payloads[blockIdx.x], buffers);
+  eight_body<false>(payloads[blockIdx.x], buffers);
 }
 
 __global__ void __maxnreg__(168) eight_168(const Payload* payloads) {
   extern __shared__ double buffers[];
-  eight_body(payloads[blockIdx.x], buffers);
+  eight_body<false>(payloads[blockIdx.x], buffers);
+}
+
+__global__ void __maxnreg__(168) eight_lean_168(const Payload* payloads) {
+  extern __shared__ double buffers[];
+  eight_body<true>(payloads[blockIdx.x], buffers);
+}
+
+__global__ void __maxnreg__(168) eight_add_each_168(const Payload* payloads) {
+  extern __shared__ double buffers[];
+  eight_body<false, Epilogue::add_each>(payloads[blockIdx.x], buffers);
+}
+
+__global__ void __maxnreg__(168) eight_add_by_row_168(const Payload* payloads) {
+  extern __shared__ double buffers[];
+  eight_body<false, Epilogue::add_by_row>(payloads[blockIdx.x], buffers);
+}
+
+__global__ void __maxnreg__(168) eight_add_through_shared_168(const Payload* payloads) {
+  extern __shared__ double buffers[];
+  eight_body<false, Epilogue::add_through_shared>(payloads[blockIdx.x], buffers);
+}
+
+// The body called, not inlined, as the pool calls a task type with kOutOfLine.
+__device__ __noinline__ void eight_called_body(const Payload& p, double* buffers) {
+  eight_body<false>(p, buffers);
+}
+
+__global__ void __maxnreg__(168) eight_called_168(const Payload* payloads) {
+  extern __shared__ double buffers[];
+  eight_called_body(payloads[blockIdx.x], buffers);
 }
 
 // ---- six warps: 2 x 3 warp tiles of 64 x (8 NJ) ----
@@ -248,17 +355,22 @@ struct Problem {
     cudaFree(db);
     cudaFree(dc);
   }
-  double max_error() const {
+  std::vector<double> reference;  // C = A B on the host, computed once
+  double max_error() {
+    if (reference.empty()) {
+      reference.assign(std::size_t(m) * n, 0.0);
+      for (int j = 0; j < n; ++j) {
+        for (int l = 0; l < k; ++l) {
+          const double blj = b[l + std::size_t(j) * k];
+          for (int i = 0; i < m; ++i)
+            reference[i + std::size_t(j) * m] += a[i + std::size_t(l) * m] * blj;
+        }
+      }
+    }
     std::vector<double> c(std::size_t(m) * n);
     cudaMemcpy(c.data(), dc, sizeof(double) * c.size(), cudaMemcpyDeviceToHost);
     double e = 0;
-    for (int j = 0; j < n; ++j) {
-      for (int i = 0; i < m; ++i) {
-        double s = 0;
-        for (int l = 0; l < k; ++l) s += a[i + std::size_t(l) * m] * b[l + std::size_t(j) * k];
-        e = std::max(e, std::abs(s - c[i + std::size_t(j) * m]));
-      }
-    }
+    for (std::size_t i = 0; i < c.size(); ++i) e = std::max(e, std::abs(reference[i] - c[i]));
     return e;
   }
 };
@@ -275,6 +387,15 @@ double median_us(Launch launch, const Problem& pr) {
     cudaEventRecord(e0);
     launch();
     cudaEventRecord(e1);
+    // A kernel that hangs is reported as such instead of holding the probe forever.
+    for (int waited_ms = 0; cudaEventQuery(e1) == cudaErrorNotReady; ++waited_ms) {
+      if (waited_ms > 5000) {
+        std::printf(" HUNG\n");
+        std::fflush(stdout);
+        std::_Exit(2);
+      }
+      usleep(1000);
+    }
     check(cudaEventSynchronize(e1), "kernel");
     float t = 0;
     cudaEventElapsedTime(&t, e0, e1);
@@ -287,6 +408,7 @@ double median_us(Launch launch, const Problem& pr) {
 void compare(int sms, int k) {
   const int m = kBig * sms, n = kBig;
   Problem pr(m, n, k);
+  (void)pr.max_error();  // the reference, before any timing
   const double flops = 2.0 * m * n * k;
   std::vector<Payload> tiles;
   for (int row = 0; row < m; row += kBig)
@@ -297,15 +419,23 @@ void compare(int sms, int k) {
   const int blocks = static_cast<int>(tiles.size());
   std::printf("K = %4d, %d tiles:", k, blocks);
   auto run = [&](const char* name, void (*kernel)(const Payload*)) {
+    std::printf(" | %s", name);
+    std::fflush(stdout);
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(kShared)),
           "smem");
     const double us = median_us([&] { kernel<<<blocks, 256, kShared>>>(dtiles); }, pr);
-    std::printf(" | %s %7.1f us %5.1f TFLOP/s (error %.1e)", name, us, flops / (us * 1e-6) / 1e12,
+    std::printf(" %7.1f us %5.1f TFLOP/s (error %.1e)", us, flops / (us * 1e-6) / 1e12,
                 pr.max_error());
+    std::fflush(stdout);
   };
   run("eight@255", eight_255);
   run("eight@168", eight_168);
+  run("eight lean@168", eight_lean_168);
+  run("eight called@168", eight_called_168);
+  run("eight C+=@168 each", eight_add_each_168);
+  run("eight C+=@168 by row", eight_add_by_row_168);
+  run("eight C+=@168 shared", eight_add_through_shared_168);
   run("six@255 k8", six_k8);
   run("six@255 k4", six_k4);
   std::printf("\n");
