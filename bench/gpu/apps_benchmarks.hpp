@@ -9,6 +9,7 @@
 
 #include "../harness/harness.hpp"
 #include "app_pool.hpp"
+#include "cholesky_pool.hpp"
 
 namespace weft::bench::gpu {
 
@@ -42,9 +43,11 @@ std::vector<T> host_copy(const T* d, std::size_t n) {
   return v;
 }
 
-/// cholesky_<n> against cuSOLVER's potrf and LAPACKE's dpotrf on the CPU.
-void cholesky_benchmarks(Suite& suite, apps::gpu::AppPool& pool, const std::vector<int>& sizes,
-                         int reps);
+/// cholesky_<n> against cuSOLVER's potrf and LAPACKE's dpotrf on the CPU: tile by tile on
+/// `pool` below n = 4096, in blocks of 2 tiles on `wide_pool` from there (cholesky_pool.hpp).
+/// Both pools run task graphs, and both are paused on entry and on return.
+void cholesky_benchmarks(Suite& suite, apps::gpu::AppPool& pool, apps::gpu::CholeskyPool& wide_pool,
+                         const std::vector<int>& sizes, int reps);
 /// spmv_bs_mixed: the pool mixing SpMV and Black-Scholes tasks against the same bodies as
 /// kernels one after the other (serial) and on two streams (cke), the pool one kind after the
 /// other (pool_serial), and cuSPARSE's SpMV then the Black-Scholes kernel (cusparse). The pool

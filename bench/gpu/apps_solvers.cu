@@ -14,6 +14,7 @@
 #include "apps_benchmarks.hpp"
 #include "batched_gemm.hpp"
 #include "cholesky.hpp"
+#include "cholesky_pool.hpp"
 #include "spmv_bs.hpp"
 #include "weft/gpu/detail/cuda_check.cuh"
 
@@ -22,6 +23,7 @@ namespace weft::bench::gpu {
 namespace {
 
 using apps::gpu::AppPool;
+using apps::gpu::CholeskyPool;
 
 void check(bool ok, const char* what) {
   if (!ok) throw std::runtime_error(std::string("gpu-apps: ") + what + " failed");
@@ -134,7 +136,8 @@ class TiledOnStreams {
 
 }  // namespace
 
-void cholesky_benchmarks(Suite& suite, AppPool& pool, const std::vector<int>& sizes, int reps) {
+void cholesky_benchmarks(Suite& suite, AppPool& pool, CholeskyPool& wide_pool,
+                         const std::vector<int>& sizes, int reps) {
   cusolverDnHandle_t solver = nullptr;
   check(cusolverDnCreate(&solver) == CUSOLVER_STATUS_SUCCESS, "cusolverDnCreate");
   cudaStream_t stream;
@@ -157,45 +160,54 @@ void cholesky_benchmarks(Suite& suite, AppPool& pool, const std::vector<int>& si
       return apps::gpu::cholesky_residual(a, host_copy(d_a, a.size()), n) < 1e-13;
     };
     // Each timed run factors a fresh copy: the copy is outside the time, so one run per copy.
-    auto timed = [&](auto&& factor, bool paused, int runs) {
+    // Every pool is paused between runs: `on` (a pool, or nullptr) is resumed for the runs.
+    auto timed = [&](auto* on, auto&& factor, int runs) {
       std::vector<double> t;
       for (int r = 0; r < runs + 1; ++r) {
-        if (!paused) pool.pause();
         reset();
-        if (!paused) pool.resume();
+        if (on != nullptr) on->resume();
         const double dt = time_seconds(factor);
+        if (on != nullptr) on->pause();
         if (r > 0) t.push_back(dt * 1e6);
       }
       return median(t);
     };
+    AppPool* no_pool = nullptr;
+    // The plan's run on `on` (its pool), sampled as every contender is.
+    auto plan_time = [&](auto& plan, auto& on) {
+      return timed(
+          &on, [&] { plan.factor(d_a, n); }, reps);
+    };
     // Prepared once for the size, as cuSOLVER's workspace is: the task graph and its shape
-    // (prepared by the first, untimed, run) are reused by every run.
-    apps::gpu::CholeskyPlan<AppPool> plan(pool, n);
+    // (prepared by the first, untimed, run) are reused by every run. Blocks of 2 tiles run on
+    // the pool of 256 task threads, tiles on the applications' pool (cholesky_pool.hpp).
+    const int block = apps::gpu::cholesky_block_for(n);
+    apps::gpu::CholeskyPlan<AppPool> tile_plan(pool, n, 1);
+    apps::gpu::CholeskyPlan<CholeskyPool> wide_plan(wide_pool, n, block);
     std::vector<Contender> c;
     c.push_back({"weft", [&] {
-                   pool.resume();
-                   const double t = timed([&] { plan.factor(d_a, n); }, false, reps);
-                   pool.pause();
+                   const double t =
+                       block == 1 ? plan_time(tile_plan, pool) : plan_time(wide_plan, wide_pool);
                    return Outcome{t, verified()};
                  }});
     c.push_back({"cusolver", [&] {
-                   pool.pause();
                    const double t = timed(
+                       no_pool,
                        [&] {
                          check(cusolverDnDpotrf(solver, CUBLAS_FILL_MODE_LOWER, n, d_a, n, d_work,
                                                 lwork, d_info) == CUSOLVER_STATUS_SUCCESS,
                                "cusolverDnDpotrf");
                          WEFT_CUDA_CHECK(cudaStreamSynchronize(stream));
                        },
-                       true, reps);
+                       reps);
                    return Outcome{t, verified()};
                  }});
     TiledOnStreams tiled(n, 8);  // made while the pool is paused (it allocates)
     c.push_back({"cublas_streams", [&] {
-                   pool.pause();
                    // Its host issues one call per tile task (tens of thousands past n = 2048):
                    // there, one run per sample, so that a full run fits one device call.
-                   const double t = timed([&] { tiled.factor(d_a, n); }, true, n > 2048 ? 1 : reps);
+                   const double t = timed(
+                       no_pool, [&] { tiled.factor(d_a, n); }, n > 2048 ? 1 : reps);
                    return Outcome{t, verified()};
                  }});
     c.push_back({"lapacke_cpu", [&] {
@@ -212,30 +224,35 @@ void cholesky_benchmarks(Suite& suite, AppPool& pool, const std::vector<int>& si
                    return Outcome{median(t), apps::gpu::cholesky_residual(a, h, n) < 1e-13};
                  }});
     suite.compare("cholesky_" + std::to_string(n), "us", Better::lower, std::move(c));
-    if (plan.as_graph()) {  // weft's other driver, for the record: the host tracks the tasks
-      pool.resume();
-      const double t = timed([&] { plan.factor_host_tracked(d_a, n); }, false, reps);
-      pool.pause();
+    // weft's other driver, for the record: the host tracks the tasks.
+    auto host_tracked = [&](auto& plan, auto& on) {
+      if (!plan.as_graph()) return;
+      const double t = timed(
+          &on, [&] { plan.factor_host_tracked(d_a, n); }, reps);
       std::fprintf(stderr, "[bench] cholesky_%d: host-tracked %.1f us%s\n", n, t,
                    verified() ? "" : " (UNVERIFIED)");
       suite.add_metric(
           Metric{"cholesky_" + std::to_string(n) + "_host_tracked", "us", Better::lower, {t}});
-    }
-    // The same graph at the block side weft did not choose (1: tile by tile; 2), for the
-    // record of that choice (cholesky_block_for). Sampled as the weft contender is.
-    for (const int block : {1, 2}) {
-      if (block == plan.graph().block() || n % (block * apps::gpu::CholeskyTile::kTile) != 0) {
-        continue;
-      }
-      apps::gpu::CholeskyPlan<AppPool> other(pool, n, block);
-      const std::string name = "cholesky_" + std::to_string(n) +
-                               (block == 1 ? "_tiles" : "_blocks_" + std::to_string(block));
+    };
+    block == 1 ? host_tracked(tile_plan, pool) : host_tracked(wide_plan, wide_pool);
+    // What weft did not choose, for the record of its choices (cholesky_block_for, the pool):
+    // below n = 4096 blocks of 2 on the wide pool; from there tiles, and blocks of 2 on the
+    // applications' pool.
+    const std::string size = "cholesky_" + std::to_string(n);
+    auto record = [&](const std::string& name, auto& plan, auto& on) {
       suite.measure(name, "us", Better::lower, [&] {
-        pool.resume();
-        const double t = timed([&] { other.factor(d_a, n); }, false, reps);
-        pool.pause();
-        return Outcome{t, verified()};
+        return Outcome{plan_time(plan, on), verified()};
       });
+    };
+    if (n % (2 * apps::gpu::CholeskyTile::kTile) == 0) {
+      if (block == 1) {
+        apps::gpu::CholeskyPlan<CholeskyPool> blocks(wide_pool, n, 2);
+        record(size + "_blocks_2", blocks, wide_pool);
+      } else {
+        record(size + "_tiles", tile_plan, pool);
+        apps::gpu::CholeskyPlan<AppPool> narrow(pool, n, 2);
+        record(size + "_blocks_2_app_pool", narrow, pool);
+      }
     }
     cudaFree(d_a);
     cudaFree(d_work);

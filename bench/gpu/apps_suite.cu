@@ -300,17 +300,20 @@ Suite run_gpu_apps_suite(const GpuAppsSuiteOptions& o) {
     }
     pool.pause();  // the buffers' frees synchronize the device
     if (selected("cholesky")) {
-      // A pool of its own, whose blocks run task graphs as large as n = 8192's (128 tiles,
-      // 357,760 tile tasks); the other applications' pool runs none.
+      // Pools of their own, whose blocks run task graphs as large as n = 8192's (128 tiles,
+      // 357,760 tile tasks; in blocks of 2, 45,760); the other applications' pool runs none.
       weft::gpu::PoolOptions options = apps::gpu::device_pool_options({0});
       options.graph_capacity = std::size_t{1} << 19;
       AppPool graph_pool(options);
       graph_pool.pause();
+      apps::gpu::CholeskyPool wide_pool(apps::gpu::cholesky_pool_options({0}));
+      wide_pool.pause();
+      std::fprintf(stderr, "[bench] gpu-apps: Cholesky's wide pool %s\n",
+                   wide_pool.describe().c_str());
       cholesky_benchmarks(
-          suite, graph_pool,
+          suite, graph_pool, wide_pool,
           o.quick ? std::vector<int>{1024, 2048} : std::vector<int>{1024, 2048, 4096, 8192},
           o.quick ? 2 : 5);
-      graph_pool.pause();
     }
     if (selected("spmv_bs")) spmv_bs_benchmark(suite, o.quick, reps);  // its own pool
     if (selected("tnn")) tnn_benchmarks(suite, pool, o.quick, o.quick ? 2 : 3);

@@ -18,7 +18,7 @@
 //   cholesky_trace REPS N:BLOCK[:empty][:big] ... [--host]  |  cholesky_trace --fit
 // :empty runs the same graph with the bodies left out (stamps only): the graph's own cost.
 // :big runs it on a pool of 256 task threads a block whose update blocks of 2 x 2 tiles are one
-// 128 x 128 product (big_update_block.cuh; decision 040); --fit prints what the CUDA occupancy
+// 128 x 128 product (UpdateBlockWide; decisions 040, 043); --fit prints what the CUDA occupancy
 // calculator says of that pool's kernels.
 // --host runs both pools on the host backend (the logic, not the speed; small N). Build on the
 // GPU machine after scripts/gpu-build.sh ... weft_gpu_apps:

@@ -4,14 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <weft/cpu/executor.hpp>
+#include <weft/gpu/device.cuh>
 
 #include "app_pool.hpp"
 #include "batched_gemm.hpp"
 #include "cholesky.hpp"
+#include "cholesky_pool.hpp"
 #include "gemm_tile_variants.hpp"
 #include "kmeans.hpp"
 #include "multi_gpu_gemm.hpp"
@@ -66,8 +72,8 @@ TEST(BatchedGemmOnGpu, EqualAndVariableSizesMatchTheReference) {
 // Factors a copy of `a` (order n) in device memory with `factor` (a driver: pool, matrix, n)
 // and returns the result. The pool is paused around the allocation and the copies (they
 // would wait for the device, which a running pool never lets go).
-template <class Driver>
-std::vector<double> factored_on_gpu(AppPool& pool, const std::vector<double>& a, int n,
+template <class Pool, class Driver>
+std::vector<double> factored_on_gpu(Pool& pool, const std::vector<double>& a, int n,
                                     Driver factor) {
   std::vector<double> f(a.size());
   double* d = nullptr;
@@ -147,6 +153,115 @@ TEST(CholeskyOnGpu, TheFactorInBlocksReproducesTheMatrix) {
     pool.pause();  // whatever was still in flight has ended
   }
   cudaFree(d);
+}
+
+// CholeskyPool: one block of 256 task threads a SM, whose updates of blocks of 2 x 2 tiles are
+// one 128 x 128 product (UpdateBlockWide); tiles and blocks of 3 on the same pool run the
+// other bodies. Both drivers.
+TEST(CholeskyOnGpu, TheWidePoolFactorsInTilesAndBlocks) {
+  if (!have_gpu()) GTEST_SKIP() << "no usable GPU on this machine";
+  CholeskyPool pool(cholesky_pool_options({0}, 1024));
+  EXPECT_NE(pool.describe().find("1 blocks of 256 threads"), std::string::npos) << pool.describe();
+  constexpr int kTile = CholeskyTile::kTile;
+  for (const auto& [n, block] :
+       std::vector<std::pair<int, int>>{{16 * kTile, 2}, {8 * kTile, 1}, {6 * kTile, 3}}) {
+    const std::vector<double> a = spd_matrix(n);
+    for (const bool as_graph : {false, true}) {
+      const std::vector<double> f =
+          factored_on_gpu(pool, a, n, [&](CholeskyPool& p, double* m, int order) {
+            CholeskyPlan<CholeskyPool> plan(p, order, block);
+            as_graph ? plan.factor_as_graph(m, order) : plan.factor_host_tracked(m, order);
+          });
+      EXPECT_LT(cholesky_residual(a, f, n), 1e-14)
+          << "n = " << n << ", block " << block << (as_graph ? ", as a graph" : "");
+    }
+  }
+}
+
+// Reports whether UpdateBlockWide::run would take its 128 x 128 path for `update` on the block
+// running it: the GPU test that the path is built in and chosen where it should be.
+struct WidePathProbe {
+  static constexpr std::uint32_t kId = 901;
+  struct Payload {
+    UpdateBlock::Payload update;
+    int taken;
+  };
+  WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
+    const bool taken = UpdateBlockWide::takes_wide_path(p.update, ctx);
+    ctx.sync();
+    if (ctx.thread() == 0) p.taken = taken ? 1 : 0;
+  }
+};
+
+TEST(CholeskyOnGpu, TheWideUpdateIsTakenForAlignedBlocksOfTwoOn256Threads) {
+  if (!have_gpu()) GTEST_SKIP() << "no usable GPU on this machine";
+  using ProbePool = weft::gpu::Pool<weft::gpu::TaskTypes<WidePathProbe>, 64>;
+  weft::gpu::PoolOptions o = cholesky_pool_options({0}, 0);
+  o.program = weft::gpu::device_program<weft::gpu::TaskTypes<WidePathProbe>, 64>();
+  ProbePool pool(o);
+  auto* aligned = reinterpret_cast<double*>(std::uintptr_t{1} << 12);  // never dereferenced
+  const std::vector<std::pair<UpdateBlock::Payload, int>> cases{
+      {{aligned, 8192, 1, 0, 0, 2}, 1},      // blocks of 2, aligned: the wide path
+      {{aligned, 8192, 1, 0, 0, 3}, 0},      // blocks of 3
+      {{aligned, 8191, 1, 0, 0, 2}, 0},      // odd lda
+      {{aligned + 1, 8192, 1, 0, 0, 2}, 0},  // misaligned matrix
+  };
+  std::vector<ProbePool::Record> records;
+  for (std::size_t c = 0; c < cases.size(); ++c)
+    records.push_back(ProbePool::Record::make<WidePathProbe>({cases[c].first, -1}, c));
+  pool.push_batch(std::span<const ProbePool::Record>(records), 0);
+  for (std::size_t got = 0; got < cases.size(); ++got) {
+    const ProbePool::Record r = pool.pop(0);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r.as<WidePathProbe>().taken, cases[r.tag].second) << "case " << r.tag;
+  }
+}
+
+// One SYRK and one GEMM update of blocks of 2 x 2 tiles on CholeskyPool (the wide path, as
+// the test above shows), against the host: A_22 -= A_20 A_20^T on and below the diagonal
+// only, A_21 -= A_20 A_10^T whole; every element above the diagonal keeps its value.
+TEST(CholeskyOnGpu, TheWideUpdateSubtractsTheProductFromTheLowerTriangleOnly) {
+  if (!have_gpu()) GTEST_SKIP() << "no usable GPU on this machine";
+  CholeskyPool pool(cholesky_pool_options({0}, 0));
+  constexpr int kBlock = 2 * CholeskyTile::kTile, n = 3 * kBlock;
+  std::vector<double> a(static_cast<std::size_t>(n) * n);
+  std::mt19937_64 gen(43);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (int c = 0; c < n; ++c) {
+    for (int r = 0; r < n; ++r) a[r + static_cast<std::size_t>(c) * n] = r < c ? 7.0 : u(gen);
+  }
+  std::vector<double> want = a;
+  auto subtract = [&](int i, int j, bool lower_only) {
+    for (int c = j * kBlock; c < (j + 1) * kBlock; ++c) {
+      for (int r = i * kBlock; r < (i + 1) * kBlock; ++r) {
+        if (lower_only && r < c) continue;
+        double sum = 0.0;
+        for (int k = 0; k < kBlock; ++k) {
+          sum += a[r + static_cast<std::size_t>(k) * n] * a[c + static_cast<std::size_t>(k) * n];
+        }
+        want[r + static_cast<std::size_t>(c) * n] -= sum;
+      }
+    }
+  };
+  subtract(2, 2, true);
+  subtract(2, 1, false);
+  const std::vector<double> got = factored_on_gpu(pool, a, n, [](CholeskyPool& p, double* m, int) {
+    const std::vector<CholeskyPool::Record> tasks{
+        CholeskyPool::Record::make<UpdateBlock>({m, n, 2, 2, 0, 2}, 0),
+        CholeskyPool::Record::make<UpdateBlock>({m, n, 2, 1, 0, 2}, 1)};
+    run_tasks(p, std::span<const CholeskyPool::Record>(tasks));
+  });
+  double worst = 0.0;
+  std::size_t upper_changed = 0;
+  for (int c = 0; c < n; ++c) {
+    for (int r = 0; r < n; ++r) {
+      const std::size_t e = r + static_cast<std::size_t>(c) * n;
+      if (r < c) upper_changed += got[e] != 7.0 ? 1 : 0;
+      worst = std::max(worst, std::abs(got[e] - want[e]));
+    }
+  }
+  EXPECT_EQ(upper_changed, 0u);
+  EXPECT_LT(worst, 1e-12);
 }
 
 // A non-positive pivot in the second diagonal tile: the register-resident POTRF leaves its

@@ -17,6 +17,7 @@
 #include "app_pool.hpp"
 #include "batched_gemm.hpp"
 #include "cholesky.hpp"
+#include "cholesky_pool.hpp"
 #include "gemm_tile_variants.hpp"
 #include "kmeans.hpp"
 #include "multi_gpu_gemm.hpp"
@@ -355,6 +356,59 @@ TEST(CholeskyInBlocks, APlanWithoutABlockSideTakesTilesForSmallNAndBlocksOfTwoFo
   EXPECT_EQ(CholeskyPlan<AppPool>(pool, 4096).graph().block(), 2);
   EXPECT_EQ(CholeskyPlan<AppPool>(pool, 4096 + kTile).graph().block(), 1);
   EXPECT_EQ(CholeskyPlan<AppPool>(pool, 2 * kTile).graph().block(), 1);
+}
+
+// CholeskyPool runs the records CholeskyPlan makes for UpdateBlock through UpdateBlockWide
+// (same id, same payload): on the host backend its fallback, the same factor by both drivers
+// in tiles and in blocks of 2 and 3.
+TEST(CholeskyPool, FactorsInTilesAndBlocksOnTheHostBackend) {
+  constexpr int kTile = CholeskyTile::kTile;
+  weft::gpu::PoolOptions o = host_options();
+  o.graph_capacity = 1024;
+  CholeskyPool pool(o);
+  for (const auto& [n, block] :
+       std::vector<std::pair<int, int>>{{5 * kTile, 1}, {3 * 2 * kTile, 2}, {3 * 3 * kTile, 3}}) {
+    for (const bool as_graph : {false, true}) {
+      const std::vector<double> a = spd_matrix(n);
+      std::vector<double> f = a;
+      CholeskyPlan<CholeskyPool> plan(pool, n, block);
+      as_graph ? plan.factor_as_graph(f.data(), n) : plan.factor_host_tracked(f.data(), n);
+      EXPECT_LT(cholesky_residual(a, f, n), 1e-14)
+          << "n = " << n << ", block " << block << (as_graph ? ", as a graph" : "");
+      EXPECT_EQ(pool.unfinished(0), 0u);
+    }
+  }
+}
+
+// The 128 x 128 path is for blocks of 2 tiles on at least 256 task threads, with every 16-byte
+// copy aligned; anything else runs UpdateBlock.
+TEST(CholeskyPool, TheWideUpdateTakesOnlyBlocksOfTwoOnEnoughThreadsAndAlignedData) {
+  alignas(16) static double matrix[4];
+  const weft::gpu::BlockContext wide(0, 256, 0, nullptr), narrow(0, 128, 0, nullptr);
+  const UpdateBlock::Payload two{matrix, 8192, 1, 0, 0, 2};
+  EXPECT_TRUE(UpdateBlockWide::fits(two, wide));
+  EXPECT_TRUE(UpdateBlockWide::fits(two, weft::gpu::BlockContext(0, 288, 0, nullptr)));
+  EXPECT_FALSE(UpdateBlockWide::fits(two, narrow));
+  UpdateBlock::Payload p = two;
+  p.nb = 3;
+  EXPECT_FALSE(UpdateBlockWide::fits(p, wide));
+  p = two;
+  p.lda = 8193;  // odd: a column's start is not 16-byte aligned
+  EXPECT_FALSE(UpdateBlockWide::fits(p, wide));
+  p = two;
+  p.a = matrix + 1;
+  EXPECT_FALSE(UpdateBlockWide::fits(p, wide));
+  static_assert(UpdateBlockWide::kId == UpdateBlock::kId);
+  static_assert(std::is_same_v<UpdateBlockWide::Payload, UpdateBlock::Payload>);
+}
+
+TEST(CholeskyPool, ItsOptionsAskForBlocksOf256TaskThreadsAndAGraphTable) {
+  const weft::gpu::PoolOptions o = cholesky_pool_options({0}, 4096);
+  EXPECT_EQ(o.backend, weft::gpu::Backend::device);
+  EXPECT_EQ(o.threads_per_block, 256);
+  EXPECT_EQ(o.graph_capacity, 4096u);
+  EXPECT_EQ(o.devices, std::vector<int>{0});
+  EXPECT_EQ(cholesky_pool_options().graph_capacity, std::size_t{1} << 16);
 }
 
 // The lookahead: every POTRF, and of step k the TRSM of row k + 1 and the updates of column
