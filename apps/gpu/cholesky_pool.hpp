@@ -94,6 +94,7 @@ struct UpdateBlockWide {
       copy16(as + kk * kStride + r, ai + at);
       copy16(bs + kk * kStride + r, aj + at);
     }
+    __syncwarp();  // the warp together again (its lanes' trips may differ) before a barrier
   }
   // A_ij -= A_ik A_jk^T over K = 128: warp w < 8 owns rows 64 (w / 4) .. and columns
   // 32 (w % 4) .. of the block; with i == j (SYRK) only elements on or below the diagonal are
@@ -144,6 +145,10 @@ struct UpdateBlockWide {
     ctx.sync();  // every thread's reads of the tiles are done before A_ij, which may be one,
                  // changes
     if (active) subtract(p, i0 + wm + g, j0 + wn + 2 * q, p.i == p.j, acc);
+    // The lanes part in subtract's lower-triangle test. Back in the resident kernel the next
+    // barrier is an aligned bar.sync, which a warp must reach converged (synccheck reports it
+    // otherwise): the call returns with the warp together.
+    __syncwarp();
   }
   // A_ij -= the sums, element (row0 + 16 i + 8 (r / 2), col0 + 8 j + r % 2) from acc[i][j][r].
   // A row of fragments' 16 old values are loaded before any of them is stored: one at a time,
