@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# One device call (one H200), about 300 s: POTRF and TRSM on a sliding window of 4 parts on
+# CholeskyPool's 256 task threads (lab/probes/cholesky_window_quarters.patch; decision 044 names
+# the chain's bodies as the lever), against today's 2 parts with the other 128 threads idle.
+#   1. the trace (cholesky_trace_probe.cu) of 1024 and 2048 in tiles on the applications' pool
+#      and 4096 and 8192 in blocks of 2 on the 256-thread pool (:big), as the tree is;
+#   2. the patch applied: the same trace, the applications' Cholesky tests, and
+#      compute-sanitizer synccheck, memcheck and racecheck on the wide pool's tests;
+#   3. the patch taken out again (however the script ends).
+#   device: WEFT_COMMIT=<hash> bash lab/scripts/cholesky-quarters-session.sh
+set -uo pipefail
+source lab/scripts/session-lib.sh
+start_session
+t0=$(date +%s)
+at() { echo "== $1 (at $(($(date +%s) - t0)) s)"; }
+patch_file=$(realpath lab/probes/cholesky_window_quarters.patch)
+sizes="1024:1 2048:1 4096:2:big 8192:2:big"
+trace() {  # $1: the output's name
+  scripts/gpu-build.sh "$work/$1-build" weft_gpu_apps || return 1
+  nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -maxrregcount=168 -Iinclude \
+    -Iapps/gpu -Ilab/probes lab/probes/cholesky_trace_probe.cu build-gpu/apps/libweft_gpu_apps.a \
+    build-gpu/src/libweft.a -lopenblas -lhwloc -o "$work/cholesky_trace" \
+    > "$work/$1-probe-build.log" 2>&1 || { tail -20 "$work/$1-probe-build.log"; return 1; }
+  # shellcheck disable=SC2086  # one argument per size
+  timeout 120 "$work/cholesky_trace" 3 $sizes > "$work/$1.txt" 2>&1
+  grep -E "^n =|host [0-9]|potrf |trsm |critical" "$work/$1.txt"
+}
+mkdir -p "$work/base-build" "$work/quarters-build"
+at "trace, as the tree is"
+trace base
+patch -p1 < "$patch_file" > /dev/null || exit 1
+trap 'patch -R -p1 < "$patch_file" > /dev/null; tar czf "$out/session.tar.gz" -C "$work" .' EXIT
+at "trace, 4 parts"
+trace quarters
+at "apps' Cholesky tests"
+scripts/gpu-build.sh "$work/quarters-build" weft_gpu_apps_device_tests || exit 1
+timeout 60 build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 \
+  --gtest_filter='CholeskyOnGpu.*' 2>&1 | grep -vE "^Running main"
+for tool in synccheck memcheck racecheck; do
+  at "$tool"
+  timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 5 \
+    build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 \
+    --gtest_filter='CholeskyOnGpu.TheWidePool*' 2>&1 | grep -vE "Host Frame" | tail -8
+done
+at done
