@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# One device call (one H200), about 300 s: POTRF and TRSM on a sliding window of 4 parts on
+# One device call (one H200), 300-400 s: POTRF and TRSM on a sliding window of 4 parts on
 # CholeskyPool's 256 task threads (lab/probes/cholesky_window_quarters.patch; decision 044 names
 # the chain's bodies as the lever), against today's 2 parts with the other 128 threads idle.
 #   1. the trace (cholesky_trace_probe.cu) of 1024 and 2048 in tiles on the applications' pool
 #      and 4096 and 8192 in blocks of 2 on the 256-thread pool (:big), as the tree is;
 #   2. the patch applied: the same trace, the applications' Cholesky tests, and
 #      compute-sanitizer synccheck, memcheck and racecheck on the wide pool's tests;
-#   3. the patch taken out again (however the script ends).
+#   3. the patch taken out again (however the script ends), and build-gpu's objects built from
+#      the patched tree removed, so that a later call on the same machine rebuilds them.
+# The wide pool's tests include one of a non-positive pivot, named by its column.
 #   device: WEFT_COMMIT=<hash> bash lab/scripts/cholesky-quarters-session.sh
 set -uo pipefail
 source lab/scripts/session-lib.sh
@@ -25,15 +27,18 @@ trace() {  # $1: the output's name
   timeout 120 "$work/cholesky_trace" 3 $sizes > "$work/$1.txt" 2>&1
   grep -E "^n =|host [0-9]|potrf |trsm |critical" "$work/$1.txt"
 }
-mkdir -p "$work/base-build" "$work/quarters-build"
 at "trace, as the tree is"
 trace base
-patch -p1 < "$patch_file" > /dev/null || exit 1
-trap 'patch -R -p1 < "$patch_file" > /dev/null; tar czf "$out/session.tar.gz" -C "$work" .' EXIT
+patch -p1 --dry-run < "$patch_file" > /dev/null || exit 1
+stamp=$(mktemp)
+trap 'patch -R -p1 < "$patch_file" > /dev/null
+      find build-gpu -type f -newer "$stamp" -delete
+      tar czf "$out/session.tar.gz" -C "$work" .' EXIT
+patch -p1 < "$patch_file" > /dev/null
 at "trace, 4 parts"
 trace quarters
 at "apps' Cholesky tests"
-scripts/gpu-build.sh "$work/quarters-build" weft_gpu_apps_device_tests || exit 1
+scripts/gpu-build.sh "$work/tests-build" weft_gpu_apps_device_tests || exit 1
 timeout 60 build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 \
   --gtest_filter='CholeskyOnGpu.*' 2>&1 | grep -vE "^Running main"
 for tool in synccheck memcheck racecheck; do
