@@ -2,7 +2,8 @@
 # One device call (one H200), 300-400 s: POTRF and TRSM on a sliding window of 4 parts on
 # CholeskyPool's 256 task threads (lab/probes/cholesky_window_quarters.patch; decision 044 names
 # the chain's bodies as the lever), against today's 2 parts with the other 128 threads idle.
-#   1. the trace (cholesky_trace_probe.cu) of 1024 and 2048 in tiles on the applications' pool
+#   1. the trace (cholesky_trace_probe.cu) of 1024 and 2048 in tiles on the applications' pool and
+#      on the 256-thread pool (1024:1:big, 2048:1:big),
 #      and 4096 and 8192 in blocks of 2 on the 256-thread pool (:big), as the tree is;
 #   2. the patch applied: the same trace, the applications' Cholesky tests, and
 #      compute-sanitizer synccheck, memcheck and racecheck on the wide pool's tests;
@@ -16,7 +17,7 @@ start_session
 t0=$(date +%s)
 at() { echo "== $1 (at $(($(date +%s) - t0)) s)"; }
 patch_file=$(realpath lab/probes/cholesky_window_quarters.patch)
-sizes="1024:1 2048:1 4096:2:big 8192:2:big"
+sizes="1024:1 2048:1 1024:1:big 2048:1:big 4096:2:big 8192:2:big"
 trace() {  # $1: the output's name
   scripts/gpu-build.sh "$work/$1-build" weft_gpu_apps || return 1
   nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -maxrregcount=168 -Iinclude \
