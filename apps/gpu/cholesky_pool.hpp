@@ -153,7 +153,7 @@ struct UpdateBlockWide {
   // A_ij -= the sums, element (row0 + 16 i + 8 (r / 2), col0 + 8 j + r % 2) from acc[i][j][r].
   // A row of fragments' 16 old values are loaded before any of them is stored: one at a time,
   // each load would wait for the store before it (they might alias), a trip to memory for
-  // every element, which doubled the body's time.
+  // every element in turn.
   __device__ static void subtract(const Payload& p, int row0, int col0, bool lower_only,
                                   const double (&acc)[4][4][4]) {
     double* c_at = p.a + row0 + static_cast<std::size_t>(col0) * p.lda;

@@ -188,7 +188,6 @@ class CudaDevice final : public Device {
     WEFT_CUDA_CHECK(cudaMallocHost(&p, bytes == 0 ? 1 : bytes));
     return p;
   }
-  void release_pinned(void* p) noexcept override { cudaFreeHost(p); }
   // cudaFreeHost needs no current device, and the World does not reset the device as it goes.
   PinnedRelease pinned_release() const noexcept override {
     return [](void* p) noexcept { cudaFreeHost(p); };

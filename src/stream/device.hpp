@@ -63,12 +63,12 @@ class Device {
   virtual void release(void* p) noexcept = 0;
   /// Page-locked host memory, for staging.
   [[nodiscard]] virtual void* allocate_pinned(std::size_t bytes) = 0;
-  virtual void release_pinned(void* p) noexcept = 0;
-  /// Frees this device's pinned memory without the device object, so that a buffer may outlive
-  /// it: a region's host buffer while an access to it is open as its World goes. nullptr: such
-  /// a buffer is left allocated.
+  /// How this device's pinned memory is freed (never null): a function that needs no device
+  /// object, so that a buffer may outlive it (a region's host buffer while an access to it is
+  /// open as its World goes).
   using PinnedRelease = void (*)(void*) noexcept;
   [[nodiscard]] virtual PinnedRelease pinned_release() const noexcept = 0;
+  void release_pinned(void* p) noexcept { pinned_release()(p); }
   [[nodiscard]] virtual std::unique_ptr<Queue> make_queue() = 0;
   /// Fills `out` for the device buffer at `p`; false where the device cannot share it.
   [[nodiscard]] virtual bool export_buffer(const void* p, IpcHandle& out) = 0;

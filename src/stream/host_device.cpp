@@ -58,7 +58,6 @@ class HostDevice final : public Device {
   void* allocate(std::size_t bytes) override { return aligned_bytes(bytes); }
   void release(void* p) noexcept override { std::free(p); }
   void* allocate_pinned(std::size_t bytes) override { return aligned_bytes(bytes); }
-  void release_pinned(void* p) noexcept override { std::free(p); }
   PinnedRelease pinned_release() const noexcept override {
     return [](void* p) noexcept { std::free(p); };
   }

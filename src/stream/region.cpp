@@ -200,8 +200,7 @@ void RegionCore::end_host(Access access) noexcept {
   --open_host_;
   if (orphaned_) {
     // The World went while this access was open and left the host buffer to the last one.
-    if (open_host_ == 0 && host_ != nullptr && pinned_release_ != nullptr)
-      pinned_release_(std::exchange(host_, nullptr));
+    if (open_host_ == 0 && host_ != nullptr) pinned_release_(std::exchange(host_, nullptr));
     return;
   }
   if (policy_ != Policy::Async || !writes(access)) return;

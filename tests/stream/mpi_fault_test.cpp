@@ -174,7 +174,6 @@ class FaultyDevice final : public wd::Device {
   void* allocate(std::size_t bytes) override { return shared_.allocate(bytes); }
   void release(void* p) noexcept override { shared_.release(p); }
   void* allocate_pinned(std::size_t bytes) override { return inner_->allocate_pinned(bytes); }
-  void release_pinned(void* p) noexcept override { inner_->release_pinned(p); }
   PinnedRelease pinned_release() const noexcept override { return inner_->pinned_release(); }
   std::unique_ptr<wd::Queue> make_queue() override {
     return std::make_unique<FaultyQueue>(inner_->make_queue());
