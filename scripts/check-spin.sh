@@ -177,7 +177,7 @@ for config in "1 255" "2 1" "3 255" "4 255" "12 255"; do
     -DFAILS=$fails -DMUTANT=$mutant
 done
 # With -DKEEP=2 a block may also keep none, or put the kept successor into the queue later, as
-# the build's loader does when a ring run or EXIT comes first (66 million states, ~3 min).
+# the build's loader does when a ring run or EXIT comes first (66 million states, ~75 s).
 PAN_FLAGS=-DCOLLAPSE clean "device graph, keep or requeue" device_graph.pml safety -DKEEP=2 \
   -DFAILS=255 -DMUTANT=0
 # The same with the root loaded into a block's ring slot (-DRINGS=1), no task failing (~1 min;
