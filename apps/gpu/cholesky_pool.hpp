@@ -183,9 +183,10 @@ struct UpdateBlockWide {
 #endif
 };
 
-/// The tile and block tasks of the factorization, UpdateBlockWide in UpdateBlock's place.
-using CholeskyTasks =
-    weft::gpu::TaskTypes<PotrfTile, TrsmTile, UpdateTile, PotrfBlock, TrsmBlock, UpdateBlockWide>;
+/// The tile and block tasks of the factorization: POTRF and TRSM on a window of 4 parts from
+/// 256 task threads, UpdateBlockWide in UpdateBlock's place.
+using CholeskyTasks = weft::gpu::TaskTypes<PotrfTileT<4>, TrsmTileT<4>, UpdateTile, PotrfBlockT<4>,
+                                           TrsmBlockT<4>, UpdateBlockWide>;
 inline constexpr std::size_t kCholeskyCapacity = 64;  // every payload is at most 32 bytes
 using CholeskyPool = weft::gpu::Pool<CholeskyTasks, kCholeskyCapacity>;
 

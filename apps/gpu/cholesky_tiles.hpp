@@ -47,37 +47,42 @@ struct TileThreads {
 };
 
 #if defined(__CUDA_ARCH__)
-// The register layout of POTRF and TRSM on a GPU block of at least 128 task threads: thread
-// t = 32 w + lane (t < 128) works on row 16 w + lane / 2 of the tile, the pair of lanes of a
-// row sharing it by halves h = lane % 2. At step j, half h holds the row's columns
-// j + 32 h + c, c = 0..31, in x[c]; slide() computes step j's update and moves every column
-// down one place in the same pass, so the loop over the 64 steps stays rolled (its unrolled
-// form overflows the instruction cache) with no dynamically indexed register. A step's values
-// of L come from shared memory as rows of kRow positions, the halves at offset(h): 16-byte
-// aligned pairs on distinct banks.
+// The register layout of POTRF and TRSM on a GPU block of at least Parts x 64 task threads
+// (Parts = 2 from 128 threads, 4 from 256): thread t = 32 w + lane (t < 64 Parts) works on row
+// (32 / Parts) w + lane / Parts of the tile, the Parts lanes of a row sharing it by parts
+// h = lane % Parts. At step j, part h holds the row's columns j + kWidth h + c,
+// c = 0..kWidth - 1, in x[c]; slide() computes step j's update and moves every column down one
+// place in the same pass, so the loop over the 64 steps stays rolled (its unrolled form
+// overflows the instruction cache) with no dynamically indexed register. A step's values of L
+// come from shared memory as rows of kRow positions, the parts at offset(h): 16-byte aligned
+// pairs on distinct banks. More parts give each thread fewer columns a step.
 // (Panels of 16 columns, a warp factoring each diagonal block with shuffles, were slower in
 // the pool: docs/decisions/041-cholesky-tile-bodies-in-panels.md.)
+template <int Parts>
 struct SlidingWindow {
-  static constexpr int kWidth = CholeskyTile::kTile / 2;
-  static constexpr int kRow = CholeskyTile::kTile + 4;  // [0, 32) | pad 2 | [34, 66) | pad 2
-  __device__ static constexpr int offset(int half) { return (kWidth + 2) * half; }
+  static_assert(Parts == 2 || Parts == 4);
+  static constexpr int kThreads = Parts * CholeskyTile::kTile;
+  static constexpr int kWidth = CholeskyTile::kTile / Parts;
+  // Each part's kWidth positions and a pad of 2: [0, 32) | pad | [34, 66) | pad with 2 parts.
+  static constexpr int kRow = CholeskyTile::kTile + 2 * Parts;
+  __device__ static constexpr int offset(int part) { return (kWidth + 2) * part; }
 
-  int lane, half, row;
+  int lane, half, row;  // half: the part, 0 .. Parts - 1
   bool active;
   __device__ explicit SlidingWindow(const weft::gpu::BlockContext& ctx)
       : lane(ctx.thread() % 32),
-        half(lane % 2),
-        row((ctx.thread() / 32) * (kWidth / 2) + lane / 2),
-        active(ctx.thread() < 2 * CholeskyTile::kTile) {}
-  // The first half's value of `v` to both lanes of the pair (the warp's lanes all call it).
+        half(lane % Parts),
+        row((ctx.thread() / 32) * (32 / Parts) + lane / Parts),
+        active(ctx.thread() < kThreads) {}
+  // The first part's value of `v` to every lane of the row (the warp's lanes all call it).
   __device__ double from_first_half(double v) const {
-    return __shfl_sync(0xffffffffu, v, lane & ~1);
+    return __shfl_sync(0xffffffffu, v, lane & ~(Parts - 1));
   }
-  // x[c] = x[c + 1] - s v[c], the last column coming from the second half's x[0] (zero for
-  // the second half: past the tile). v: this half's 32 values, 16-byte aligned.
+  // x[c] = x[c + 1] - s v[c], the last column coming from the next part's x[0] (zero for the
+  // last part: past the tile). v: this part's kWidth values, 16-byte aligned.
   __device__ void slide(double (&x)[kWidth], double s, const double* v) const {
-    const double next = __shfl_sync(0xffffffffu, x[0], lane | 1);
-    const double last = half == 0 ? next : 0.0;
+    const double next = __shfl_down_sync(0xffffffffu, x[0], 1);
+    const double last = half < Parts - 1 ? next : 0.0;
     const auto* pairs = reinterpret_cast<const double2*>(v);
 #pragma unroll
     for (int c = 0; c < kWidth; c += 2) {
@@ -89,16 +94,24 @@ struct SlidingWindow {
 };
 #endif
 
-struct PotrfTile {
+struct PotrfTilePayload {
+  double* a;
+  int lda, k;
+  int info;  // 0, or j + 1 when the tile's leading minor of order j + 1 is not positive
+};
+
+// MaxParts: the most parts of the GPU's sliding window (SlidingWindow) the body may take, 2
+// (from 128 task threads) or 4 (from 256). Every instance has the same id and payload; a pool
+// registers one (PotrfTile in the applications' pool, PotrfTileT<4> in CholeskyPool), and
+// records made for PotrfTile run on either.
+template <int MaxParts = 2>
+struct PotrfTileT {
+  static_assert(MaxParts == 2 || MaxParts == 4);
   static constexpr std::uint32_t kId = 111;
   static constexpr bool kOutOfLine = true;  // its own registers (docs/gpu.md)
   static constexpr std::size_t kSharedBytes =
       sizeof(double) * CholeskyTile::kTile * CholeskyTile::kTile;
-  struct Payload {
-    double* a;
-    int lda, k;
-    int info;  // 0, or j + 1 when the tile's leading minor of order j + 1 is not positive
-  };
+  using Payload = PotrfTilePayload;
   // The steps take the payload by value: `p` lives in the block's shared memory, where every
   // step's stores would make the compiler read its fields again (docs/gpu.md, "Task types").
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
@@ -106,10 +119,13 @@ struct PotrfTile {
     if (ctx.thread() == 0) p.info = info;
   }
   // Factors the tile; returns info, thread 0's value being the tile's (on the GPU's sliding
-  // window, threads past its 2 kTile return 0).
+  // window, threads past the window's return 0).
   WEFT_HD APPS_GEMM_INLINE static int factor(const Payload p, const weft::gpu::BlockContext& ctx) {
 #if defined(__CUDA_ARCH__)
-    if (ctx.threads() >= 2 * CholeskyTile::kTile) return run_in_registers(p, ctx);
+    if constexpr (MaxParts >= 4) {
+      if (ctx.threads() >= SlidingWindow<4>::kThreads) return run_in_registers<4>(p, ctx);
+    }
+    if (ctx.threads() >= SlidingWindow<2>::kThreads) return run_in_registers<2>(p, ctx);
 #endif
     constexpr int n = CholeskyTile::kTile;
     double* t = CholeskyTile::at(p.a, p.lda, p.k, p.k);
@@ -151,16 +167,18 @@ struct PotrfTile {
   }
 
 #if defined(__CUDA_ARCH__)
-  // With 128 task threads or more: a sliding window (SlidingWindow). Rows exchange their
-  // column-j values through shared memory, one barrier per step (ping-pong buffers): row q
-  // writes a_qj at position P(q - j), where P(0) = 0 holds the pivot and P(1 + 32 h + c) =
-  // SlidingWindow::offset(h) + c, so that each half reads its 32 values as aligned pairs.
+  // With SlidingWindow<Parts>::kThreads task threads or more: a sliding window. Rows exchange
+  // their column-j values through shared memory, one barrier per step (ping-pong buffers): row
+  // q writes a_qj at position P(q - j), where P(0) = 0 holds the pivot and
+  // P(1 + kWidth h + c) = 2 + offset(h) + c, so that each part reads its kWidth values as
+  // aligned pairs.
   // Positions no row writes hold zeros or an earlier step's finite values; they only reach
   // window columns past a row's diagonal, which are never stored. A pivot that is not positive
   // sets info and the steps go on (every thread takes the same number of barriers).
+  template <int Parts>
   __device__ __forceinline__ static int run_in_registers(const Payload p,
                                                          const weft::gpu::BlockContext& ctx) {
-    using W = SlidingWindow;
+    using W = SlidingWindow<Parts>;
     constexpr int n = CholeskyTile::kTile;
     double* tile = CholeskyTile::at(p.a, p.lda, p.k, p.k);
     auto* buffers = static_cast<double*>(ctx.shared());  // two of W::kRow positions
@@ -178,7 +196,7 @@ struct PotrfTile {
 #pragma unroll 1
     for (int j = 0; j < n; ++j) {
       double* col = buffers + (j % 2) * W::kRow;
-      if (w.active && w.half == 0 && w.row >= j) col[position(w.row - j)] = x[0];
+      if (w.active && w.half == 0 && w.row >= j) col[position<Parts>(w.row - j)] = x[0];
       ctx.sync();
       if (!w.active) continue;
       const double d = col[0];
@@ -192,25 +210,31 @@ struct PotrfTile {
     }
     return info;
   }
+  template <int Parts>
   __device__ static int position(int k) {
-    return k == 0 ? 0
-                  : 2 + SlidingWindow::offset((k - 1) / SlidingWindow::kWidth) +
-                        (k - 1) % SlidingWindow::kWidth;
+    using W = SlidingWindow<Parts>;
+    return k == 0 ? 0 : 2 + W::offset((k - 1) / W::kWidth) + (k - 1) % W::kWidth;
   }
 #endif
 };
+using PotrfTile = PotrfTileT<2>;
 
-struct TrsmTile {
+struct TrsmTilePayload {
+  double* a;
+  int lda, i, k;
+};
+
+// MaxParts as PotrfTileT's.
+template <int MaxParts = 2>
+struct TrsmTileT {
+  static_assert(MaxParts == 2 || MaxParts == 4);
   static constexpr std::uint32_t kId = 112;
   static constexpr bool kOutOfLine = true;                 // its own registers (docs/gpu.md)
   static constexpr int kStride = CholeskyTile::kTile + 1;  // B's columns, padded
   // The shared-memory path's L and B; the window's rows of L and inverses are fewer.
   static constexpr std::size_t kSharedBytes =
       sizeof(double) * CholeskyTile::kTile * (CholeskyTile::kTile + kStride);
-  struct Payload {
-    double* a;
-    int lda, i, k;
-  };
+  using Payload = TrsmTilePayload;
   // X L^T = B, column by column (right-looking): X_j = B_j / L_jj, then B_q -= X_j L_qj for
   // every later column q. L_kk and B = A_ik sit in shared memory; each step's updates are
   // shared by the task threads as TileThreads says.
@@ -218,8 +242,14 @@ struct TrsmTile {
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) { solve(p, ctx); }
   WEFT_HD APPS_GEMM_INLINE static void solve(const Payload p, const weft::gpu::BlockContext& ctx) {
 #if defined(__CUDA_ARCH__)
-    if (ctx.threads() >= 2 * CholeskyTile::kTile) {
-      run_in_registers(p, ctx);
+    if constexpr (MaxParts >= 4) {
+      if (ctx.threads() >= SlidingWindow<4>::kThreads) {
+        run_in_registers<4>(p, ctx);
+        return;
+      }
+    }
+    if (ctx.threads() >= SlidingWindow<2>::kThreads) {
+      run_in_registers<2>(p, ctx);
       return;
     }
 #endif
@@ -257,13 +287,15 @@ struct TrsmTile {
   }
 
 #if defined(__CUDA_ARCH__)
-  // With 128 task threads or more: a sliding window (SlidingWindow) over each row of B, and
-  // no barrier after L_kk is staged (rows are independent; a pair shares X_rj by shuffle).
-  // Shared memory holds column j of L below the diagonal as a row of W::kRow positions,
-  // S[j][offset(h) + c] = L(j + 1 + 32 h + c, j) (zero past the tile), then 1 / L_jj.
+  // With SlidingWindow<Parts>::kThreads task threads or more: a sliding window over each row
+  // of B, and no barrier after L_kk is staged (rows are independent; a row's lanes share X_rj
+  // by shuffle). Shared memory holds column j of L below the diagonal as a row of W::kRow
+  // positions, S[j][offset(h) + c] = L(j + 1 + kWidth h + c, j) (zero past the tile), then
+  // 1 / L_jj.
+  template <int Parts>
   __device__ __forceinline__ static void run_in_registers(const Payload p,
                                                           const weft::gpu::BlockContext& ctx) {
-    using W = SlidingWindow;
+    using W = SlidingWindow<Parts>;
     constexpr int n = CholeskyTile::kTile;
     const double* l = CholeskyTile::at(p.a, p.lda, p.k, p.k);
     double* b = CholeskyTile::at(p.a, p.lda, p.i, p.k);
@@ -294,6 +326,7 @@ struct TrsmTile {
   }
 #endif
 };
+using TrsmTile = TrsmTileT<2>;
 
 // A_ij -= A_ik A_jk^T; with i == j (SYRK) only the lower triangle: the FP64 GEMM tile body
 // (tensor cores on the GPU) with B = A_jk transposed.
@@ -345,26 +378,31 @@ struct CholeskyBlock {
   static_assert(kSharedBytes >= PotrfTile::kSharedBytes);
 };
 
-struct PotrfBlock {
+struct PotrfBlockPayload {
+  double* a;
+  int lda, k, nb;
+  int info;  // 0, or j + 1 when the block's leading minor of order j + 1 is not positive
+};
+
+// MaxParts: its tile bodies' (PotrfTileT, TrsmTileT); same id and payload for every instance.
+template <int MaxParts = 2>
+struct PotrfBlockT {
+  static_assert(MaxParts == 2 || MaxParts == 4);
   static constexpr std::uint32_t kId = 114;
   static constexpr bool kOutOfLine = true;  // its own registers (docs/gpu.md)
   static constexpr std::size_t kSharedBytes = CholeskyBlock::kSharedBytes;
-  struct Payload {
-    double* a;
-    int lda, k, nb;
-    int info;  // 0, or j + 1 when the block's leading minor of order j + 1 is not positive
-  };
+  using Payload = PotrfBlockPayload;
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
     const Payload in = p;  // a copy (PotrfTile::run says why)
     const int k0 = in.k * in.nb;
     int info = 0;  // thread 0's is the block's (PotrfTile::factor)
     for (int s = 0; s < in.nb; ++s) {
       const int diagonal = k0 + s;
-      const int tile_info = PotrfTile::factor({in.a, in.lda, diagonal, 0}, ctx);
+      const int tile_info = PotrfTileT<MaxParts>::factor({in.a, in.lda, diagonal, 0}, ctx);
       if (info == 0 && tile_info != 0) info = s * CholeskyTile::kTile + tile_info;
       ctx.sync();
       for (int r = s + 1; r < in.nb; ++r) {
-        TrsmTile::solve({in.a, in.lda, k0 + r, diagonal}, ctx);
+        TrsmTileT<MaxParts>::solve({in.a, in.lda, k0 + r, diagonal}, ctx);
         ctx.sync();
       }
       for (int r = s + 1; r < in.nb; ++r) {
@@ -377,19 +415,25 @@ struct PotrfBlock {
     if (ctx.thread() == 0) p.info = info;
   }
 };
+using PotrfBlock = PotrfBlockT<2>;
 
 // X L^T = B for block (i, k): column s of X is B's, less X's columns before it times L's row s,
 // then solved with the tile L_ss. The updates go one 64-deep tile at a time: the GEMM body's
 // depth stays a constant, which the resident kernels' registers need
 // (docs/decisions/039-cholesky-in-blocks-of-tiles.md).
-struct TrsmBlock {
+struct TrsmBlockPayload {
+  double* a;
+  int lda, i, k, nb;
+};
+
+// MaxParts as PotrfBlockT's.
+template <int MaxParts = 2>
+struct TrsmBlockT {
+  static_assert(MaxParts == 2 || MaxParts == 4);
   static constexpr std::uint32_t kId = 115;
   static constexpr bool kOutOfLine = true;  // its own registers (docs/gpu.md)
   static constexpr std::size_t kSharedBytes = CholeskyBlock::kSharedBytes;
-  struct Payload {
-    double* a;
-    int lda, i, k, nb;
-  };
+  using Payload = TrsmBlockPayload;
   WEFT_HD static void run(Payload& p, const weft::gpu::BlockContext& ctx) {
     const Payload in = p;  // a copy (PotrfTile::run says why)
     const int i0 = in.i * in.nb, k0 = in.k * in.nb;
@@ -401,12 +445,13 @@ struct TrsmBlock {
         }
       }
       for (int r = 0; r < in.nb; ++r) {
-        TrsmTile::solve({in.a, in.lda, i0 + r, k0 + s}, ctx);
+        TrsmTileT<MaxParts>::solve({in.a, in.lda, i0 + r, k0 + s}, ctx);
         ctx.sync();
       }
     }
   }
 };
+using TrsmBlock = TrsmBlockT<2>;
 
 // A_ij -= A_ik A_jk^T on blocks, tile by tile (TrsmBlock says why); with i == j (SYRK) only the
 // tiles on or below the diagonal, and of the diagonal tiles only their lower triangles.

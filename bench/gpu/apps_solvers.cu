@@ -179,18 +179,12 @@ void cholesky_benchmarks(Suite& suite, AppPool& pool, CholeskyPool& wide_pool,
           &on, [&] { plan.factor(d_a, n); }, reps);
     };
     // Prepared once for the size, as cuSOLVER's workspace is: the task graph and its shape
-    // (prepared by the first, untimed, run) are reused by every run. Blocks of 2 tiles run on
-    // the pool of 256 task threads, tiles on the applications' pool (cholesky_pool.hpp).
-    const int block = apps::gpu::cholesky_block_for(n);
-    apps::gpu::CholeskyPlan<AppPool> tile_plan(pool, n, 1);
-    std::optional<apps::gpu::CholeskyPlan<CholeskyPool>> wide_plan;  // blocks of 2 only
-    if (block != 1) wide_plan.emplace(wide_pool, n, block);
+    // (prepared by the first, untimed, run) are reused by every run. Tiles and blocks of 2
+    // tiles both run on the pool of 256 task threads (cholesky_pool.hpp).
+    apps::gpu::CholeskyPlan<CholeskyPool> chosen(wide_pool, n);
+    const int block = chosen.graph().block();
     std::vector<Contender> c;
-    c.push_back({"weft", [&] {
-                   const double t =
-                       block == 1 ? plan_time(tile_plan, pool) : plan_time(*wide_plan, wide_pool);
-                   return Outcome{t, verified()};
-                 }});
+    c.push_back({"weft", [&] { return Outcome{plan_time(chosen, wide_pool), verified()}; }});
     c.push_back({"cusolver", [&] {
                    const double t = timed(
                        no_pool,
@@ -235,25 +229,24 @@ void cholesky_benchmarks(Suite& suite, AppPool& pool, CholeskyPool& wide_pool,
       suite.add_metric(
           Metric{"cholesky_" + std::to_string(n) + "_host_tracked", "us", Better::lower, {t}});
     };
-    block == 1 ? host_tracked(tile_plan, pool) : host_tracked(*wide_plan, wide_pool);
+    host_tracked(chosen, wide_pool);
     // What weft did not choose, for the record of its choices (cholesky_block_for, the pool):
-    // below n = 4096 blocks of 2 on the wide pool; from there tiles, and blocks of 2 on the
-    // applications' pool.
+    // the other block size on the same pool, and the chosen one on the applications' pool.
     const std::string size = "cholesky_" + std::to_string(n);
     auto record = [&](const std::string& name, auto& plan, auto& on) {
       suite.measure(name, "us", Better::lower, [&] {
         return Outcome{plan_time(plan, on), verified()};
       });
     };
-    if (n % (2 * apps::gpu::CholeskyTile::kTile) == 0) {
-      if (block == 1) {
-        apps::gpu::CholeskyPlan<CholeskyPool> blocks(wide_pool, n, 2);
-        record(size + "_blocks_2", blocks, wide_pool);
-      } else {
-        record(size + "_tiles", tile_plan, pool);
-        apps::gpu::CholeskyPlan<AppPool> narrow(pool, n, 2);
-        record(size + "_blocks_2_app_pool", narrow, pool);
-      }
+    auto block_name = [](int b) {
+      return b == 1 ? std::string("_tiles") : "_blocks_" + std::to_string(b);
+    };
+    apps::gpu::CholeskyPlan<AppPool> narrow(pool, n, block);
+    record(size + block_name(block) + "_app_pool", narrow, pool);
+    const int other = block == 1 ? 2 : 1;
+    if (n % (other * apps::gpu::CholeskyTile::kTile) == 0) {
+      apps::gpu::CholeskyPlan<CholeskyPool> other_plan(wide_pool, n, other);
+      record(size + block_name(other), other_plan, wide_pool);
     }
     cudaFree(d_a);
     cudaFree(d_work);

@@ -120,8 +120,12 @@ using Types =
 constexpr std::size_t kCapacity = apps::gpu::kAppCapacity;
 using ProbePool = weft::gpu::Pool<Types, kCapacity>;
 using TUpdateBlockBig = Timed<lab::UpdateBlockBig, 926>;
-using BigTypes = weft::gpu::TaskTypes<TPotrfTile, TTrsmTile, TUpdateTile, TPotrfBlock, TTrsmBlock,
-                                      TUpdateBlockBig>;
+// CholeskyPool's POTRF and TRSM bodies (a window of 4 parts on 256 task threads), under the ids
+// of the records timed_records makes.
+using BigTypes =
+    weft::gpu::TaskTypes<Timed<apps::gpu::PotrfTileT<4>, 921>, Timed<apps::gpu::TrsmTileT<4>, 922>,
+                         TUpdateTile, Timed<apps::gpu::PotrfBlockT<4>, 924>,
+                         Timed<apps::gpu::TrsmBlockT<4>, 925>, TUpdateBlockBig>;
 using BigPool = weft::gpu::Pool<BigTypes, kCapacity>;
 constexpr std::size_t kGraphCapacity = std::size_t{1} << 19;
 

@@ -114,6 +114,34 @@ TEST(CholeskyOnGpu, TheFactorAsAGraphReproducesTheMatrix) {
   }
 }
 
+// Factors a 256 x 256 matrix whose second block's first diagonal element is -1, on a live
+// `pool`, in tasks of `block` tiles a side, by both drivers: each must throw naming the column.
+// The pool is paused on return (and between the runs, for the copies).
+template <class PoolT>
+void expect_pivot_column_named(PoolT& pool, int block) {
+  const int m = 4 * CholeskyTile::kTile, column = 2 * CholeskyTile::kTile + 6;
+  std::vector<double> bad = spd_matrix(m);
+  bad[column + column * static_cast<std::size_t>(m)] = -1.0;
+  double* d = nullptr;
+  pool.pause();
+  ASSERT_EQ(cudaMalloc(&d, sizeof(double) * bad.size()), cudaSuccess);
+  for (const bool as_graph : {false, true}) {
+    cudaMemcpy(d, bad.data(), sizeof(double) * bad.size(), cudaMemcpyHostToDevice);
+    pool.resume();
+    try {
+      CholeskyPlan<PoolT> plan(pool, m, block);
+      as_graph ? plan.factor_as_graph(d, m) : plan.factor_host_tracked(d, m);
+      ADD_FAILURE() << "no error (block " << block << ")";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("(column " + std::to_string(column) + ")"),
+                std::string::npos)
+          << e.what();
+    }
+    pool.pause();  // whatever was still in flight has ended
+  }
+  cudaFree(d);
+}
+
 // Blocks of 2 x 2 tiles, one task each, both drivers; and a bad pivot in the second block's
 // first diagonal tile, named by its column (on the GPU the tile after it fails too: the first
 // is the one reported).
@@ -132,27 +160,7 @@ TEST(CholeskyOnGpu, TheFactorInBlocksReproducesTheMatrix) {
         });
     EXPECT_LT(cholesky_residual(a, f, n), 1e-14) << (as_graph ? "as a graph" : "host-tracked");
   }
-  const int m = 4 * CholeskyTile::kTile, column = 2 * CholeskyTile::kTile + 6;
-  std::vector<double> bad = spd_matrix(m);
-  bad[column + column * static_cast<std::size_t>(m)] = -1.0;
-  double* d = nullptr;
-  pool.pause();
-  ASSERT_EQ(cudaMalloc(&d, sizeof(double) * bad.size()), cudaSuccess);
-  for (const bool as_graph : {false, true}) {
-    cudaMemcpy(d, bad.data(), sizeof(double) * bad.size(), cudaMemcpyHostToDevice);
-    pool.resume();
-    try {
-      CholeskyPlan<AppPool> plan(pool, m, 2);
-      as_graph ? plan.factor_as_graph(d, m) : plan.factor_host_tracked(d, m);
-      ADD_FAILURE() << "no error";
-    } catch (const std::runtime_error& e) {
-      EXPECT_NE(std::string(e.what()).find("(column " + std::to_string(column) + ")"),
-                std::string::npos)
-          << e.what();
-    }
-    pool.pause();  // whatever was still in flight has ended
-  }
-  cudaFree(d);
+  expect_pivot_column_named(pool, 2);
 }
 
 // CholeskyPool: one block of 256 task threads a SM, whose updates of blocks of 2 x 2 tiles are
@@ -262,6 +270,14 @@ TEST(CholeskyOnGpu, TheWideUpdateSubtractsTheProductFromTheLowerTriangleOnly) {
   }
   EXPECT_EQ(upper_changed, 0u);
   EXPECT_LT(worst, 1e-12);
+}
+
+// On CholeskyPool (POTRF on a window of 4 parts): a non-positive pivot in the second block's
+// first diagonal tile is named by its column, in tiles and in blocks of 2, by both drivers.
+TEST(CholeskyOnGpu, TheWidePoolNamesANonPositivePivotsColumn) {
+  if (!have_gpu()) GTEST_SKIP() << "no usable GPU on this machine";
+  CholeskyPool pool(cholesky_pool_options({0}, 1024));
+  for (const int block : {1, 2}) expect_pivot_column_named(pool, block);
 }
 
 // A non-positive pivot in the second diagonal tile: the register-resident POTRF leaves its

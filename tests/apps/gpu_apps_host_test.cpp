@@ -399,6 +399,15 @@ TEST(CholeskyPool, TheWideUpdateTakesOnlyBlocksOfTwoOnEnoughThreadsAndAlignedDat
   p.a = matrix + 1;
   EXPECT_FALSE(UpdateBlockWide::fits(p, wide));
   static_assert(UpdateBlockWide::kId == UpdateBlock::kId);
+  // CholeskyPool's four-part POTRF and TRSM bodies run the records made for the others.
+  static_assert(PotrfTileT<4>::kId == PotrfTile::kId &&
+                std::is_same_v<PotrfTileT<4>::Payload, PotrfTile::Payload>);
+  static_assert(TrsmTileT<4>::kId == TrsmTile::kId &&
+                std::is_same_v<TrsmTileT<4>::Payload, TrsmTile::Payload>);
+  static_assert(PotrfBlockT<4>::kId == PotrfBlock::kId &&
+                std::is_same_v<PotrfBlockT<4>::Payload, PotrfBlock::Payload>);
+  static_assert(TrsmBlockT<4>::kId == TrsmBlock::kId &&
+                std::is_same_v<TrsmBlockT<4>::Payload, TrsmBlock::Payload>);
   static_assert(std::is_same_v<UpdateBlockWide::Payload, UpdateBlock::Payload>);
 }
 
