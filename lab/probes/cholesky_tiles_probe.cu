@@ -7,6 +7,7 @@
 //   nvcc -O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -Iinclude -Iapps/gpu \
 //     lab/probes/cholesky_tiles_probe.cu -o /tmp/ctp && /tmp/ctp
 //   /tmp/ctp carveout 66048 -1 72 100   # the bodies at the pool's shared size, per carveout
+//   /tmp/ctp parts4 [shared bytes]       # CholeskyPool's four-part POTRF and TRSM, 256 threads
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -269,6 +270,17 @@ int main(int argc, char** argv) {
   std::printf(
       "| body | threads | median us | min us | SM MHz | max diff |\n"
       "|---|---:|---:|---:|---:|---:|\n");
+  if (argc > 1 && std::string(argv[1]) == "parts4") {  // CholeskyPool's four-part bodies
+    auto potrf4 = [](double* d, int n) { return PotrfTileT<4>::Payload{d, n, 0, 0}; };
+    auto trsm4 = [](double* d, int n) { return TrsmTileT<4>::Payload{d, n, 1, 0}; };
+    g_min_shared = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 0;
+    time_tile<PotrfTileT<4>>("potrf, 4 parts", 256, potrf4, 0, 0, true);
+    time_tile<TrsmTileT<4>>("trsm, 4 parts", 256, trsm4, kN, 0, false);
+    time_tile<PotrfTile>("potrf (128 threads)", 128, potrf, 0, 0, true);
+    time_tile<TrsmTile>("trsm (128 threads)", 128, trsm, kN, 0, false);
+    time_tile<UpdateTile>("update (syrk)", 128, update, kN, kN, false);
+    return 0;
+  }
   if (carveout_mode) {  // usage: ctp carveout <pool shared bytes a block> <percent>...
     g_min_shared = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 0;
     for (int i = 3; i < argc; ++i) {
