@@ -28,10 +28,11 @@ echo "-- as built"
 timeout 60 "$work/ctp" parts4 | tee "$work/parts4.txt"
 echo "-- at 168 registers"
 timeout 60 "$work/ctp168" parts4 | tee "$work/parts4-168.txt"
-for body in "PotrfTileT<4>" "TrsmTileT<4>"; do
-  at "ncu $body"
-  name=$(echo "$body" | tr -dc 'A-Za-z0-9')
-  timeout 150 ncu --clock-control none --kernel-name-base demangled -k "regex:timed_body<apps::gpu::$body" \
+for body in PotrfTileT TrsmTileT; do
+  at "ncu $body<4>"
+  name=${body}4
+  # ncu names the instance timed_body<apps::gpu::PotrfTileT<(int)4>>
+  timeout 150 ncu --clock-control none --kernel-name-base demangled -k "regex:$body<.int.4>" \
     --launch-skip 3 --launch-count 1 --section WarpStateStats --section SourceCounters \
     --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
     --section MemoryWorkloadAnalysis_Tables --section LaunchStats --section InstructionStats \
