@@ -56,7 +56,24 @@ double Dispatcher::since_start() const {
 }
 
 void Dispatcher::fail(std::exception_ptr e) {
-  if (!error_) error_ = e;
+  if (error_) return;
+  error_original_ = e;
+  error_ = std::move(e);
+}
+
+void Dispatcher::fail_by(std::size_t node, const std::exception_ptr& original,
+                         const std::string& context) {
+  const bool first = !error_;
+  // The same exception object: it reached the earlier report through a stream that waited on
+  // this node, or through a copy. (An emulated stream hands its error object on to the streams
+  // that wait on it; CUDA gives each callback an exception of its own for its sticky error, so
+  // there the first report stays.)
+  const bool upstream = error_ && original == error_original_ && node != kNoNode &&
+                        (error_node_ == kNoNode || g_.reaches(node, error_node_));
+  if (!first && !upstream) return;
+  error_ = nested_in_error(original, context);
+  error_original_ = original;
+  error_node_ = node;
 }
 
 void Dispatcher::start_inputs() {
@@ -286,12 +303,16 @@ void Dispatcher::start_gpu(std::size_t node) {
 void Dispatcher::handle(const Message& m) {
   if (m.kind == Message::Kind::prefetch_landed) {
     --in_flight_device_;
-    if (m.error) fail(m.error);
+    if (m.error)
+      fail_by(kNoNode, m.error, "weft::graph: the copy of the graph's inputs to the GPU failed");
     return;
   }
   if (m.kind == Message::Kind::copy_landed) {
     --in_flight_device_;
-    if (m.error) fail(m.error);
+    if (m.error) {
+      fail_by(kNoNode, m.error,
+              "weft::graph: the copy of data '" + g_.data[m.index].name + "' to the host failed");
+    }
     DataState& ds = data_[m.index];
     ds.host_copy_in_flight = false;
     for (std::size_t waiter : ds.host_waiters) {
@@ -310,8 +331,8 @@ void Dispatcher::handle(const Message& m) {
     cpu_due_.push_back(next);  // submitted after the device work made ready meanwhile
   }
   if (m.error) {
-    fail(nested_in_error(m.error, "weft::graph: " + g_.describe(node) + " failed on the " +
-                                      (on_gpu ? "GPU" : "CPU")));
+    fail_by(node, m.error,
+            "weft::graph: " + g_.describe(node) + " failed on the " + (on_gpu ? "GPU" : "CPU"));
   }
   nodes_[node].finished = true;
   ++finished_;

@@ -22,11 +22,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "device/device_backend.hpp"
@@ -108,7 +110,14 @@ class Dispatcher {
   void copy_back(std::size_t data, int stream);
   void handle(const Message& m);
   void wait_for_messages(std::vector<Message>& out);
+  /// Records the run's error; the first one stays (see fail_by).
   void fail(std::exception_ptr e);
+  /// Records `original`, the error that `node` (kNoNode: a copy) reported, nested in a
+  /// weft::Error saying `context`. A stream that waited on a failed one carries the same
+  /// exception, so a copy or a consumer may report a producer's error before the producer
+  /// does: that report gives way to the producer's, and the run names the node that failed.
+  void fail_by(std::size_t node, const std::exception_ptr& original, const std::string& context);
+  static constexpr std::size_t kNoNode = SIZE_MAX;
   void finish_outputs();
   void collect_times(RunReport& report);
   /// Copies to the device, at once, the graph inputs that no node writes and a GPU node reads.
@@ -144,6 +153,8 @@ class Dispatcher {
   std::vector<std::size_t> cpu_due_;
   bool device_failed_ = false;
   std::exception_ptr error_;
+  std::exception_ptr error_original_;  // what error_ wraps, as its reporter gave it
+  std::size_t error_node_ = kNoNode;   // the node that reported error_ (kNoNode: none, a copy)
   Clock::time_point t0_;
   std::optional<Event> ref_;  // recorded on stream 0 when the run began
   double ref_host_ = 0;       // the host clock then
