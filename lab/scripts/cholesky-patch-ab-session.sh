@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# One device call (one H200), about 150-250 s: the Cholesky trace (cholesky_trace_probe.cu) of the
+# tree as it is, then with a lab patch applied, on the same machine; then, with the patch, the
+# applications' Cholesky tests and compute-sanitizer synccheck, memcheck and racecheck on
+# CholeskyPool's tests. The patch is taken out again however the script ends, and build-gpu's
+# objects built from the patched tree are removed, so that a later call rebuilds them.
+#   device: WEFT_COMMIT=<hash> bash lab/scripts/cholesky-patch-ab-session.sh PATCH [SIZE...]
+#   e.g. lab/probes/task_shared_as_shared.patch (decision 046); SIZE is N:BLOCK[:big]
+#   (default: tiles at 1024 and 2048 and blocks of 2 at 4096 and 8192, on CholeskyPool's shape)
+set -uo pipefail
+source lab/scripts/session-lib.sh
+start_session
+t0=$(date +%s)
+at() { echo "== $1 (at $(($(date +%s) - t0)) s)"; }
+patch_file=$(realpath "${1:?usage: $0 PATCH [SIZE...]}")
+shift
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(1024:1:big 2048:1:big 4096:2:big 8192:2:big)
+trace() {  # $1: the output's name
+  scripts/gpu-build.sh "$work/$1-build" weft_gpu_apps || return 1
+  nvcc -std=c++20 -O3 -gencode=arch=compute_90,code=sm_90 -maxrregcount=168 -Iinclude \
+    -Iapps/gpu -Ilab/probes lab/probes/cholesky_trace_probe.cu build-gpu/apps/libweft_gpu_apps.a \
+    build-gpu/src/libweft.a -lopenblas -lhwloc -o "$work/cholesky_trace" \
+    > "$work/$1-probe-build.log" 2>&1 || { tail -20 "$work/$1-probe-build.log"; return 1; }
+  timeout 120 "$work/cholesky_trace" 3 "${sizes[@]}" > "$work/$1.txt" 2>&1
+  grep -E "^n =|host [0-9]|potrf |trsm |syrk |gemm |critical" "$work/$1.txt"
+}
+at "trace, as the tree is"
+trace base
+patch -p1 --dry-run < "$patch_file" > /dev/null || exit 1
+stamp=$(mktemp)
+trap 'patch -R -p1 < "$patch_file" > /dev/null
+      find build-gpu -type f -newer "$stamp" -delete
+      tar czf "$out/session.tar.gz" -C "$work" .' EXIT
+patch -p1 < "$patch_file" > /dev/null
+at "trace, patched"
+trace patched
+at "apps' Cholesky tests"
+scripts/gpu-build.sh "$work/tests-build" weft_gpu_apps_device_tests || exit 1
+timeout 60 build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 \
+  --gtest_filter='CholeskyOnGpu.*' 2>&1 | grep -vE "^Running main"
+for tool in synccheck memcheck racecheck; do
+  at "$tool"
+  timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 5 \
+    build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 \
+    --gtest_filter='CholeskyOnGpu.TheWidePool*' 2>&1 | grep -vE "Host Frame" | tail -8
+done
+at done
