@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# One device call (one H200), about 150-250 s: the Cholesky trace (cholesky_trace_probe.cu) of the
-# tree as it is, then with a lab patch applied, on the same machine; then, with the patch, the
+# One device call (one H200), about 80 s a stage: the Cholesky trace (cholesky_trace_probe.cu)
+# of the tree as it is, then after each lab patch in turn, applied on top of the ones before
+# (so each stage's change is its patch's), on the same machine; then, with every patch, the
 # applications' Cholesky tests and compute-sanitizer synccheck, memcheck and racecheck on
-# CholeskyPool's tests. The patch is taken out again however the script ends, and build-gpu's
-# objects built from the patched tree are removed, so that a later call rebuilds them.
-#   device: WEFT_COMMIT=<hash> bash lab/scripts/cholesky-patch-ab-session.sh PATCH [SIZE...]
+# CholeskyPool's tests. The patches are taken out again however the script ends, and
+# build-gpu's objects built from the patched tree are removed, so that a later call rebuilds.
+#   device: WEFT_COMMIT=<hash> bash lab/scripts/cholesky-patch-ab-session.sh PATCH... [-- SIZE...]
 #   e.g. lab/probes/task_shared_as_shared.patch (decision 046); SIZE is N:BLOCK[:big]
 #   (default: tiles at 1024 and 2048 and blocks of 2 at 4096 and 8192, on CholeskyPool's shape)
 set -uo pipefail
@@ -12,8 +13,13 @@ source lab/scripts/session-lib.sh
 start_session
 t0=$(date +%s)
 at() { echo "== $1 (at $(($(date +%s) - t0)) s)"; }
-patch_file=$(realpath "${1:?usage: $0 PATCH [SIZE...]}")
-shift
+patches=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  patches+=("$(realpath "$1")")
+  shift
+done
+[ ${#patches[@]} -gt 0 ] || { echo "usage: $0 PATCH... [-- SIZE...]" >&2; exit 2; }
+[ "${1:-}" = "--" ] && shift
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1024:1:big 2048:1:big 4096:2:big 8192:2:big)
 trace() {  # $1: the output's name
@@ -27,14 +33,22 @@ trace() {  # $1: the output's name
 }
 at "trace, as the tree is"
 trace base
-patch -p1 --dry-run < "$patch_file" > /dev/null || exit 1
 stamp=$(mktemp)
-trap 'patch -R -p1 < "$patch_file" > /dev/null
-      find build-gpu -type f -newer "$stamp" -delete
-      tar czf "$out/session.tar.gz" -C "$work" .' EXIT
-patch -p1 < "$patch_file" > /dev/null
-at "trace, patched"
-trace patched
+applied=()
+revert() {
+  for ((i = ${#applied[@]} - 1; i >= 0; --i)); do patch -R -p1 --no-backup-if-mismatch < "${applied[i]}" > /dev/null; done
+  find build-gpu -type f -newer "$stamp" -delete
+  tar czf "$out/session.tar.gz" -C "$work" .
+}
+trap revert EXIT
+for patch_file in "${patches[@]}"; do
+  name=$(basename "$patch_file" .patch)
+  patch -p1 --dry-run --no-backup-if-mismatch < "$patch_file" > /dev/null || { echo "$name does not apply"; exit 1; }
+  patch -p1 --no-backup-if-mismatch < "$patch_file" > /dev/null
+  applied+=("$patch_file")
+  at "trace, with $name"
+  trace "with-$name"
+done
 at "apps' Cholesky tests"
 scripts/gpu-build.sh "$work/tests-build" weft_gpu_apps_device_tests || exit 1
 timeout 60 build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 \
@@ -43,6 +57,6 @@ for tool in synccheck memcheck racecheck; do
   at "$tool"
   timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 5 \
     build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 \
-    --gtest_filter='CholeskyOnGpu.TheWidePool*' 2>&1 | grep -vE "Host Frame" | tail -8
+    --gtest_filter='CholeskyOnGpu.TheWide*' 2>&1 | grep -vE "Host Frame" | tail -8
 done
 at done
