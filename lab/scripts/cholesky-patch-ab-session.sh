@@ -6,6 +6,7 @@
 # CholeskyPool's tests. The patches are taken out again however the script ends, and
 # build-gpu's objects built from the patched tree are removed, so that a later call rebuilds.
 #   device: WEFT_COMMIT=<hash> bash lab/scripts/cholesky-patch-ab-session.sh PATCH... [-- SIZE...]
+#   (WEFT_AB_TESTS=0: the traces only, no tests or sanitizers)
 #   e.g. lab/probes/task_shared_as_shared.patch (decision 046); SIZE is N:BLOCK[:big]
 #   (default: tiles at 1024 and 2048 and blocks of 2 at 4096 and 8192, on CholeskyPool's shape)
 set -uo pipefail
@@ -49,6 +50,7 @@ for patch_file in "${patches[@]}"; do
   at "trace, with $name"
   trace "with-$name"
 done
+[ "${WEFT_AB_TESTS:-1}" = 0 ] && { at done; exit 0; }  # traces only
 at "apps' Cholesky tests"
 scripts/gpu-build.sh "$work/tests-build" weft_gpu_apps_device_tests || exit 1
 timeout 60 build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 \
