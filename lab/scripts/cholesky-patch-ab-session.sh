@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One device call (one H200), about 80 s a stage: the Cholesky trace (cholesky_trace_probe.cu)
-# of the tree as it is, then after each lab patch in turn, applied on top of the ones before
+# One device call (one H200), about 100 s a stage: the Cholesky trace (cholesky_trace_probe.cu)
+# and the tile bodies alone (cholesky_tiles_probe.cu parts4, checked against the host) of the
+# tree as it is, then after each lab patch in turn, applied on top of the ones before
 # (so each stage's change is its patch's), on the same machine; then, with every patch, the
 # applications' Cholesky tests and compute-sanitizer synccheck, memcheck and racecheck on
 # CholeskyPool's tests. The patches are taken out again however the script ends, and
@@ -31,6 +32,10 @@ trace() {  # $1: the output's name
     > "$work/$1-probe-build.log" 2>&1 || { tail -20 "$work/$1-probe-build.log"; return 1; }
   timeout 120 "$work/cholesky_trace" 3 "${sizes[@]}" > "$work/$1.txt" 2>&1
   grep -E "^n =|host [0-9]|potrf |trsm |syrk |gemm |critical" "$work/$1.txt"
+  # The tile bodies alone, each in a kernel of its own, checked against the host's reference
+  # (the last column: the largest difference).
+  nvcc -O3 -std=c++20 -gencode=arch=compute_90,code=sm_90 -maxrregcount=168 -Iinclude     -Iapps/gpu -Ilab/probes lab/probes/cholesky_tiles_probe.cu -o "$work/tiles_probe"     > "$work/$1-tiles-build.log" 2>&1 || { tail -20 "$work/$1-tiles-build.log"; return 1; }
+  timeout 60 "$work/tiles_probe" parts4 | tee "$work/$1-bodies.txt" | grep -E "^\| (potrf|trsm)"
 }
 at "trace, as the tree is"
 trace base
