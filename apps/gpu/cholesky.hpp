@@ -178,7 +178,7 @@ class CholeskyPlan {
     }
     check_matrix(a, lda, "factor_as_graph");
     if (shape_.tasks() != graph_.tasks().size()) shape_ = prepare_shape();
-    cholesky_records(graph_, a, lda, records_);
+    record(a, lda);
     pool_.push_graph(shape_, records_, out);
     done_.resize(records_.size());
     int bad_column = -1;
@@ -214,7 +214,7 @@ class CholeskyPlan {
     check_matrix(a, lda, "factor_host_tracked");
     const auto& tasks = graph_.tasks();
     waiting_ = graph_.dependencies();
-    cholesky_records(graph_, a, lda, records_);
+    record(a, lda);
     ready_.clear();
     urgent_.clear();
     auto make_ready = [&](int t) {
@@ -270,6 +270,16 @@ class CholeskyPlan {
                                   " is less than the plan's order n = " + std::to_string(order()));
     }
   }
+  // The tasks' records for the matrix at `a` (leading dimension lda). They depend on nothing
+  // else, and no driver changes them, so a plan factoring the same matrix again keeps them.
+  void record(double* a, int lda) {
+    if (a == recorded_a_ && lda == recorded_lda_ && records_.size() == graph_.tasks().size()) {
+      return;
+    }
+    cholesky_records(graph_, a, lda, records_);
+    recorded_a_ = a;
+    recorded_lda_ = lda;
+  }
   static std::string not_positive_definite(int column) {
     return "apps::gpu::cholesky: the matrix is not positive definite (column " +
            std::to_string(column) + ")";
@@ -279,6 +289,8 @@ class CholeskyPlan {
   CholeskyGraph graph_;
   weft::gpu::GraphShape shape_;
   std::vector<Record> records_, done_, ready_, urgent_;
+  double* recorded_a_ = nullptr;  // the matrix records_ were made for
+  int recorded_lda_ = 0;
   std::vector<int> waiting_;
 };
 

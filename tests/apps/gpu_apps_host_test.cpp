@@ -494,6 +494,47 @@ TEST(CholeskyPlan, FactorsManyMatricesOfOneSizeBothWaysAfterBadOnes) {
   }
 }
 
+// A plan keeps its tasks' records from one matrix to the next only while the matrix's address
+// and leading dimension stay the same: the same buffer refilled, a wider leading dimension at
+// the same address, and another buffer each factor right, by both drivers.
+TEST(CholeskyPlan, RefactorsTheSameBufferAndFollowsANewAddressOrLeadingDimension) {
+  AppPool pool(host_options());
+  const int n = 4 * CholeskyTile::kTile, wide = n + CholeskyTile::kTile;
+  CholeskyPlan<AppPool> plan(pool, n, 2);
+  std::vector<double> buffer(static_cast<std::size_t>(wide) * n), other(buffer.size());
+  // Matrix m (scaled spd_matrix) into `into` with leading dimension lda; returns it dense.
+  auto fill = [&](std::vector<double>& into, int lda, int m) {
+    std::vector<double> a = spd_matrix(n);
+    for (double& v : a) v *= 1.0 + 0.5 * m;
+    for (int c = 0; c < n; ++c)
+      for (int r = 0; r < n; ++r)
+        into[r + static_cast<std::size_t>(c) * lda] = a[r + static_cast<std::size_t>(c) * n];
+    return a;
+  };
+  auto residual = [&](const std::vector<double>& a, const std::vector<double>& from, int lda) {
+    std::vector<double> f(a.size());
+    for (int c = 0; c < n; ++c)
+      for (int r = 0; r < n; ++r)
+        f[r + static_cast<std::size_t>(c) * n] = from[r + static_cast<std::size_t>(c) * lda];
+    return cholesky_residual(a, f, n);
+  };
+  struct Run {
+    std::vector<double>* buffer;
+    int lda;
+  };
+  const std::vector<Run> runs{{&buffer, n},   {&buffer, n},    {&buffer, wide},
+                              {&other, wide}, {&buffer, wide}, {&buffer, n}};
+  for (const bool as_graph : {true, false}) {
+    for (std::size_t m = 0; m < runs.size(); ++m) {
+      const std::vector<double> a = fill(*runs[m].buffer, runs[m].lda, static_cast<int>(m));
+      double* x = runs[m].buffer->data();
+      as_graph ? plan.factor(x, runs[m].lda) : plan.factor_host_tracked(x, runs[m].lda);
+      EXPECT_LT(residual(a, *runs[m].buffer, runs[m].lda), 1e-14)
+          << (as_graph ? "as a graph" : "host-tracked") << ", run " << m;
+    }
+  }
+}
+
 // A null matrix or a leading dimension short of n is refused, naming it, before any task is
 // pushed; the plan then factors a good matrix.
 TEST(CholeskyPlan, ANullMatrixOrAShortLeadingDimensionIsRefusedNamingIt) {
