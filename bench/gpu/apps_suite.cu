@@ -302,11 +302,12 @@ Suite run_gpu_apps_suite(const GpuAppsSuiteOptions& o) {
     if (selected("cholesky")) {
       // Pools of their own, whose blocks run task graphs as large as n = 8192's (128 tiles,
       // 357,760 tile tasks; in blocks of 2, 45,760); the other applications' pool runs none.
+      constexpr std::size_t kGraphCapacity = std::size_t{1} << 19;
       weft::gpu::PoolOptions options = apps::gpu::device_pool_options({0});
-      options.graph_capacity = std::size_t{1} << 19;
+      options.graph_capacity = kGraphCapacity;
       AppPool graph_pool(options);
       graph_pool.pause();
-      apps::gpu::CholeskyPool wide_pool(apps::gpu::cholesky_pool_options({0}));
+      apps::gpu::CholeskyPool wide_pool(apps::gpu::cholesky_pool_options({0}, kGraphCapacity));
       wide_pool.pause();
       std::fprintf(stderr, "[bench] gpu-apps: Cholesky's wide pool %s\n",
                    wide_pool.describe().c_str());

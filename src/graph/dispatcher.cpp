@@ -57,7 +57,7 @@ double Dispatcher::since_start() const {
 
 void Dispatcher::fail(std::exception_ptr e) {
   if (error_) return;
-  error_original_ = e;
+  error_original_ = nullptr;  // no node's report replaces this error (fail_by)
   error_ = std::move(e);
 }
 
@@ -66,8 +66,8 @@ void Dispatcher::fail_by(std::size_t node, const std::exception_ptr& original,
   const bool first = !error_;
   // The same exception object: it reached the earlier report through a stream that waited on
   // this node, or through a copy. (An emulated stream hands its error object on to the streams
-  // that wait on it; CUDA gives each callback an exception of its own for its sticky error, so
-  // there the first report stays.)
+  // that wait on it. On CUDA the callbacks report no error; a failed stream is found by
+  // check() and recorded by fail(), which no node's report replaces.)
   const bool upstream = error_ && original == error_original_ && node != kNoNode &&
                         (error_node_ == kNoNode || g_.reaches(node, error_node_));
   if (!first && !upstream) return;

@@ -153,7 +153,7 @@ class Dispatcher {
   std::vector<std::size_t> cpu_due_;
   bool device_failed_ = false;
   std::exception_ptr error_;
-  std::exception_ptr error_original_;  // what error_ wraps, as its reporter gave it
+  std::exception_ptr error_original_;  // what error_ wraps, as its reporter gave it (fail_by)
   std::size_t error_node_ = kNoNode;   // the node that reported error_ (kNoNode: none, a copy)
   Clock::time_point t0_;
   std::optional<Event> ref_;  // recorded on stream 0 when the run began

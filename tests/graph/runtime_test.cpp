@@ -534,13 +534,13 @@ TEST(Runtime, AFailingGpuNodeIsNamedThoughItsCopyBackReportsFirst) {
   weft::cpu::Executor ex;
   Runtime rt(ex, emulated());
   Diamond d;
-  Kernel flaky{"flaky",
-               [](const CpuCall&) { throw std::runtime_error("sensor offline"); },
-               not_on_emulated,
-               {}};
+  Kernel failing{"failing",
+                 [](const CpuCall&) { throw std::runtime_error("sensor offline"); },
+                 not_on_emulated,
+                 {}};
   Kernel count{"count", [](const CpuCall&) {}, {}, {}};
   auto y = d.g.add_data("y", Diamond::kN * 4);
-  d.g.add_node(flaky, {read(d.d_out), write(y)}, "flaky-node");
+  d.g.add_node(failing, {read(d.d_out), write(y)}, "failing-node");
   d.g.add_node(count, {read(y)}, "after");
   const std::vector<Device> m{kGpu, kCpu, kGpu, kCpu, kCpu, kCpu, kGpu, kCpu};
   for (int round = 0; round < 40; ++round) {
@@ -549,7 +549,7 @@ TEST(Runtime, AFailingGpuNodeIsNamedThoughItsCopyBackReportsFirst) {
       (void)rt.run(d.g, m);
       ADD_FAILURE() << "no error, round " << round;
     } catch (const weft::Error& e) {
-      EXPECT_NE(std::string(e.what()).find("flaky-node"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("failing-node"), std::string::npos) << e.what();
     }
   }
 }
