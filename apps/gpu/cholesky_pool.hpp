@@ -1,10 +1,9 @@
-// apps/gpu/cholesky_pool.hpp - the tiled Cholesky's pool for large matrices (docs/apps.md):
-// blocks of 256 task threads, one a SM, whose update of a block of 2 x 2 tiles is one
-// 128 x 128 product on eight warps (UpdateBlockWide). From n = 4096, where the factorization
-// runs in blocks of 2 tiles (cholesky_block_for) and the updates fill the GPU, it factors
-// faster than the shared AppPool's two blocks of 128 task threads a SM
-// (docs/decisions/043-cholesky-wide-update-blocks.md); below, the chain of small steps bounds
-// the time and AppPool is the faster.
+// apps/gpu/cholesky_pool.hpp - the tiled Cholesky's own pool (docs/apps.md): blocks of 256
+// task threads, one a SM, whose update of a block of 2 x 2 tiles is one 128 x 128 product on
+// eight warps (UpdateBlockWide), and whose POTRF and TRSM give each row of a tile four lanes.
+// It factors faster than the shared AppPool's two blocks of 128 task threads a SM, in blocks
+// of 2 tiles (from n = 4096, cholesky_block_for) and tile by tile below
+// (docs/decisions/043-cholesky-wide-update-blocks.md, 045-cholesky-four-part-window.md).
 //
 //   apps::gpu::CholeskyPool pool(apps::gpu::cholesky_pool_options({0}));
 //   apps::gpu::CholeskyPlan<apps::gpu::CholeskyPool> plan(pool, 8192);

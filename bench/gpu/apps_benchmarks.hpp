@@ -43,9 +43,10 @@ std::vector<T> host_copy(const T* d, std::size_t n) {
   return v;
 }
 
-/// cholesky_<n> against cuSOLVER's potrf and LAPACKE's dpotrf on the CPU: tile by tile on
-/// `pool` below n = 4096, in blocks of 2 tiles on `wide_pool` from there (cholesky_pool.hpp).
-/// Both pools run task graphs, and both are paused on entry and on return.
+/// cholesky_<n> against cuSOLVER's potrf and LAPACKE's dpotrf on the CPU, weft on `wide_pool`
+/// (cholesky_pool.hpp) at the block size cholesky_block_for chooses; the other block size, and
+/// the chosen one on the applications' `pool`, as metrics. Both pools run task graphs, and
+/// both are paused on entry and on return.
 void cholesky_benchmarks(Suite& suite, apps::gpu::AppPool& pool, apps::gpu::CholeskyPool& wide_pool,
                          const std::vector<int>& sizes, int reps);
 /// spmv_bs_mixed: the pool mixing SpMV and Black-Scholes tasks against the same bodies as

@@ -58,12 +58,5 @@ done
 [ "${WEFT_AB_TESTS:-1}" = 0 ] && { at done; exit 0; }  # traces only
 at "apps' Cholesky tests"
 scripts/gpu-build.sh "$work/tests-build" weft_gpu_apps_device_tests || exit 1
-timeout 60 build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 \
-  --gtest_filter='CholeskyOnGpu.*' 2>&1 | grep -vE "^Running main"
-for tool in synccheck memcheck racecheck; do
-  at "$tool"
-  timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 5 \
-    build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 \
-    --gtest_filter='CholeskyOnGpu.TheWide*' 2>&1 | grep -vE "Host Frame" | tail -8
-done
+cholesky_checks
 at done

@@ -12,14 +12,7 @@ t0=$(date +%s)
 at() { echo "== $1 (at $(($(date +%s) - t0)) s)"; }
 scripts/gpu-build.sh "$work" weft_gpu_apps_device_tests weft_cli || exit 1
 at built
-timeout 60 build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 \
-  --gtest_filter='CholeskyOnGpu.*' 2>&1 | grep -vE "^Running main"
-for tool in memcheck racecheck synccheck; do
-  at "$tool"
-  timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 3 \
-    build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 \
-    --gtest_filter='CholeskyOnGpu.TheWide*' 2>&1 | tail -3
-done
+cholesky_checks
 at bench
 mkdir -p "$work/bench"
 WEFT_MACHINE=$(scripts/machine-name.sh) timeout $((570 - ($(date +%s) - t0))) \

@@ -56,3 +56,18 @@ sanitize() {
     echo "rc ${PIPESTATUS[0]}"
   done
 }
+
+# cholesky_checks: the applications' Cholesky tests (built in build-gpu), then compute-sanitizer
+# synccheck, memcheck and racecheck on CholeskyPool's (the TheWide* tests); the caller's at()
+# stamps each tool's start.
+cholesky_checks() {
+  timeout 60 build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 \
+    --gtest_filter='CholeskyOnGpu.*' 2>&1 | grep -vE "^Running main"
+  local tool
+  for tool in synccheck memcheck racecheck; do
+    at "$tool"
+    timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 5 \
+      build-gpu/tests/weft_gpu_apps_device_tests --gtest_brief=1 \
+      --gtest_filter='CholeskyOnGpu.TheWide*' 2>&1 | grep -vE "Host Frame" | tail -8
+  done
+}
