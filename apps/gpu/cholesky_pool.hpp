@@ -1,10 +1,9 @@
 // apps/gpu/cholesky_pool.hpp - the tiled Cholesky's own pool (docs/apps.md): blocks of 256
 // task threads, one a SM, whose update of a block of 2 x 2 tiles is one 128 x 128 product on
-// eight warps (UpdateBlockWide), whose TRSM gives each row of a tile four lanes, and whose
-// POTRF factors a tile in blocks of 32, a warp each. It factors faster than the shared
-// AppPool's two blocks of 128 task threads a SM, in blocks of 2 tiles (from n = 4096,
-// cholesky_block_for) and tile by tile below (docs/decisions/043-cholesky-wide-update-blocks.md,
-// 045-cholesky-four-part-window.md, 047-cholesky-potrf-in-blocks-of-32.md).
+// eight warps (UpdateBlockWide), and whose POTRF and TRSM give each row of a tile four lanes.
+// It factors faster than the shared AppPool's two blocks of 128 task threads a SM, in blocks
+// of 2 tiles (from n = 4096, cholesky_block_for) and tile by tile below
+// (docs/decisions/043-cholesky-wide-update-blocks.md, 045-cholesky-four-part-window.md).
 //
 //   apps::gpu::CholeskyPool pool(apps::gpu::cholesky_pool_options({0}));
 //   apps::gpu::CholeskyPlan<apps::gpu::CholeskyPool> plan(pool, 8192);
@@ -183,9 +182,8 @@ struct UpdateBlockWide {
 #endif
 };
 
-/// The tile and block tasks of the factorization: POTRF in blocks of 32 (a warp factoring
-/// each) and TRSM on a window of 4 parts, from 256 task threads; UpdateBlockWide in
-/// UpdateBlock's place.
+/// The tile and block tasks of the factorization: POTRF and TRSM on a window of 4 parts from
+/// 256 task threads, UpdateBlockWide in UpdateBlock's place.
 using CholeskyTasks = weft::gpu::TaskTypes<PotrfTileT<4>, TrsmTileT<4>, UpdateTile, PotrfBlockT<4>,
                                            TrsmBlockT<4>, UpdateBlockWide>;
 inline constexpr std::size_t kCholeskyCapacity = 64;  // every payload is at most 32 bytes

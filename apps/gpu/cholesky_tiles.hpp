@@ -100,20 +100,17 @@ struct PotrfTilePayload {
   int info;  // 0, or j + 1 when the tile's leading minor of order j + 1 is not positive
 };
 
-// MaxParts: 2, the GPU's sliding window (SlidingWindow) of 2 parts from 128 task threads; or
-// 4, which from 256 task threads factors the tile in blocks of 32 instead (run_split: a warp
-// factors each diagonal block, docs/decisions/047-cholesky-potrf-in-blocks-of-32.md). Every
-// instance has the same id and payload; a pool registers one (PotrfTile in the applications'
-// pool, PotrfTileT<4> in CholeskyPool), and records made for PotrfTile run on either.
+// MaxParts: the most parts of the GPU's sliding window (SlidingWindow) the body may take, 2
+// (from 128 task threads) or 4 (from 256). Every instance has the same id and payload; a pool
+// registers one (PotrfTile in the applications' pool, PotrfTileT<4> in CholeskyPool), and
+// records made for PotrfTile run on either.
 template <int MaxParts = 2>
 struct PotrfTileT {
   static_assert(MaxParts == 2 || MaxParts == 4);
   static constexpr std::uint32_t kId = 111;
   static constexpr bool kOutOfLine = true;  // its own registers (docs/gpu.md)
-  // The tile; with four parts, also SplitTile's columns, buffers and reciprocals.
   static constexpr std::size_t kSharedBytes =
-      sizeof(double) *
-      (CholeskyTile::kTile * CholeskyTile::kTile + (MaxParts >= 4 ? 32 * 34 + 2 * 34 + 32 : 0));
+      sizeof(double) * CholeskyTile::kTile * CholeskyTile::kTile;
   using Payload = PotrfTilePayload;
   // The steps take the payload by value: `p` lives in the block's shared memory, where every
   // step's stores would make the compiler read its fields again (docs/gpu.md, "Task types").
@@ -126,7 +123,7 @@ struct PotrfTileT {
   WEFT_HD APPS_GEMM_INLINE static int factor(const Payload p, const weft::gpu::BlockContext& ctx) {
 #if defined(__CUDA_ARCH__)
     if constexpr (MaxParts >= 4) {
-      if (ctx.threads() >= SlidingWindow<4>::kThreads) return run_split(p, ctx);
+      if (ctx.threads() >= SlidingWindow<4>::kThreads) return run_in_registers<4>(p, ctx);
     }
     if (ctx.threads() >= SlidingWindow<2>::kThreads) return run_in_registers<2>(p, ctx);
 #endif
@@ -212,130 +209,6 @@ struct PotrfTileT {
       w.slide(x, aij * (rs * rs), col + 2 + W::offset(w.half));
     }
     return info;
-  }
-  // With 256 task threads or more (CholeskyPool): the tile as 2 x 2 blocks of 32, so that the
-  // two sequential factorizations each run in one warp, a __syncwarp between their column steps
-  // instead of a barrier of every task thread:
-  //   L00 = chol(A00) (warp 0); L10 = A10 L00^-T (warp 1); A11 -= L10 L10^T (every thread);
-  //   L11 = chol(A11) (warp 0).
-  // Shared memory: the tile's lower triangle (column-major, ld 64), then for each column j of
-  // L00 its values below the diagonal scaled by 1 / L_jj (kColumn positions, zero past the
-  // block), two exchange buffers, and the 1 / L_jj.
-  struct SplitTile {
-    static constexpr int kHalf = 32;
-    static constexpr int kLd = CholeskyTile::kTile;
-    static constexpr int kColumn = kHalf + 2;  // even: every column's values are 16-byte aligned
-    static constexpr int kBuffer = kHalf + 2;  // a_jj, 1 / sqrt(a_jj), then rows j + 1 ..
-  };
-  __device__ static int run_split(const Payload p, const weft::gpu::BlockContext& ctx) {
-    using S = SplitTile;
-    constexpr int n = CholeskyTile::kTile, h = S::kHalf;
-    double* tile = CholeskyTile::at(p.a, p.lda, p.k, p.k);
-    auto* a = static_cast<double*>(ctx.shared());
-    double* columns = a + n * n;
-    double* buffers = columns + h * S::kColumn;
-    double* inverse = buffers + 2 * S::kBuffer;
-    const int t = ctx.thread(), threads = ctx.threads(), lane = t % 32, warp = t / 32;
-    for (int e = t; e < n * n; e += threads) {
-      const int r = e % n, c = e / n;
-      if (r >= c) a[e] = tile[r + static_cast<std::size_t>(c) * p.lda];
-    }
-    for (int e = t; e < h * S::kColumn + 2 * S::kBuffer; e += threads) columns[e] = 0.0;
-    ctx.sync();  // the tile and the zeros are in place
-    int info = 0;
-    if (warp == 0) info = factor_half(a, 0, lane, buffers, columns, inverse);
-    ctx.sync();  // L00, its scaled columns and reciprocals
-    if (warp == 1) solve_half(a, lane, columns, inverse);
-    ctx.sync();  // L10
-    for (int e = t; e < h * h; e += threads) {
-      const int i = h + e % h, k = h + e / h;
-      if (k > i) continue;
-      double sum = a[i + k * S::kLd];
-#pragma unroll 8
-      for (int m = 0; m < h; ++m) sum -= a[i + m * S::kLd] * a[k + m * S::kLd];
-      a[i + k * S::kLd] = sum;
-    }
-    ctx.sync();  // A11 updated
-    if (warp == 0) {
-      const int second = factor_half(a, h, lane, buffers, nullptr, nullptr);
-      if (info == 0 && second != 0) info = h + second;
-    }
-    ctx.sync();  // L11
-    for (int e = t; e < n * n; e += threads) {
-      const int r = e % n, c = e / n;
-      if (r >= c) tile[r + static_cast<std::size_t>(c) * p.lda] = a[e];
-    }
-    return info;
-  }
-  // One warp factors the 32 x 32 block of `a` at (o, o) in place, lane i holding row o + i in
-  // registers as a sliding window (x[c]: column o + j + c at step j; SlidingWindow says why it
-  // slides). Each step the rows j.. publish their column-j values through a ping-pong buffer
-  // (the pivot at 0, its reciprocal square root at 1 from the pivot's lane, row j + 1 + c at
-  // 2 + c), one __syncwarp a step. With `columns`, row i's L_ij / L_jj also goes to
-  // columns[j kColumn + i - j - 1] and 1 / L_jj to inverse[j]. Returns j + 1 for the first
-  // column j whose pivot is not positive, else 0; the steps go on regardless.
-  __device__ static int factor_half(double* a, int o, int lane, double* buffers, double* columns,
-                                    double* inverse) {
-    using S = SplitTile;
-    constexpr int h = S::kHalf;
-    double x[h];
-#pragma unroll
-    for (int c = 0; c < h; ++c) x[c] = c <= lane ? a[(o + lane) + (o + c) * S::kLd] : 0.0;
-    int info = 0;
-#pragma unroll 1
-    for (int j = 0; j < h; ++j) {
-      double* buffer = buffers + (j % 2) * S::kBuffer;
-      if (lane == j) {
-        buffer[0] = x[0];
-        buffer[1] = rsqrt(x[0]);
-      } else if (lane > j) {
-        buffer[2 + lane - j - 1] = x[0];
-      }
-      __syncwarp();
-      const double2 pivot = *reinterpret_cast<const double2*>(buffer);
-      const double d = pivot.x, rs = pivot.y;
-      if (!(d > 0.0) && info == 0) info = j + 1;
-      const double lij = x[0] * rs;  // the pivot's lane: a_jj / sqrt(a_jj)
-      if (lane >= j) {
-        a[(o + lane) + (o + j) * S::kLd] = lij;
-        if (columns != nullptr && lane > j) columns[j * S::kColumn + lane - j - 1] = lij * rs;
-        if (inverse != nullptr && lane == j) inverse[j] = rs;
-      }
-      const double scale = lij * rs;
-      const auto* pairs = reinterpret_cast<const double2*>(buffer + 2);
-#pragma unroll
-      for (int c = 0; c < h; c += 2) {
-        const double2 v = pairs[c / 2];
-        x[c] = x[c + 1] - scale * v.x;
-        x[c + 1] = (c + 2 < h ? x[c + 2] : 0.0) - scale * v.y;
-      }
-    }
-    __syncwarp();  // the last buffer's reads before the block's next use of it
-    return info;
-  }
-  // One warp solves L10 = A10 L00^-T in place, lane i holding row 32 + i of A10 as a sliding
-  // window: X_ij = B_ij / L_jj is stored, and the rest of the row loses B_ij times column j
-  // of L00 scaled by 1 / L_jj (`columns`, written by factor_half). No exchange: rows are
-  // independent.
-  __device__ static void solve_half(double* a, int lane, const double* columns,
-                                    const double* inverse) {
-    using S = SplitTile;
-    constexpr int h = S::kHalf;
-    double x[h];
-#pragma unroll
-    for (int c = 0; c < h; ++c) x[c] = a[(h + lane) + c * S::kLd];
-#pragma unroll 1
-    for (int j = 0; j < h; ++j) {
-      const double bj = x[0];
-      a[(h + lane) + j * S::kLd] = bj * inverse[j];
-      const auto* pairs = reinterpret_cast<const double2*>(columns + j * S::kColumn);
-#pragma unroll
-      for (int c = 0; c < h; c += 2) {
-        const double2 v = pairs[c / 2];
-        x[c] = x[c + 1] - bj * v.x;
-        x[c + 1] = (c + 2 < h ? x[c + 2] : 0.0) - bj * v.y;
-      }
-    }
   }
   template <int Parts>
   __device__ static int position(int k) {
@@ -503,7 +376,6 @@ struct CholeskyBlock {
                                                   ? TrsmTile::kSharedBytes
                                                   : UpdateTile::kSharedBytes;
   static_assert(kSharedBytes >= PotrfTile::kSharedBytes);
-  static_assert(kSharedBytes >= PotrfTileT<4>::kSharedBytes);
 };
 
 struct PotrfBlockPayload {

@@ -272,7 +272,7 @@ TEST(CholeskyOnGpu, TheWideUpdateSubtractsTheProductFromTheLowerTriangleOnly) {
   EXPECT_LT(worst, 1e-12);
 }
 
-// On CholeskyPool (POTRF in blocks of 32): a non-positive pivot in the second block's
+// On CholeskyPool (POTRF on a window of 4 parts): a non-positive pivot in the second block's
 // first diagonal tile is named by its column, in tiles and in blocks of 2, by both drivers.
 TEST(CholeskyOnGpu, TheWidePoolNamesANonPositivePivotsColumn) {
   if (!have_gpu()) GTEST_SKIP() << "no usable GPU on this machine";
