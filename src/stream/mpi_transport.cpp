@@ -30,9 +30,12 @@ constexpr std::size_t kInlineBytes = 240;  // a message up to this travels in it
 // Device buffers from this size go over CUDA IPC between processes of a node; smaller ones are
 // staged, which costs less than IPC's reply round trip (docs/decisions/032-streams-paths.md).
 constexpr std::size_t kIpcMinBytes = 256 * 1024;
-constexpr int kNoticeTag = 1;
-constexpr int kBarrierTag = 2;
-constexpr int kSlots = 4;  // pinned slots a staged device message pipelines through
+// Control messages, on the World's control communicator.
+constexpr int kNoticeTag = 1;   // a stream ended: what it sent, and to whom
+constexpr int kBarrierTag = 2;  // a process reached barrier (run, generation)
+constexpr int kEndTag = 3;      // a process reached the end of run `run`
+constexpr int kCloseTag = 4;    // a process destroyed its World after `runs` runs
+constexpr int kSlots = 4;       // pinned slots a staged device message pipelines through
 constexpr std::size_t kHeadersPerBlock = 64;  // pinned headers are allocated this many at once
 
 /// What goes first: the message's size and, for a small one, its bytes.
@@ -140,7 +143,6 @@ class MpiWorld final : public MpiTransport {
     }
     check(MPI_Comm_dup(MPI_COMM_WORLD, &data_), "MPI_Comm_dup");
     check(MPI_Comm_dup(MPI_COMM_WORLD, &control_), "MPI_Comm_dup");
-    check(MPI_Comm_dup(MPI_COMM_WORLD, &end_), "MPI_Comm_dup");
     MPI_Comm_set_errhandler(data_, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(control_, MPI_ERRORS_RETURN);
     MPI_Comm_rank(data_, &rank_);
@@ -158,11 +160,14 @@ class MpiWorld final : public MpiTransport {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (finalized != 0) return;
+    try {
+      close();
+    } catch (const std::exception&) {  // an MPI error cannot be reported from a destructor
+    }
     for (void* slot : pool_) host_free(slot);
     for (Header* block : header_blocks_) host_free(block);
     MPI_Comm_free(&data_);
     MPI_Comm_free(&control_);
-    MPI_Comm_free(&end_);
   }
 
   int rank() const noexcept override { return rank_; }
@@ -319,6 +324,7 @@ class MpiWorld final : public MpiTransport {
         }
         changed = true;
       }
+      changed = take_closes() || changed;
     }
     if (changed) {
       for (int i = 0; i < world.streams(); ++i) world.stream(i).notify();
@@ -330,70 +336,49 @@ class MpiWorld final : public MpiTransport {
   // the next one. An arrival of an earlier run or barrier (of one that failed here) is passed
   // over.
   void barrier(WorldCore& world, StreamCore& stream, std::uint64_t generation) override {
-    const long long mine[2] = {run_, static_cast<long long>(generation)};
-    std::vector<MPI_Request> sends;
-    std::vector<MPI_Request> recvs(static_cast<std::size_t>(size_), MPI_REQUEST_NULL);
-    std::vector<std::array<long long, 2>> got(static_cast<std::size_t>(size_));
-    std::vector<bool> arrived(static_cast<std::size_t>(size_), false);
-    arrived[static_cast<std::size_t>(rank_)] = true;
+    std::unique_ptr<Arrivals> arrivals;
     {
       std::lock_guard lock(mpi_lock());
-      for (int p = 0; p < size_; ++p) {
-        if (p == rank_) continue;
-        MPI_Request r = MPI_REQUEST_NULL;
-        check(MPI_Isend(mine, 2, MPI_LONG_LONG, p, kBarrierTag, control_, &r), "MPI_Isend");
-        sends.push_back(r);
-        check(MPI_Irecv(got[static_cast<std::size_t>(p)].data(), 2, MPI_LONG_LONG, p, kBarrierTag,
-                        control_, &recvs[static_cast<std::size_t>(p)]),
-              "MPI_Irecv");
-      }
+      arrivals = std::make_unique<Arrivals>(control_, rank_, size_, kBarrierTag, run_,
+                                            static_cast<long long>(generation));
     }
     for (;;) {
       bool all = true;
       {
         std::lock_guard lock(mpi_lock());
         for (int p = 0; p < size_; ++p) {
-          const auto i = static_cast<std::size_t>(p);
-          if (arrived[i]) continue;
-          int flag = 0;
-          check(MPI_Test(&recvs[i], &flag, MPI_STATUS_IGNORE), "MPI_Test");
-          if (flag != 0 && got[i][0] == run_ && got[i][1] == mine[1]) {
-            arrived[i] = true;
-            continue;
-          }
-          if (flag != 0) {  // a stale arrival: wait for this barrier's
-            check(MPI_Irecv(got[i].data(), 2, MPI_LONG_LONG, p, kBarrierTag, control_, &recvs[i]),
-                  "MPI_Irecv");
-          }
-          all = false;
+          if (!arrivals->test(p)) all = false;
         }
       }
       if (all) break;
       if (!stream.mpi_ops().empty()) progress(stream);  // its sends may be what others wait for
       poll_notices(world);
-      std::string blocker;
-      {
-        std::lock_guard news(news_mutex_);
-        for (const auto& [rank, end] : remote_) {
-          if (end.ended && end.barriers <= generation) {
-            blocker =
-                rank_name(rank) + " ended without reaching barrier " + std::to_string(generation);
-            break;
-          }
-        }
-      }
+      const std::string blocker = barrier_blocker(generation);
       if (!blocker.empty()) {
-        std::lock_guard lock(mpi_lock());
-        for (MPI_Request& r : recvs) {
-          if (r == MPI_REQUEST_NULL) continue;
-          MPI_Cancel(&r);
-          MPI_Wait(&r, MPI_STATUS_IGNORE);
+        {
+          std::lock_guard lock(mpi_lock());
+          for (int p = 0; p < size_; ++p) arrivals->skip(p);
         }
-        for (MPI_Request& r : sends) MPI_Wait(&r, MPI_STATUS_IGNORE);  // 16 bytes: sent eagerly
+        wait_all(arrivals->take_sends());  // 16 bytes each: sent eagerly
         throw MessageError(blocker);
       }
     }
-    wait_all(sends);
+    wait_all(arrivals->take_sends());
+  }
+
+  // Why barrier `generation` cannot complete: a process's World is gone, or a stream ended
+  // before reaching it; empty while it may.
+  std::string barrier_blocker(std::uint64_t generation) {
+    std::lock_guard news(news_mutex_);
+    for (const auto& [process, runs] : closed_) {
+      if (runs < run_) return gone_text(process, runs);
+    }
+    for (const auto& [rank, end] : remote_) {
+      if (end.ended && end.barriers <= generation) {
+        return rank_name(rank) + " ended without reaching barrier " + std::to_string(generation);
+      }
+    }
+    return {};
   }
 
   void begin_run(WorldCore&) override {
@@ -401,6 +386,9 @@ class MpiWorld final : public MpiTransport {
     std::lock_guard news(news_mutex_);
     remote_.clear();
     drained_.clear();
+    for (const auto& [process, runs] : closed_) {
+      if (runs < run_) mark_gone(process);
+    }
   }
 
   void end_run(WorldCore& world, std::vector<std::string>& problems) override {
@@ -409,7 +397,7 @@ class MpiWorld final : public MpiTransport {
     // sends unreceived finish here, each draining the other's).
     for (;;) {
       poll_notices(world);
-      drain(world, problems);
+      drain(problems);
       bool sending = false;
       for (int i = 0; i < world.streams(); ++i) {
         StreamCore& s = world.stream(i);
@@ -420,12 +408,7 @@ class MpiWorld final : public MpiTransport {
       if (!sending && all_accounted(world)) break;
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
-    MPI_Request r = MPI_REQUEST_NULL;
-    {
-      std::lock_guard lock(mpi_lock());
-      check(MPI_Ibarrier(end_, &r), "MPI_Ibarrier");
-    }
-    wait_all({r});
+    end_barrier(world, problems);
   }
 
  private:
@@ -891,8 +874,7 @@ class MpiWorld final : public MpiTransport {
     const int payload_tag = mpi_tag(op.tag, kPayload, local_of(op.peer), stream.local_index());
     if (st.stage == MpiState::Stage::Queued) {
       if (sender_is_done(stream, op)) {
-        fail(op, rank_name(op.self) + " waits for a message (tag " + std::to_string(op.tag) +
-                     ") from " + rank_name(op.peer) + ", which ended without sending it");
+        fail(op, no_message_text(op));
         return;
       }
       MPI_Request r = MPI_REQUEST_NULL;
@@ -906,8 +888,7 @@ class MpiWorld final : public MpiTransport {
       check(MPI_Test(&st.requests.front(), &flag, MPI_STATUS_IGNORE), "MPI_Test");
       if (flag == 0) {
         if (sender_is_done(stream, op)) {
-          fail(op, rank_name(op.self) + " waits for a message (tag " + std::to_string(op.tag) +
-                       ") from " + rank_name(op.peer) + ", which ended without sending it");
+          fail(op, no_message_text(op));
         }
         return;
       }
@@ -1095,7 +1076,7 @@ class MpiWorld final : public MpiTransport {
   // ---- the end of a run ----
 
   // Takes in every message that has arrived for this process's streams (all ended now).
-  void drain(WorldCore& world, std::vector<std::string>& problems) {
+  void drain(std::vector<std::string>& problems) {
     std::lock_guard lock(mpi_lock());
     for (;;) {
       int flag = 0;
@@ -1136,8 +1117,208 @@ class MpiWorld final : public MpiTransport {
       problems.push_back(rank_name(from) + " sent a message (tag " + std::to_string(d.tag) + ", " +
                          std::to_string(header.bytes) + " bytes) to " + rank_name(to) +
                          ", which ended without receiving it");
-      (void)world;
     }
+  }
+
+  // ---- a process whose World is gone ----
+
+  // One exchange of arrivals on the control communicator: this process's (run, step) to
+  // every other, and theirs awaited. An arrival naming another run or step (one that failed
+  // somewhere, or was left out) is passed over (barrier() says why not a collective). Used
+  // under the MPI lock; not movable (MPI holds the addresses of `mine_` and `got_`).
+  class Arrivals {
+   public:
+    Arrivals(MPI_Comm comm, int rank, int size, int tag, long long run, long long step)
+        : comm_(comm),
+          tag_(tag),
+          mine_{run, step},
+          recvs_(static_cast<std::size_t>(size), MPI_REQUEST_NULL),
+          got_(static_cast<std::size_t>(size)),
+          in_(static_cast<std::size_t>(size), false) {
+      in_[static_cast<std::size_t>(rank)] = true;
+      for (int p = 0; p < size; ++p) {
+        if (p == rank) continue;
+        MPI_Request r = MPI_REQUEST_NULL;
+        check(MPI_Isend(mine_.data(), 2, MPI_LONG_LONG, p, tag_, comm_, &r), "MPI_Isend");
+        sends_.push_back(r);
+        post(p);
+      }
+    }
+    Arrivals(const Arrivals&) = delete;
+    Arrivals& operator=(const Arrivals&) = delete;
+
+    // True once `p`'s arrival is in (or skipped).
+    bool test(int p) {
+      const auto i = static_cast<std::size_t>(p);
+      if (in_[i]) return true;
+      int flag = 0;
+      check(MPI_Test(&recvs_[i], &flag, MPI_STATUS_IGNORE), "MPI_Test");
+      if (flag == 0) return false;
+      if (got_[i] == mine_) return in_[i] = true;
+      post(p);  // a stale arrival: wait for this one's
+      return false;
+    }
+    // Stops waiting for `p`'s arrival.
+    void skip(int p) {
+      const auto i = static_cast<std::size_t>(p);
+      if (recvs_[i] != MPI_REQUEST_NULL) {
+        MPI_Cancel(&recvs_[i]);
+        MPI_Wait(&recvs_[i], MPI_STATUS_IGNORE);
+      }
+      in_[i] = true;
+    }
+    // This process's arrivals in flight, for the caller to wait on outside the lock.
+    std::vector<MPI_Request> take_sends() { return std::move(sends_); }
+
+   private:
+    void post(int p) {
+      const auto i = static_cast<std::size_t>(p);
+      check(MPI_Irecv(got_[i].data(), 2, MPI_LONG_LONG, p, tag_, comm_, &recvs_[i]), "MPI_Irecv");
+    }
+    MPI_Comm comm_;
+    int tag_;
+    std::array<long long, 2> mine_;
+    std::vector<MPI_Request> sends_;
+    std::vector<MPI_Request> recvs_;
+    std::vector<std::array<long long, 2>> got_;
+    std::vector<bool> in_;
+  };
+
+  // The processes' end of a run, as barrier()'s arrivals, so that a process that destroyed its
+  // World before this run is left out and reported, not waited for.
+  void end_barrier(WorldCore& world, std::vector<std::string>& problems) {
+    std::unique_ptr<Arrivals> arrivals;
+    {
+      std::lock_guard lock(mpi_lock());
+      arrivals = std::make_unique<Arrivals>(control_, rank_, size_, kEndTag, run_, -1);
+    }
+    std::vector<int> gone;
+    for (;;) {
+      poll_notices(world);
+      bool all = true;
+      {
+        std::lock_guard lock(mpi_lock());
+        std::lock_guard news(news_mutex_);
+        for (int p = 0; p < size_; ++p) {
+          if (arrivals->test(p)) continue;
+          if (is_gone(p)) {  // its arrival will not come
+            arrivals->skip(p);
+            gone.push_back(p);
+            continue;
+          }
+          all = false;
+        }
+      }
+      if (all) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    wait_all(arrivals->take_sends());  // eager; a gone process takes them in as it closes
+    std::lock_guard news(news_mutex_);
+    for (int p : gone) problems.push_back(gone_text(p, closed_.at(p)));
+  }
+
+  // Takes in the other processes' news that their World is gone (under the MPI lock); true
+  // when there was any.
+  bool take_closes() {
+    bool any = false;
+    for (;;) {
+      int flag = 0;
+      MPI_Status status;
+      check(MPI_Iprobe(MPI_ANY_SOURCE, kCloseTag, control_, &flag, &status), "MPI_Iprobe");
+      if (flag == 0) return any;
+      long long runs = 0;
+      check(MPI_Recv(&runs, 1, MPI_LONG_LONG, status.MPI_SOURCE, kCloseTag, control_,
+                     MPI_STATUS_IGNORE),
+            "MPI_Recv");
+      std::lock_guard news(news_mutex_);
+      closed_[status.MPI_SOURCE] = runs;
+      if (runs < run_) mark_gone(status.MPI_SOURCE);
+      any = true;
+    }
+  }
+
+  // Destroying the World: tells every other process how many runs this one made, then takes
+  // in (and drops) whatever they send until each has said the same. A process still running a
+  // run this one did not make so fails it (its streams' receives from here fail, its barriers
+  // and its end of the run leave this process out) instead of waiting, and its sends here
+  // complete; and no process frees its communicators while another may still send to it.
+  void close() {
+    const long long runs = run_;
+    std::vector<MPI_Request> sends;
+    {
+      std::lock_guard lock(mpi_lock());
+      for (int p = 0; p < size_; ++p) {
+        if (p == rank_) continue;
+        MPI_Request r = MPI_REQUEST_NULL;
+        check(MPI_Isend(&runs, 1, MPI_LONG_LONG, p, kCloseTag, control_, &r), "MPI_Isend");
+        sends.push_back(r);
+      }
+    }
+    std::vector<std::string> dropped;
+    for (;;) {
+      {
+        std::lock_guard lock(mpi_lock());
+        take_closes();
+        drop_control_messages();
+      }
+      drain(dropped);
+      dropped.clear();
+      {
+        std::lock_guard news(news_mutex_);
+        if (closed_.size() == static_cast<std::size_t>(size_ - 1)) break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    wait_all(sends);
+  }
+
+  // Receives and drops every control message but closes: news of streams, barrier and end
+  // arrivals that no run of this World will wait for again (under the MPI lock).
+  void drop_control_messages() {
+    for (;;) {
+      int flag = 0;
+      MPI_Status status;
+      check(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, control_, &flag, &status), "MPI_Iprobe");
+      if (flag == 0 || status.MPI_TAG == kCloseTag) return;  // take_closes' next round
+      int count = 0;
+      MPI_Get_count(&status, MPI_LONG_LONG, &count);
+      std::vector<long long> sink(static_cast<std::size_t>(count));
+      check(MPI_Recv(sink.data(), count, MPI_LONG_LONG, status.MPI_SOURCE, status.MPI_TAG, control_,
+                     MPI_STATUS_IGNORE),
+            "MPI_Recv");
+    }
+  }
+
+  // Whether `process` destroyed its World before this run (under the news lock).
+  [[nodiscard]] bool is_gone(int process) const {
+    const auto it = closed_.find(process);
+    return it != closed_.end() && it->second < run_;
+  }
+  // Its streams count as ended, having sent nothing and reached no barrier (under the news
+  // lock).
+  void mark_gone(int process) {
+    for (int local = 0; local < streams_; ++local) {
+      RemoteEnd& end = remote_[process * streams_ + local];
+      end = RemoteEnd{};
+      end.ended = true;
+    }
+  }
+  [[nodiscard]] std::string gone_text(int process, long long runs) const {
+    return "process " + std::to_string(process) + " destroyed its World after " +
+           std::to_string(runs) + (runs == 1 ? " run" : " runs") + ", before run " +
+           std::to_string(run_) + " (every process must call World::run as many times)";
+  }
+  // Why a receive from a remote stream fails: its stream ended without sending it, or its
+  // process's World is gone.
+  std::string no_message_text(const Operation& op) {
+    std::string why = "which ended without sending it";
+    {
+      std::lock_guard news(news_mutex_);
+      const int process = process_of(op.peer);
+      if (is_gone(process)) why = "whose " + gone_text(process, closed_.at(process));
+    }
+    return rank_name(op.self) + " waits for a message (tag " + std::to_string(op.tag) + ") from " +
+           rank_name(op.peer) + ", " + why;
   }
 
   // Every other process's streams have ended, and each message they sent here has been
@@ -1164,8 +1345,7 @@ class MpiWorld final : public MpiTransport {
 
   MPI_Comm data_ = MPI_COMM_NULL;
   MPI_Comm control_ = MPI_COMM_NULL;
-  MPI_Comm end_ = MPI_COMM_NULL;  // the end of a run's barrier alone
-  long long run_ = 0;
+  long long run_ = 0;  // the runs begun
   int rank_ = 0;
   int size_ = 1;
   int tag_ub_ = 32767;
@@ -1180,6 +1360,7 @@ class MpiWorld final : public MpiTransport {
   std::vector<Header*> free_headers_;   // (under the MPI lock)
   std::mutex news_mutex_;
   std::map<int, RemoteEnd> remote_;
+  std::map<int, long long> closed_;  // process -> the runs it made before destroying its World
   std::map<std::tuple<int, int, int>, std::uint64_t> drained_;  // (from, to, tag) -> messages
 };
 

@@ -17,6 +17,11 @@
 // whom (counts by destination and tag). A receive from a stream that has ended fails once as
 // many headers from it have arrived as it sent; messages nobody received are taken in, and
 // reported, when the run ends. spec/stream_processes.pml models this end of a run.
+//
+// A World that is destroyed tells every other process how many runs it made, and takes in
+// what they send until each has done the same. A process in a run the destroyed one never
+// made counts that process's streams as ended (having sent nothing, at no barrier) and fails
+// the run, naming it, instead of waiting; spec/world_close.pml models this.
 #pragma once
 
 #include <memory>

@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -235,6 +237,50 @@ TEST(StreamMpi, AFailedBarrierLeavesTheNextRunsBarriersWhole) {
   std::atomic<int> passed{0};
   world.run([&](ws::TaskStream& ts) {
     for (int i = 0; i < 3; ++i) ts.barrier();
+    passed.fetch_add(1);
+  });
+  EXPECT_EQ(passed.load(), kStreams);
+}
+
+// Process 1 destroys its World after one run; process 0 runs three more, each failing with an
+// error that names process 1 rather than waiting for it: a barrier, a receive from it, and a
+// send to it too large for MPI to buffer (which process 1 takes in as it closes). Both
+// Worlds' destructions end, and the next World of the two processes works.
+TEST(StreamMpi, ARunThatAnotherProcessNeverMakesFailsNamingIt) {
+  auto world = std::make_unique<ws::World>(options(4096));
+  world->run([](ws::TaskStream& ts) { ts.barrier(); });
+  if (world->process_rank() == 1) {
+    world.reset();  // waits until process 0 destroys its World too
+  } else {
+    const std::string gone = "process 1 destroyed its World after 1 run, before run ";
+    auto expect_gone = [&](const std::function<void(ws::TaskStream&)>& body, const char* what) {
+      try {
+        world->run(body);
+        ADD_FAILURE() << what << ": the run did not fail";
+      } catch (const weft::MessageError& e) {
+        EXPECT_TRUE(contains(e.what(), gone)) << what << ": " << e.what();
+      }
+    };
+    expect_gone([](ws::TaskStream& ts) { ts.barrier(); }, "a barrier");
+    expect_gone(
+        [](ws::TaskStream& ts) {
+          int v = 0;
+          ts.recv(ws::host(&v, 1), 2 + ts.local_index(), 0);
+        },
+        "a receive");
+    expect_gone(
+        [](ws::TaskStream& ts) {
+          std::vector<char> v(1 << 20, 'x');  // chunks of 4096 bytes, past MPI's own buffering
+          ts.send(ws::host(v.data(), v.size()), 2 + ts.local_index(), 0);
+        },
+        "a send");
+    EXPECT_TRUE(contains(world->errors().front(), gone + "4")) << world->errors().front();
+    world.reset();
+  }
+  ws::World next(options());
+  std::atomic<int> passed{0};
+  next.run([&](ws::TaskStream& ts) {
+    ts.barrier();
     passed.fetch_add(1);
   });
   EXPECT_EQ(passed.load(), kStreams);
