@@ -408,7 +408,7 @@ class MpiWorld final : public MpiTransport {
       if (!sending && all_accounted(world)) break;
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
-    end_barrier(world, problems);
+    end_barrier(problems);
   }
 
  private:
@@ -1186,7 +1186,7 @@ class MpiWorld final : public MpiTransport {
 
   // The processes' end of a run, as barrier()'s arrivals, so that a process that destroyed its
   // World before this run is left out and reported, not waited for.
-  void end_barrier(WorldCore& world, std::vector<std::string>& problems) {
+  void end_barrier(std::vector<std::string>& problems) {
     std::unique_ptr<Arrivals> arrivals;
     {
       std::lock_guard lock(mpi_lock());
@@ -1194,10 +1194,12 @@ class MpiWorld final : public MpiTransport {
     }
     std::vector<int> gone;
     for (;;) {
-      poll_notices(world);
       bool all = true;
       {
         std::lock_guard lock(mpi_lock());
+        // Closes only: every notice of this run is in (all_accounted), and one that arrives
+        // now is a faster process's next run's, for that run's begin_run not to forget.
+        take_closes();
         std::lock_guard news(news_mutex_);
         for (int p = 0; p < size_; ++p) {
           if (arrivals->test(p)) continue;

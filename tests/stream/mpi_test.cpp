@@ -285,3 +285,20 @@ TEST(StreamMpi, ARunThatAnotherProcessNeverMakesFailsNamingIt) {
   });
   EXPECT_EQ(passed.load(), kStreams);
 }
+
+// Runs in a row whose bodies end at once, every other one with a message: a process may start
+// the next run while the other is still ending this one (a stress loop; spec/world_close.pml
+// checks that the news of the next run is not taken for this one's).
+TEST(StreamMpi, ManyShortRunsInARowEachEndCleanly) {
+  ws::World world(options());
+  for (int run = 0; run < 200; ++run) {
+    world.run([&](ws::TaskStream& ts) {
+      if (run % 2 == 1 && ts.rank() == 0) ts.send(ws::host(&run, 1), 2, 0);
+      if (run % 2 == 1 && ts.rank() == 2) {
+        int v = -1;
+        ts.recv(ws::host(&v, 1), 0, 0);
+        EXPECT_EQ(v, run);
+      }
+    });
+  }
+}
