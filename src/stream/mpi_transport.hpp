@@ -21,7 +21,8 @@
 // A World that is destroyed tells every other process how many runs it made, and takes in
 // what they send until each has done the same. A process in a run the destroyed one never
 // made counts that process's streams as ended (having sent nothing, at no barrier) and fails
-// the run, naming it, instead of waiting; spec/world_close.pml models this.
+// the run, naming it, instead of waiting; spec/world_close.pml models this
+// (docs/decisions/048-world-close-handshake.md).
 #pragma once
 
 #include <memory>
@@ -70,7 +71,8 @@ class MpiTransport {
   virtual void barrier(WorldCore& world, StreamCore& stream, std::uint64_t generation) = 0;
   virtual void begin_run(WorldCore& world) = 0;
   /// After every local stream's thread has ended: finishes their sends, takes in what was sent
-  /// to them unreceived (each a problem), and waits for every process to get here.
+  /// to them unreceived (each a problem), and waits for every other process to get here (one
+  /// that destroyed its World before this run is left out, a problem too).
   virtual void end_run(WorldCore& world, std::vector<std::string>& problems) = 0;
 };
 
