@@ -12,10 +12,12 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "stream/stream_core.hpp"
@@ -35,6 +37,7 @@ constexpr int kNoticeTag = 1;   // a stream ended: what it sent, and to whom
 constexpr int kBarrierTag = 2;  // a process reached barrier (run, generation)
 constexpr int kEndTag = 3;      // a process reached the end of run `run`
 constexpr int kCloseTag = 4;    // a process destroyed its World after `runs` runs
+constexpr int kLastTag = 5;     // the last control message of a process closing its World
 constexpr int kSlots = 4;       // pinned slots a staged device message pipelines through
 constexpr std::size_t kHeadersPerBlock = 64;  // pinned headers are allocated this many at once
 
@@ -162,7 +165,9 @@ class MpiWorld final : public MpiTransport {
     if (finalized != 0) return;
     try {
       close();
-    } catch (const std::exception&) {  // an MPI error cannot be reported from a destructor
+    } catch (const std::exception& e) {  // a destructor cannot throw: say it where it shows
+      std::fprintf(stderr, "weft::stream::World (process %d): closing failed: %s\n", rank_,
+                   e.what());
     }
     for (void* slot : pool_) host_free(slot);
     for (Header* block : header_blocks_) host_free(block);
@@ -193,6 +198,20 @@ class MpiWorld final : public MpiTransport {
       }
     }
     chunk_ = chunk_bytes;
+    streams_ = streams;  // drain() decodes tags with it, even for a World that is never built
+  }
+
+  void agree_built(const std::string& error) override {
+    const int mine = error.empty() ? 1 : 0;
+    std::vector<int> all(static_cast<std::size_t>(size_));
+    check(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, control_), "MPI_Allgather");
+    if (!error.empty()) return;  // the caller throws its own error
+    for (int p = 0; p < size_; ++p) {
+      if (all[static_cast<std::size_t>(p)] == 0) {
+        throw InvalidState("weft::stream::World: process " + std::to_string(p) +
+                           " could not build its part of the World (its own error says why)");
+      }
+    }
   }
 
   int max_user_tag(int streams) const noexcept override {
@@ -759,6 +778,14 @@ class MpiWorld final : public MpiTransport {
       if (test_all(st.requests) && slots_sent(st)) fail(op, st.own_error);
       return;
     }
+    if (st.stage == MpiState::Stage::Queued) {
+      const std::string gone = gone_reason(dest);
+      if (!gone.empty()) {
+        fail(op, rank_name(op.self) + " sends a message (tag " + std::to_string(op.tag) + ") to " +
+                     rank_name(op.peer) + ", whose " + gone);
+        return;
+      }
+    }
     if (st.stage == MpiState::Stage::Queued && offer_ipc(stream, op, dest)) return;
     if (st.stage == MpiState::Stage::IpcReply) {
       if (!ipc_reply_arrived(op)) return;
@@ -1083,6 +1110,14 @@ class MpiWorld final : public MpiTransport {
       MPI_Status status;
       check(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, data_, &flag, &status), "MPI_Iprobe");
       if (flag == 0) return;
+      if (status.MPI_TAG == last_data_tag()) {  // a process closing its World sends no more
+        long long runs = 0;
+        check(MPI_Recv(&runs, 1, MPI_LONG_LONG, status.MPI_SOURCE, status.MPI_TAG, data_,
+                       MPI_STATUS_IGNORE),
+              "MPI_Recv");
+        last_data_.insert(status.MPI_SOURCE);
+        continue;
+      }
       const Decoded d = decode(status.MPI_TAG);
       if (d.kind != kHeader) {  // a payload whose header a stream took before it ended: let it go
         int count = 0;
@@ -1146,6 +1181,19 @@ class MpiWorld final : public MpiTransport {
     }
     Arrivals(const Arrivals&) = delete;
     Arrivals& operator=(const Arrivals&) = delete;
+    // An exchange left on an error: its receives are cancelled and its sends (a word or two
+    // each, eager) waited for, so that MPI writes and reads no freed memory. Takes the MPI lock.
+    ~Arrivals() {
+      std::lock_guard lock(mpi_lock());
+      for (MPI_Request& r : recvs_) {
+        if (r == MPI_REQUEST_NULL) continue;
+        MPI_Cancel(&r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+      }
+      for (MPI_Request& r : sends_) {
+        if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
+      }
+    }
 
     // True once `p`'s arrival is in (or skipped).
     bool test(int p) {
@@ -1241,55 +1289,85 @@ class MpiWorld final : public MpiTransport {
 
   // Destroying the World: tells every other process how many runs this one made, then takes
   // in (and drops) whatever they send until each has said the same. A process still running a
-  // run this one did not make so fails it (its streams' receives from here fail, its barriers
-  // and its end of the run leave this process out) instead of waiting, and its sends here
-  // complete; and no process frees its communicators while another may still send to it.
+  // run this one did not make so fails it (its receives from here and its sends not yet under
+  // way fail, its barriers fail, its end of the run leaves this process out) instead of
+  // waiting, and its sends already under way complete. Each process's last messages, one on
+  // each communicator behind everything else it sent there, tell that nothing more comes: no
+  // message is left in flight to a communicator that is freed.
   void close() {
     const long long runs = run_;
-    std::vector<MPI_Request> sends;
+    std::vector<MPI_Request> sends(static_cast<std::size_t>(3 * (size_ - 1)), MPI_REQUEST_NULL);
     {
       std::lock_guard lock(mpi_lock());
+      std::size_t k = 0;
       for (int p = 0; p < size_; ++p) {
         if (p == rank_) continue;
-        MPI_Request r = MPI_REQUEST_NULL;
-        check(MPI_Isend(&runs, 1, MPI_LONG_LONG, p, kCloseTag, control_, &r), "MPI_Isend");
-        sends.push_back(r);
+        check(MPI_Isend(&runs, 1, MPI_LONG_LONG, p, kCloseTag, control_, &sends[k++]), "MPI_Isend");
+        check(MPI_Isend(&runs, 1, MPI_LONG_LONG, p, kLastTag, control_, &sends[k++]), "MPI_Isend");
+        check(MPI_Isend(&runs, 1, MPI_LONG_LONG, p, last_data_tag(), data_, &sends[k++]),
+              "MPI_Isend");
       }
     }
     std::vector<std::string> dropped;
+    const auto start = std::chrono::steady_clock::now();
+    bool said = false;
     for (;;) {
       {
         std::lock_guard lock(mpi_lock());
-        take_closes();
-        drop_control_messages();
+        take_control_in_order();
       }
       drain(dropped);
       dropped.clear();
-      {
-        std::lock_guard news(news_mutex_);
-        if (closed_.size() == static_cast<std::size_t>(size_ - 1)) break;
+      const std::string waiting = processes_not_closed();
+      if (waiting.empty()) break;
+      if (!said && std::chrono::steady_clock::now() - start > kCloseWarning) {
+        std::fprintf(stderr,
+                     "weft::stream::World (process %d): destroying the World waits for "
+                     "process(es) %s to destroy theirs (every process destroys its Worlds, in "
+                     "the same order)\n",
+                     rank_, waiting.c_str());
+        said = true;
       }
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
     wait_all(sends);
   }
+  static constexpr std::chrono::seconds kCloseWarning{10};
 
-  // Receives and drops every control message but closes: news of streams, barrier and end
-  // arrivals that no run of this World will wait for again (under the MPI lock).
-  void drop_control_messages() {
+  // Takes in every control message that has arrived, in each sender's order (under the MPI
+  // lock): a close is booked, a last message too, the rest (news of streams, barrier and end
+  // arrivals no run of this World will wait for again) dropped.
+  void take_control_in_order() {
     for (;;) {
       int flag = 0;
       MPI_Status status;
       check(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, control_, &flag, &status), "MPI_Iprobe");
-      if (flag == 0 || status.MPI_TAG == kCloseTag) return;  // take_closes' next round
+      if (flag == 0) return;
       int count = 0;
       MPI_Get_count(&status, MPI_LONG_LONG, &count);
-      std::vector<long long> sink(static_cast<std::size_t>(count));
-      check(MPI_Recv(sink.data(), count, MPI_LONG_LONG, status.MPI_SOURCE, status.MPI_TAG, control_,
-                     MPI_STATUS_IGNORE),
+      std::vector<long long> message(static_cast<std::size_t>(count));
+      check(MPI_Recv(message.data(), count, MPI_LONG_LONG, status.MPI_SOURCE, status.MPI_TAG,
+                     control_, MPI_STATUS_IGNORE),
             "MPI_Recv");
+      if (status.MPI_TAG == kCloseTag) {
+        std::lock_guard news(news_mutex_);
+        closed_[status.MPI_SOURCE] = message.at(0);
+      }
+      if (status.MPI_TAG == kLastTag) last_control_.insert(status.MPI_SOURCE);
     }
   }
+
+  // The processes whose last messages have not both come, as "1, 3" (empty: none).
+  [[nodiscard]] std::string processes_not_closed() const {
+    std::string waiting;
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_ || (last_control_.contains(p) && last_data_.contains(p))) continue;
+      waiting += (waiting.empty() ? "" : ", ") + std::to_string(p);
+    }
+    return waiting;
+  }
+  // The data tag of a process's last message: tag_ub_, above every channel's (max_user_tag).
+  [[nodiscard]] int last_data_tag() const noexcept { return tag_ub_; }
 
   // Whether `process` destroyed its World before this run (under the news lock).
   [[nodiscard]] bool is_gone(int process) const {
@@ -1305,6 +1383,11 @@ class MpiWorld final : public MpiTransport {
       end.ended = true;
     }
   }
+  // gone_text for `process` if its World is gone before this run, else empty.
+  std::string gone_reason(int process) {
+    std::lock_guard news(news_mutex_);
+    return is_gone(process) ? gone_text(process, closed_.at(process)) : std::string();
+  }
   [[nodiscard]] std::string gone_text(int process, long long runs) const {
     return "process " + std::to_string(process) + " destroyed its World after " +
            std::to_string(runs) + (runs == 1 ? " run" : " runs") + ", before run " +
@@ -1313,14 +1396,10 @@ class MpiWorld final : public MpiTransport {
   // Why a receive from a remote stream fails: its stream ended without sending it, or its
   // process's World is gone.
   std::string no_message_text(const Operation& op) {
-    std::string why = "which ended without sending it";
-    {
-      std::lock_guard news(news_mutex_);
-      const int process = process_of(op.peer);
-      if (is_gone(process)) why = "whose " + gone_text(process, closed_.at(process));
-    }
+    const std::string gone = gone_reason(process_of(op.peer));
     return rank_name(op.self) + " waits for a message (tag " + std::to_string(op.tag) + ") from " +
-           rank_name(op.peer) + ", " + why;
+           rank_name(op.peer) + ", " +
+           (gone.empty() ? "which ended without sending it" : "whose " + gone);
   }
 
   // Every other process's streams have ended, and each message they sent here has been
@@ -1363,6 +1442,8 @@ class MpiWorld final : public MpiTransport {
   std::mutex news_mutex_;
   std::map<int, RemoteEnd> remote_;
   std::map<int, long long> closed_;  // process -> the runs it made before destroying its World
+  std::set<int> last_control_;       // processes whose last control message has come
+  std::set<int> last_data_;          // processes whose last data message has come
   std::map<std::tuple<int, int, int>, std::uint64_t> drained_;  // (from, to, tag) -> messages
 };
 

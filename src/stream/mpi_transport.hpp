@@ -20,8 +20,9 @@
 //
 // A World that is destroyed tells every other process how many runs it made, and takes in
 // what they send until each has done the same. A process in a run the destroyed one never
-// made counts that process's streams as ended (having sent nothing, at no barrier) and fails
-// the run, naming it, instead of waiting; spec/world_close.pml models this
+// made counts that process's streams as ended (having sent nothing, at no barrier): its
+// receives from them, sends to them and barriers fail, and the run fails, naming it, instead
+// of waiting; spec/world_close.pml models this
 // (docs/decisions/048-world-close-handshake.md).
 #pragma once
 
@@ -52,6 +53,9 @@ class MpiTransport {
   [[nodiscard]] virtual bool cuda_aware() const noexcept = 0;
   /// Throws weft::MessageError naming the values when the processes' options differ.
   virtual void check_agreement(int streams, std::size_t chunk_bytes, std::size_t eager_bytes) = 0;
+  /// Every process says whether it built its part of the World (`error` empty) or not; throws
+  /// weft::InvalidState naming a process that did not, where this one did. Collective.
+  virtual void agree_built(const std::string& error) = 0;
   [[nodiscard]] virtual int max_user_tag(int streams) const noexcept = 0;
   virtual void attach(WorldCore& world) = 0;
 

@@ -88,6 +88,26 @@ WorldCore::WorldCore(WorldOptions options) : options_(std::move(options)) {
   } else {
     max_tag_ = INT_MAX - 3;
   }
+  if (!mpi_) {
+    build_streams();
+    return;
+  }
+  // Every process builds its part, then all agree: a process that failed throws its own error
+  // and the others one naming it, together, so that none goes on to runs or collectives that
+  // the failed one never joins.
+  std::string error;
+  try {
+    build_streams();
+  } catch (const std::exception& e) {
+    error = e.what();
+    mpi_->agree_built(error);
+    throw;
+  }
+  mpi_->agree_built(error);
+  mpi_->attach(*this);
+}
+
+void WorldCore::build_streams() {
   make_devices();
   ended_ = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(streams_));
   for (int i = 0; i < streams_; ++i) {
@@ -96,7 +116,6 @@ WorldCore::WorldCore(WorldOptions options) : options_(std::move(options)) {
     DeviceInfo info{device.is_host(), i, device.ordinal(), device.name()};
     streams_core_.push_back(std::make_unique<StreamCore>(*this, i, device, std::move(info)));
   }
-  if (mpi_) mpi_->attach(*this);
 }
 
 WorldCore::~WorldCore() {

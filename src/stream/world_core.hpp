@@ -86,6 +86,8 @@ class WorldCore {
 
  private:
   void make_devices();
+  // The devices, the streams and their mailboxes.
+  void build_streams();
   void stream_ended(StreamCore& stream);
   void fail_barrier_waiters_locked();
   [[nodiscard]] std::string barrier_blocker_locked(std::uint64_t generation) const;

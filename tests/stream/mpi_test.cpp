@@ -244,8 +244,8 @@ TEST(StreamMpi, AFailedBarrierLeavesTheNextRunsBarriersWhole) {
 
 // Process 1 destroys its World after one run; process 0 runs three more, each failing with an
 // error that names process 1 rather than waiting for it: a barrier, a receive from it, and a
-// send to it too large for MPI to buffer (which process 1 takes in as it closes). Both
-// Worlds' destructions end, and the next World of the two processes works.
+// send to it too large for MPI to buffer. Both Worlds' destructions end, and the next World of
+// the two processes works.
 TEST(StreamMpi, ARunThatAnotherProcessNeverMakesFailsNamingIt) {
   auto world = std::make_unique<ws::World>(options(4096));
   world->run([](ws::TaskStream& ts) { ts.barrier(); });
@@ -301,4 +301,33 @@ TEST(StreamMpi, ManyShortRunsInARowEachEndCleanly) {
       }
     });
   }
+}
+
+// A process that cannot build its part of a World (here: a GPU that is not there) throws its own
+// error, and the others one naming it, together; the next World of the two processes works.
+TEST(StreamMpi, AWorldThatOneProcessCannotBuildFailsOnEveryProcess) {
+  ws::World probe(options());
+  const int process = probe.process_rank();
+  ws::WorldOptions o = options();
+  if (process == 0) {
+    o.device = ws::DeviceChoice::Cuda;
+    o.gpus = {99};
+  }
+  try {
+    ws::World world(o);
+    ADD_FAILURE() << "process " << process << " built a World that process 0 could not";
+  } catch (const weft::InvalidState& e) {
+    if (process == 1) {
+      EXPECT_TRUE(contains(e.what(), "process 0 could not build its part of the World"))
+          << e.what();
+    }
+  } catch (const weft::InvalidArgument& e) {
+    EXPECT_EQ(process, 0) << e.what();  // "gpus names GPU 99", where there are GPUs
+  }
+  std::atomic<int> passed{0};
+  probe.run([&](ws::TaskStream& ts) {
+    ts.barrier();
+    passed.fetch_add(1);
+  });
+  EXPECT_EQ(passed.load(), kStreams);
 }
