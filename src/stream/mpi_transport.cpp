@@ -201,11 +201,11 @@ class MpiWorld final : public MpiTransport {
     streams_ = streams;  // drain() decodes tags with it, even for a World that is never built
   }
 
-  void agree_built(const std::string& error) override {
-    const int mine = error.empty() ? 1 : 0;
+  void agree_built(bool built) override {
+    const int mine = built ? 1 : 0;
     std::vector<int> all(static_cast<std::size_t>(size_));
     check(MPI_Allgather(&mine, 1, MPI_INT, all.data(), 1, MPI_INT, control_), "MPI_Allgather");
-    if (!error.empty()) return;  // the caller throws its own error
+    if (!built) return;  // the caller throws its own error
     for (int p = 0; p < size_; ++p) {
       if (all[static_cast<std::size_t>(p)] == 0) {
         throw InvalidState("weft::stream::World: process " + std::to_string(p) +
@@ -216,7 +216,9 @@ class MpiWorld final : public MpiTransport {
 
   int max_user_tag(int streams) const noexcept override {
     const long long per_tag = 3LL * streams * streams;
-    return static_cast<int>((static_cast<long long>(tag_ub_) + 1) / per_tag) - 3;
+    // From tag_ub_, not tag_ub_ + 1: every channel's tag then stays below tag_ub_, the tag of
+    // a closing process's last data message (last_data_tag).
+    return static_cast<int>(static_cast<long long>(tag_ub_) / per_tag) - 3;
   }
 
   void attach(WorldCore& world) override {
@@ -413,19 +415,25 @@ class MpiWorld final : public MpiTransport {
   void end_run(WorldCore& world, std::vector<std::string>& problems) override {
     // The streams' threads have ended: their sends still in flight are this thread's to finish
     // now, while it takes in what was sent to them (two processes whose streams both left
-    // sends unreceived finish here, each draining the other's).
-    for (;;) {
-      poll_notices(world);
-      drain(problems);
-      bool sending = false;
-      for (int i = 0; i < world.streams(); ++i) {
-        StreamCore& s = world.stream(i);
-        if (s.mpi_ops().empty()) continue;
-        progress(s);
-        sending = sending || !s.mpi_ops().empty();
+    // sends unreceived finish here, each draining the other's). The end exchange comes
+    // whatever happens before it: a process that skipped it would leave the others waiting
+    // there, and its close (after as many runs) would not free them.
+    try {
+      for (;;) {
+        poll_notices(world);
+        drain(problems);
+        bool sending = false;
+        for (int i = 0; i < world.streams(); ++i) {
+          StreamCore& s = world.stream(i);
+          if (s.mpi_ops().empty()) continue;
+          progress(s);
+          sending = sending || !s.mpi_ops().empty();
+        }
+        if (!sending && all_accounted(world)) break;
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
       }
-      if (!sending && all_accounted(world)) break;
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    } catch (const std::exception& e) {
+      problems.push_back(std::string("ending the run failed: ") + e.what());
     }
     end_barrier(problems);
   }
@@ -1442,8 +1450,10 @@ class MpiWorld final : public MpiTransport {
   std::mutex news_mutex_;
   std::map<int, RemoteEnd> remote_;
   std::map<int, long long> closed_;  // process -> the runs it made before destroying its World
-  std::set<int> last_control_;       // processes whose last control message has come
-  std::set<int> last_data_;          // processes whose last data message has come
+  // Processes whose last control / data message has come (the thread that runs and destroys
+  // the World only: drain, close).
+  std::set<int> last_control_;
+  std::set<int> last_data_;
   std::map<std::tuple<int, int, int>, std::uint64_t> drained_;  // (from, to, tag) -> messages
 };
 

@@ -53,9 +53,9 @@ class MpiTransport {
   [[nodiscard]] virtual bool cuda_aware() const noexcept = 0;
   /// Throws weft::MessageError naming the values when the processes' options differ.
   virtual void check_agreement(int streams, std::size_t chunk_bytes, std::size_t eager_bytes) = 0;
-  /// Every process says whether it built its part of the World (`error` empty) or not; throws
-  /// weft::InvalidState naming a process that did not, where this one did. Collective.
-  virtual void agree_built(const std::string& error) = 0;
+  /// Every process says whether it built its part of the World; throws weft::InvalidState
+  /// naming a process that did not, where this one did. Collective.
+  virtual void agree_built(bool built) = 0;
   [[nodiscard]] virtual int max_user_tag(int streams) const noexcept = 0;
   virtual void attach(WorldCore& world) = 0;
 

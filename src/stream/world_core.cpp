@@ -95,15 +95,17 @@ WorldCore::WorldCore(WorldOptions options) : options_(std::move(options)) {
   // Every process builds its part, then all agree: a process that failed throws its own error
   // and the others one naming it, together, so that none goes on to runs or collectives that
   // the failed one never joins.
-  std::string error;
   try {
     build_streams();
-  } catch (const std::exception& e) {
-    error = e.what();
-    mpi_->agree_built(error);
+  } catch (...) {
+    try {
+      mpi_->agree_built(false);
+    } catch (...) {  // the build's own error is the one to report
+    }
+    mpi_.reset();  // closes the transport while the devices it may use are still there
     throw;
   }
-  mpi_->agree_built(error);
+  mpi_->agree_built(true);
   mpi_->attach(*this);
 }
 
