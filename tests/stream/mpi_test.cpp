@@ -331,3 +331,24 @@ TEST(StreamMpi, AWorldThatOneProcessCannotBuildFailsOnEveryProcess) {
   });
   EXPECT_EQ(passed.load(), kStreams);
 }
+
+// Both processes leave a staged message of many chunks unreceived, each to the other: each
+// takes in the other's while its own goes out chunk by chunk through its pinned slots.
+TEST(StreamMpi, StagedMessagesNobodyReceivesAreTakenInBothWays) {
+  ws::World world(options(4096));
+  bool threw = false;
+  try {
+    world.run([](ws::TaskStream& ts) {
+      if (ts.local_index() != 0) return;
+      constexpr std::size_t n = 16 * 4096;  // 16 chunks, more than the pinned slots
+      ws::DeviceBytes d = ts.allocate(n);
+      std::fill_n(static_cast<char*>(d.data()), n, 'z');
+      ts.isend(ws::device(static_cast<char*>(d.data()), n), ts.size() - 2 - ts.rank(), 5);
+    });
+  } catch (const weft::MessageError& e) {
+    threw = true;
+    EXPECT_TRUE(contains(e.what(), "ended without receiving it")) << e.what();
+  }
+  EXPECT_TRUE(threw);
+  world.run([](ws::TaskStream& ts) { ts.barrier(); });
+}
