@@ -198,7 +198,9 @@ class MpiWorld final : public MpiTransport {
       }
     }
     chunk_ = chunk_bytes;
-    streams_ = streams;  // drain() decodes tags with it, even for a World that is never built
+    // drain() decodes tags with it, even for a World that is never built (none is decoded
+    // where the count is out of range: nothing was sent).
+    if (streams > 0) streams_ = streams;
   }
 
   void agree_built(bool built) override {

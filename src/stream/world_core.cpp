@@ -64,22 +64,44 @@ void staged_copy(const Operation& send, const Operation& recv, std::size_t chunk
 
 }  // namespace
 
-WorldCore::WorldCore(WorldOptions options) : options_(std::move(options)) {
-  if (options_.streams_per_process < 1 || options_.streams_per_process > 1024) {
-    throw InvalidArgument("weft::stream::World: streams_per_process must be in 1..1024, not " +
-                          std::to_string(options_.streams_per_process));
+namespace {
+
+// Why the options' streams or chunk size are out of range, or empty.
+std::string range_error(const WorldOptions& o) {
+  if (o.streams_per_process < 1 || o.streams_per_process > 1024) {
+    return "weft::stream::World: streams_per_process must be in 1..1024, not " +
+           std::to_string(o.streams_per_process);
   }
   // At most 2^30: MPI counts a chunk in an int, and a larger one would be cut short.
-  if (options_.chunk_bytes < 4096 || options_.chunk_bytes > (std::size_t{1} << 30)) {
-    throw InvalidArgument("weft::stream::World: chunk_bytes must be in 4096..1073741824, not " +
-                          std::to_string(options_.chunk_bytes));
+  if (o.chunk_bytes < 4096 || o.chunk_bytes > (std::size_t{1} << 30)) {
+    return "weft::stream::World: chunk_bytes must be in 4096..1073741824, not " +
+           std::to_string(o.chunk_bytes);
   }
+  return {};
+}
+
+}  // namespace
+
+WorldCore::WorldCore(WorldOptions options) : options_(std::move(options)) {
+  // Checked after the processes compare their options, not before: a process whose options
+  // are out of range would otherwise throw alone while the others wait in the transport's
+  // collectives. Where they differ, this process throws its range error and the others the
+  // comparison's.
+  const std::string out_of_range = range_error(options_);
   streams_ = options_.streams_per_process;
   mpi_ = MpiTransport::create(options_.mpi);
   if (mpi_) {
     processes_ = mpi_->size();
     process_rank_ = mpi_->rank();
-    mpi_->check_agreement(streams_, options_.chunk_bytes, options_.eager_bytes);
+    try {
+      mpi_->check_agreement(streams_, options_.chunk_bytes, options_.eager_bytes);
+    } catch (const MessageError&) {
+      if (!out_of_range.empty()) throw InvalidArgument(out_of_range);
+      throw;
+    }
+  }
+  if (!out_of_range.empty()) throw InvalidArgument(out_of_range);
+  if (mpi_) {
     max_tag_ = mpi_->max_user_tag(streams_);
     if (max_tag_ < 0) {
       throw InvalidArgument("weft::stream::World: " + std::to_string(streams_) +

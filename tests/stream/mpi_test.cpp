@@ -343,7 +343,9 @@ TEST(StreamMpi, StagedMessagesNobodyReceivesAreTakenInBothWays) {
       constexpr std::size_t n = 16 * 4096;  // 16 chunks, more than the pinned slots
       ws::DeviceBytes d = ts.allocate(n);
       std::fill_n(static_cast<char*>(d.data()), n, 'z');
-      ts.isend(ws::device(static_cast<char*>(d.data()), n), ts.size() - 2 - ts.rank(), 5);
+      // Left in flight: the end of the run finishes it.
+      [[maybe_unused]] const ws::Request r =
+          ts.isend(ws::device(static_cast<char*>(d.data()), n), ts.size() - 2 - ts.rank(), 5);
     });
   } catch (const weft::MessageError& e) {
     threw = true;
@@ -351,4 +353,29 @@ TEST(StreamMpi, StagedMessagesNobodyReceivesAreTakenInBothWays) {
   }
   EXPECT_TRUE(threw);
   world.run([](ws::TaskStream& ts) { ts.barrier(); });
+}
+
+// Options out of range on one process only: that process throws its range error, the other the
+// comparison's naming it, and neither waits for the other; the next World works.
+TEST(StreamMpi, OptionsOutOfRangeOnOneProcessFailEveryProcess) {
+  ws::World probe(options());
+  const int process = probe.process_rank();
+  ws::WorldOptions o = options();
+  if (process == 0) o.streams_per_process = 0;
+  try {
+    ws::World world(o);
+    ADD_FAILURE() << "process " << process << " built a World with process 0's options";
+  } catch (const weft::InvalidArgument& e) {
+    EXPECT_EQ(process, 0) << e.what();
+    EXPECT_TRUE(contains(e.what(), "streams_per_process must be in 1..1024, not 0")) << e.what();
+  } catch (const weft::MessageError& e) {
+    EXPECT_NE(process, 0) << e.what();
+    EXPECT_TRUE(contains(e.what(), "process 0 has streams_per_process = 0")) << e.what();
+  }
+  std::atomic<int> passed{0};
+  probe.run([&](ws::TaskStream& ts) {
+    ts.barrier();
+    passed.fetch_add(1);
+  });
+  EXPECT_EQ(passed.load(), kStreams);
 }
