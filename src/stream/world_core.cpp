@@ -117,6 +117,8 @@ WorldCore::WorldCore(WorldOptions options) : options_(std::move(options)) {
   // Every process builds its part, then all agree: a process that failed throws its own error
   // and the others one naming it, together, so that none goes on to runs or collectives that
   // the failed one never joins.
+  // Where any process failed, the transport closes here, while the devices it may use are
+  // still there (members would go in the other order).
   try {
     build_streams();
   } catch (...) {
@@ -124,10 +126,15 @@ WorldCore::WorldCore(WorldOptions options) : options_(std::move(options)) {
       mpi_->agree_built(false);
     } catch (...) {  // the build's own error is the one to report
     }
-    mpi_.reset();  // closes the transport while the devices it may use are still there
+    mpi_.reset();
     throw;
   }
-  mpi_->agree_built(true);
+  try {
+    mpi_->agree_built(true);
+  } catch (...) {
+    mpi_.reset();
+    throw;
+  }
   mpi_->attach(*this);
 }
 
