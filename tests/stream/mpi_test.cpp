@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "stream_test_support.hpp"
@@ -378,4 +380,32 @@ TEST(StreamMpi, OptionsOutOfRangeOnOneProcessFailEveryProcess) {
     passed.fetch_add(1);
   });
   EXPECT_EQ(passed.load(), kStreams);
+}
+
+// A receive already waiting when the news comes that its sender's process destroyed its World
+// (after one run fewer) fails then, naming that process.
+TEST(StreamMpi, AReceiveWaitingWhenItsSendersProcessClosesFails) {
+  auto world = std::make_unique<ws::World>(options());
+  world->run([](ws::TaskStream& ts) { ts.barrier(); });
+  if (world->process_rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // process 0's receive waits
+    world.reset();
+  } else {
+    try {
+      world->run([](ws::TaskStream& ts) {
+        if (ts.local_index() != 0) return;
+        int v = 0;
+        ts.recv(ws::host(&v, 1), 2, 0);
+      });
+      ADD_FAILURE() << "the run did not fail";
+    } catch (const weft::MessageError& e) {
+      EXPECT_TRUE(contains(e.what(),
+                           "rank 0 waits for a message (tag 0) from rank 2, whose "
+                           "process 1 destroyed its World after 1 run, before run 2"))
+          << e.what();
+    }
+    world.reset();
+  }
+  ws::World next(options());
+  next.run([](ws::TaskStream& ts) { ts.barrier(); });
 }
