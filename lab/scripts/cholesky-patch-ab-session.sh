@@ -13,8 +13,6 @@
 set -uo pipefail
 source lab/scripts/session-lib.sh
 start_session
-t0=$(date +%s)
-at() { echo "== $1 (at $(($(date +%s) - t0)) s)"; }
 patches=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   patches+=("$(realpath "$1")")

@@ -11,8 +11,6 @@
 set -uo pipefail
 source lab/scripts/session-lib.sh
 start_session
-t0=$(date +%s)
-at() { echo "== $1 (at $(($(date +%s) - t0)) s)"; }
 applied=()
 stamp=$(mktemp)
 restore() {

@@ -4,11 +4,15 @@
 # into $out/session.tar.gz when the script exits (the device tool brings back eight files at
 # most, so each step writes into $work).
 start_session() {
+  session_t0=$(date +%s)
   out=${OUT:-session-out}
   mkdir -p "$out"
   work=$(mktemp -d)
   trap 'tar czf "$out/session.tar.gz" -C "$work" .' EXIT
 }
+
+# at TEXT: a step's heading, with the seconds since start_session.
+at() { echo "== $1 (at $(($(date +%s) - session_t0)) s)"; }
 
 # split_tail_ab WEFT ROUNDS APP...: `weft bench split --only APP...` with idle cores taking the
 # tail and without, alternated, ROUNDS rounds, each run with tables of its own (so that every

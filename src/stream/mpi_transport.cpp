@@ -17,6 +17,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -325,17 +326,8 @@ class MpiWorld final : public MpiTransport {
     bool changed = false;
     {
       std::lock_guard lock(mpi_lock());
-      for (;;) {
-        int flag = 0;
-        MPI_Status status;
-        check(MPI_Iprobe(MPI_ANY_SOURCE, kNoticeTag, control_, &flag, &status), "MPI_Iprobe");
-        if (flag == 0) break;
-        int count = 0;
-        MPI_Get_count(&status, MPI_LONG_LONG, &count);
-        std::vector<long long> notice(static_cast<std::size_t>(count));
-        check(MPI_Recv(notice.data(), count, MPI_LONG_LONG, status.MPI_SOURCE, kNoticeTag, control_,
-                       MPI_STATUS_IGNORE),
-              "MPI_Recv");
+      while (const auto message = take_control(kNoticeTag)) {
+        const std::vector<long long>& notice = message->words;
         std::lock_guard news(news_mutex_);
         RemoteEnd& end = remote_[static_cast<int>(notice[0])];
         end.ended = true;
@@ -377,14 +369,7 @@ class MpiWorld final : public MpiTransport {
       if (!stream.mpi_ops().empty()) progress(stream);  // its sends may be what others wait for
       poll_notices(world);
       const std::string blocker = barrier_blocker(generation);
-      if (!blocker.empty()) {
-        {
-          std::lock_guard lock(mpi_lock());
-          for (int p = 0; p < size_; ++p) arrivals->skip(p);
-        }
-        wait_all(arrivals->take_sends());  // 16 bytes each: sent eagerly
-        throw MessageError(blocker);
-      }
+      if (!blocker.empty()) throw MessageError(blocker);  // ~Arrivals ends the exchange
     }
     wait_all(arrivals->take_sends());
   }
@@ -394,7 +379,7 @@ class MpiWorld final : public MpiTransport {
   std::string barrier_blocker(std::uint64_t generation) {
     std::lock_guard news(news_mutex_);
     for (const auto& [process, runs] : closed_) {
-      if (runs < run_) return gone_text(process, runs);
+      if (runs < run_) return gone_text(process);
     }
     for (const auto& [rank, end] : remote_) {
       if (end.ended && end.barriers <= generation) {
@@ -1191,8 +1176,9 @@ class MpiWorld final : public MpiTransport {
     }
     Arrivals(const Arrivals&) = delete;
     Arrivals& operator=(const Arrivals&) = delete;
-    // An exchange left on an error: its receives are cancelled and its sends (a word or two
-    // each, eager) waited for, so that MPI writes and reads no freed memory. Takes the MPI lock.
+    // An exchange left unfinished (a barrier that cannot complete, an error): its receives are
+    // cancelled and its sends (a word or two each, eager) waited for, so that MPI writes and
+    // reads no freed memory. Takes the MPI lock.
     ~Arrivals() {
       std::lock_guard lock(mpi_lock());
       for (MPI_Request& r : recvs_) {
@@ -1274,27 +1260,48 @@ class MpiWorld final : public MpiTransport {
     }
     wait_all(arrivals->take_sends());  // eager; a gone process takes them in as it closes
     std::lock_guard news(news_mutex_);
-    for (int p : gone) problems.push_back(gone_text(p, closed_.at(p)));
+    for (int p : gone) problems.push_back(gone_text(p));
   }
 
   // Takes in the other processes' news that their World is gone (under the MPI lock); true
   // when there was any.
   bool take_closes() {
     bool any = false;
-    for (;;) {
-      int flag = 0;
-      MPI_Status status;
-      check(MPI_Iprobe(MPI_ANY_SOURCE, kCloseTag, control_, &flag, &status), "MPI_Iprobe");
-      if (flag == 0) return any;
-      long long runs = 0;
-      check(MPI_Recv(&runs, 1, MPI_LONG_LONG, status.MPI_SOURCE, kCloseTag, control_,
-                     MPI_STATUS_IGNORE),
-            "MPI_Recv");
-      std::lock_guard news(news_mutex_);
-      closed_[status.MPI_SOURCE] = runs;
-      if (runs < run_) mark_gone(status.MPI_SOURCE);
+    while (const auto message = take_control(kCloseTag)) {
+      book_close(message->source, message->words.at(0));
       any = true;
     }
+    return any;
+  }
+  // `process` destroyed its World after `runs` runs: gone from this run on, if it did not
+  // make it.
+  void book_close(int process, long long runs) {
+    std::lock_guard news(news_mutex_);
+    closed_[process] = runs;
+    if (runs < run_) mark_gone(process);
+  }
+
+  // A control message: who sent it, its tag and its words.
+  struct ControlMessage {
+    int source = 0;
+    int tag = 0;
+    std::vector<long long> words;
+  };
+  // The next control message with `tag` (MPI_ANY_TAG: any, in each sender's order) if one has
+  // arrived (under the MPI lock).
+  std::optional<ControlMessage> take_control(int tag) {
+    int flag = 0;
+    MPI_Status status;
+    check(MPI_Iprobe(MPI_ANY_SOURCE, tag, control_, &flag, &status), "MPI_Iprobe");
+    if (flag == 0) return std::nullopt;
+    int count = 0;
+    MPI_Get_count(&status, MPI_LONG_LONG, &count);
+    ControlMessage m{status.MPI_SOURCE, status.MPI_TAG,
+                     std::vector<long long>(static_cast<std::size_t>(count))};
+    check(MPI_Recv(m.words.data(), count, MPI_LONG_LONG, m.source, m.tag, control_,
+                   MPI_STATUS_IGNORE),
+          "MPI_Recv");
+    return m;
   }
 
   // Destroying the World: tells every other process how many runs this one made, then takes
@@ -1348,22 +1355,9 @@ class MpiWorld final : public MpiTransport {
   // lock): a close is booked, a last message too, the rest (news of streams, barrier and end
   // arrivals no run of this World will wait for again) dropped.
   void take_control_in_order() {
-    for (;;) {
-      int flag = 0;
-      MPI_Status status;
-      check(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, control_, &flag, &status), "MPI_Iprobe");
-      if (flag == 0) return;
-      int count = 0;
-      MPI_Get_count(&status, MPI_LONG_LONG, &count);
-      std::vector<long long> message(static_cast<std::size_t>(count));
-      check(MPI_Recv(message.data(), count, MPI_LONG_LONG, status.MPI_SOURCE, status.MPI_TAG,
-                     control_, MPI_STATUS_IGNORE),
-            "MPI_Recv");
-      if (status.MPI_TAG == kCloseTag) {
-        std::lock_guard news(news_mutex_);
-        closed_[status.MPI_SOURCE] = message.at(0);
-      }
-      if (status.MPI_TAG == kLastTag) last_control_.insert(status.MPI_SOURCE);
+    while (const auto message = take_control(MPI_ANY_TAG)) {
+      if (message->tag == kCloseTag) book_close(message->source, message->words.at(0));
+      if (message->tag == kLastTag) last_control_.insert(message->source);
     }
   }
 
@@ -1396,9 +1390,11 @@ class MpiWorld final : public MpiTransport {
   // gone_text for `process` if its World is gone before this run, else empty.
   std::string gone_reason(int process) {
     std::lock_guard news(news_mutex_);
-    return is_gone(process) ? gone_text(process, closed_.at(process)) : std::string();
+    return is_gone(process) ? gone_text(process) : std::string();
   }
-  [[nodiscard]] std::string gone_text(int process, long long runs) const {
+  // Why `process` takes no part in this run (under the news lock; it closed).
+  [[nodiscard]] std::string gone_text(int process) const {
+    const long long runs = closed_.at(process);
     return "process " + std::to_string(process) + " destroyed its World after " +
            std::to_string(runs) + (runs == 1 ? " run" : " runs") + ", before run " +
            std::to_string(run_) + " (every process must call World::run as many times)";

@@ -35,6 +35,17 @@ ws::WorldOptions options(std::size_t chunk = 64 * 1024) {
   return o;
 }
 
+// Runs `barriers` barriers on every stream of `world` and checks that every stream got past
+// them: the processes' Worlds are in step.
+void expect_barriers_pass(ws::World& world, int barriers = 1) {
+  std::atomic<int> passed{0};
+  world.run([&](ws::TaskStream& ts) {
+    for (int i = 0; i < barriers; ++i) ts.barrier();
+    passed.fetch_add(1);
+  });
+  EXPECT_EQ(passed.load(), kStreams);
+}
+
 }  // namespace
 
 TEST(StreamMpi, RanksSpanTheProcesses) {
@@ -236,12 +247,7 @@ TEST(StreamMpi, AFailedBarrierLeavesTheNextRunsBarriersWhole) {
   }
   EXPECT_EQ(threw, world.process_rank() == 0);
   // The failed barrier's arrival is passed over: the next run's barriers match each other.
-  std::atomic<int> passed{0};
-  world.run([&](ws::TaskStream& ts) {
-    for (int i = 0; i < 3; ++i) ts.barrier();
-    passed.fetch_add(1);
-  });
-  EXPECT_EQ(passed.load(), kStreams);
+  expect_barriers_pass(world, 3);
 }
 
 // Process 1 destroys its World after one run; process 0 runs three more, each failing with an
@@ -280,12 +286,7 @@ TEST(StreamMpi, ARunThatAnotherProcessNeverMakesFailsNamingIt) {
     world.reset();
   }
   ws::World next(options());
-  std::atomic<int> passed{0};
-  next.run([&](ws::TaskStream& ts) {
-    ts.barrier();
-    passed.fetch_add(1);
-  });
-  EXPECT_EQ(passed.load(), kStreams);
+  expect_barriers_pass(next);
 }
 
 // Runs in a row whose bodies end at once, every other one with a message: a process may start
@@ -326,12 +327,7 @@ TEST(StreamMpi, AWorldThatOneProcessCannotBuildFailsOnEveryProcess) {
   } catch (const weft::InvalidArgument& e) {
     EXPECT_EQ(process, 0) << e.what();  // "gpus names GPU 99", where there are GPUs
   }
-  std::atomic<int> passed{0};
-  probe.run([&](ws::TaskStream& ts) {
-    ts.barrier();
-    passed.fetch_add(1);
-  });
-  EXPECT_EQ(passed.load(), kStreams);
+  expect_barriers_pass(probe);
 }
 
 // Both processes leave a staged message of many chunks unreceived, each to the other: each
@@ -374,12 +370,7 @@ TEST(StreamMpi, OptionsOutOfRangeOnOneProcessFailEveryProcess) {
     EXPECT_NE(process, 0) << e.what();
     EXPECT_TRUE(contains(e.what(), "process 0 has streams_per_process = 0")) << e.what();
   }
-  std::atomic<int> passed{0};
-  probe.run([&](ws::TaskStream& ts) {
-    ts.barrier();
-    passed.fetch_add(1);
-  });
-  EXPECT_EQ(passed.load(), kStreams);
+  expect_barriers_pass(probe);
 }
 
 // A receive already waiting when the news comes that its sender's process destroyed its World
@@ -407,5 +398,5 @@ TEST(StreamMpi, AReceiveWaitingWhenItsSendersProcessClosesFails) {
     world.reset();
   }
   ws::World next(options());
-  next.run([](ws::TaskStream& ts) { ts.barrier(); });
+  expect_barriers_pass(next);
 }
